@@ -1,0 +1,109 @@
+// A PyTorch ZIP archive seen as records under one top folder.
+//
+// PyTorchStreamWriter (caffe2/serialize/inline_container.cc) names every entry
+// "<archive>/<record>"; the reader takes <archive> from the first entry and
+// looks records up under it. Records of a TorchScript archive:
+//   data.pkl          the module object (pickle, protocol 2)
+//   constants.pkl     tuple of tensor constants; marks a TorchScript archive
+//   data/<key>        raw storage bytes for data.pkl, stored, 64-byte aligned
+//   constants/<key>   raw storage bytes for constants.pkl
+//   code/**.py        TorchScript source; code/**.py.debug_pkl source ranges
+//   bytecode.pkl      lite-interpreter (.ptl) bytecode; constants/ beside it
+//   extra/<name>      user files (_extra_files), written first
+//   version | .data/version   decimal format version (newer writers: .data/)
+//   byteorder, .data/serialization_id   written by newer PyTorch
+// A torch.save file is the same layout with data.pkl and data/ only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tsarchive/zip.h"
+
+namespace tsarchive {
+
+enum class FileKind {
+  TorchScript,       // torch.jit.save
+  LiteInterpreter,   // _save_for_lite_interpreter (.ptl): has bytecode.pkl
+  TorchSave,         // torch.save, ZIP format: not TorchScript
+  LegacyTorchSave,   // torch.save before 1.6: a bare pickle stream
+  ExportedProgram,   // torch.export .pt2
+  Onnx,              // ONNX ModelProto
+  OtherZip,          // a ZIP, but not written by PyTorch
+  NotAModel,
+};
+
+// Stable identifier used in JSON ("torchscript", "lite", ...).
+std::string_view file_kind_id(FileKind kind);
+// For people ("TorchScript archive", ...).
+std::string_view file_kind_name(FileKind kind);
+
+enum class RecordKind {
+  Pickle,           // data.pkl, constants.pkl
+  Bytecode,         // bytecode.pkl
+  TensorData,       // data/<key>
+  ConstantData,     // constants/<key>
+  Code,             // code/**.py
+  DebugInfo,        // *.debug_pkl
+  Extra,            // extra/<name>
+  Version,          // version, .data/version
+  ByteOrder,        // byteorder
+  SerializationId,  // .data/serialization_id
+  Other,
+};
+
+std::string_view record_kind_id(RecordKind kind);
+RecordKind classify_record(std::string_view relative_name);
+
+struct Record {
+  std::string name;  // relative to the top folder
+  RecordKind kind;
+  const ZipEntry* entry;
+};
+
+// Size limits for records read into memory; anything larger is refused as hostile.
+struct ReadLimits {
+  static constexpr uint64_t kPickle = 1ull << 30;  // data.pkl of the largest real models is a few MB
+  static constexpr uint64_t kCode = 64ull << 20;
+  static constexpr uint64_t kSmall = 4096;         // version, byteorder, serialization id
+};
+
+class TorchArchive {
+ public:
+  // Reads the ZIP layout and checks that every entry is under one top folder.
+  explicit TorchArchive(std::unique_ptr<ByteSource> source);
+
+  const ZipArchive& zip() const { return zip_; }
+  const std::string& path() const { return zip_.source().name(); }
+  const std::string& top_folder() const { return top_folder_; }
+  const std::vector<Record>& records() const { return records_; }
+  FileKind kind() const { return kind_; }
+
+  const Record* find(std::string_view relative_name) const;
+  std::string read(const Record& record, uint64_t max_size) const;
+  // Reads a record if present; empty optional if not.
+  std::optional<std::string> read_optional(std::string_view relative_name, uint64_t max_size) const;
+
+  // The format version and the record it came from ("version" or ".data/version").
+  struct Version {
+    std::optional<int64_t> value;
+    std::string record;
+  };
+  Version format_version() const;
+
+ private:
+  ZipArchive zip_;
+  std::string top_folder_;
+  std::vector<Record> records_;
+  FileKind kind_ = FileKind::OtherZip;
+};
+
+// Names the kind of any file from its first bytes and, for ZIPs, its records.
+// Never throws for content; only for I/O.
+FileKind detect_file_kind(const ByteSource& source);
+
+}  // namespace tsarchive

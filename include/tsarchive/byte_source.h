@@ -1,0 +1,68 @@
+// Where archive bytes come from. Everything that parses untrusted input reads
+// through a ByteSource (a file, or memory for tests and fuzzers), and through
+// ByteReader, which checks every length against what is really there.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tsarchive {
+
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+
+  virtual uint64_t size() const = 0;
+  // A display name for messages (the path, or "<memory>").
+  virtual const std::string& name() const = 0;
+  // Copies exactly `length` bytes starting at `offset` into `out`.
+  // Throws Error(BadInput) if the range is not inside the source, Error(Io) on read failure.
+  virtual void read_at(uint64_t offset, void* out, size_t length) const = 0;
+
+  // Convenience: the bytes [offset, offset+length) as a string.
+  std::string read_string(uint64_t offset, size_t length) const;
+};
+
+// Opens a regular file for reading. Throws Error(Io) for missing files,
+// permissions and directories, naming the path.
+std::unique_ptr<ByteSource> open_file_source(const std::string& path);
+
+// Wraps bytes held in memory (tests, fuzzers, archives built on the fly).
+std::unique_ptr<ByteSource> make_memory_source(std::string bytes, std::string name = "<memory>");
+
+// Sequential little-endian reader over a buffer it does not own. Every read is
+// bounds-checked; overruns throw Error(BadInput) naming `what_` and the offset.
+class ByteReader {
+ public:
+  ByteReader(std::string_view bytes, std::string what) : bytes_(bytes), what_(std::move(what)) {}
+
+  size_t offset() const { return pos_; }
+  size_t remaining() const { return bytes_.size() - pos_; }
+  bool at_end() const { return pos_ == bytes_.size(); }
+
+  uint8_t u8();
+  uint16_t u16();
+  uint32_t u32();
+  uint64_t u64();
+  std::string_view bytes(uint64_t n);
+  void skip(uint64_t n) { bytes(n); }
+  // Reads up to and including '\n'; returns the line without it.
+  std::string_view line();
+
+ private:
+  void need(uint64_t n) const;
+
+  std::string_view bytes_;
+  size_t pos_ = 0;
+  std::string what_;
+};
+
+// Checked arithmetic on sizes that come from the input.
+bool add_overflows(uint64_t a, uint64_t b, uint64_t* sum);
+bool mul_overflows(uint64_t a, uint64_t b, uint64_t* product);
+
+}  // namespace tsarchive

@@ -1,0 +1,87 @@
+// The program: a command table, one parse, one catch, the exit codes of
+// DESIGN.md. Subcommands live in cmd_<name>.cc.
+#include "cli.h"
+
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+#include "tsarchive/error.h"
+#include "tsarchive/torch_backend.h"
+#include "tsarchive_config.h"
+
+namespace tsarchive::cli {
+namespace {
+
+void print_error(std::ostream& err, const Error& e) {
+  err << "tsarchive: error: " << e.what();
+  if (!e.file().empty()) err << " (" << e.file() << ")";
+  if (!e.hint().empty()) err << ": " << e.hint();
+  err << '\n';
+}
+
+// --version: the tool, and the libtorch layer if it can be loaded.
+int print_version(Context& ctx) {
+  ctx.out << "tsarchive " << TSARCHIVE_VERSION << '\n';
+  try {
+    const TorchRuntimeInfo info = load_torch_backend().runtime_info();
+    ctx.out << "libtorch " << info.libtorch_version << '\n';
+    ctx.out << "cuda " << (info.cuda_built ? "built in" : "not built in (CPU-only libtorch)");
+    if (info.cuda_built) ctx.out << ", " << info.cuda_device_count << " device(s) visible";
+    ctx.out << '\n';
+  } catch (const Error& e) {
+    ctx.out << "libtorch unavailable: " << e.what() << '\n';
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  Context ctx{out, err};
+  CLI::App app{"tsarchive: read, check, edit and run TorchScript archives", "tsarchive"};
+  app.set_help_all_flag("--help-all", "Print help for every command");
+  bool show_version = false;
+  app.add_flag("--version", show_version, "Print the tool, libtorch and CUDA versions and exit");
+  app.add_flag("-v,--verbose", ctx.verbose, "Show raw library messages behind errors");
+  app.require_subcommand(0, 1);
+  app.footer("Exit codes: 0 ok, 1 a check failed, 2 usage error, 3 invalid or unsupported input,\n"
+             "            4 I/O error, 5 libtorch failed. See man tsarchive.");
+
+  std::vector<std::pair<CLI::App*, Runner>> runners;
+  for (const Command& command : kCommands) {
+    CLI::App* sub = app.add_subcommand(command.name, command.summary);
+    runners.emplace_back(sub, command.setup(*sub, ctx));
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e, out, err);  // --help
+    err << "tsarchive: error: " << e.what() << ": see 'tsarchive " ;
+    for (auto& [sub, _] : runners) {
+      if (sub->parsed()) err << sub->get_name() << ' ';
+    }
+    err << "--help'\n";
+    return static_cast<int>(ErrorKind::Usage);
+  }
+
+  if (show_version) return print_version(ctx);
+  try {
+    for (auto& [sub, runner] : runners) {
+      if (sub->parsed()) return runner();
+    }
+  } catch (const Error& e) {
+    print_error(err, e);
+    return e.exit_code();
+  } catch (const std::bad_alloc&) {
+    err << "tsarchive: error: out of memory: the input may be hostile; report it if it is not\n";
+    return static_cast<int>(ErrorKind::BadInput);
+  } catch (const std::exception& e) {
+    err << "tsarchive: error: internal error: " << e.what() << ": please report this with the input file\n";
+    return static_cast<int>(ErrorKind::BadInput);
+  }
+  err << app.help();
+  return static_cast<int>(ErrorKind::Usage);
+}
+
+}  // namespace tsarchive::cli

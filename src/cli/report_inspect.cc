@@ -1,0 +1,272 @@
+#include "report_inspect.h"
+
+#include <algorithm>
+#include <map>
+
+#include "output.h"
+
+namespace tsarchive::cli {
+namespace {
+
+using Align = TextTable::Align;
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::string plural(uint64_t n, const char* word) {
+  return with_commas(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+void field(std::ostream& out, const std::string& name, const std::string& value) {
+  out << "  " << name << std::string(name.size() < 16 ? 16 - name.size() : 1, ' ') << value << '\n';
+}
+
+void render_archive_fields(const InspectReport& r, std::ostream& out);
+
+void render_summary(const InspectReport& r, std::ostream& out) {
+  out << r.path << ": " << file_kind_name(r.kind) << '\n';
+  for (const std::string& note : r.notes) out << "  note: " << note << '\n';
+  field(out, "file size", human_size(r.file_size) + " (" + with_commas(r.file_size) + " bytes)");
+  if (r.onnx) {
+    field(out, "ir version", std::to_string(r.onnx->ir_version));
+    field(out, "producer", r.onnx->producer_name + " " + r.onnx->producer_version);
+    for (const auto& [domain, version] : r.onnx->opsets) {
+      field(out, "opset", (domain.empty() ? std::string("ai.onnx") : domain) + " " + std::to_string(version));
+    }
+  }
+  if (r.is_zip) render_archive_fields(r, out);
+  if (!r.tensors.empty() || r.kind == FileKind::TorchScript || r.kind == FileKind::LiteInterpreter) {
+    field(out, "parameters", with_commas(r.parameter_count));
+    field(out, "tensors", plural(r.tensors.size(), "tensor") + " in " + plural(r.storages.size(), "storage") + ", " +
+                              human_size(r.tensor_bytes));
+  }
+}
+
+void render_archive_fields(const InspectReport& r, std::ostream& out) {
+  field(out, "top folder", r.top_folder);
+  if (r.format_version) field(out, "format version", std::to_string(*r.format_version) + " (" + r.version_record + ")");
+  if (r.bytecode_version) field(out, "bytecode", "version " + std::to_string(*r.bytecode_version));
+  if (r.byteorder) field(out, "byteorder", *r.byteorder);
+  if (r.serialization_id) field(out, "serialization id", *r.serialization_id);
+  field(out, "records", with_commas(r.records.size()) + ", " + human_size(r.total_size) + " (" +
+                            human_size(r.compressed_size) + " in the ZIP)");
+  if (r.tensor_records > 0) {
+    std::string layout;
+    if (r.tensor_records_aligned == r.tensor_records) layout = "all stored and 64-byte aligned";
+    else layout = with_commas(r.tensor_records_stored) + " stored, " + with_commas(r.tensor_records_aligned) +
+                  " stored and 64-byte aligned";
+    field(out, "tensor data", plural(r.tensor_records, "record") + ", " + layout);
+  }
+  if (!r.root_type.empty()) field(out, "root module", r.root_type);
+}
+
+void render_records(const InspectReport& r, const InspectView& view, std::ostream& out) {
+  if (!r.is_zip) return;
+  if (view.records) {
+    out << "\nRecords (" << r.records.size() << ")\n";
+    TextTable t({"NAME", "KIND", "SIZE", "STORED AS", "METHOD", "OFFSET", "ALIGNED", "CRC32"},
+                {Align::Left, Align::Left, Align::Right, Align::Right, Align::Left, Align::Right, Align::Left,
+                 Align::Left});
+    for (const RecordInfo& rec : r.records) {
+      char crc[16];
+      std::snprintf(crc, sizeof crc, "%08x", rec.crc32);
+      t.add_row({rec.name, std::string(record_kind_id(rec.kind)), with_commas(rec.size),
+                 with_commas(rec.compressed_size), zip_method_name(rec.method), with_commas(rec.data_offset),
+                 rec.aligned ? "yes" : "no", crc});
+    }
+    t.print(out);
+    return;
+  }
+  struct Sum {
+    uint64_t count = 0, size = 0, compressed = 0;
+  };
+  std::map<std::string, Sum> kinds;
+  for (const RecordInfo& rec : r.records) {
+    Sum& s = kinds[std::string(record_kind_id(rec.kind))];
+    s.count += 1;
+    s.size += rec.size;
+    s.compressed += rec.compressed_size;
+  }
+  out << "\nRecords by kind (--records lists each)\n";
+  TextTable t({"KIND", "COUNT", "SIZE", "IN ZIP"}, {Align::Left, Align::Right, Align::Right, Align::Right});
+  for (const auto& [kind, s] : kinds) {
+    t.add_row({kind, with_commas(s.count), human_size(s.size), human_size(s.compressed)});
+  }
+  t.print(out);
+}
+
+void render_extra(const InspectReport& r, std::ostream& out) {
+  if (r.extra_files.empty()) return;
+  out << "\nExtra files (" << r.extra_files.size() << "; --extra NAME prints one)\n";
+  TextTable t({"NAME", "SIZE", "PREVIEW"}, {Align::Left, Align::Right, Align::Left});
+  for (const ExtraFileInfo& e : r.extra_files) {
+    std::string preview = e.preview;
+    if (!e.text) preview = e.size > (1 << 20) ? "(large; not read)" : "(binary)";
+    t.add_row({e.name, human_size(e.size), preview});
+  }
+  t.print(out);
+}
+
+void render_tensors(const InspectReport& r, std::ostream& out) {
+  if (r.tensors.empty()) return;
+  out << "\nTensors (" << r.tensors.size() << ")\n";
+  TextTable t({"PATH", "ROLE", "DTYPE", "SHAPE", "ELEMENTS", "SIZE", "DEVICE"},
+              {Align::Left, Align::Left, Align::Left, Align::Left, Align::Right, Align::Right, Align::Left});
+  for (const TensorInfo& tensor : r.tensors) {
+    std::string dtype = tensor.dtype;
+    if (!tensor.quantization.empty()) dtype += " (" + tensor.quantization + ")";
+    t.add_row({tensor.path, std::string(tensor_role_id(tensor.role)), dtype, shape_text(tensor.shape),
+               with_commas(tensor.numel), human_size(tensor.nbytes), tensor.device});
+  }
+  t.print(out);
+
+  out << "\nBy dtype\n";
+  TextTable d({"DTYPE", "TENSORS", "ELEMENTS", "SIZE"}, {Align::Left, Align::Right, Align::Right, Align::Right});
+  for (const DtypeTotal& total : r.dtype_totals) {
+    d.add_row({total.dtype, with_commas(total.tensors), with_commas(total.elements), human_size(total.bytes)});
+  }
+  t = d;
+  t.print(out);
+}
+
+void render_modules(const InspectReport& r, std::ostream& out) {
+  if (r.modules.empty()) return;
+  out << "\nModules (" << r.modules.size() << ")\n";
+  TextTable t({"MODULE", "TYPE"});
+  for (const ModuleInfo& m : r.modules) {
+    if (m.path.empty()) {
+      t.add_row({"(root)", m.type});
+      continue;
+    }
+    const size_t depth = static_cast<size_t>(std::count(m.path.begin(), m.path.end(), '.')) + 1;
+    const size_t dot = m.path.rfind('.');
+    t.add_row({std::string(2 * depth, ' ') + (dot == std::string::npos ? m.path : m.path.substr(dot + 1)), m.type});
+  }
+  t.print(out);
+}
+
+void render_methods(const InspectReport& r, std::ostream& out) {
+  for (const CodeClass& c : r.classes) {
+    if (c.qualified_name != r.root_type) continue;
+    out << "\nMethods of " << c.qualified_name << " (--code prints the source)\n";
+    for (const CodeMethod& m : c.methods) out << "  " << m.signature() << '\n';
+  }
+}
+
+void render_problems(const InspectReport& r, std::ostream& out) {
+  if (r.problems.empty()) return;
+  out << "\nProblems (" << r.problems.size() << ")\n";
+  for (const std::string& p : r.problems) out << "  ! " << p << '\n';
+}
+
+nlohmann::json method_json(const CodeMethod& m) {
+  nlohmann::json params = nlohmann::json::array();
+  for (const CodeParameter& p : m.parameters) {
+    nlohmann::json jp = {{"name", p.name}, {"type", p.type}};
+    if (!p.default_value.empty()) jp["default"] = p.default_value;
+    params.push_back(jp);
+  }
+  return {{"name", m.name}, {"signature", m.signature()}, {"parameters", params}, {"return_type", m.return_type}};
+}
+
+}  // namespace
+
+void render_inspect_text(const InspectReport& r, const InspectView& view, std::ostream& out) {
+  render_summary(r, out);
+  render_records(r, view, out);
+  render_extra(r, out);
+  render_tensors(r, out);
+  render_modules(r, out);
+  render_methods(r, out);
+  render_problems(r, out);
+}
+
+nlohmann::json inspect_to_json(const InspectReport& r) {
+  using nlohmann::json;
+  json doc = {{"schema", "tsarchive.inspect/1"},
+              {"path", r.path},
+              {"file_size", r.file_size},
+              {"kind", file_kind_id(r.kind)},
+              {"kind_description", file_kind_name(r.kind)},
+              {"notes", r.notes},
+              {"problems", r.problems}};
+  if (r.onnx) {
+    json opsets = json::array();
+    for (const auto& [domain, version] : r.onnx->opsets) opsets.push_back({{"domain", domain}, {"version", version}});
+    doc["onnx"] = {{"ir_version", r.onnx->ir_version},
+                   {"producer_name", r.onnx->producer_name},
+                   {"producer_version", r.onnx->producer_version},
+                   {"opsets", opsets}};
+  }
+  if (r.is_zip) {
+    json records = json::array();
+    for (const RecordInfo& rec : r.records) {
+      records.push_back({{"name", rec.name},
+                         {"kind", record_kind_id(rec.kind)},
+                         {"size", rec.size},
+                         {"compressed_size", rec.compressed_size},
+                         {"method", zip_method_name(rec.method)},
+                         {"data_offset", rec.data_offset},
+                         {"aligned", rec.aligned},
+                         {"crc32", rec.crc32}});
+    }
+    doc["archive"] = {{"top_folder", r.top_folder},
+                      {"format_version", r.format_version ? json(*r.format_version) : json(nullptr)},
+                      {"version_record", r.version_record},
+                      {"byteorder", r.byteorder ? json(*r.byteorder) : json(nullptr)},
+                      {"serialization_id", r.serialization_id ? json(*r.serialization_id) : json(nullptr)},
+                      {"bytecode_version", r.bytecode_version ? json(*r.bytecode_version) : json(nullptr)},
+                      {"total_size", r.total_size},
+                      {"compressed_size", r.compressed_size},
+                      {"tensor_records", r.tensor_records},
+                      {"tensor_records_stored", r.tensor_records_stored},
+                      {"tensor_records_aligned", r.tensor_records_aligned},
+                      {"records", records}};
+    json extra = json::array();
+    for (const ExtraFileInfo& e : r.extra_files) {
+      extra.push_back({{"name", e.name}, {"size", e.size}, {"text", e.text}, {"json", e.json}, {"preview", e.preview}});
+    }
+    doc["extra_files"] = extra;
+  }
+  json tensors = json::array();
+  for (const TensorInfo& t : r.tensors) {
+    json jt = {{"path", t.path},       {"role", tensor_role_id(t.role)}, {"dtype", t.dtype},
+               {"shape", t.shape},     {"stride", t.stride},             {"storage_offset", t.storage_offset},
+               {"device", t.device},   {"storage", t.storage_record},    {"numel", t.numel},
+               {"nbytes", t.nbytes},   {"requires_grad", t.requires_grad}};
+    if (!t.quantization.empty()) jt["quantization"] = t.quantization;
+    tensors.push_back(jt);
+  }
+  json storages = json::array();
+  for (const StorageInfo& s : r.storages) {
+    storages.push_back({{"record", s.record}, {"dtype", s.dtype}, {"numel", s.numel}, {"nbytes", s.nbytes},
+                        {"device", s.device}});
+  }
+  json totals = json::array();
+  for (const DtypeTotal& d : r.dtype_totals) {
+    totals.push_back({{"dtype", d.dtype}, {"tensors", d.tensors}, {"elements", d.elements}, {"bytes", d.bytes}});
+  }
+  json modules = json::array();
+  for (const ModuleInfo& m : r.modules) modules.push_back({{"path", m.path}, {"type", m.type}});
+  json classes = json::array();
+  for (const CodeClass& c : r.classes) {
+    json methods = json::array();
+    for (const CodeMethod& m : c.methods) methods.push_back(method_json(m));
+    classes.push_back({{"name", c.qualified_name}, {"base", c.base}, {"record", c.record},
+                       {"parameters", c.parameters}, {"buffers", c.buffers}, {"methods", methods}});
+  }
+  doc["tensors"] = tensors;
+  doc["storages"] = storages;
+  doc["dtype_totals"] = totals;
+  doc["parameter_count"] = r.parameter_count;
+  doc["tensor_bytes"] = r.tensor_bytes;
+  doc["root_type"] = r.root_type;
+  doc["modules"] = modules;
+  doc["classes"] = classes;
+  return doc;
+}
+
+}  // namespace tsarchive::cli

@@ -1,0 +1,19 @@
+// Rendering of an InspectReport: a text report for people, JSON for machines.
+#pragma once
+
+#include <ostream>
+
+#include <nlohmann/json.hpp>
+
+#include "tsarchive/inspect.h"
+
+namespace tsarchive::cli {
+
+struct InspectView {
+  bool records = false;  // the full record table instead of a summary by kind
+};
+
+void render_inspect_text(const InspectReport& report, const InspectView& view, std::ostream& out);
+nlohmann::json inspect_to_json(const InspectReport& report);
+
+}  // namespace tsarchive::cli

@@ -1,0 +1,382 @@
+#include "tsarchive/inspect.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "tsarchive/error.h"
+#include "tsarchive/pickle.h"
+
+namespace tsarchive {
+namespace {
+
+constexpr uint64_t kExtraPreviewLimit = 1 << 20;  // larger extra files are listed, not read
+constexpr uint64_t kExtraReadLimit = 1ull << 30;
+
+std::string first_line(std::string_view text, size_t max_chars) {
+  const size_t nl = text.find_first_of("\r\n");
+  std::string line(text.substr(0, nl));
+  if (line.size() > max_chars) {
+    size_t cut = max_chars;
+    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;  // keep UTF-8 whole
+    line = line.substr(0, cut) + "...";
+  } else if (nl != std::string_view::npos && text.find_first_not_of("\r\n", nl) != std::string_view::npos) {
+    line += " ...";
+  }
+  return line;
+}
+
+std::vector<ExtraFileInfo> list_extra_files(const TorchArchive& archive) {
+  std::vector<ExtraFileInfo> out;
+  for (const Record& r : archive.records()) {
+    if (r.kind != RecordKind::Extra) continue;
+    ExtraFileInfo info;
+    info.name = r.name.substr(6);
+    info.size = r.entry->uncompressed_size;
+    if (info.size <= kExtraPreviewLimit) {
+      const std::string bytes = archive.read(r, kExtraPreviewLimit);
+      info.text = is_printable_utf8(bytes);
+      if (info.text) {
+        info.json = nlohmann::json::accept(bytes);
+        if (info.json) {
+          // Compact one-line preview of JSON content.
+          info.preview = first_line(nlohmann::json::parse(bytes).dump(), 72);
+        } else {
+          info.preview = first_line(bytes, 72);
+        }
+      }
+    }
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+void read_version_records(const TorchArchive& archive, InspectReport& report) {
+  const TorchArchive::Version v = archive.format_version();
+  report.format_version = v.value;
+  report.version_record = v.record;
+  if (auto b = archive.read_optional("byteorder", ReadLimits::kSmall)) report.byteorder = *b;
+  if (auto id = archive.read_optional(".data/serialization_id", ReadLimits::kSmall)) report.serialization_id = *id;
+  if (report.byteorder && *report.byteorder != "little" && *report.byteorder != "big") {
+    report.problems.push_back("byteorder record holds '" + *report.byteorder + "', expected little or big");
+  }
+}
+
+std::vector<CodeClass> read_classes(const TorchArchive& archive) {
+  std::vector<CodeClass> classes;
+  for (const Record& r : archive.records()) {
+    if (r.kind != RecordKind::Code) continue;
+    if (r.name.size() < 3 || r.name.compare(r.name.size() - 3, 3, ".py") != 0) continue;
+    const std::string source = archive.read(r, ReadLimits::kCode);
+    if (!is_printable_utf8(source)) {
+      throw_bad_input("code record '" + r.name + "' is not UTF-8 text", archive.path(), "the archive is damaged");
+    }
+    CodeFile file = parse_torchscript_code(source, r.name);
+    for (CodeClass& c : file.classes) classes.push_back(std::move(c));
+  }
+  return classes;
+}
+
+PickleGraph read_pickle(const TorchArchive& archive, const Record& r) {
+  const std::string bytes = archive.read(r, ReadLimits::kPickle);
+  try {
+    return parse_pickle(bytes, r.name);
+  } catch (const Error& e) {
+    throw e.with_file(archive.path());
+  }
+}
+
+void check_storage_records(const TorchArchive& archive, const ModelContents& model, InspectReport& report) {
+  for (const auto& [name, storage] : model.storages) {
+    const Record* r = archive.find(name);
+    if (r == nullptr) {
+      report.problems.push_back("storage record '" + name + "' is missing");
+    } else if (r->entry->uncompressed_size < storage.nbytes) {
+      report.problems.push_back("storage record '" + name + "' holds " + std::to_string(r->entry->uncompressed_size) +
+                                " bytes but its " + storage.dtype + " storage needs " + std::to_string(storage.nbytes));
+    }
+  }
+}
+
+// bytecode.pkl: (version, (method tuples)...)
+std::optional<int64_t> bytecode_version(const TorchArchive& archive) {
+  const Record* r = archive.find("bytecode.pkl");
+  if (r == nullptr) return std::nullopt;
+  const PickleGraph g = read_pickle(archive, *r);
+  const PickleNode& root = g.at(g.root());
+  if (root.kind == PickleKind::Tuple && !root.items.empty() && g.at(root.items[0]).kind == PickleKind::Int) {
+    return g.at(root.items[0]).integer;
+  }
+  return std::nullopt;
+}
+
+void summarise_contents(ModelContents& model, InspectReport& report) {
+  std::map<std::string, DtypeTotal> totals;
+  for (const TensorInfo& t : model.tensors) {
+    DtypeTotal& d = totals[t.dtype];
+    d.dtype = t.dtype;
+    d.tensors += 1;
+    d.elements += t.numel;
+    d.bytes += t.nbytes;
+    if (t.role == TensorRole::Parameter) report.parameter_count += t.numel;
+  }
+  for (auto& [_, d] : totals) report.dtype_totals.push_back(d);
+  for (auto& [_, s] : model.storages) {
+    report.tensor_bytes += s.nbytes;
+    report.storages.push_back(s);
+  }
+  report.tensors = std::move(model.tensors);
+  report.modules = std::move(model.modules);
+  for (std::string& p : model.problems) report.problems.push_back(std::move(p));
+}
+
+void inspect_zip(std::unique_ptr<ByteSource> source, InspectReport& report) {
+  const TorchArchive archive(std::move(source));
+  report.is_zip = true;
+  report.kind = archive.kind();
+  report.top_folder = archive.top_folder();
+  for (const Record& r : archive.records()) {
+    const ZipEntry& e = *r.entry;
+    RecordInfo info{r.name, r.kind, e.uncompressed_size, e.compressed_size, e.method, e.data_offset, e.crc32,
+                    e.data_offset % 64 == 0};
+    report.total_size += e.uncompressed_size;
+    report.compressed_size += e.compressed_size;
+    if (r.kind == RecordKind::TensorData || r.kind == RecordKind::ConstantData) {
+      report.tensor_records += 1;
+      report.tensor_records_stored += e.stored() ? 1 : 0;
+      report.tensor_records_aligned += e.stored() && info.aligned ? 1 : 0;
+    }
+    report.records.push_back(std::move(info));
+  }
+  if (report.kind == FileKind::OtherZip) return;
+  read_version_records(archive, report);
+  report.extra_files = list_extra_files(archive);
+
+  ModelContents model;
+  if (report.kind == FileKind::TorchScript || report.kind == FileKind::LiteInterpreter) {
+    report.classes = read_classes(archive);
+    ClassIndex index;
+    for (const CodeClass& c : report.classes) index.emplace(c.qualified_name, &c);
+    const Record* data = archive.find("data.pkl");
+    if (data == nullptr) {
+      throw_bad_input("the archive has no data.pkl record", archive.path(),
+                      "the archive is incomplete; re-export it with torch.jit.save");
+    }
+    const PickleGraph graph = read_pickle(archive, *data);
+    collect_module(graph, index, model);
+    if (!model.modules.empty()) report.root_type = model.modules.front().type;
+    if (const Record* constants = archive.find("constants.pkl")) {
+      collect_constants(read_pickle(archive, *constants), model);
+    }
+    if (report.kind == FileKind::LiteInterpreter) report.bytecode_version = bytecode_version(archive);
+  } else if (report.kind == FileKind::TorchSave) {
+    collect_saved_object(read_pickle(archive, *archive.find("data.pkl")), "data", model);
+  }
+  check_storage_records(archive, model, report);
+  summarise_contents(model, report);
+}
+
+// Legacy torch.save: pickles for magic, protocol, sys_info, the object, and
+// the storage keys, then raw storages. We read the object's tensors.
+void inspect_legacy(const ByteSource& source, InspectReport& report) {
+  constexpr uint64_t kMaxHeader = 1ull << 30;
+  const std::string bytes = source.read_string(0, static_cast<size_t>(std::min(source.size(), kMaxHeader)));
+  size_t offset = 0;
+  try {
+    for (int i = 0; i < 3; ++i) parse_pickle(bytes, "legacy torch.save header", offset, &offset);
+    const PickleGraph object = parse_pickle(bytes, "legacy torch.save object", offset, &offset);
+    ModelContents model;
+    collect_saved_object(object, "", model);
+    summarise_contents(model, report);
+  } catch (const Error& e) {
+    throw e.with_file(source.name());
+  }
+}
+
+// Top-level fields of an ONNX ModelProto; the graph itself is skipped by length.
+OnnxInfo read_onnx(const ByteSource& source) {
+  constexpr uint64_t kMaxScan = 64ull << 20;
+  const std::string bytes = source.read_string(0, static_cast<size_t>(std::min(source.size(), kMaxScan)));
+  ByteReader r(bytes, "ONNX model");
+  auto varint = [&r]() {
+    uint64_t v = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      const uint8_t b = r.u8();
+      v |= uint64_t(b & 0x7f) << shift;
+      if (!(b & 0x80)) return v;
+    }
+    throw_bad_input("ONNX model: a varint is too long");
+  };
+  OnnxInfo info;
+  try {
+    while (!r.at_end()) {
+      const uint64_t tag = varint();
+      const uint64_t field = tag >> 3;
+      const int wire = static_cast<int>(tag & 7);
+      if (wire == 0) {
+        const uint64_t v = varint();
+        if (field == 1) info.ir_version = static_cast<int64_t>(v);
+      } else if (wire == 2) {
+        const std::string_view body = r.bytes(varint());
+        if (field == 2) info.producer_name = std::string(body);
+        if (field == 3) info.producer_version = std::string(body);
+        if (field == 8) {  // OperatorSetIdProto { domain = 1; version = 2 }
+          ByteReader o(body, "ONNX opset");
+          std::pair<std::string, int64_t> opset;
+          while (!o.at_end()) {
+            const uint8_t t = o.u8();
+            if (t == 0x0a) opset.first = std::string(o.bytes(o.u8()));
+            else if (t == 0x10) opset.second = o.u8();
+            else break;
+          }
+          info.opsets.push_back(opset);
+        }
+      } else if (wire == 5) {
+        r.skip(4);
+      } else if (wire == 1) {
+        r.skip(8);
+      } else {
+        break;
+      }
+    }
+  } catch (const Error&) {
+    // The scan is best-effort beyond the first fields; a cut-off graph is not our concern here.
+  }
+  return info;
+}
+
+void add_kind_notes(InspectReport& report) {
+  switch (report.kind) {
+    case FileKind::TorchSave:
+    case FileKind::LegacyTorchSave:
+      report.notes.push_back("made by torch.save: it has no code/, so torch::jit::load and torch.jit.load reject it; "
+                             "load it with torch.load, or export the model with torch.jit.script/trace and torch.jit.save");
+      break;
+    case FileKind::ExportedProgram:
+      report.notes.push_back("a torch.export program: load it with torch.export.load (Python) or AOTInductor, "
+                             "not torch::jit::load");
+      break;
+    case FileKind::Onnx:
+      report.notes.push_back("an ONNX model: run it with ONNX Runtime or TensorRT, not libtorch");
+      break;
+    case FileKind::LiteInterpreter:
+      report.notes.push_back("loads with torch::jit::_load_for_mobile (lite interpreter)" +
+                             std::string(report.classes.empty() ? "" : "; it also has code/, so torch::jit::load reads it"));
+      break;
+    default:
+      break;
+  }
+}
+
+}  // namespace
+
+bool is_printable_utf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    size_t len = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) {
+      if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') return false;
+      if (c == 0x7f) return false;
+      ++i;
+      continue;
+    }
+    if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F;
+    else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F;
+    else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07;
+    else return false;
+    if (i + len > s.size()) return false;
+    for (size_t k = 1; k < len; ++k) {
+      const unsigned char cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    const uint32_t min_cp[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < min_cp[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
+}
+
+InspectReport inspect_source(std::unique_ptr<ByteSource> source) {
+  InspectReport report;
+  report.path = source->name();
+  report.file_size = source->size();
+  if (report.file_size == 0) {
+    throw_bad_input("the file is empty", report.path, "it is not a model; check how it was written or downloaded");
+  }
+  report.kind = detect_file_kind(*source);
+  switch (report.kind) {
+    case FileKind::OtherZip:
+      inspect_zip(std::move(source), report);
+      break;
+    case FileKind::LegacyTorchSave:
+      inspect_legacy(*source, report);
+      break;
+    case FileKind::Onnx:
+      report.onnx = read_onnx(*source);
+      break;
+    default:
+      throw_bad_input("not a PyTorch model file (no ZIP, ONNX or torch.save signature)", report.path,
+                      "give a file written by torch.jit.save, torch.save or torch.onnx.export");
+  }
+  add_kind_notes(report);
+  return report;
+}
+
+InspectReport inspect_file(const std::string& path) { return inspect_source(open_file_source(path)); }
+
+std::string read_extra_file(const std::string& path, const std::string& name) {
+  const TorchArchive archive(open_file_source(path));
+  const Record* r = archive.find("extra/" + name);
+  if (r == nullptr) {
+    std::string names;
+    for (const Record& rec : archive.records()) {
+      if (rec.kind == RecordKind::Extra) names += (names.empty() ? "" : ", ") + rec.name.substr(6);
+    }
+    throw_bad_input("no extra file '" + name + "'", path,
+                    names.empty() ? "the archive has no extra files" : "it has: " + names);
+  }
+  return archive.read(*r, kExtraReadLimit);
+}
+
+std::string read_code(const std::string& path, const std::string& class_name) {
+  const TorchArchive archive(open_file_source(path));
+  std::string out;
+  std::vector<std::string> known;
+  for (const Record& r : archive.records()) {
+    if (r.kind != RecordKind::Code || r.name.compare(r.name.size() - 3, 3, ".py") != 0) continue;
+    const std::string source = archive.read(r, ReadLimits::kCode);
+    if (class_name.empty()) {
+      out += "# " + r.name + "\n" + source;
+      if (!source.empty() && source.back() != '\n') out += '\n';
+      continue;
+    }
+    const CodeFile file = parse_torchscript_code(source, r.name);
+    for (const CodeClass& c : file.classes) {
+      const std::string short_name = c.qualified_name.substr(c.qualified_name.rfind('.') + 1);
+      known.push_back(c.qualified_name);
+      if (c.qualified_name != class_name && short_name != class_name) continue;
+      size_t begin = 0;
+      for (size_t line = 0; line < c.first_line; ++line) begin = source.find('\n', begin) + 1;
+      size_t end = begin;
+      for (size_t line = c.first_line; line < c.end_line && end < source.size(); ++line) {
+        const size_t nl = source.find('\n', end);
+        end = nl == std::string::npos ? source.size() : nl + 1;
+      }
+      out += "# " + c.qualified_name + " (" + r.name + ")\n" + source.substr(begin, end - begin);
+    }
+  }
+  if (!class_name.empty() && out.empty()) {
+    std::string list;
+    for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+    throw_bad_input("no class '" + class_name + "' in code/", path,
+                    list.empty() ? "the archive has no code/ classes" : "classes: " + list);
+  }
+  return out;
+}
+
+}  // namespace tsarchive

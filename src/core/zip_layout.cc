@@ -1,0 +1,245 @@
+// Reader for the ZIP structure (see include/tsarchive/zip.h for the format).
+#include <algorithm>
+#include <cstring>
+#include <unordered_set>
+
+#include "tsarchive/error.h"
+#include "tsarchive/zip.h"
+
+namespace tsarchive {
+namespace {
+
+constexpr uint32_t kLocalHeaderSig = 0x04034b50;
+constexpr uint32_t kCentralHeaderSig = 0x02014b50;
+constexpr uint32_t kEndSig = 0x06054b50;
+constexpr uint32_t kZip64EndSig = 0x06064b50;
+constexpr uint32_t kZip64LocatorSig = 0x07064b50;
+constexpr size_t kEndSize = 22;
+constexpr size_t kZip64LocatorSize = 20;
+constexpr size_t kZip64EndSize = 56;
+constexpr size_t kCentralHeaderSize = 46;
+constexpr size_t kLocalHeaderSize = 30;
+constexpr uint16_t kZip64ExtraId = 0x0001;
+constexpr uint16_t kPyTorchPaddingId = 0x4246;  // "FB"
+constexpr uint32_t k32Max = 0xFFFFFFFFu;
+constexpr uint16_t k16Max = 0xFFFFu;
+
+[[noreturn]] void invalid(const ByteSource& source, const std::string& what) {
+  throw_bad_input("invalid ZIP archive: " + what, source.name(),
+                  "the file is damaged or truncated; re-export or re-download it");
+}
+
+struct EndRecords {
+  uint64_t end_offset = 0;
+  uint64_t entry_count = 0;
+  uint64_t cd_offset = 0;
+  uint64_t cd_size = 0;
+  uint64_t cd_limit = 0;  // the central directory must end at or before this
+  bool zip64 = false;
+  std::string comment;
+};
+
+// Finds the end record: the last "PK\5\6" whose comment length reaches exactly
+// the end of the file (a comment may itself contain the signature).
+EndRecords read_end_records(const ByteSource& source) {
+  const uint64_t size = source.size();
+  if (size < kEndSize) invalid(source, "too short to be a ZIP (" + std::to_string(size) + " bytes)");
+  const uint64_t tail_len = std::min<uint64_t>(size, kEndSize + 0xFFFF);
+  const uint64_t tail_start = size - tail_len;
+  const std::string tail = source.read_string(tail_start, static_cast<size_t>(tail_len));
+
+  for (size_t pos = tail.size() - kEndSize + 1; pos-- > 0;) {
+    if (std::memcmp(tail.data() + pos, "PK\x05\x06", 4) != 0) continue;
+    ByteReader r(std::string_view(tail).substr(pos), "end of central directory record");
+    r.skip(4);
+    const uint16_t disk = r.u16(), cd_disk = r.u16(), entries_here = r.u16(), entries = r.u16();
+    const uint32_t cd_size = r.u32(), cd_offset = r.u32();
+    const uint16_t comment_len = r.u16();
+    if (comment_len != r.remaining()) continue;  // not the real end record
+
+    EndRecords end;
+    end.end_offset = tail_start + pos;
+    end.comment = std::string(r.bytes(comment_len));
+    end.entry_count = entries;
+    end.cd_size = cd_size;
+    end.cd_offset = cd_offset;
+    end.cd_limit = end.end_offset;
+    if (disk != 0 || cd_disk != 0 || entries_here != entries) invalid(source, "multi-disk archives are not supported");
+
+    const bool needs_zip64 = entries == k16Max || cd_size == k32Max || cd_offset == k32Max;
+    if (end.end_offset >= kZip64LocatorSize) {
+      const std::string loc = source.read_string(end.end_offset - kZip64LocatorSize, kZip64LocatorSize);
+      ByteReader lr(loc, "ZIP64 end locator");
+      if (lr.u32() == kZip64LocatorSig) {
+        lr.u32();  // disk with the ZIP64 end record
+        const uint64_t z64_offset = lr.u64();
+        uint64_t z64_end = 0;
+        if (add_overflows(z64_offset, kZip64EndSize, &z64_end) || z64_end > end.end_offset - kZip64LocatorSize) {
+          invalid(source, "ZIP64 end record offset " + std::to_string(z64_offset) + " is outside the file");
+        }
+        const std::string rec = source.read_string(z64_offset, kZip64EndSize);
+        ByteReader zr(rec, "ZIP64 end record");
+        if (zr.u32() != kZip64EndSig) invalid(source, "ZIP64 end record signature not found where the locator says");
+        zr.skip(8 + 2 + 2 + 4 + 4);  // record size, versions, disk numbers
+        const uint64_t here = zr.u64(), total = zr.u64();
+        if (here != total) invalid(source, "multi-disk archives are not supported");
+        end.entry_count = total;
+        end.cd_size = zr.u64();
+        end.cd_offset = zr.u64();
+        end.cd_limit = z64_offset;
+        end.zip64 = true;
+      } else if (needs_zip64) {
+        invalid(source, "end record needs ZIP64 values but there is no ZIP64 locator");
+      }
+    } else if (needs_zip64) {
+      invalid(source, "end record needs ZIP64 values but there is no ZIP64 locator");
+    }
+    return end;
+  }
+  if (has_zip_signature(source)) {
+    throw_bad_input("the file starts like a ZIP archive but has no end record: it is truncated", source.name(),
+                    "re-export or re-download it");
+  }
+  invalid(source, "no end of central directory record");
+}
+
+// Applies the ZIP64 extended-information field to the 0xFFFFFFFF placeholders.
+void apply_zip64_extra(const ByteSource& source, std::string_view extra, ZipEntry& e, bool usize32, bool csize32,
+                       bool offset32) {
+  ByteReader r(extra, "extra field of '" + e.name + "'");
+  while (r.remaining() >= 4) {
+    const uint16_t id = r.u16();
+    const uint16_t len = r.u16();
+    std::string_view body = r.bytes(len);
+    if (id != kZip64ExtraId) continue;
+    ByteReader z(body, "ZIP64 field of '" + e.name + "'");
+    if (usize32) e.uncompressed_size = z.u64();
+    if (csize32) e.compressed_size = z.u64();
+    if (offset32) e.local_header_offset = z.u64();
+    e.zip64 = true;
+    return;
+  }
+  if (usize32 || csize32 || offset32) {
+    invalid(source, "entry '" + e.name + "' has 0xFFFFFFFF sizes but no ZIP64 field");
+  }
+}
+
+bool has_padding_field(std::string_view extra) {
+  ByteReader r(extra, "local extra field");
+  while (r.remaining() >= 4) {
+    const uint16_t id = r.u16();
+    const uint16_t len = r.u16();
+    if (len > r.remaining()) return false;
+    r.skip(len);
+    if (id == kPyTorchPaddingId) return true;
+  }
+  return false;
+}
+
+void read_local_header(const ByteSource& source, ZipEntry& e, uint64_t data_limit) {
+  uint64_t fixed_end = 0;
+  if (add_overflows(e.local_header_offset, kLocalHeaderSize, &fixed_end) || fixed_end > data_limit) {
+    invalid(source, "entry '" + e.name + "' has a local header offset outside the archive");
+  }
+  const std::string fixed = source.read_string(e.local_header_offset, kLocalHeaderSize);
+  ByteReader r(fixed, "local header of '" + e.name + "'");
+  if (r.u32() != kLocalHeaderSig) invalid(source, "no local header where entry '" + e.name + "' should start");
+  r.skip(2 + 2 + 2 + 2 + 2 + 4 + 4 + 4);
+  const uint16_t name_len = r.u16();
+  const uint16_t extra_len = r.u16();
+  uint64_t data_offset = fixed_end + name_len + extra_len;
+  if (data_offset > data_limit) invalid(source, "local header of '" + e.name + "' runs past the central directory");
+  const std::string name_and_extra = source.read_string(fixed_end, name_len + extra_len);
+  if (std::string_view(name_and_extra).substr(0, name_len) != e.name) {
+    invalid(source, "local and central names differ for entry '" + e.name + "'");
+  }
+  e.local_extra_length = extra_len;
+  e.has_alignment_padding = has_padding_field(std::string_view(name_and_extra).substr(name_len));
+  e.data_offset = data_offset;
+  uint64_t data_end = 0;
+  if (add_overflows(data_offset, e.compressed_size, &data_end) || data_end > data_limit) {
+    invalid(source, "entry '" + e.name + "' claims " + std::to_string(e.compressed_size) +
+                        " bytes, more than the archive holds");
+  }
+}
+
+}  // namespace
+
+bool has_zip_signature(const ByteSource& source) {
+  if (source.size() < 4) return false;
+  char magic[4];
+  source.read_at(0, magic, 4);
+  return std::memcmp(magic, "PK\x03\x04", 4) == 0 || std::memcmp(magic, "PK\x05\x06", 4) == 0;
+}
+
+ZipLayout read_zip_layout(const ByteSource& source) {
+  const EndRecords end = read_end_records(source);
+  uint64_t cd_end = 0;
+  if (add_overflows(end.cd_offset, end.cd_size, &cd_end) || cd_end > end.cd_limit) {
+    invalid(source, "central directory (offset " + std::to_string(end.cd_offset) + ", " + std::to_string(end.cd_size) +
+                        " bytes) does not fit before the end record");
+  }
+  if (end.entry_count > end.cd_size / kCentralHeaderSize) {
+    invalid(source, "end record claims " + std::to_string(end.entry_count) + " entries, more than the " +
+                        std::to_string(end.cd_size) + "-byte central directory can hold");
+  }
+
+  ZipLayout layout;
+  layout.central_directory_offset = end.cd_offset;
+  layout.central_directory_size = end.cd_size;
+  layout.end_record_offset = end.end_offset;
+  layout.zip64 = end.zip64;
+  layout.comment = end.comment;
+  layout.entries.reserve(static_cast<size_t>(end.entry_count));
+
+  const std::string cd = source.read_string(end.cd_offset, static_cast<size_t>(end.cd_size));
+  ByteReader r(cd, "central directory");
+  std::unordered_set<std::string_view> names;
+  for (uint64_t i = 0; i < end.entry_count; ++i) {
+    if (r.u32() != kCentralHeaderSig) invalid(source, "central directory entry " + std::to_string(i) + " is corrupt");
+    ZipEntry e;
+    e.index = static_cast<uint32_t>(i);
+    e.version_made_by = r.u16();
+    e.version_needed = r.u16();
+    e.flags = r.u16();
+    e.method = r.u16();
+    e.dos_time = r.u16();
+    e.dos_date = r.u16();
+    e.crc32 = r.u32();
+    const uint32_t csize = r.u32(), usize = r.u32();
+    const uint16_t name_len = r.u16(), extra_len = r.u16(), comment_len = r.u16();
+    const uint16_t disk = r.u16();
+    r.skip(2 + 4);  // attributes
+    const uint32_t lho = r.u32();
+    e.name = std::string(r.bytes(name_len));
+    const std::string_view extra = r.bytes(extra_len);
+    r.skip(comment_len);
+    e.compressed_size = csize;
+    e.uncompressed_size = usize;
+    e.local_header_offset = lho;
+    apply_zip64_extra(source, extra, e, usize == k32Max, csize == k32Max, lho == k32Max);
+    if (disk != 0 && disk != k16Max) invalid(source, "multi-disk archives are not supported");
+    if (e.flags & 0x1) invalid(source, "entry '" + e.name + "' is encrypted");
+    if (e.name.empty()) invalid(source, "central directory entry " + std::to_string(i) + " has an empty name");
+    if (e.name.find('\0') != std::string::npos) invalid(source, "an entry name contains a NUL byte");
+    read_local_header(source, e, end.cd_offset);
+    layout.entries.push_back(std::move(e));
+  }
+  for (const ZipEntry& e : layout.entries) {
+    if (!names.insert(e.name).second) invalid(source, "duplicate entry name '" + e.name + "'");
+  }
+  return layout;
+}
+
+std::string zip_method_name(uint16_t method) {
+  switch (method) {
+    case 0: return "stored";
+    case 8: return "deflated";
+    case 12: return "bzip2";
+    case 14: return "lzma";
+    case 93: return "zstd";
+    default: return "method " + std::to_string(method);
+  }
+}
+
+}  // namespace tsarchive
