@@ -42,7 +42,6 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   app.set_help_all_flag("--help-all", "Print help for every command");
   bool show_version = false;
   app.add_flag("--version", show_version, "Print the tool, libtorch and CUDA versions and exit");
-  app.add_flag("-v,--verbose", ctx.verbose, "Show raw library messages behind errors");
   app.require_subcommand(0, 1);
   app.footer("Exit codes: 0 ok, 1 a check failed, 2 usage error, 3 invalid or unsupported input,\n"
              "            4 I/O error, 5 libtorch failed. See man tsarchive.");
@@ -68,7 +67,11 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   if (show_version) return print_version(ctx);
   try {
     for (auto& [sub, runner] : runners) {
-      if (sub->parsed()) return runner();
+      if (!sub->parsed()) continue;
+      const int code = runner();
+      out.flush();
+      if (!out) throw_io("cannot write the output", "<stdout>", "check the disk space, or where stdout goes");
+      return code;
     }
   } catch (const Error& e) {
     print_error(err, e);

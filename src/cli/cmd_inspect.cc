@@ -1,4 +1,8 @@
 // tsarchive inspect MODEL [--json] [--records] [--extra NAME] [--code [CLASS]]
+#include <unistd.h>
+
+#include <iostream>
+
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
@@ -31,6 +35,9 @@ int print_extra(const InspectOptions& opts, Context& ctx) {
     ctx.out << doc.dump(2) << '\n';
   } else if (nlohmann::json::accept(bytes)) {
     ctx.out << nlohmann::json::parse(bytes).dump(2) << '\n';
+  } else if (!is_printable_utf8(bytes) && &ctx.out == &std::cout && ::isatty(STDOUT_FILENO)) {
+    throw_usage("extra file '" + opts.extra + "' is binary (" + std::to_string(bytes.size()) +
+                " bytes); not printing it to a terminal", "redirect the output to a file");
   } else {
     ctx.out << bytes;
   }
@@ -60,12 +67,14 @@ Runner setup_inspect(CLI::App& app, Context& ctx) {
       "Show what a model file holds: its kind, records, extra files, tensors, modules and methods.\n"
       "Reads the ZIP directory and the pickles with a safe reader; never loads the model or executes code.");
   app.add_option("model", opts->path, "Model file (.pt, .ptl, .pth, .pt2, .onnx)")->required();
-  app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.inspect/1) instead of text");
+  CLI::Option* json = app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.inspect/1) instead of text");
   app.add_flag("--records", opts->records, "List every record with kind, sizes, compression and data offset");
-  app.add_option("--extra", opts->extra, "Print extra file NAME (JSON is pretty-printed)");
+  CLI::Option* extra = app.add_option("--extra", opts->extra, "Print extra file NAME (JSON is pretty-printed)");
   CLI::Option* code = app.add_option("--code", opts->code_class,
                                      "Print the TorchScript source (of CLASS, by full or short name)")
-                           ->expected(0, 1);
+                           ->expected(0, 1)
+                           ->excludes(json)
+                           ->excludes(extra);
   return [opts, code, &ctx] {
     opts->code = code->count() > 0;
     return run_inspect(*opts, ctx);

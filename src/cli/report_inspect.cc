@@ -56,8 +56,8 @@ void render_archive_fields(const InspectReport& r, std::ostream& out) {
   if (r.tensor_records > 0) {
     std::string layout;
     if (r.tensor_records_aligned == r.tensor_records) layout = "all stored and 64-byte aligned";
-    else layout = with_commas(r.tensor_records_stored) + " stored, " + with_commas(r.tensor_records_aligned) +
-                  " stored and 64-byte aligned";
+    else layout = with_commas(r.tensor_records - r.tensor_records_stored) + " compressed, " +
+                  with_commas(r.tensor_records_stored - r.tensor_records_aligned) + " stored but not 64-byte aligned";
     field(out, "tensor data", plural(r.tensor_records, "record") + ", " + layout);
   }
   if (!r.root_type.empty()) field(out, "root module", r.root_type);
@@ -118,7 +118,7 @@ void render_tensors(const InspectReport& r, std::ostream& out) {
   for (const TensorInfo& tensor : r.tensors) {
     std::string dtype = tensor.dtype;
     if (!tensor.quantization.empty()) dtype += " (" + tensor.quantization + ")";
-    t.add_row({tensor.path, std::string(tensor_role_id(tensor.role)), dtype, shape_text(tensor.shape),
+    t.add_row({tensor.path.empty() ? "(the saved tensor)" : tensor.path, std::string(tensor_role_id(tensor.role)), dtype, shape_text(tensor.shape),
                with_commas(tensor.numel), human_size(tensor.nbytes), tensor.device});
   }
   t.print(out);
@@ -162,10 +162,10 @@ void render_problems(const InspectReport& r, std::ostream& out) {
   for (const std::string& p : r.problems) out << "  ! " << p << '\n';
 }
 
-nlohmann::json method_json(const CodeMethod& m) {
-  nlohmann::json params = nlohmann::json::array();
+nlohmann::ordered_json method_json(const CodeMethod& m) {
+  nlohmann::ordered_json params = nlohmann::ordered_json::array();
   for (const CodeParameter& p : m.parameters) {
-    nlohmann::json jp = {{"name", p.name}, {"type", p.type}};
+    nlohmann::ordered_json jp = {{"name", p.name}, {"type", p.type}};
     if (!p.default_value.empty()) jp["default"] = p.default_value;
     params.push_back(jp);
   }
@@ -184,8 +184,8 @@ void render_inspect_text(const InspectReport& r, const InspectView& view, std::o
   render_problems(r, out);
 }
 
-nlohmann::json inspect_to_json(const InspectReport& r) {
-  using nlohmann::json;
+nlohmann::ordered_json inspect_to_json(const InspectReport& r) {
+  using json = nlohmann::ordered_json;
   json doc = {{"schema", "tsarchive.inspect/1"},
               {"path", r.path},
               {"file_size", r.file_size},

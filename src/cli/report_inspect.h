@@ -14,6 +14,6 @@ struct InspectView {
 };
 
 void render_inspect_text(const InspectReport& report, const InspectView& view, std::ostream& out);
-nlohmann::json inspect_to_json(const InspectReport& report);
+nlohmann::ordered_json inspect_to_json(const InspectReport& report);
 
 }  // namespace tsarchive::cli

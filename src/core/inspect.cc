@@ -150,7 +150,10 @@ void inspect_zip(std::unique_ptr<ByteSource> source, InspectReport& report) {
     }
     report.records.push_back(std::move(info));
   }
-  if (report.kind == FileKind::OtherZip) return;
+  if (report.kind == FileKind::OtherZip) {
+    throw_bad_input("a ZIP archive, but not a PyTorch one: it has no data.pkl or code/ records", report.path,
+                    "give a file written by torch.jit.save, torch.save or torch.export.save");
+  }
   read_version_records(archive, report);
   report.extra_files = list_extra_files(archive);
 
@@ -329,8 +332,33 @@ InspectReport inspect_source(std::unique_ptr<ByteSource> source) {
 
 InspectReport inspect_file(const std::string& path) { return inspect_source(open_file_source(path)); }
 
+namespace {
+[[noreturn]] void refuse_kind(FileKind kind, const std::string& path, const char* what) {
+  const std::string name(file_kind_name(kind));
+  const bool vowel = std::string("AEIOU").find(name[0]) != std::string::npos;
+  const std::string is = name.rfind("not ", 0) == 0 ? "it is " : vowel ? "it is an " : "it is a ";
+  throw_bad_input(std::string("this file has no ") + what + ": " + is + name, path,
+                  "give a TorchScript archive written by torch.jit.save");
+}
+
+// Opens a file that must be a TorchScript archive (for --extra and --code).
+std::unique_ptr<TorchArchive> open_torchscript(const std::string& path, const char* what) {
+  std::unique_ptr<ByteSource> source = open_file_source(path);
+  const FileKind sniffed = detect_file_kind(*source);
+  if (sniffed != FileKind::OtherZip) {
+    refuse_kind(sniffed, path, what);
+  }
+  auto archive = std::make_unique<TorchArchive>(std::move(source));
+  if (archive->kind() != FileKind::TorchScript && archive->kind() != FileKind::LiteInterpreter) {
+    refuse_kind(archive->kind(), path, what);
+  }
+  return archive;
+}
+}  // namespace
+
 std::string read_extra_file(const std::string& path, const std::string& name) {
-  const TorchArchive archive(open_file_source(path));
+  const auto owned = open_torchscript(path, "extra files");
+  const TorchArchive& archive = *owned;
   const Record* r = archive.find("extra/" + name);
   if (r == nullptr) {
     std::string names;
@@ -344,7 +372,8 @@ std::string read_extra_file(const std::string& path, const std::string& name) {
 }
 
 std::string read_code(const std::string& path, const std::string& class_name) {
-  const TorchArchive archive(open_file_source(path));
+  const auto owned = open_torchscript(path, "TorchScript code");
+  const TorchArchive& archive = *owned;
   std::string out;
   std::vector<std::string> known;
   for (const Record& r : archive.records()) {

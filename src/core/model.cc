@@ -93,7 +93,7 @@ class Walker {
       return true;
     }
     TensorInfo t;
-    t.path = path.empty() ? "<root>" : path;
+    t.path = path;
     t.role = role;
     if (!read_storage(args[0], t)) return true;
     t.storage_offset = int_or(args[1], -1);

@@ -48,6 +48,10 @@ TorchBackend* open_backend() {
     }
     return entry();  // the handle stays open for the life of the process
   }
+  if (const char* env = std::getenv("TSARCHIVE_TORCH_LIBRARY"); env != nullptr && *env != '\0') {
+    throw Error(ErrorKind::Torch, "the libtorch layer named by TSARCHIVE_TORCH_LIBRARY does not exist", env,
+                "fix or unset TSARCHIVE_TORCH_LIBRARY");
+  }
   throw Error(ErrorKind::Torch, "this tsarchive was built without its libtorch layer (looked for " + tried + ")", {},
               "rebuild with libtorch installed, or set TSARCHIVE_TORCH_LIBRARY");
 }

@@ -1,0 +1,1 @@
+inspect testdata/model.onnx --extra labels.json

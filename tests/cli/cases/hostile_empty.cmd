@@ -1,0 +1,1 @@
+inspect testdata/hostile/empty.pt

@@ -1,0 +1,1 @@
+inspect testdata/hostile/truncated_tail.pt

@@ -1,0 +1,1 @@
+inspect testdata/gru_scripted.pt

@@ -1,0 +1,1 @@
+inspect testdata/legacy_state_dict.pth

@@ -1,0 +1,1 @@
+inspect --records testdata/mlp_scripted.pt

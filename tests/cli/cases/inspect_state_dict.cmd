@@ -1,0 +1,1 @@
+inspect testdata/state_dict.pth

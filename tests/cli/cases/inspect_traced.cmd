@@ -1,0 +1,1 @@
+inspect testdata/convnet_traced.pt

@@ -1,0 +1,1 @@
+inspect testdata/does_not_exist.pt

@@ -1,0 +1,1 @@
+inspect --bogus testdata/mlp_scripted.pt

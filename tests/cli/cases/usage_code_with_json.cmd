@@ -1,0 +1,1 @@
+inspect --json --code testdata/mlp_scripted.pt

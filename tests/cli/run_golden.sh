@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# One golden CLI case: runs the binary with the arguments in CASE.cmd (from the
+# repository root) and compares exit code, stdout and stderr with CASE.golden.
+# TSARCHIVE_UPDATE_GOLDEN=1 rewrites CASE.golden instead of comparing.
+set -u
+binary=$1
+case_file=$2
+golden=${case_file%.cmd}.golden
+read -r -a args < "$case_file"
+
+out=$(mktemp) err=$(mktemp) actual=$(mktemp)
+trap 'rm -f "$out" "$err" "$actual"' EXIT
+"$binary" "${args[@]}" >"$out" 2>"$err" </dev/null
+status=$?
+{
+  echo "exit: $status"
+  echo "--- stdout"
+  cat "$out"
+  echo "--- stderr"
+  cat "$err"
+} >"$actual"
+
+if [ "${TSARCHIVE_UPDATE_GOLDEN:-0}" = 1 ]; then
+  cp "$actual" "$golden"
+  echo "updated $golden"
+  exit 0
+fi
+if [ ! -f "$golden" ]; then
+  echo "missing $golden: run with TSARCHIVE_UPDATE_GOLDEN=1 to create it" >&2
+  exit 1
+fi
+if ! diff -u "$golden" "$actual"; then
+  echo "golden mismatch for: tsarchive ${args[*]}" >&2
+  exit 1
+fi

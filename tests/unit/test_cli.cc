@@ -1,0 +1,69 @@
+// The CLI driven in-process: argv in, exit code and both streams out.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli.h"
+#include "helpers.h"
+
+namespace {
+
+struct Result {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Result run(std::vector<std::string> args) {
+  args.insert(args.begin(), "tsarchive");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  const int code = tsarchive::cli::run(static_cast<int>(argv.size()), argv.data(), out, err);
+  return {code, out.str(), err.str()};
+}
+
+}  // namespace
+
+TEST_CASE("cli: inspect --json is one document with a schema") {
+  const Result r = run({"inspect", "--json", testdata("mlp_scripted.pt")});
+  REQUIRE(r.code == 0);
+  CHECK(r.err.empty());
+  const auto doc = nlohmann::json::parse(r.out);
+  CHECK(doc["schema"] == "tsarchive.inspect/1");
+  CHECK(doc["kind"] == "torchscript");
+  CHECK(doc["archive"]["top_folder"] == "mlp_scripted");
+  CHECK(doc["parameter_count"] == 227);
+}
+
+TEST_CASE("cli: errors are one line with the documented exit code") {
+  const Result missing = run({"inspect", testdata("nope.pt")});
+  CHECK(missing.code == 4);
+  CHECK(missing.out.empty());
+  CHECK_THAT(missing.err, Catch::StartsWith("tsarchive: error: no such file (") && Catch::EndsWith("): check the path\n"));
+
+  const Result bad = run({"inspect", testdata("hostile/random.bin")});
+  CHECK(bad.code == 3);
+  CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
+
+  CHECK(run({"inspect"}).code == 2);
+  CHECK(run({"inspect", "--frob", testdata("mlp_scripted.pt")}).code == 2);
+  CHECK(run({"no-such-command"}).code == 2);
+}
+
+TEST_CASE("cli: no command prints usage and exits 2; --help exits 0") {
+  const Result none = run({});
+  CHECK(none.code == 2);
+  CHECK_THAT(none.err, Catch::Contains("inspect"));
+  const Result help = run({"--help"});
+  CHECK(help.code == 0);
+  CHECK_THAT(help.out, Catch::Contains("inspect") && Catch::Contains("Exit codes"));
+}
+
+TEST_CASE("cli: --extra pretty-prints JSON extra files") {
+  const Result r = run({"inspect", testdata("mlp_scripted.pt"), "--extra", "labels.json"});
+  REQUIRE(r.code == 0);
+  CHECK(r.out == "{\n  \"classes\": [\n    \"cat\",\n    \"dog\",\n    \"bird\"\n  ]\n}\n");
+}
