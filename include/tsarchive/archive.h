@@ -20,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "tsarchive/zip.h"
@@ -99,6 +100,7 @@ class TorchArchive {
   ZipArchive zip_;
   std::string top_folder_;
   std::vector<Record> records_;
+  std::unordered_map<std::string_view, size_t> by_name_;  // views into records_
   FileKind kind_ = FileKind::OtherZip;
 };
 

@@ -97,6 +97,8 @@ TorchArchive::TorchArchive(std::unique_ptr<ByteSource> source) : zip_(std::move(
     records_.push_back(Record{std::move(rel), kind, &e});
   }
 
+  by_name_.reserve(records_.size());
+  for (size_t i = 0; i < records_.size(); ++i) by_name_.emplace(records_[i].name, i);
   bool has_code = false;
   for (const Record& r : records_) has_code = has_code || r.kind == RecordKind::Code;
   if (find("bytecode.pkl") != nullptr) {
@@ -114,10 +116,8 @@ TorchArchive::TorchArchive(std::unique_ptr<ByteSource> source) : zip_(std::move(
 }
 
 const Record* TorchArchive::find(std::string_view relative_name) const {
-  for (const Record& r : records_) {
-    if (r.name == relative_name) return &r;
-  }
-  return nullptr;
+  const auto it = by_name_.find(relative_name);
+  return it == by_name_.end() ? nullptr : &records_[it->second];
 }
 
 std::string TorchArchive::read(const Record& record, uint64_t max_size) const {

@@ -1,7 +1,7 @@
 // Interpretation of PyTorch pickles (the format is summarised in model.h).
 #include "tsarchive/model.h"
 
-#include <set>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace tsarchive {
@@ -263,13 +263,14 @@ class Walker {
     const bool torchbind = type.rfind("__torch__.torch.classes.", 0) == 0;
     if (code != nullptr ? code->base == "Module" : !torchbind) out_.modules.push_back({path, type});
     if (n.state != kNoPickleRef && n.state < g_.size() && g_.at(n.state).kind == PickleKind::Dict) {
+      const RoleIndex* roles = code != nullptr ? &roles_of(*code) : nullptr;
       for (const auto& [k, v] : g_.at(n.state).entries) {
         const std::string* name = g_.string_at(k);
         if (name == nullptr) continue;
         TensorRole attr_role = role == TensorRole::State ? role : TensorRole::Attribute;
-        if (code != nullptr) {
-          for (const auto& p : code->parameters) attr_role = p == *name ? TensorRole::Parameter : attr_role;
-          for (const auto& b : code->buffers) attr_role = b == *name ? TensorRole::Buffer : attr_role;
+        if (roles != nullptr) {
+          const auto it = roles->find(*name);
+          if (it != roles->end()) attr_role = it->second;
         }
         walk(v, join_path(path, *name), attr_role, depth + 1);
       }
@@ -279,8 +280,20 @@ class Walker {
     on_path_.erase(ref);
   }
 
+  // Attribute name -> parameter/buffer, per class, built on first use.
+  using RoleIndex = std::unordered_map<std::string_view, TensorRole>;
+  const RoleIndex& roles_of(const CodeClass& c) {
+    auto [it, inserted] = roles_.try_emplace(&c);
+    if (inserted) {
+      for (const auto& p : c.parameters) it->second.emplace(p, TensorRole::Parameter);
+      for (const auto& b : c.buffers) it->second.emplace(b, TensorRole::Buffer);
+    }
+    return it->second;
+  }
+
   const PickleGraph& g_;
   const ClassIndex* classes_;
+  std::unordered_map<const CodeClass*, RoleIndex> roles_;
   std::string folder_;
   ModelContents& out_;
   size_t visits_ = 0;
