@@ -14,7 +14,6 @@ namespace tsarchive::cli {
 struct Context {
   std::ostream& out;
   std::ostream& err;
-  bool verbose = false;
 };
 
 using Runner = std::function<int()>;
