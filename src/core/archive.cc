@@ -86,6 +86,7 @@ TorchArchive::TorchArchive(std::unique_ptr<ByteSource> source) : zip_(std::move(
   top_folder_ = first.substr(0, slash);
   const std::string prefix = top_folder_ + "/";
   records_.reserve(entries.size());
+  bool has_code = false;
   for (const ZipEntry& e : entries) {
     if (e.name.compare(0, prefix.size(), prefix) != 0) {
       throw_bad_input("entry '" + e.name + "' is outside the top folder '" + top_folder_ + "'", path(),
@@ -94,13 +95,12 @@ TorchArchive::TorchArchive(std::unique_ptr<ByteSource> source) : zip_(std::move(
     std::string rel = e.name.substr(prefix.size());
     if (rel.empty() || e.is_directory()) continue;  // a folder entry; PyTorch writes none
     const RecordKind kind = classify_record(rel);
+    has_code = has_code || kind == RecordKind::Code;
     records_.push_back(Record{std::move(rel), kind, &e});
   }
 
   by_name_.reserve(records_.size());
   for (size_t i = 0; i < records_.size(); ++i) by_name_.emplace(records_[i].name, i);
-  bool has_code = false;
-  for (const Record& r : records_) has_code = has_code || r.kind == RecordKind::Code;
   if (find("bytecode.pkl") != nullptr) {
     kind_ = FileKind::LiteInterpreter;
   } else if (find("constants.pkl") != nullptr || has_code) {

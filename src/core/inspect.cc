@@ -137,6 +137,10 @@ void inspect_zip(std::unique_ptr<ByteSource> source, InspectReport& report) {
   report.is_zip = true;
   report.kind = archive.kind();
   report.top_folder = archive.top_folder();
+  if (report.kind == FileKind::OtherZip) {
+    throw_bad_input("a ZIP archive, but not a PyTorch one: it has no data.pkl or code/ records", report.path,
+                    "give a file written by torch.jit.save, torch.save or torch.export.save");
+  }
   for (const Record& r : archive.records()) {
     const ZipEntry& e = *r.entry;
     RecordInfo info{r.name, r.kind, e.uncompressed_size, e.compressed_size, e.method, e.data_offset, e.crc32,
@@ -149,10 +153,6 @@ void inspect_zip(std::unique_ptr<ByteSource> source, InspectReport& report) {
       report.tensor_records_aligned += e.stored() && info.aligned ? 1 : 0;
     }
     report.records.push_back(std::move(info));
-  }
-  if (report.kind == FileKind::OtherZip) {
-    throw_bad_input("a ZIP archive, but not a PyTorch one: it has no data.pkl or code/ records", report.path,
-                    "give a file written by torch.jit.save, torch.save or torch.export.save");
   }
   read_version_records(archive, report);
   report.extra_files = list_extra_files(archive);
