@@ -12,7 +12,7 @@ JOBS=${JOBS:-$(nproc)}
 
 # Debian packages only. python3-torch makes test data and checks our answers
 # against PyTorch; the suite does not need it to pass.
-PACKAGES=(cmake ninja-build g++ pkg-config libtorch-dev libzip-dev libcli11-dev nlohmann-json3-dev catch2 libssl-dev)
+PACKAGES=(cmake ninja-build g++ pkg-config libtorch-dev libzip-dev zlib1g-dev libcli11-dev nlohmann-json3-dev catch2 libssl-dev)
 
 install_packages() {
   local missing=()

@@ -104,6 +104,12 @@ class TorchArchive {
   FileKind kind_ = FileKind::OtherZip;
 };
 
+// Opens `source` as a TorchScript or lite-interpreter archive. Anything else
+// (torch.save, ONNX, a foreign ZIP, not a model) is Error(BadInput) whose
+// message is `refusal` followed by what the file is, e.g. "this file has no
+// extra files: it is a torch.save file".
+std::unique_ptr<TorchArchive> open_torchscript_archive(std::unique_ptr<ByteSource> source, const std::string& refusal);
+
 // Names the kind of any file from its first bytes and, for ZIPs, its records.
 // Never throws for content; only for I/O.
 FileKind detect_file_kind(const ByteSource& source);

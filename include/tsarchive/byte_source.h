@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+struct stat;
+
 namespace tsarchive {
 
 class ByteSource {
@@ -30,6 +32,13 @@ class ByteSource {
 // Opens a regular file for reading. Throws Error(Io) for missing files,
 // permissions and directories, naming the path.
 std::unique_ptr<ByteSource> open_file_source(const std::string& path);
+
+// Opens `path` with open(2) `flags` and checks it is a regular file; fills
+// `st`. Throws Error(Io) with a message for people. Returns the descriptor.
+int open_regular_file(const std::string& path, int flags, struct stat* st);
+
+// Reads from a descriptor it takes ownership of; `size` is fixed at creation.
+std::unique_ptr<ByteSource> make_fd_source(int fd, uint64_t size, std::string name);
 
 // Wraps bytes held in memory (tests, fuzzers, archives built on the fly).
 std::unique_ptr<ByteSource> make_memory_source(std::string bytes, std::string name = "<memory>");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tsarchive/archive.h"
+#include "tsarchive/extra.h"
 #include "tsarchive/model.h"
 #include "tsarchive/torchscript_code.h"
 
@@ -23,14 +24,6 @@ struct RecordInfo {
   uint64_t data_offset = 0;
   uint32_t crc32 = 0;
   bool aligned = false;  // data starts on a 64-byte boundary
-};
-
-struct ExtraFileInfo {
-  std::string name;  // without the "extra/" prefix
-  uint64_t size = 0;
-  bool text = false;    // valid UTF-8 without control bytes other than whitespace
-  bool json = false;    // parses as JSON
-  std::string preview;  // first line of text, shortened; empty for binary
 };
 
 struct DtypeTotal {

@@ -41,7 +41,9 @@ struct ZipEntry {
   uint64_t compressed_size = 0;
   uint64_t uncompressed_size = 0;
   uint64_t local_header_offset = 0;
-  uint64_t data_offset = 0;  // first byte of the (compressed) data
+  uint64_t data_offset = 0;     // first byte of the (compressed) data
+  uint64_t central_offset = 0;  // where its central directory record starts
+  uint32_t central_size = 0;    // length of that record (46 + name + extra + comment)
   uint16_t local_extra_length = 0;
   bool has_alignment_padding = false;  // local extra has PyTorch's "FB" field
   bool zip64 = false;                  // central record used ZIP64 extended info
@@ -55,6 +57,7 @@ struct ZipLayout {
   uint64_t central_directory_offset = 0;
   uint64_t central_directory_size = 0;
   uint64_t end_record_offset = 0;  // offset of the classic end record
+  uint64_t zip64_end_record_offset = 0;  // offset of the ZIP64 end record, when zip64
   bool zip64 = false;
   std::string comment;
 };

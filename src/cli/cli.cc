@@ -56,9 +56,14 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e, out, err);  // --help
-    err << "tsarchive: error: " << e.what() << ": see 'tsarchive " ;
-    for (auto& [sub, _] : runners) {
-      if (sub->parsed()) err << sub->get_name() << ' ';
+    err << "tsarchive: error: " << e.what() << ": see 'tsarchive ";
+    for (const CLI::App* sub = &app; sub != nullptr;) {  // the deepest subcommand named
+      const CLI::App* next = nullptr;
+      for (const CLI::App* child : sub->get_subcommands()) {
+        err << child->get_name() << ' ';
+        next = child;
+      }
+      sub = next;
     }
     err << "--help'\n";
     return static_cast<int>(ErrorKind::Usage);

@@ -26,10 +26,12 @@ struct Command {
 };
 
 Runner setup_inspect(CLI::App& app, Context& ctx);
+Runner setup_extra(CLI::App& app, Context& ctx);
 
 // Every subcommand, in the order `--help` lists them.
 inline constexpr Command kCommands[] = {
     {"inspect", "Show what a model file holds, without loading it", false, setup_inspect},
+    {"extra", "List, read and edit extra/ files, keeping everything else byte-for-byte", false, setup_extra},
 };
 
 }  // namespace tsarchive::cli

@@ -4,6 +4,7 @@
 #include <map>
 
 #include "output.h"
+#include "report_extra.h"
 
 namespace tsarchive::cli {
 namespace {
@@ -101,13 +102,7 @@ void render_records(const InspectReport& r, const InspectView& view, std::ostrea
 void render_extra(const InspectReport& r, std::ostream& out) {
   if (r.extra_files.empty()) return;
   out << "\nExtra files (" << r.extra_files.size() << "; --extra NAME prints one)\n";
-  TextTable t({"NAME", "SIZE", "PREVIEW"}, {Align::Left, Align::Right, Align::Left});
-  for (const ExtraFileInfo& e : r.extra_files) {
-    std::string preview = e.preview;
-    if (!e.text) preview = e.size > (1 << 20) ? "(large; not read)" : "(binary)";
-    t.add_row({e.name, human_size(e.size), preview});
-  }
-  t.print(out);
+  render_extra_table(r.extra_files, out);
 }
 
 void render_tensors(const InspectReport& r, std::ostream& out) {
@@ -225,11 +220,7 @@ nlohmann::ordered_json inspect_to_json(const InspectReport& r) {
                       {"tensor_records_stored", r.tensor_records_stored},
                       {"tensor_records_aligned", r.tensor_records_aligned},
                       {"records", records}};
-    json extra = json::array();
-    for (const ExtraFileInfo& e : r.extra_files) {
-      extra.push_back({{"name", e.name}, {"size", e.size}, {"text", e.text}, {"json", e.json}, {"preview", e.preview}});
-    }
-    doc["extra_files"] = extra;
+    doc["extra_files"] = extra_files_to_json(r.extra_files);
   }
   json tensors = json::array();
   for (const TensorInfo& t : r.tensors) {

@@ -78,29 +78,40 @@ class MemorySource final : public ByteSource {
 
 }  // namespace
 
-std::unique_ptr<ByteSource> open_file_source(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+int open_regular_file(const std::string& path, int flags, struct stat* st) {
+  const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
   if (fd < 0) {
-    int err = errno;
+    const int err = errno;
     if (err == ENOENT) throw_io("no such file", path, "check the path");
     if (err == EACCES) throw_io("permission denied", path, "check the file's permissions");
+    if (err == EISDIR) throw_io("is a directory, not a model file", path, "give the path of a .pt or .ptl file");
+    if (err == EROFS) throw_io("the file is on a read-only filesystem", path, "write the result elsewhere with -o");
     throw_io(std::string("cannot open: ") + std::strerror(err), path);
   }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
+  if (::fstat(fd, st) != 0) {
+    const int err = errno;
     ::close(fd);
     throw_io(std::string("cannot stat: ") + std::strerror(err), path);
   }
-  if (S_ISDIR(st.st_mode)) {
+  if (S_ISDIR(st->st_mode)) {
     ::close(fd);
     throw_io("is a directory, not a model file", path, "give the path of a .pt or .ptl file");
   }
-  if (!S_ISREG(st.st_mode)) {
+  if (!S_ISREG(st->st_mode)) {
     ::close(fd);
     throw_io("not a regular file", path, "give the path of a .pt or .ptl file");
   }
+  return fd;
+}
+
+std::unique_ptr<ByteSource> open_file_source(const std::string& path) {
+  struct stat st {};
+  const int fd = open_regular_file(path, O_RDONLY, &st);
   return std::make_unique<FileSource>(fd, static_cast<uint64_t>(st.st_size), path);
+}
+
+std::unique_ptr<ByteSource> make_fd_source(int fd, uint64_t size, std::string name) {
+  return std::make_unique<FileSource>(fd, size, std::move(name));
 }
 
 std::unique_ptr<ByteSource> make_memory_source(std::string bytes, std::string name) {

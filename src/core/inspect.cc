@@ -12,46 +12,7 @@
 namespace tsarchive {
 namespace {
 
-constexpr uint64_t kExtraPreviewLimit = 1 << 20;  // larger extra files are listed, not read
 constexpr uint64_t kExtraReadLimit = 1ull << 30;
-
-std::string first_line(std::string_view text, size_t max_chars) {
-  const size_t nl = text.find_first_of("\r\n");
-  std::string line(text.substr(0, nl));
-  if (line.size() > max_chars) {
-    size_t cut = max_chars;
-    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;  // keep UTF-8 whole
-    line = line.substr(0, cut) + "...";
-  } else if (nl != std::string_view::npos && text.find_first_not_of("\r\n", nl) != std::string_view::npos) {
-    line += " ...";
-  }
-  return line;
-}
-
-std::vector<ExtraFileInfo> list_extra_files(const TorchArchive& archive) {
-  std::vector<ExtraFileInfo> out;
-  for (const Record& r : archive.records()) {
-    if (r.kind != RecordKind::Extra) continue;
-    ExtraFileInfo info;
-    info.name = r.name.substr(6);
-    info.size = r.entry->uncompressed_size;
-    if (info.size <= kExtraPreviewLimit) {
-      const std::string bytes = archive.read(r, kExtraPreviewLimit);
-      info.text = is_printable_utf8(bytes);
-      if (info.text) {
-        info.json = nlohmann::json::accept(bytes);
-        if (info.json) {
-          // Compact one-line preview of JSON content.
-          info.preview = first_line(nlohmann::json::parse(bytes).dump(), 72);
-        } else {
-          info.preview = first_line(bytes, 72);
-        }
-      }
-    }
-    out.push_back(std::move(info));
-  }
-  return out;
-}
 
 void read_version_records(const TorchArchive& archive, InspectReport& report) {
   const TorchArchive::Version v = archive.format_version();
@@ -332,47 +293,14 @@ InspectReport inspect_source(std::unique_ptr<ByteSource> source) {
 
 InspectReport inspect_file(const std::string& path) { return inspect_source(open_file_source(path)); }
 
-namespace {
-[[noreturn]] void refuse_kind(FileKind kind, const std::string& path, const char* what) {
-  const std::string name(file_kind_name(kind));
-  const bool vowel = std::string("AEIOU").find(name[0]) != std::string::npos;
-  const std::string is = name.rfind("not ", 0) == 0 ? "it is " : vowel ? "it is an " : "it is a ";
-  throw_bad_input(std::string("this file has no ") + what + ": " + is + name, path,
-                  "give a TorchScript archive written by torch.jit.save");
-}
-
-// Opens a file that must be a TorchScript archive (for --extra and --code).
-std::unique_ptr<TorchArchive> open_torchscript(const std::string& path, const char* what) {
-  std::unique_ptr<ByteSource> source = open_file_source(path);
-  const FileKind sniffed = detect_file_kind(*source);
-  if (sniffed != FileKind::OtherZip) {
-    refuse_kind(sniffed, path, what);
-  }
-  auto archive = std::make_unique<TorchArchive>(std::move(source));
-  if (archive->kind() != FileKind::TorchScript && archive->kind() != FileKind::LiteInterpreter) {
-    refuse_kind(archive->kind(), path, what);
-  }
-  return archive;
-}
-}  // namespace
 
 std::string read_extra_file(const std::string& path, const std::string& name) {
-  const auto owned = open_torchscript(path, "extra files");
-  const TorchArchive& archive = *owned;
-  const Record* r = archive.find("extra/" + name);
-  if (r == nullptr) {
-    std::string names;
-    for (const Record& rec : archive.records()) {
-      if (rec.kind == RecordKind::Extra) names += (names.empty() ? "" : ", ") + rec.name.substr(6);
-    }
-    throw_bad_input("no extra file '" + name + "'", path,
-                    names.empty() ? "the archive has no extra files" : "it has: " + names);
-  }
-  return archive.read(*r, kExtraReadLimit);
+  const auto archive = open_torchscript_archive(open_file_source(path), "this file has no extra files");
+  return read_extra(*archive, name, kExtraReadLimit);
 }
 
 std::string read_code(const std::string& path, const std::string& class_name) {
-  const auto owned = open_torchscript(path, "TorchScript code");
+  const auto owned = open_torchscript_archive(open_file_source(path), "this file has no TorchScript code");
   const TorchArchive& archive = *owned;
   std::string out;
   std::vector<std::string> known;

@@ -5,24 +5,12 @@
 
 #include "tsarchive/error.h"
 #include "tsarchive/zip.h"
+#include "zip_format.h"
 
 namespace tsarchive {
 namespace {
 
-constexpr uint32_t kLocalHeaderSig = 0x04034b50;
-constexpr uint32_t kCentralHeaderSig = 0x02014b50;
-constexpr uint32_t kEndSig = 0x06054b50;
-constexpr uint32_t kZip64EndSig = 0x06064b50;
-constexpr uint32_t kZip64LocatorSig = 0x07064b50;
-constexpr size_t kEndSize = 22;
-constexpr size_t kZip64LocatorSize = 20;
-constexpr size_t kZip64EndSize = 56;
-constexpr size_t kCentralHeaderSize = 46;
-constexpr size_t kLocalHeaderSize = 30;
-constexpr uint16_t kZip64ExtraId = 0x0001;
-constexpr uint16_t kPyTorchPaddingId = 0x4246;  // "FB"
-constexpr uint32_t k32Max = 0xFFFFFFFFu;
-constexpr uint16_t k16Max = 0xFFFFu;
+using namespace zipfmt;
 
 [[noreturn]] void invalid(const ByteSource& source, const std::string& what) {
   throw_bad_input("invalid ZIP archive: " + what, source.name(),
@@ -189,6 +177,7 @@ ZipLayout read_zip_layout(const ByteSource& source) {
   layout.central_directory_size = end.cd_size;
   layout.end_record_offset = end.end_offset;
   layout.zip64 = end.zip64;
+  if (end.zip64) layout.zip64_end_record_offset = end.cd_limit;
   layout.comment = end.comment;
   layout.entries.reserve(static_cast<size_t>(end.entry_count));
 
@@ -196,6 +185,7 @@ ZipLayout read_zip_layout(const ByteSource& source) {
   ByteReader r(cd, "central directory");
   std::unordered_set<std::string_view> names;
   for (uint64_t i = 0; i < end.entry_count; ++i) {
+    const size_t record_start = r.offset();
     if (r.u32() != kCentralHeaderSig) invalid(source, "central directory entry " + std::to_string(i) + " is corrupt");
     ZipEntry e;
     e.index = static_cast<uint32_t>(i);
@@ -214,6 +204,8 @@ ZipLayout read_zip_layout(const ByteSource& source) {
     e.name = std::string(r.bytes(name_len));
     const std::string_view extra = r.bytes(extra_len);
     r.skip(comment_len);
+    e.central_offset = end.cd_offset + record_start;
+    e.central_size = static_cast<uint32_t>(r.offset() - record_start);
     e.compressed_size = csize;
     e.uncompressed_size = usize;
     e.local_header_offset = lho;

@@ -1,0 +1,120 @@
+// Changing an archive on disk without ever losing it.
+//
+// ArchiveFile opens a file for an edit:
+//  1. It takes flock(2) on it (exclusive to edit, shared to read), waiting up
+//     to a timeout, then checks that the path still names the file it locked
+//     (an editor that finished meanwhile renamed a new file over it) and
+//     starts again if not. Symbolic links are followed: the file they point
+//     to is edited and the link stays.
+//  2. It finishes or undoes an --in-place edit that was killed (see below).
+//  3. When editing, it removes temp files a killed editor left behind:
+//     ".<name>.tsarchive-XXXXXX" next to the file.
+//
+// Writing a plan:
+//  - replace(): a temp file ".<name>.tsarchive-XXXXXX" in the same folder,
+//    written, fsync'd, given the original's mode (and owner, when root), then
+//    renamed over the original, and the folder fsync'd. Just before the rename
+//    the original must still be the file that was read (inode, size, mtime):
+//    a program that changed it without locking makes the edit fail, not lose
+//    its change. SIGINT, SIGTERM and SIGHUP remove the temp file; SIGXFSZ is
+//    ignored so a file size limit is an ordinary write error.
+//  - write_new(): the same, to another path (-o).
+//  - write_in_place(): rewrites only the bytes from the first change on. The
+//    old bytes it overwrites go first into a journal
+//    ".<name>.tsarchive-journal" (written to a temp file, fsync'd, renamed),
+//    then the new bytes are written and fsync'd, then the journal is removed.
+//    Signals are held off meanwhile. After a kill -9 or a crash, the next
+//    ArchiveFile on that file sees the journal and either keeps the new bytes
+//    (all of them were written) or puts the old ones back: the file is then
+//    exactly the old or exactly the new archive. Until that happens, readers
+//    that do not know the journal may see a damaged archive.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tsarchive/byte_source.h"
+#include "tsarchive/zip_writer.h"
+
+namespace tsarchive {
+
+enum class FileAccess { Read, Edit, EditInPlace };
+
+struct WriteResult {
+  bool written = false;     // false: the plan was the file as it is
+  bool in_place = false;
+  uint64_t bytes_written = 0;  // by this process (in place: the rewritten tail)
+  uint64_t size = 0;           // of the file now
+};
+
+class InPlaceEdit;
+
+class ArchiveFile {
+ public:
+  ArchiveFile(const std::string& path, FileAccess access, double lock_timeout_seconds);
+  ~ArchiveFile();
+  ArchiveFile(const ArchiveFile&) = delete;
+  ArchiveFile& operator=(const ArchiveFile&) = delete;
+
+  const std::string& path() const { return path_; }  // as the user gave it
+  // A reader over the locked file; valid while this object lives.
+  std::unique_ptr<ByteSource> source() const;
+  // What opening did besides opening: a recovered --in-place edit, removed temp files.
+  const std::vector<std::string>& notes() const { return notes_; }
+
+  WriteResult replace(const ZipRewritePlan& plan);
+  WriteResult write_new(const ZipRewritePlan& plan, const std::string& out_path) const;
+  // Refuses (Error(Usage)) when more than `max_rewrite` bytes of the file as
+  // it is would be rewritten (new bytes appended do not count).
+  WriteResult write_in_place(const ZipRewritePlan& plan, uint64_t max_rewrite);
+
+  // The steps of write_in_place, for tests that stop between them.
+  InPlaceEdit prepare_in_place(const ZipRewritePlan& plan, uint64_t max_rewrite);
+
+ private:
+  friend class InPlaceEdit;
+  void open_and_lock(double lock_timeout_seconds);
+  void recover_interrupted_edit();
+  void remove_stale_temp_files();
+
+  std::string path_;         // as given
+  std::string target_;       // symlinks resolved
+  std::string dir_;          // folder of target_
+  std::string base_;         // file name of target_
+  FileAccess access_;
+  int fd_ = -1;
+  struct stat opened_ {};
+  std::vector<std::string> notes_;
+};
+
+class InPlaceEdit {
+ public:
+  void write_journal();
+  void apply();   // writes the new tail and fsyncs
+  void finish();  // removes the journal
+  void undo() noexcept;  // after a failed apply(): old bytes back, journal removed
+  uint64_t bytes() const { return new_tail_.size(); }
+
+ private:
+  friend class ArchiveFile;
+  InPlaceEdit(ArchiveFile& file, uint64_t offset, uint64_t old_size, std::string old_tail, std::string new_tail)
+      : file_(&file), offset_(offset), old_size_(old_size), old_tail_(std::move(old_tail)), new_tail_(std::move(new_tail)) {}
+
+  void finish_quietly() noexcept;
+
+  ArchiveFile* file_;
+  uint64_t offset_;
+  uint64_t old_size_;
+  std::string old_tail_;
+  std::string new_tail_;
+};
+
+// Writes `bytes` to `path` atomically (temp file, fsync, rename), for files
+// that are not archives (extra get -o, extra export). New files get 0666 & ~umask.
+void write_file_atomically(const std::string& path, std::string_view bytes);
+
+}  // namespace tsarchive

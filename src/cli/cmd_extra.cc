@@ -1,0 +1,331 @@
+// tsarchive extra list|get|set|rm|export|import: the extra/ files of an archive.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+#include <set>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+#include "output.h"
+#include "report_extra.h"
+#include "tsarchive/error.h"
+#include "tsarchive/extra.h"
+#include "tsarchive/file_edit.h"
+#include "tsarchive/inspect.h"
+
+namespace tsarchive::cli {
+namespace {
+
+// --in-place rewrites at most this many bytes of the existing file.
+constexpr uint64_t kInPlaceLimit = 64ull << 20;
+constexpr const char* kRefusal = "this file cannot hold extra files";
+
+// Options every editing subcommand shares.
+struct EditFlags {
+  std::string output;
+  bool in_place = false;
+  bool force = false;
+  bool json = false;
+  double lock_timeout = 10;
+};
+
+struct ListOptions {
+  std::string model;
+  bool json = false;
+};
+
+struct GetOptions {
+  std::string model;
+  std::string name;
+  std::string output;
+  bool json = false;
+  bool force = false;
+};
+
+struct SetOptions {
+  std::string model;
+  std::vector<std::string> assignments;
+  EditFlags flags;
+};
+
+struct RemoveOptions {
+  std::string model;
+  std::vector<std::string> names;
+  bool missing_ok = false;
+  EditFlags flags;
+};
+
+struct ExportOptions {
+  std::string model;
+  std::string dir;
+  bool json = false;
+  bool force = false;
+};
+
+struct ImportOptions {
+  std::string model;
+  std::string dir;
+  bool prune = false;
+  EditFlags flags;
+};
+
+uint64_t value_limit(bool force) { return force ? ExtraLimits::kValueForced : ExtraLimits::kValue; }
+
+// Reads a value file (or stdin for "-"), refusing more than `limit` bytes.
+// Pipes and process substitutions work: only the bytes read count.
+std::string read_value_file(const std::string& path, uint64_t limit) {
+  const bool stdin_value = path == "-";
+  const int fd = stdin_value ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) throw_io("no such value file", path, "check the path after '@'");
+    throw_io(std::string("cannot open the value file: ") + std::strerror(errno), path);
+  }
+  std::string out;
+  char buf[1 << 16];
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const std::string why = errno == EISDIR ? "it is a folder" : std::strerror(errno);
+      if (!stdin_value) ::close(fd);
+      throw_io("cannot read the value file: " + why, stdin_value ? "<stdin>" : path);
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > limit) {
+      if (!stdin_value) ::close(fd);
+      throw_usage("the value in '" + path + "' is larger than the " + std::to_string(limit) + "-byte limit for an extra file",
+                  "pass --force to store it anyway (up to 4 GiB)");
+    }
+  }
+  if (!stdin_value) ::close(fd);
+  return out;
+}
+
+ExtraEdit parse_assignment(const std::string& text, bool force, bool& stdin_used) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos) {
+    throw_usage("'" + text.substr(0, 80) + "' is not NAME=VALUE", "write NAME=VALUE, NAME=@FILE or NAME=@- (stdin)");
+  }
+  ExtraEdit edit{text.substr(0, eq), text.substr(eq + 1)};
+  std::string& value = *edit.value;
+  if (!value.empty() && value[0] == '@') {
+    const std::string file = value.substr(1);
+    if (file.empty()) throw_usage("'" + edit.name + "=@' names no file", "write NAME=@FILE or NAME=@- for stdin");
+    if (file == "-") {
+      if (stdin_used) throw_usage("stdin can give only one value ('=@-' appears twice)");
+      stdin_used = true;
+    }
+    value = read_value_file(file, value_limit(force));
+  } else if (value.size() > value_limit(force)) {
+    throw_usage("the value of '" + edit.name + "' is above the limit for an extra file", "pass --force");
+  }
+  return edit;
+}
+
+void print_notes(const ArchiveFile& file, Context& ctx) {
+  for (const std::string& note : file.notes()) ctx.err << "tsarchive: note: " << note << '\n';
+}
+
+// Opens, plans and writes: the one path every edit takes.
+int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const EditFlags& flags, bool missing_ok,
+                 bool prune, Context& ctx) {
+  const FileAccess access = flags.in_place ? FileAccess::EditInPlace : flags.output.empty() ? FileAccess::Edit
+                                                                                          : FileAccess::Read;
+  ArchiveFile file(model, access, flags.lock_timeout);
+  print_notes(file, ctx);
+  const auto archive = open_torchscript_archive(file.source(), kRefusal);
+  if (prune) {
+    std::set<std::string> kept;
+    for (const ExtraEdit& e : edits) kept.insert(e.name);
+    for (const Record& r : archive->records()) {
+      const std::string name = r.name.substr(6);
+      if (r.kind == RecordKind::Extra && kept.count(name) == 0) edits.push_back(ExtraEdit{name, std::nullopt});
+    }
+  }
+  const ExtraEditPlan plan = plan_extra_edits(*archive, edits, missing_ok);
+  WriteResult result;
+  if (!flags.output.empty()) {
+    result = file.write_new(plan.zip, flags.output);
+  } else if (flags.in_place) {
+    result = file.write_in_place(plan.zip, kInPlaceLimit);
+  } else {
+    result = file.replace(plan.zip);
+  }
+  const ExtraEditReport report{model, flags.output.empty() ? model : flags.output, &plan, result};
+  if (flags.json) {
+    ctx.out << extra_edit_to_json(report).dump(2) << '\n';
+  } else {
+    render_extra_edit_text(report, ctx.out);
+  }
+  return 0;
+}
+
+std::unique_ptr<TorchArchive> open_for_reading(const std::string& model, Context& ctx,
+                                               std::unique_ptr<ArchiveFile>& file) {
+  file = std::make_unique<ArchiveFile>(model, FileAccess::Read, 10.0);
+  print_notes(*file, ctx);
+  return open_torchscript_archive(file->source(), kRefusal);
+}
+
+int run_list(const ListOptions& opts, Context& ctx) {
+  std::unique_ptr<ArchiveFile> file;
+  const auto archive = open_for_reading(opts.model, ctx, file);
+  const std::vector<ExtraFileInfo> files = list_extra_files(*archive);
+  if (opts.json) {
+    nlohmann::ordered_json doc = {{"schema", "tsarchive.extra-list/1"}, {"file", opts.model},
+                                  {"extra_files", extra_files_to_json(files)}};
+    ctx.out << doc.dump(2) << '\n';
+  } else if (files.empty()) {
+    ctx.out << opts.model << ": no extra files\n";
+  } else {
+    render_extra_table(files, ctx.out);
+  }
+  return 0;
+}
+
+int run_get(const GetOptions& opts, Context& ctx) {
+  std::unique_ptr<ArchiveFile> file;
+  const auto archive = open_for_reading(opts.model, ctx, file);
+  const std::string bytes = read_extra(*archive, opts.name, value_limit(opts.force));
+  if (opts.json) {
+    nlohmann::ordered_json doc = {{"schema", "tsarchive.extra/1"}, {"name", opts.name}, {"size", bytes.size()}};
+    if (is_printable_utf8(bytes)) {
+      doc["text"] = bytes;
+    } else {
+      doc["base64"] = base64(bytes);
+    }
+    ctx.out << doc.dump(2) << '\n';
+  } else if (!opts.output.empty()) {
+    write_file_atomically(opts.output, bytes);
+  } else if (!is_printable_utf8(bytes) && &ctx.out == &std::cout && ::isatty(STDOUT_FILENO)) {
+    throw_usage("extra file '" + opts.name + "' is binary (" + std::to_string(bytes.size()) +
+                    " bytes); not printing it to a terminal",
+                "use -o FILE, or redirect the output");
+  } else {
+    ctx.out << bytes;
+  }
+  return 0;
+}
+
+int run_set(const SetOptions& opts, Context& ctx) {
+  std::vector<ExtraEdit> edits;
+  bool stdin_used = false;
+  for (const std::string& a : opts.assignments) edits.push_back(parse_assignment(a, opts.flags.force, stdin_used));
+  return edit_archive(opts.model, std::move(edits), opts.flags, false, false, ctx);
+}
+
+int run_remove(const RemoveOptions& opts, Context& ctx) {
+  std::vector<ExtraEdit> edits;
+  for (const std::string& name : opts.names) edits.push_back(ExtraEdit{name, std::nullopt});
+  return edit_archive(opts.model, std::move(edits), opts.flags, opts.missing_ok, false, ctx);
+}
+
+int run_export(const ExportOptions& opts, Context& ctx) {
+  std::unique_ptr<ArchiveFile> file;
+  const auto archive = open_for_reading(opts.model, ctx, file);
+  const std::vector<ExportedFile> files = export_extra_files(*archive, opts.dir, value_limit(opts.force));
+  if (opts.json) {
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const ExportedFile& f : files) list.push_back({{"name", f.name}, {"path", f.path}, {"size", f.size}});
+    ctx.out << nlohmann::ordered_json{{"schema", "tsarchive.extra-export/1"}, {"file", opts.model},
+                                      {"dir", opts.dir}, {"files", list}}
+                   .dump(2)
+            << '\n';
+    return 0;
+  }
+  TextTable t({"PATH", "SIZE"}, {TextTable::Align::Left, TextTable::Align::Right});
+  for (const ExportedFile& f : files) t.add_row({f.path, human_size(f.size)});
+  t.print(ctx.out, 0);
+  ctx.out << "exported " << files.size() << " extra file" << (files.size() == 1 ? "" : "s") << " to " << opts.dir
+          << '\n';
+  return 0;
+}
+
+int run_import(const ImportOptions& opts, Context& ctx) {
+  std::vector<ExtraEdit> edits = read_extra_folder(opts.dir, value_limit(opts.flags.force));
+  return edit_archive(opts.model, std::move(edits), opts.flags, false, opts.prune, ctx);
+}
+
+void add_edit_flags(CLI::App& app, EditFlags& flags) {
+  CLI::Option* out = app.add_option("-o,--output", flags.output, "Write the edited archive to OUT; MODEL is not changed")
+                          ->type_name("OUT");
+  app.add_flag("--in-place", flags.in_place,
+               "Rewrite only the end of MODEL (new names, records at the end): constant time, journaled")
+      ->excludes(out);
+  app.add_flag("--force", flags.force, "Allow values above 64 MiB (up to 4 GiB)");
+  app.add_flag("--json", flags.json, "One JSON document (schema tsarchive.extra-edit/1) instead of text");
+  app.add_option("--lock-timeout", flags.lock_timeout, "Seconds to wait for another tsarchive editing MODEL (default 10)")
+      ->type_name("SECONDS")
+      ->check(CLI::Range(0.0, 86400.0).description(""));
+}
+
+}  // namespace
+
+Runner setup_extra(CLI::App& app, Context& ctx) {
+  app.description(
+      "List, read and edit the extra/ files of a TorchScript archive (.pt, .ptl) without loading it.\n"
+      "Edits keep every other record byte-for-byte and 64-byte aligned, and are atomic.");
+  app.require_subcommand(1);
+  std::vector<std::pair<CLI::App*, Runner>> runners;
+
+  auto list = std::make_shared<ListOptions>();
+  CLI::App* list_app = app.add_subcommand("list", "Names, sizes and a preview of each extra file");
+  list_app->add_option("model", list->model, "TorchScript archive")->required();
+  list_app->add_flag("--json", list->json, "One JSON document (schema tsarchive.extra-list/1)");
+  runners.emplace_back(list_app, [list, &ctx] { return run_list(*list, ctx); });
+
+  auto get = std::make_shared<GetOptions>();
+  CLI::App* get_app = app.add_subcommand("get", "Print one extra file's bytes, or write them to a file");
+  get_app->add_option("model", get->model, "TorchScript archive")->required();
+  get_app->add_option("name", get->name, "Extra file name, e.g. labels.json")->required();
+  CLI::Option* get_out = get_app->add_option("-o,--output", get->output, "Write the bytes to FILE (atomically)");
+  get_app->add_flag("--json", get->json, "Wrap the content in JSON (schema tsarchive.extra/1; base64 if binary)")
+      ->excludes(get_out);
+  get_app->add_flag("--force", get->force, "Allow files above 64 MiB");
+  runners.emplace_back(get_app, [get, &ctx] { return run_get(*get, ctx); });
+
+  auto set = std::make_shared<SetOptions>();
+  CLI::App* set_app = app.add_subcommand("set", "Add or replace extra files, all in one rewrite");
+  set_app->add_option("model", set->model, "TorchScript archive")->required();
+  set_app->add_option("assignments", set->assignments, "NAME=VALUE, NAME=@FILE, or NAME=@- (stdin)")->required();
+  add_edit_flags(*set_app, set->flags);
+  runners.emplace_back(set_app, [set, &ctx] { return run_set(*set, ctx); });
+
+  auto rm = std::make_shared<RemoveOptions>();
+  CLI::App* rm_app = app.add_subcommand("rm", "Remove extra files");
+  rm_app->add_option("model", rm->model, "TorchScript archive")->required();
+  rm_app->add_option("names", rm->names, "Extra file names")->required();
+  rm_app->add_flag("--missing-ok", rm->missing_ok, "Names that are not there are not an error");
+  add_edit_flags(*rm_app, rm->flags);
+  runners.emplace_back(rm_app, [rm, &ctx] { return run_remove(*rm, ctx); });
+
+  auto exp = std::make_shared<ExportOptions>();
+  CLI::App* exp_app = app.add_subcommand("export", "Write every extra file into a folder (a/b becomes DIR/a/b)");
+  exp_app->add_option("model", exp->model, "TorchScript archive")->required();
+  exp_app->add_option("dir", exp->dir, "Folder, created if missing")->required();
+  exp_app->add_flag("--json", exp->json, "One JSON document (schema tsarchive.extra-export/1)");
+  exp_app->add_flag("--force", exp->force, "Allow files above 64 MiB");
+  runners.emplace_back(exp_app, [exp, &ctx] { return run_export(*exp, ctx); });
+
+  auto imp = std::make_shared<ImportOptions>();
+  CLI::App* imp_app = app.add_subcommand("import", "Set extra files from every file in a folder (DIR/a/b becomes a/b)");
+  imp_app->add_option("model", imp->model, "TorchScript archive")->required();
+  imp_app->add_option("dir", imp->dir, "Folder, as written by 'extra export'")->required();
+  imp_app->add_flag("--prune", imp->prune, "Also remove extra files that are not in the folder");
+  add_edit_flags(*imp_app, imp->flags);
+  runners.emplace_back(imp_app, [imp, &ctx] { return run_import(*imp, ctx); });
+
+  return [runners] {
+    for (const auto& [sub, runner] : runners) {
+      if (sub->parsed()) return runner();
+    }
+    return static_cast<int>(ErrorKind::Usage);
+  };
+}
+
+}  // namespace tsarchive::cli

@@ -1,0 +1,469 @@
+// Safe writes (see include/tsarchive/file_edit.h for the protocol).
+//
+// Journal of an --in-place edit, ".<name>.tsarchive-journal":
+//   "tsarchive-journal 1\n"
+//   u64 offset      first byte the edit rewrites
+//   u64 old_size    of the file before the edit
+//   u64 new_size    of the file after it
+//   u32 new_crc     CRC-32 of the new bytes [offset, new_size)
+//   u64 n           length of the old bytes that follow
+//   n bytes         the old bytes [offset, old_size)
+//   u32 crc         CRC-32 of everything above
+// All integers little-endian.
+#include "tsarchive/file_edit.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "tsarchive/error.h"
+#include "zip_format.h"
+
+namespace tsarchive {
+namespace {
+
+constexpr std::string_view kJournalMagic = "tsarchive-journal 1\n";
+constexpr std::string_view kTempInfix = ".tsarchive-";
+constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP};
+
+std::string errno_text() { return std::strerror(errno); }
+
+void put64(std::string& s, uint64_t v) {
+  for (int i = 0; i < 8; ++i) s += static_cast<char>((v >> (8 * i)) & 0xFF);
+}
+void put32(std::string& s, uint32_t v) {
+  for (int i = 0; i < 4; ++i) s += static_cast<char>((v >> (8 * i)) & 0xFF);
+}
+
+void fsync_or_throw(int fd, const std::string& name) {
+  if (::fsync(fd) != 0) throw_io("cannot flush to disk: " + errno_text(), name, "check the disk");
+}
+
+void fsync_dir(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;  // the rename is done; a folder we cannot open cannot be synced
+  ::fsync(fd);
+  ::close(fd);
+}
+
+void pwrite_all(int fd, std::string_view bytes, uint64_t offset, const std::string& name) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw_io("cannot write: " + errno_text(), name, "free some disk space or check permissions");
+    bytes.remove_prefix(static_cast<size_t>(n));
+    offset += static_cast<uint64_t>(n);
+  }
+}
+
+std::string pread_exact(int fd, uint64_t offset, uint64_t length, const std::string& name) {
+  std::string out(static_cast<size_t>(length), '\0');
+  size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_io("cannot read: " + errno_text(), name);
+    if (n == 0) throw_io("the file shrank while being edited", name, "do not change it while tsarchive edits it");
+    done += static_cast<size_t>(n);
+  }
+  return out;
+}
+
+std::pair<std::string, std::string> split_path(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return {".", path};
+  return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
+}
+
+// The one temp file a process has open for writing; signal handlers remove it.
+char g_temp_path[PATH_MAX];
+volatile sig_atomic_t g_temp_armed = 0;
+
+extern "C" void remove_temp_and_reraise(int sig) {
+  if (g_temp_armed) ::unlink(g_temp_path);
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+// A temp file next to `final_path`, removed unless committed, also on SIGINT,
+// SIGTERM and SIGHUP.
+class TempFile {
+ public:
+  TempFile(const std::string& dir, const std::string& base, const std::string& shown_name) : shown_(shown_name) {
+    path_ = dir + "/." + base + std::string(kTempInfix) + "XXXXXX";
+    if (path_.size() >= sizeof g_temp_path) throw_io("the path is too long", shown_name);
+    fd_ = ::mkstemp(path_.data());
+    if (fd_ < 0) {
+      const int err = errno;
+      throw_io("cannot create a temp file next to it: " + std::string(std::strerror(err)), shown_name,
+               err == EACCES || err == EROFS ? "the folder must be writable; or write elsewhere with -o"
+                                             : "check the folder and the disk");
+    }
+    std::memcpy(g_temp_path, path_.c_str(), path_.size() + 1);
+    g_temp_armed = 1;
+    struct sigaction action {};
+    action.sa_handler = remove_temp_and_reraise;
+    sigemptyset(&action.sa_mask);
+    for (size_t i = 0; i < std::size(kCleanupSignals); ++i) ::sigaction(kCleanupSignals[i], &action, &saved_[i]);
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGXFSZ, &ignore, &saved_xfsz_);
+  }
+
+  ~TempFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!committed_) ::unlink(path_.c_str());
+    g_temp_armed = 0;
+    for (size_t i = 0; i < std::size(kCleanupSignals); ++i) ::sigaction(kCleanupSignals[i], &saved_[i], nullptr);
+    ::sigaction(SIGXFSZ, &saved_xfsz_, nullptr);
+  }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+
+  int fd() const { return fd_; }
+
+  void set_mode(mode_t mode, const struct stat* owner) {
+    if (owner != nullptr && ::geteuid() == 0) {
+      if (::fchown(fd_, owner->st_uid, owner->st_gid) != 0) { /* keep root's: the mode still applies */ }
+    }
+    if (::fchmod(fd_, mode & 07777) != 0) throw_io("cannot set the file mode: " + errno_text(), shown_);
+  }
+
+  // fsync, then rename over `final_path`, then fsync the folder.
+  void commit(const std::string& final_path, const std::string& dir) {
+    fsync_or_throw(fd_, shown_);
+    if (::close(fd_) != 0) {
+      fd_ = -1;
+      throw_io("cannot write: " + errno_text(), shown_, "check the disk");
+    }
+    fd_ = -1;
+    if (::rename(path_.c_str(), final_path.c_str()) != 0) {
+      throw_io("cannot replace the file: " + errno_text(), shown_, "check the folder's permissions");
+    }
+    committed_ = true;
+    g_temp_armed = 0;
+    fsync_dir(dir);
+  }
+
+ private:
+  std::string path_;
+  std::string shown_;
+  int fd_ = -1;
+  bool committed_ = false;
+  struct sigaction saved_[std::size(kCleanupSignals)] {};
+  struct sigaction saved_xfsz_ {};
+};
+
+// Holds SIGINT, SIGTERM and SIGHUP for the few milliseconds of an in-place
+// write, and ignores SIGXFSZ so a file size limit is a write error we undo.
+class SignalHold {
+ public:
+  SignalHold() {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int sig : kCleanupSignals) sigaddset(&set, sig);
+    ::sigprocmask(SIG_BLOCK, &set, &saved_);
+    struct sigaction ignore {};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGXFSZ, &ignore, &saved_xfsz_);
+  }
+  ~SignalHold() {
+    ::sigaction(SIGXFSZ, &saved_xfsz_, nullptr);
+    ::sigprocmask(SIG_SETMASK, &saved_, nullptr);
+  }
+  SignalHold(const SignalHold&) = delete;
+  SignalHold& operator=(const SignalHold&) = delete;
+
+ private:
+  sigset_t saved_;
+  struct sigaction saved_xfsz_ {};
+};
+
+mode_t current_umask() {
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  return mask;
+}
+
+bool same_file(const struct stat& a, const struct stat& b) { return a.st_dev == b.st_dev && a.st_ino == b.st_ino; }
+
+bool unchanged(const struct stat& a, const struct stat& b) {
+  return same_file(a, b) && a.st_size == b.st_size && a.st_mtim.tv_sec == b.st_mtim.tv_sec &&
+         a.st_mtim.tv_nsec == b.st_mtim.tv_nsec;
+}
+
+}  // namespace
+
+ArchiveFile::ArchiveFile(const std::string& path, FileAccess access, double lock_timeout_seconds)
+    : path_(path), access_(access) {
+  open_and_lock(lock_timeout_seconds);
+  const std::string journal = dir_ + "/." + base_ + ".tsarchive-journal";
+  if (::access(journal.c_str(), F_OK) == 0) recover_interrupted_edit();
+  if (access_ != FileAccess::Read) remove_stale_temp_files();
+}
+
+ArchiveFile::~ArchiveFile() {
+  if (fd_ >= 0) ::close(fd_);  // also releases the lock
+}
+
+void ArchiveFile::open_and_lock(double lock_timeout_seconds) {
+  const int flags = access_ == FileAccess::EditInPlace ? O_RDWR : O_RDONLY;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(lock_timeout_seconds);
+  while (true) {
+    fd_ = open_regular_file(path_, flags, &opened_);
+    char resolved[PATH_MAX];
+    if (::realpath(path_.c_str(), resolved) == nullptr) throw_io("cannot resolve the path: " + errno_text(), path_);
+    target_ = resolved;
+    std::tie(dir_, base_) = split_path(target_);
+
+    const int op = access_ == FileAccess::Read ? LOCK_SH : LOCK_EX;
+    while (::flock(fd_, op | LOCK_NB) != 0) {
+      if (errno != EWOULDBLOCK && errno != EINTR) throw_io("cannot lock the file: " + errno_text(), path_);
+      if (std::chrono::steady_clock::now() >= deadline) {
+        throw_io("another process is editing this file (it holds the lock)", path_,
+                 "wait for it to finish, or give it longer with --lock-timeout SECONDS");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    // The lock is on the inode we opened; an editor that held it may have
+    // renamed a new file over the path. Then lock that one instead.
+    struct stat now {};
+    if (::stat(target_.c_str(), &now) == 0 && same_file(now, opened_)) {
+      ::fstat(fd_, &opened_);
+      return;
+    }
+    ::close(fd_);
+    fd_ = -1;
+  }
+}
+
+std::unique_ptr<ByteSource> ArchiveFile::source() const {
+  const int fd = ::fcntl(fd_, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0) throw_io("cannot read: " + errno_text(), path_);
+  return make_fd_source(fd, static_cast<uint64_t>(opened_.st_size), path_);
+}
+
+void ArchiveFile::remove_stale_temp_files() {
+  DIR* dir = ::opendir(dir_.c_str());
+  if (dir == nullptr) return;
+  const std::string prefix = "." + base_ + std::string(kTempInfix);
+  int removed = 0;
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string name = entry->d_name;
+    // mkstemp's six characters; the journal is not a temp file.
+    if (name.size() == prefix.size() + 6 && name.compare(0, prefix.size(), prefix) == 0 &&
+        ::unlinkat(::dirfd(dir), name.c_str(), 0) == 0) {
+      ++removed;
+    }
+  }
+  ::closedir(dir);
+  if (removed > 0) {
+    notes_.push_back("removed " + std::to_string(removed) + " temp file(s) left by an interrupted edit of " + path_);
+  }
+}
+
+void ArchiveFile::recover_interrupted_edit() {
+  const std::string journal_path = dir_ + "/." + base_ + ".tsarchive-journal";
+  // Recovery writes, whatever this ArchiveFile was opened for.
+  struct stat st {};
+  const int fd = open_regular_file(target_, O_RDWR, &st);
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{fd};
+  if (access_ == FileAccess::Read && ::flock(fd_, LOCK_EX) != 0) throw_io("cannot lock the file: " + errno_text(), path_);
+  if (::access(journal_path.c_str(), F_OK) != 0) return;  // another process recovered it meanwhile
+
+  struct stat jst {};
+  const int jfd = open_regular_file(journal_path, O_RDONLY, &jst);
+  std::string journal;
+  try {
+    journal = pread_exact(jfd, 0, static_cast<uint64_t>(jst.st_size), journal_path);
+  } catch (...) {
+    ::close(jfd);
+    throw;
+  }
+  ::close(jfd);
+  const auto damaged = [&] {
+    throw_bad_input("the journal of an interrupted --in-place edit is damaged", journal_path,
+                    "check the archive with 'tsarchive inspect', then remove the journal by hand");
+  };
+  if (journal.size() < kJournalMagic.size() + 8 * 4 + 4 * 2 || journal.compare(0, kJournalMagic.size(), kJournalMagic) != 0) {
+    damaged();
+  }
+  ByteReader r(journal, "journal");
+  r.skip(kJournalMagic.size());
+  const uint64_t offset = r.u64(), old_size = r.u64(), new_size = r.u64();
+  const uint32_t new_crc = r.u32();
+  const uint64_t n = r.u64();
+  if (n > r.remaining() || r.remaining() - n != 4) damaged();
+  const std::string_view old_tail = r.bytes(n);
+  const uint32_t crc = r.u32();
+  if (crc != zipfmt::crc32(std::string_view(journal).substr(0, journal.size() - 4)) || offset + n != old_size) damaged();
+
+  const auto size = static_cast<uint64_t>(st.st_size);
+  bool completed = false;
+  if (size == new_size && new_size >= offset) {
+    completed = zipfmt::crc32(pread_exact(fd, offset, new_size - offset, path_)) == new_crc;
+  }
+  if (!completed) {
+    pwrite_all(fd, old_tail, offset, path_);
+    if (::ftruncate(fd, static_cast<off_t>(old_size)) != 0) throw_io("cannot restore the file: " + errno_text(), path_);
+    fsync_or_throw(fd, path_);
+  }
+  if (::unlink(journal_path.c_str()) != 0) throw_io("cannot remove the journal: " + errno_text(), journal_path);
+  fsync_dir(dir_);
+  notes_.push_back(completed ? "an interrupted --in-place edit of " + path_ + " had finished writing; kept it"
+                             : "undid an interrupted --in-place edit of " + path_ + "; it is as it was before");
+  if (access_ == FileAccess::Read) ::flock(fd_, LOCK_SH);
+  ::fstat(fd_, &opened_);
+}
+
+WriteResult ArchiveFile::replace(const ZipRewritePlan& plan) {
+  const std::unique_ptr<ByteSource> current = source();
+  if (plan.identical_to(*current)) return WriteResult{false, false, 0, plan.size};
+  TempFile temp(dir_, base_, path_);
+  temp.set_mode(opened_.st_mode, &opened_);
+  write_plan(plan, fd_, temp.fd(), path_);
+  struct stat now {};
+  if (::stat(target_.c_str(), &now) != 0 || !unchanged(now, opened_)) {
+    throw_io("the file changed while it was being edited; nothing was written", path_,
+             "another program wrote to it; run the command again");
+  }
+  temp.commit(target_, dir_);
+  ::fstat(fd_, &opened_);
+  return WriteResult{true, false, plan.size, plan.size};
+}
+
+WriteResult ArchiveFile::write_new(const ZipRewritePlan& plan, const std::string& out_path) const {
+  struct stat existing {};
+  const bool exists = ::stat(out_path.c_str(), &existing) == 0;
+  if (exists && S_ISDIR(existing.st_mode)) throw_usage("-o names a folder: " + out_path, "give a file path");
+  std::unique_ptr<ArchiveFile> out_lock;
+  std::string target = out_path;
+  if (exists) {
+    if (same_file(existing, opened_)) throw_usage("-o names the input file", "leave out -o to edit it in place");
+    out_lock = std::make_unique<ArchiveFile>(out_path, FileAccess::Edit, 0);  // also cleans its stale temp files
+    target = out_lock->target_;
+  }
+  const auto [dir, base] = split_path(target);
+  TempFile temp(dir, base, out_path);
+  if (exists) {
+    temp.set_mode(existing.st_mode, &existing);
+  } else {
+    temp.set_mode(opened_.st_mode & ~current_umask(), nullptr);
+  }
+  write_plan(plan, fd_, temp.fd(), out_path);
+  temp.commit(target, dir);
+  return WriteResult{true, false, plan.size, plan.size};
+}
+
+InPlaceEdit ArchiveFile::prepare_in_place(const ZipRewritePlan& plan, uint64_t max_rewrite) {
+  // Only old bytes are counted: they are read, journaled and rewritten.
+  if (access_ != FileAccess::EditInPlace) throw_usage("internal: file not opened for an in-place edit");
+  const auto old_size = static_cast<uint64_t>(opened_.st_size);
+  const uint64_t offset = plan.first_change;
+  if (old_size - offset > max_rewrite) {
+    throw_usage("--in-place would rewrite " + std::to_string(old_size - offset) + " of the file's " +
+                    std::to_string(old_size) + " bytes: the edit changes a record that other records follow",
+                "leave out --in-place; it is quick for new names and for the records tsarchive appended");
+  }
+  std::string old_tail = pread_exact(fd_, offset, old_size - offset, path_);
+  std::string new_tail = render_plan(plan, offset, [&](uint64_t at, char* out, size_t n) {
+    if (at >= offset) {
+      std::memcpy(out, old_tail.data() + (at - offset), n);  // will be overwritten on disk
+    } else {
+      const std::string bytes = pread_exact(fd_, at, n, path_);
+      std::memcpy(out, bytes.data(), n);
+    }
+  });
+  return InPlaceEdit(*this, offset, old_size, std::move(old_tail), std::move(new_tail));
+}
+
+WriteResult ArchiveFile::write_in_place(const ZipRewritePlan& plan, uint64_t max_rewrite) {
+  const std::unique_ptr<ByteSource> current = source();
+  if (plan.identical_to(*current)) return WriteResult{false, true, 0, plan.size};
+  InPlaceEdit edit = prepare_in_place(plan, max_rewrite);
+  SignalHold hold;
+  edit.write_journal();
+  try {
+    edit.apply();
+  } catch (const Error&) {
+    edit.undo();  // e.g. the disk filled up half-way: put the old bytes back
+    throw;
+  }
+  edit.finish();
+  ::fstat(fd_, &opened_);
+  return WriteResult{true, true, edit.bytes(), plan.size};
+}
+
+void InPlaceEdit::write_journal() {
+  std::string journal(kJournalMagic);
+  put64(journal, offset_);
+  put64(journal, old_size_);
+  put64(journal, offset_ + new_tail_.size());
+  put32(journal, zipfmt::crc32(new_tail_));
+  put64(journal, old_tail_.size());
+  journal += old_tail_;
+  put32(journal, zipfmt::crc32(journal));
+  const std::string journal_path = file_->dir_ + "/." + file_->base_ + ".tsarchive-journal";
+  TempFile temp(file_->dir_, file_->base_, file_->path_);
+  pwrite_all(temp.fd(), journal, 0, journal_path);
+  temp.commit(journal_path, file_->dir_);
+}
+
+void InPlaceEdit::apply() {
+  const int fd = file_->fd_;
+  pwrite_all(fd, new_tail_, offset_, file_->path_);
+  const uint64_t new_size = offset_ + new_tail_.size();
+  if (new_size < old_size_ && ::ftruncate(fd, static_cast<off_t>(new_size)) != 0) {
+    throw_io("cannot shorten the file: " + errno_text(), file_->path_);
+  }
+  fsync_or_throw(fd, file_->path_);
+}
+
+void InPlaceEdit::undo() noexcept {
+  const int fd = file_->fd_;
+  size_t done = 0;
+  while (done < old_tail_.size()) {
+    const ssize_t n = ::pwrite(fd, old_tail_.data() + done, old_tail_.size() - done, static_cast<off_t>(offset_ + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the journal stays; the next edit of the file restores it
+    done += static_cast<size_t>(n);
+  }
+  if (::ftruncate(fd, static_cast<off_t>(old_size_)) != 0 || ::fsync(fd) != 0) return;
+  finish_quietly();
+}
+
+void InPlaceEdit::finish_quietly() noexcept {
+  const std::string journal_path = file_->dir_ + "/." + file_->base_ + ".tsarchive-journal";
+  if (::unlink(journal_path.c_str()) == 0) fsync_dir(file_->dir_);
+}
+
+void InPlaceEdit::finish() {
+  const std::string journal_path = file_->dir_ + "/." + file_->base_ + ".tsarchive-journal";
+  if (::unlink(journal_path.c_str()) != 0) throw_io("cannot remove the journal: " + errno_text(), journal_path);
+  fsync_dir(file_->dir_);
+}
+
+void write_file_atomically(const std::string& path, std::string_view bytes) {
+  struct stat existing {};
+  const bool exists = ::stat(path.c_str(), &existing) == 0;
+  if (exists && !S_ISREG(existing.st_mode)) throw_io("not a regular file; refusing to replace it", path);
+  const auto [dir, base] = split_path(path);
+  TempFile temp(dir, base, path);
+  temp.set_mode(exists ? existing.st_mode : 0666 & ~current_umask(), exists ? &existing : nullptr);
+  pwrite_all(temp.fd(), bytes, 0, path);
+  temp.commit(path, dir);
+}
+
+}  // namespace tsarchive

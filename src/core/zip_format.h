@@ -1,0 +1,30 @@
+// ZIP record signatures, sizes and field ids shared by the reader
+// (zip_layout.cc) and the writer (zip_writer.cc); APPNOTE 6.3.x. Internal.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace tsarchive::zipfmt {
+
+constexpr uint32_t kLocalHeaderSig = 0x04034b50;
+constexpr uint32_t kCentralHeaderSig = 0x02014b50;
+constexpr uint32_t kDescriptorSig = 0x08074b50;
+constexpr uint32_t kEndSig = 0x06054b50;
+constexpr uint32_t kZip64EndSig = 0x06064b50;
+constexpr uint32_t kZip64LocatorSig = 0x07064b50;
+constexpr size_t kLocalHeaderSize = 30;
+constexpr size_t kCentralHeaderSize = 46;
+constexpr size_t kEndSize = 22;
+constexpr size_t kZip64LocatorSize = 20;
+constexpr size_t kZip64EndSize = 56;
+constexpr uint16_t kZip64ExtraId = 0x0001;
+constexpr uint16_t kPyTorchPaddingId = 0x4246;  // "FB"
+constexpr uint32_t k32Max = 0xFFFFFFFFu;
+constexpr uint16_t k16Max = 0xFFFFu;
+
+// CRC-32 as ZIP uses it (zlib's), over any length.
+uint32_t crc32(std::string_view data);
+
+}  // namespace tsarchive::zipfmt

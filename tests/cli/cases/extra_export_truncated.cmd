@@ -1,0 +1,1 @@
+extra export testdata/hostile/truncated.pt /tmp/never-created-by-tsarchive

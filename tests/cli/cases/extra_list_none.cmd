@@ -1,0 +1,1 @@
+extra list testdata/convnet_traced.pt

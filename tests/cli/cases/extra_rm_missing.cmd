@@ -1,0 +1,1 @@
+extra rm testdata/mlp_scripted.pt nothere

@@ -1,0 +1,1 @@
+extra set testdata/hostile/not_zip.pt a=b

@@ -1,0 +1,1 @@
+extra set testdata/state_dict.pth a=b

@@ -1,0 +1,300 @@
+// extra/ edits: the archive invariants of DESIGN.md, on archives written by PyTorch.
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "helpers.h"
+#include "tsarchive/error.h"
+#include "tsarchive/extra.h"
+#include "tsarchive/file_edit.h"
+
+using namespace tsarchive;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::unique_ptr<TorchArchive> archive_of(const std::string& bytes) {
+  return std::make_unique<TorchArchive>(make_memory_source(bytes, "<edited>"));
+}
+
+// Applies edits in memory and returns the new archive's bytes.
+std::string edited(const std::string& original, const std::vector<ExtraEdit>& edits, bool missing_ok = false) {
+  const auto archive = archive_of(original);
+  const ExtraEditPlan plan = plan_extra_edits(*archive, edits, missing_ok);
+  return render_plan(plan.zip, 0, [&](uint64_t at, char* out, size_t n) { std::memcpy(out, original.data() + at, n); });
+}
+
+// Every record other than extra/ has the same content, and every entry's CRC
+// checks out (libzip verifies it on read).
+void require_same_records(const std::string& a, const std::string& b) {
+  const auto x = archive_of(a), y = archive_of(b);
+  for (const Record& r : x->records()) {
+    if (r.kind == RecordKind::Extra) continue;
+    const Record* s = y->find(r.name);
+    REQUIRE(s != nullptr);
+    REQUIRE(x->read(r, 1 << 30) == y->read(*s, 1 << 30));
+  }
+  for (const Record& r : y->records()) {
+    const std::string content = y->read(r, 1 << 30);
+    REQUIRE(content.size() == r.entry->uncompressed_size);
+    if (r.kind == RecordKind::TensorData || r.kind == RecordKind::Extra) {
+      REQUIRE(r.entry->stored());
+      REQUIRE(r.entry->data_offset % 64 == 0);
+      REQUIRE(r.entry->has_alignment_padding);
+    }
+  }
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/tsarchive-test-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+std::string copy_model(const TempDir& dir, const std::string& name = "mlp_scripted.pt") {
+  const std::string path = dir.file("model.pt");
+  fs::copy_file(testdata(name), path, fs::copy_options::overwrite_existing);
+  return path;
+}
+
+size_t files_in(const TempDir& dir) {
+  return static_cast<size_t>(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator{}));
+}
+
+}  // namespace
+
+TEST_CASE("extra names that could escape a folder or confuse a reader are refused") {
+  for (const char* bad : {"", "/abs", "../x", "a/../b", "a/./b", "./a", "a//b", "a/", "C:\\x", "C:/x", "a\\b"}) {
+    INFO(bad);
+    REQUIRE(extra_name_problem(bad).has_value());
+  }
+  REQUIRE(extra_name_problem(std::string("a\0b", 3)).has_value());
+  REQUIRE(extra_name_problem("a\nb").has_value());
+  REQUIRE(extra_name_problem(std::string(64 * 1024, 'a')).has_value());
+  REQUIRE(extra_name_problem(std::string(300, 'a')).has_value());  // one part above 255 bytes
+  REQUIRE(extra_name_problem("\xff\xfe").has_value());
+  for (const char* good : {"labels.json", "config/train.yaml", "a.b/c-d_e", "producer_info.json", "ünïcode.txt", "..a"}) {
+    INFO(good);
+    REQUIRE_FALSE(extra_name_problem(good).has_value());
+  }
+}
+
+TEST_CASE("a no-op set and set-then-remove leave the archive byte-identical") {
+  for (const char* model : {"mlp_scripted.pt", "mlp.ptl", "convnet_traced.pt", "quant_dynamic.pt"}) {
+    INFO(model);
+    const std::string original = slurp(testdata(model));
+    const auto archive = archive_of(original);
+    // Same value as the archive holds: nothing to write.
+    if (archive->find("extra/labels.json") != nullptr) {
+      const std::string labels = read_extra(*archive, "labels.json", 1 << 20);
+      const ExtraEditPlan plan = plan_extra_edits(*archive, {{"labels.json", labels}}, false);
+      REQUIRE(plan.zip.identical_to(archive->zip().source()));
+      REQUIRE(plan.changes.at(0).change == ExtraChange::Unchanged);
+    }
+    const std::string added = edited(original, {{"notes/new.txt", std::string("hello\n")}});
+    REQUIRE(added != original);
+    require_same_records(original, added);
+    REQUIRE(edited(added, {{"notes/new.txt", std::nullopt}}) == original);
+  }
+}
+
+TEST_CASE("replacing an extra file moves later records but keeps their bytes and alignment") {
+  const std::string original = slurp(testdata("mlp_scripted.pt"));
+  for (size_t size : {0, 1, 7, 63, 64, 65, 1000, 4097}) {
+    INFO(size);
+    const std::string value(size, 'v');
+    const std::string changed = edited(original, {{"model_card.md", value}});
+    require_same_records(original, changed);
+    REQUIRE(read_extra(*archive_of(changed), "model_card.md", 1 << 20) == value);
+    // Putting the old value back gives the original file.
+    const std::string card = read_extra(*archive_of(original), "model_card.md", 1 << 20);
+    REQUIRE(edited(changed, {{"model_card.md", card}}) == original);
+  }
+}
+
+TEST_CASE("removing every extra file and adding them back keeps records in order") {
+  const std::string original = slurp(testdata("mlp_scripted.pt"));
+  const std::string bare = edited(original, {{"labels.json", std::nullopt}, {"model_card.md", std::nullopt},
+                                             {"config/train.yaml", std::nullopt}});
+  const auto archive = archive_of(bare);
+  REQUIRE(list_extra_files(*archive).empty());
+  require_same_records(original, bare);
+  std::vector<std::string> before, after;
+  const auto original_archive = archive_of(original);
+  for (const Record& r : original_archive->records()) {
+    if (r.kind != RecordKind::Extra) before.push_back(r.name);
+  }
+  for (const Record& r : archive->records()) after.push_back(r.name);
+  REQUIRE(before == after);
+}
+
+TEST_CASE("edits of names that are not there") {
+  const std::string original = slurp(testdata("mlp_scripted.pt"));
+  const auto archive = archive_of(original);
+  REQUIRE_THROWS_AS(plan_extra_edits(*archive, {{"nothere", std::nullopt}}, false), Error);
+  const ExtraEditPlan plan = plan_extra_edits(*archive, {{"nothere", std::nullopt}}, true);
+  REQUIRE(plan.changes.at(0).change == ExtraChange::Missing);
+  REQUIRE(plan.zip.identical_to(archive->zip().source()));
+  try {
+    plan_extra_edits(*archive, {{"../escape", std::string("x")}}, false);
+    FAIL("a name with '..' was accepted");
+  } catch (const Error& e) {
+    REQUIRE(e.kind() == ErrorKind::Usage);
+  }
+}
+
+TEST_CASE("replace() is atomic, keeps the mode and leaves no temp file") {
+  TempDir dir;
+  const std::string path = copy_model(dir);
+  ::chmod(path.c_str(), 0640);
+  const std::string original = slurp(path);
+  {
+    ArchiveFile file(path, FileAccess::Edit, 1);
+    const auto archive = open_torchscript_archive(file.source(), "no");
+    const WriteResult r = file.replace(plan_extra_edits(*archive, {{"a.txt", std::string("A")}}, false).zip);
+    REQUIRE(r.written);
+  }
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  REQUIRE((st.st_mode & 07777) == 0640);
+  REQUIRE(files_in(dir) == 1);
+  REQUIRE(read_extra(*archive_of(slurp(path)), "a.txt", 10) == "A");
+}
+
+TEST_CASE("a write that fails half-way (file size limit, as on a full disk) changes nothing") {
+  TempDir dir;
+  const std::string path = copy_model(dir);
+  const std::string original = slurp(path);
+  for (FileAccess access : {FileAccess::Edit, FileAccess::EditInPlace}) {
+    const pid_t child = ::fork();
+    if (child == 0) {
+      // Writes past 24 KiB fail with EFBIG; the model is 16 KiB, the edit needs 36.
+      struct rlimit limit {24576, 24576};
+      ::setrlimit(RLIMIT_FSIZE, &limit);
+      try {
+        ArchiveFile file(path, access, 1);
+        const auto archive = open_torchscript_archive(file.source(), "no");
+        const ZipRewritePlan plan = plan_extra_edits(*archive, {{"big.bin", std::string(20000, 'x')}}, false).zip;
+        if (access == FileAccess::Edit) file.replace(plan);
+        else file.write_in_place(plan, 1 << 20);
+      } catch (const Error& e) {
+        ::_exit(e.exit_code());
+      }
+      ::_exit(0);
+    }
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == static_cast<int>(ErrorKind::Io));
+    REQUIRE(slurp(path) == original);
+    REQUIRE(files_in(dir) == 1);  // no temp file, no journal
+  }
+}
+
+TEST_CASE("an in-place edit killed half-way is undone by the next open; a finished one is kept") {
+  TempDir dir;
+  const std::string path = copy_model(dir);
+  const std::string original = slurp(path);
+  std::string finished;
+  {
+    ArchiveFile file(path, FileAccess::EditInPlace, 1);
+    const auto archive = open_torchscript_archive(file.source(), "no");
+    InPlaceEdit edit = file.prepare_in_place(plan_extra_edits(*archive, {{"n.txt", std::string(3000, 'n')}}, false).zip, 1 << 20);
+    edit.write_journal();
+    // As if killed while writing: part of the new bytes, garbage after them.
+    const int fd = ::open(path.c_str(), O_WRONLY);
+    REQUIRE(::pwrite(fd, "PK\x03\x04garbage", 11, static_cast<off_t>(original.size() - 100)) == 11);
+    ::close(fd);
+  }
+  REQUIRE(slurp(path) != original);
+  {
+    ArchiveFile file(path, FileAccess::Read, 1);
+    REQUIRE(file.notes().size() == 1);
+    REQUIRE(file.notes()[0].find("undid") != std::string::npos);
+  }
+  REQUIRE(slurp(path) == original);
+  REQUIRE(files_in(dir) == 1);
+  {
+    ArchiveFile file(path, FileAccess::EditInPlace, 1);
+    const auto archive = open_torchscript_archive(file.source(), "no");
+    InPlaceEdit edit = file.prepare_in_place(plan_extra_edits(*archive, {{"n.txt", std::string("N")}}, false).zip, 1 << 20);
+    edit.write_journal();
+    edit.apply();  // killed before the journal was removed
+  }
+  finished = slurp(path);
+  {
+    ArchiveFile file(path, FileAccess::Edit, 1);
+    REQUIRE(file.notes().at(0).find("kept") != std::string::npos);
+  }
+  REQUIRE(slurp(path) == finished);
+  REQUIRE(read_extra(*archive_of(finished), "n.txt", 10) == "N");
+  REQUIRE(files_in(dir) == 1);
+}
+
+TEST_CASE("a second editor waits for the lock, then fails clearly") {
+  TempDir dir;
+  const std::string path = copy_model(dir);
+  const int holder = ::open(path.c_str(), O_RDONLY);
+  REQUIRE(::flock(holder, LOCK_EX) == 0);
+  try {
+    ArchiveFile file(path, FileAccess::Edit, 0.1);
+    FAIL("opened a locked file for editing");
+  } catch (const Error& e) {
+    REQUIRE(e.kind() == ErrorKind::Io);
+    REQUIRE(std::string(e.what()).find("another process") != std::string::npos);
+  }
+  ::close(holder);
+  ArchiveFile file(path, FileAccess::Edit, 0.1);  // free again
+}
+
+TEST_CASE("temp files left by a killed editor are removed by the next edit") {
+  TempDir dir;
+  const std::string path = copy_model(dir);
+  std::ofstream(dir.file(".model.pt.tsarchive-Ab12Cd")) << "partial";
+  std::ofstream(dir.file("unrelated.tsarchive-Ab12Cd")) << "keep";
+  {
+    ArchiveFile reader(path, FileAccess::Read, 1);  // readers leave them
+  }
+  REQUIRE(files_in(dir) == 3);
+  ArchiveFile file(path, FileAccess::Edit, 1);
+  REQUIRE(file.notes().size() == 1);
+  REQUIRE(files_in(dir) == 2);
+  REQUIRE(fs::exists(dir.file("unrelated.tsarchive-Ab12Cd")));
+}
+
+TEST_CASE("export writes every extra file inside the folder; import reads them back as a no-op") {
+  TempDir dir;
+  const std::string original = slurp(testdata("mlp_scripted.pt"));
+  const auto archive = archive_of(original);
+  const std::string out = dir.file("out");
+  const std::vector<ExportedFile> files = export_extra_files(*archive, out, 1 << 20);
+  REQUIRE(files.size() == 3);
+  REQUIRE(slurp(out + "/config/train.yaml") == read_extra(*archive, "config/train.yaml", 1 << 20));
+  const std::vector<ExtraEdit> edits = read_extra_folder(out, 1 << 20);
+  REQUIRE(edits.size() == 3);
+  REQUIRE(plan_extra_edits(*archive, edits, false).zip.identical_to(archive->zip().source()));
+
+  // A link where a file or folder should go is refused, not followed.
+  fs::remove(out + "/labels.json");
+  fs::create_symlink("/etc/passwd", out + "/labels.json");
+  REQUIRE_THROWS_AS(export_extra_files(*archive, out, 1 << 20), Error);
+  REQUIRE_THROWS_AS(read_extra_folder(out, 1 << 20), Error);
+  fs::remove(out + "/labels.json");
+  fs::remove_all(out + "/config");
+  fs::create_directory_symlink(dir.path, out + "/config");
+  REQUIRE_THROWS_AS(export_extra_files(*archive, out, 1 << 20), Error);
+  REQUIRE_FALSE(fs::exists(dir.file("train.yaml")));
+}
