@@ -80,6 +80,7 @@ class ArchiveFile {
   void open_and_lock(double lock_timeout_seconds);
   void recover_interrupted_edit();
   void remove_stale_temp_files();
+  std::string journal_path() const;
 
   std::string path_;         // as given
   std::string target_;       // symlinks resolved

@@ -63,9 +63,9 @@ struct ZipRewritePlan {
   // both sizes when they are identical.
   uint64_t first_change = 0;
 
-  bool identical_to(const ByteSource& source) const {
-    return size == source.size() && first_change == size;
-  }
+  // The plan, written over a source of `source_size` bytes, would change nothing.
+  bool identical_to(uint64_t source_size) const { return size == source_size && first_change == size; }
+  bool identical_to(const ByteSource& source) const { return identical_to(source.size()); }
 };
 
 // Plans an archive holding `entries` in this order. The source layout must

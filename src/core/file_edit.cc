@@ -37,13 +37,6 @@ constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
 std::string errno_text() { return std::strerror(errno); }
 
-void put64(std::string& s, uint64_t v) {
-  for (int i = 0; i < 8; ++i) s += static_cast<char>((v >> (8 * i)) & 0xFF);
-}
-void put32(std::string& s, uint32_t v) {
-  for (int i = 0; i < 4; ++i) s += static_cast<char>((v >> (8 * i)) & 0xFF);
-}
-
 void fsync_or_throw(int fd, const std::string& name) {
   if (::fsync(fd) != 0) throw_io("cannot flush to disk: " + errno_text(), name, "check the disk");
 }
@@ -206,8 +199,7 @@ bool unchanged(const struct stat& a, const struct stat& b) {
 ArchiveFile::ArchiveFile(const std::string& path, FileAccess access, double lock_timeout_seconds)
     : path_(path), access_(access) {
   open_and_lock(lock_timeout_seconds);
-  const std::string journal = dir_ + "/." + base_ + ".tsarchive-journal";
-  if (::access(journal.c_str(), F_OK) == 0) recover_interrupted_edit();
+  if (::access(journal_path().c_str(), F_OK) == 0) recover_interrupted_edit();
   if (access_ != FileAccess::Read) remove_stale_temp_files();
 }
 
@@ -252,6 +244,8 @@ std::unique_ptr<ByteSource> ArchiveFile::source() const {
   return make_fd_source(fd, static_cast<uint64_t>(opened_.st_size), path_);
 }
 
+std::string ArchiveFile::journal_path() const { return dir_ + "/." + base_ + ".tsarchive-journal"; }
+
 void ArchiveFile::remove_stale_temp_files() {
   DIR* dir = ::opendir(dir_.c_str());
   if (dir == nullptr) return;
@@ -272,7 +266,7 @@ void ArchiveFile::remove_stale_temp_files() {
 }
 
 void ArchiveFile::recover_interrupted_edit() {
-  const std::string journal_path = dir_ + "/." + base_ + ".tsarchive-journal";
+  const std::string journal_path = this->journal_path();
   // Recovery writes, whatever this ArchiveFile was opened for.
   struct stat st {};
   const int fd = open_regular_file(target_, O_RDWR, &st);
@@ -329,8 +323,7 @@ void ArchiveFile::recover_interrupted_edit() {
 }
 
 WriteResult ArchiveFile::replace(const ZipRewritePlan& plan) {
-  const std::unique_ptr<ByteSource> current = source();
-  if (plan.identical_to(*current)) return WriteResult{false, false, 0, plan.size};
+  if (plan.identical_to(static_cast<uint64_t>(opened_.st_size))) return WriteResult{false, false, 0, plan.size};
   TempFile temp(dir_, base_, path_);
   temp.set_mode(opened_.st_mode, &opened_);
   write_plan(plan, fd_, temp.fd(), path_);
@@ -390,8 +383,7 @@ InPlaceEdit ArchiveFile::prepare_in_place(const ZipRewritePlan& plan, uint64_t m
 }
 
 WriteResult ArchiveFile::write_in_place(const ZipRewritePlan& plan, uint64_t max_rewrite) {
-  const std::unique_ptr<ByteSource> current = source();
-  if (plan.identical_to(*current)) return WriteResult{false, true, 0, plan.size};
+  if (plan.identical_to(static_cast<uint64_t>(opened_.st_size))) return WriteResult{false, true, 0, plan.size};
   InPlaceEdit edit = prepare_in_place(plan, max_rewrite);
   SignalHold hold;
   edit.write_journal();
@@ -408,14 +400,14 @@ WriteResult ArchiveFile::write_in_place(const ZipRewritePlan& plan, uint64_t max
 
 void InPlaceEdit::write_journal() {
   std::string journal(kJournalMagic);
-  put64(journal, offset_);
-  put64(journal, old_size_);
-  put64(journal, offset_ + new_tail_.size());
-  put32(journal, zipfmt::crc32(new_tail_));
-  put64(journal, old_tail_.size());
+  zipfmt::put64(journal, offset_);
+  zipfmt::put64(journal, old_size_);
+  zipfmt::put64(journal, offset_ + new_tail_.size());
+  zipfmt::put32(journal, zipfmt::crc32(new_tail_));
+  zipfmt::put64(journal, old_tail_.size());
   journal += old_tail_;
-  put32(journal, zipfmt::crc32(journal));
-  const std::string journal_path = file_->dir_ + "/." + file_->base_ + ".tsarchive-journal";
+  zipfmt::put32(journal, zipfmt::crc32(journal));
+  const std::string journal_path = file_->journal_path();
   TempFile temp(file_->dir_, file_->base_, file_->path_);
   pwrite_all(temp.fd(), journal, 0, journal_path);
   temp.commit(journal_path, file_->dir_);
@@ -445,12 +437,12 @@ void InPlaceEdit::undo() noexcept {
 }
 
 void InPlaceEdit::finish_quietly() noexcept {
-  const std::string journal_path = file_->dir_ + "/." + file_->base_ + ".tsarchive-journal";
+  const std::string journal_path = file_->journal_path();
   if (::unlink(journal_path.c_str()) == 0) fsync_dir(file_->dir_);
 }
 
 void InPlaceEdit::finish() {
-  const std::string journal_path = file_->dir_ + "/." + file_->base_ + ".tsarchive-journal";
+  const std::string journal_path = file_->journal_path();
   if (::unlink(journal_path.c_str()) != 0) throw_io("cannot remove the journal: " + errno_text(), journal_path);
   fsync_dir(file_->dir_);
 }

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace tsarchive::zipfmt {
@@ -23,6 +24,20 @@ constexpr uint16_t kZip64ExtraId = 0x0001;
 constexpr uint16_t kPyTorchPaddingId = 0x4246;  // "FB"
 constexpr uint32_t k32Max = 0xFFFFFFFFu;
 constexpr uint16_t k16Max = 0xFFFFu;
+
+// Little-endian appenders for records the writer and the edit journal make.
+inline void put16(std::string& s, uint16_t v) {
+  s += static_cast<char>(v & 0xFF);
+  s += static_cast<char>(v >> 8);
+}
+inline void put32(std::string& s, uint32_t v) {
+  put16(s, static_cast<uint16_t>(v & 0xFFFF));
+  put16(s, static_cast<uint16_t>(v >> 16));
+}
+inline void put64(std::string& s, uint64_t v) {
+  put32(s, static_cast<uint32_t>(v & 0xFFFFFFFFu));
+  put32(s, static_cast<uint32_t>(v >> 32));
+}
 
 // CRC-32 as ZIP uses it (zlib's), over any length.
 uint32_t crc32(std::string_view data);

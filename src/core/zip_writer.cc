@@ -18,18 +18,6 @@ namespace {
 using namespace zipfmt;
 constexpr uint16_t kPyTorchFlags = 0x0808;  // data descriptor follows; UTF-8 name
 
-void put16(std::string& s, uint16_t v) {
-  s += static_cast<char>(v & 0xFF);
-  s += static_cast<char>(v >> 8);
-}
-void put32(std::string& s, uint32_t v) {
-  put16(s, static_cast<uint16_t>(v & 0xFFFF));
-  put16(s, static_cast<uint16_t>(v >> 16));
-}
-void put64(std::string& s, uint64_t v) {
-  put32(s, static_cast<uint32_t>(v & k32Max));
-  put32(s, static_cast<uint32_t>(v >> 32));
-}
 void set16(std::string& s, size_t at, uint16_t v) {
   s[at] = static_cast<char>(v & 0xFF);
   s[at + 1] = static_cast<char>(v >> 8);
