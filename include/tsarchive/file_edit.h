@@ -61,13 +61,17 @@ class ArchiveFile {
   ArchiveFile& operator=(const ArchiveFile&) = delete;
 
   const std::string& path() const { return path_; }  // as the user gave it
+  // "/proc/self/fd/N": the locked file itself, for code that opens by name (libtorch).
+  std::string descriptor_path() const { return "/proc/self/fd/" + std::to_string(fd_); }
   // A reader over the locked file; valid while this object lives.
   std::unique_ptr<ByteSource> source() const;
   // What opening did besides opening: a recovered --in-place edit, removed temp files.
   const std::vector<std::string>& notes() const { return notes_; }
 
-  WriteResult replace(const ZipRewritePlan& plan);
-  WriteResult write_new(const ZipRewritePlan& plan, const std::string& out_path) const;
+  // `plan_source_fd`: where the plan's source ranges are read from, when the
+  // plan was made over another file (a staged copy); default this file.
+  WriteResult replace(const ZipRewritePlan& plan, int plan_source_fd = -1);
+  WriteResult write_new(const ZipRewritePlan& plan, const std::string& out_path, int plan_source_fd = -1) const;
   // Refuses (Error(Usage)) when more than `max_rewrite` bytes of the file as
   // it is would be rewritten (new bytes appended do not count).
   WriteResult write_in_place(const ZipRewritePlan& plan, uint64_t max_rewrite);
@@ -112,6 +116,23 @@ class InPlaceEdit {
   uint64_t old_size_;
   std::string old_tail_;
   std::string new_tail_;
+};
+
+// A private folder ".<name>.tsarchive-XXXXXX" next to a file, for files that
+// a library writes by name (torch::jit::save) before they are checked and
+// moved into place. Removed with its files when destroyed; one a killed run
+// left behind is removed by the next edit of that file, like a temp file.
+class StagingFolder {
+ public:
+  explicit StagingFolder(const std::string& next_to);
+  ~StagingFolder();
+  StagingFolder(const StagingFolder&) = delete;
+  StagingFolder& operator=(const StagingFolder&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string parent_;
+  std::string path_;
 };
 
 // Writes `bytes` to `path` atomically (temp file, fsync, rename), for files

@@ -80,6 +80,8 @@ struct InspectReport {
 // Error(BadInput) when it is not a model file or is malformed.
 InspectReport inspect_file(const std::string& path);
 InspectReport inspect_source(std::unique_ptr<ByteSource> source);
+// Fills the ZIP and content parts of `report` from an open archive.
+void inspect_archive(const TorchArchive& archive, InspectReport& report);
 
 // Reads extra/<name> of a TorchScript archive (bounded), for `inspect --extra`.
 std::string read_extra_file(const std::string& path, const std::string& name);

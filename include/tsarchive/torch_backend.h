@@ -18,10 +18,32 @@ struct TorchRuntimeInfo {
   int cuda_device_count = 0;
 };
 
+// Load a module and save it again, with extra/producer_info.json supplied by
+// torch::jit's export hook (SetExportModuleExtraFilesHook), the mechanism a
+// host program uses to stamp every archive it saves.
+struct ResaveRequest {
+  std::string input;   // an archive the core has validated
+  std::string output;  // torch::jit::save names the top folder after its stem
+  std::vector<std::string> extra_names;  // extra/ files to carry over (not the stamp)
+  std::string stamp;   // what the hook returns for the stamp
+};
+
 class TorchBackend {
  public:
   virtual ~TorchBackend() = default;
   virtual TorchRuntimeInfo runtime_info() const = 0;
+
+  // Loads the module (CPU) and drops it. Throws Error(Torch) with libtorch's
+  // message condensed to one line.
+  virtual void load(const std::string& path) = 0;
+
+  // Throws Error(Torch) with libtorch's message condensed to one line.
+  virtual void resave_with_stamp(const ResaveRequest& request) = 0;
+
+  // Loads both archives and checks that the copy has the same parameters and
+  // buffers (names, dtypes, shapes, values), the same extra files, and the
+  // stamp. Throws Error(CheckFailed) naming the first difference.
+  virtual void check_resaved(const ResaveRequest& request) = 0;
 };
 
 // Loads the torch layer on first use. Throws Error(Torch) when it cannot be
@@ -33,4 +55,4 @@ TorchBackend& load_torch_backend();
 
 // The one symbol the torch layer exports; versioned so a stale library is
 // refused instead of misused.
-extern "C" tsarchive::TorchBackend* tsarchive_torch_backend_v1();
+extern "C" tsarchive::TorchBackend* tsarchive_torch_backend_v2();

@@ -27,11 +27,15 @@ struct Command {
 
 Runner setup_inspect(CLI::App& app, Context& ctx);
 Runner setup_extra(CLI::App& app, Context& ctx);
+Runner setup_stamp(CLI::App& app, Context& ctx);
+Runner setup_verify(CLI::App& app, Context& ctx);
 
 // Every subcommand, in the order `--help` lists them.
 inline constexpr Command kCommands[] = {
     {"inspect", "Show what a model file holds, without loading it", false, setup_inspect},
     {"extra", "List, read and edit extra/ files, keeping everything else byte-for-byte", false, setup_extra},
+    {"stamp", "Write producer info and record digests into extra/producer_info.json", true, setup_stamp},
+    {"verify", "Check structure, CRCs, versions and the stamp's digests", false, setup_verify},
 };
 
 }  // namespace tsarchive::cli

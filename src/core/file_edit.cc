@@ -194,7 +194,45 @@ bool unchanged(const struct stat& a, const struct stat& b) {
          a.st_mtim.tv_nsec == b.st_mtim.tv_nsec;
 }
 
+// Removes a staging folder: its regular files, then itself. Anything else
+// inside (which we never create) leaves it in place.
+bool remove_staging_folder(int parent_fd, const std::string& name) {
+  const int fd = ::openat(parent_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return false;
+  DIR* dir = ::fdopendir(fd);
+  if (dir == nullptr) {
+    ::close(fd);
+    return false;
+  }
+  while (const dirent* entry = ::readdir(dir)) {
+    if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0) {
+      ::unlinkat(fd, entry->d_name, 0);
+    }
+  }
+  ::closedir(dir);
+  return ::unlinkat(parent_fd, name.c_str(), AT_REMOVEDIR) == 0;
+}
+
 }  // namespace
+
+StagingFolder::StagingFolder(const std::string& next_to) {
+  const auto [dir, base] = split_path(next_to);
+  parent_ = dir;
+  path_ = dir + "/." + base + std::string(kTempInfix) + "XXXXXX";
+  if (::mkdtemp(path_.data()) == nullptr) {
+    const int err = errno;
+    throw_io("cannot create a staging folder next to it: " + std::string(std::strerror(err)), next_to,
+             err == EACCES || err == EROFS ? "the folder must be writable; or write elsewhere with -o"
+                                           : "check the folder and the disk");
+  }
+}
+
+StagingFolder::~StagingFolder() {
+  const int parent = ::open(parent_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (parent < 0) return;
+  remove_staging_folder(parent, path_.substr(path_.rfind('/') + 1));
+  ::close(parent);
+}
 
 ArchiveFile::ArchiveFile(const std::string& path, FileAccess access, double lock_timeout_seconds)
     : path_(path), access_(access) {
@@ -254,8 +292,10 @@ void ArchiveFile::remove_stale_temp_files() {
   while (const dirent* entry = ::readdir(dir)) {
     const std::string name = entry->d_name;
     // mkstemp's six characters; the journal is not a temp file.
-    if (name.size() == prefix.size() + 6 && name.compare(0, prefix.size(), prefix) == 0 &&
-        ::unlinkat(::dirfd(dir), name.c_str(), 0) == 0) {
+    if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0) continue;
+    if (::unlinkat(::dirfd(dir), name.c_str(), 0) == 0) {
+      ++removed;
+    } else if (errno == EISDIR && remove_staging_folder(::dirfd(dir), name)) {  // a StagingFolder
       ++removed;
     }
   }
@@ -322,11 +362,13 @@ void ArchiveFile::recover_interrupted_edit() {
   ::fstat(fd_, &opened_);
 }
 
-WriteResult ArchiveFile::replace(const ZipRewritePlan& plan) {
-  if (plan.identical_to(static_cast<uint64_t>(opened_.st_size))) return WriteResult{false, false, 0, plan.size};
+WriteResult ArchiveFile::replace(const ZipRewritePlan& plan, int plan_source_fd) {
+  if (plan_source_fd < 0 && plan.identical_to(static_cast<uint64_t>(opened_.st_size))) {
+    return WriteResult{false, false, 0, plan.size};
+  }
   TempFile temp(dir_, base_, path_);
   temp.set_mode(opened_.st_mode, &opened_);
-  write_plan(plan, fd_, temp.fd(), path_);
+  write_plan(plan, plan_source_fd < 0 ? fd_ : plan_source_fd, temp.fd(), path_);
   struct stat now {};
   if (::stat(target_.c_str(), &now) != 0 || !unchanged(now, opened_)) {
     throw_io("the file changed while it was being edited; nothing was written", path_,
@@ -337,7 +379,7 @@ WriteResult ArchiveFile::replace(const ZipRewritePlan& plan) {
   return WriteResult{true, false, plan.size, plan.size};
 }
 
-WriteResult ArchiveFile::write_new(const ZipRewritePlan& plan, const std::string& out_path) const {
+WriteResult ArchiveFile::write_new(const ZipRewritePlan& plan, const std::string& out_path, int plan_source_fd) const {
   struct stat existing {};
   const bool exists = ::stat(out_path.c_str(), &existing) == 0;
   if (exists && S_ISDIR(existing.st_mode)) throw_usage("-o names a folder: " + out_path, "give a file path");
@@ -355,7 +397,7 @@ WriteResult ArchiveFile::write_new(const ZipRewritePlan& plan, const std::string
   } else {
     temp.set_mode(opened_.st_mode & ~current_umask(), nullptr);
   }
-  write_plan(plan, fd_, temp.fd(), out_path);
+  write_plan(plan, plan_source_fd < 0 ? fd_ : plan_source_fd, temp.fd(), out_path);
   temp.commit(target, dir);
   return WriteResult{true, false, plan.size, plan.size};
 }

@@ -93,8 +93,9 @@ void summarise_contents(ModelContents& model, InspectReport& report) {
   for (std::string& p : model.problems) report.problems.push_back(std::move(p));
 }
 
-void inspect_zip(std::unique_ptr<ByteSource> source, InspectReport& report) {
-  const TorchArchive archive(std::move(source));
+}  // namespace
+
+void inspect_archive(const TorchArchive& archive, InspectReport& report) {
   report.is_zip = true;
   report.kind = archive.kind();
   report.top_folder = archive.top_folder();
@@ -140,6 +141,13 @@ void inspect_zip(std::unique_ptr<ByteSource> source, InspectReport& report) {
   }
   check_storage_records(archive, model, report);
   summarise_contents(model, report);
+}
+
+namespace {
+
+void inspect_zip(std::unique_ptr<ByteSource> source, InspectReport& report) {
+  const TorchArchive archive(std::move(source));
+  inspect_archive(archive, report);
 }
 
 // Legacy torch.save: pickles for magic, protocol, sys_info, the object, and

@@ -1,12 +1,53 @@
 // The torch layer: the only translation units that include libtorch headers.
 // Each costs ~20 s and ~1 GB to compile, so keep them few and narrow.
 #include <torch/cuda.h>
+#include <torch/script.h>
 #include <torch/version.h>
 
+#include "export_hook.h"
+#include "tsarchive/error.h"
+#include "tsarchive/producer_info.h"
 #include "tsarchive/torch_backend.h"
 
 namespace tsarchive {
 namespace {
+
+// libtorch's messages run to many lines (backtraces, dispatch-key lists);
+// the first line says what went wrong.
+std::string first_line(const char* what) {
+  std::string s(what);
+  const size_t nl = s.find('\n');
+  if (nl != std::string::npos) s.resize(nl);
+  return s;
+}
+
+template <typename F>
+auto torch_call(const std::string& file, const char* doing, F&& f) {
+  try {
+    return f();
+  } catch (const c10::Error& e) {
+    throw Error(ErrorKind::Torch, std::string("libtorch could not ") + doing + ": " + first_line(e.what_without_backtrace()),
+                file);
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw Error(ErrorKind::Torch, std::string("libtorch could not ") + doing + ": " + first_line(e.what()), file);
+  }
+}
+
+torch::jit::ExtraFilesMap wanted_extra_files(const std::vector<std::string>& names) {
+  torch::jit::ExtraFilesMap files;
+  for (const std::string& name : names) files[name] = "";
+  return files;
+}
+
+// Every parameter and buffer by qualified name.
+std::map<std::string, torch::Tensor> named_state(const torch::jit::Module& module) {
+  std::map<std::string, torch::Tensor> state;
+  for (const auto& p : module.named_parameters(/*recurse=*/true)) state.emplace("parameter " + p.name, p.value);
+  for (const auto& b : module.named_buffers(/*recurse=*/true)) state.emplace("buffer " + b.name, b.value);
+  return state;
+}
 
 class LibtorchBackend final : public TorchBackend {
  public:
@@ -19,12 +60,65 @@ class LibtorchBackend final : public TorchBackend {
 #endif
     return info;
   }
+
+  void load(const std::string& path) override {
+    torch::NoGradGuard no_grad;
+    torch_call(path, "load the module", [&] { return torch::jit::load(path, torch::kCPU); });
+  }
+
+  void resave_with_stamp(const ResaveRequest& request) override {
+    torch::NoGradGuard no_grad;
+    torch::jit::ExtraFilesMap extra = wanted_extra_files(request.extra_names);
+    torch::jit::Module module =
+        torch_call(request.input, "load the module", [&] { return torch::jit::load(request.input, torch::kCPU, extra); });
+    torch_layer::install_stamp_hook([&request](const std::string&) { return request.stamp; });
+    try {
+      torch_call(request.output, "save the module", [&] {
+        module.save(request.output, extra);
+        return 0;
+      });
+    } catch (...) {
+      torch_layer::remove_stamp_hook();
+      throw;
+    }
+    torch_layer::remove_stamp_hook();
+  }
+
+  void check_resaved(const ResaveRequest& request) override {
+    torch::NoGradGuard no_grad;
+    torch::jit::ExtraFilesMap original_extra = wanted_extra_files(request.extra_names);
+    torch::jit::ExtraFilesMap copy_extra = wanted_extra_files(request.extra_names);
+    copy_extra[kStampName] = "";
+    const torch::jit::Module original = torch_call(request.input, "load the module", [&] {
+      return torch::jit::load(request.input, torch::kCPU, original_extra);
+    });
+    const torch::jit::Module copy = torch_call(request.output, "load the re-saved module", [&] {
+      return torch::jit::load(request.output, torch::kCPU, copy_extra);
+    });
+    const auto fail = [&](const std::string& what) {
+      throw Error(ErrorKind::CheckFailed, "the re-saved archive differs from the original: " + what, request.input,
+                  "nothing was written; use --keep-bytes to add the stamp without re-saving");
+    };
+    const auto a = named_state(original), b = named_state(copy);
+    for (const auto& [name, tensor] : a) {
+      const auto it = b.find(name);
+      if (it == b.end()) fail(name + " is missing");
+      const torch::Tensor& other = it->second;
+      if (other.scalar_type() != tensor.scalar_type() || other.sizes() != tensor.sizes()) fail(name + " changed shape or dtype");
+      if (!torch::equal(other, tensor)) fail(name + " changed value");
+    }
+    if (a.size() != b.size()) fail("it has " + std::to_string(b.size() - a.size()) + " more parameters or buffers");
+    for (const std::string& name : request.extra_names) {
+      if (copy_extra[name] != original_extra[name]) fail("extra/" + name + " changed");
+    }
+    if (copy_extra[kStampName] != request.stamp) fail("extra/" + std::string(kStampName) + " is not the stamp");
+  }
 };
 
 }  // namespace
 }  // namespace tsarchive
 
-extern "C" __attribute__((visibility("default"))) tsarchive::TorchBackend* tsarchive_torch_backend_v1() {
+extern "C" __attribute__((visibility("default"))) tsarchive::TorchBackend* tsarchive_torch_backend_v2() {
   static tsarchive::LibtorchBackend backend;
   return &backend;
 }

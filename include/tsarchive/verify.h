@@ -1,0 +1,76 @@
+// `verify` as data: is an archive intact, can libtorch read it, and does it
+// still hold what its stamp (extra/producer_info.json) says?
+//
+// Checks, in one pass over the records (digest.h):
+// - ZIP structure (read_zip_layout, TorchArchive: names, offsets, sizes,
+//   overlaps, one top folder) and every record's CRC-32 and declared size,
+//   which PyTorch's reader never checks;
+// - the pickles parse with our safe reader and every tensor record holds at
+//   least the bytes its storage needs (libtorch reads past a short record);
+// - the format version (and a lite archive's bytecode version) is in the
+//   range the linked libtorch reads;
+// - with a stamp: every record's SHA-256 against the stamp's, named as
+//   changed, missing (in the stamp, not the archive) or added (the reverse),
+//   the way sigstore's model_signing reports a manifest.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tsarchive/archive.h"
+#include "tsarchive/digest.h"
+#include "tsarchive/producer_info.h"
+
+namespace tsarchive {
+
+// The format versions a libtorch reads (caffe2/serialize/versions.h).
+struct ReadableVersions {
+  std::string libtorch;  // "1.13.1"
+  int64_t min_format = 0, max_format = 0;
+  int64_t min_bytecode = 0, max_bytecode = 0;
+};
+
+struct VerifyOptions {
+  unsigned threads = 0;  // 0: one per core
+  std::optional<ReadableVersions> readable;
+};
+
+struct StampCheck {
+  std::string problem;  // the stamp cannot be read (empty when it can)
+  ParsedStamp stamp;
+  std::vector<std::string> changed, missing, added;
+  bool root_matches = false;
+  // A stamp without digests (written by a host program's export hook) claims
+  // nothing to check against.
+  bool matches() const {
+    if (!problem.empty()) return false;
+    return !stamp.has_digests || (changed.empty() && missing.empty() && added.empty() && root_matches);
+  }
+};
+
+enum class VerifyOutcome { Intact = 0, Mismatch = 1, Malformed = 3 };
+
+struct VerifyReport {
+  std::string path;
+  uint64_t file_size = 0;
+  FileKind kind = FileKind::TorchScript;
+  std::string top_folder;
+  std::optional<int64_t> format_version;
+  std::optional<int64_t> bytecode_version;
+  std::optional<ReadableVersions> readable;  // what the versions were checked against
+  std::vector<RecordDigest> records;  // archive order
+  uint64_t bytes_hashed = 0;
+  std::vector<std::string> problems;  // damage and unreadable versions: Malformed
+  std::optional<StampCheck> stamp;    // present when the archive has a stamp
+  std::vector<std::string> notes;
+
+  VerifyOutcome outcome() const;
+};
+
+// Verifies an open TorchScript or lite archive. Damage is reported, not
+// thrown; only I/O errors throw.
+VerifyReport verify_archive(const TorchArchive& archive, const VerifyOptions& options);
+
+}  // namespace tsarchive

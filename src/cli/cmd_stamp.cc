@@ -1,0 +1,212 @@
+// tsarchive stamp MODEL [-o OUT] [--field KEY=VALUE]... [--no-host] [--no-git] [--keep-bytes] [--json]
+//
+// Two ways to write extra/producer_info.json (producer_info.h):
+// - default: libtorch loads the module and saves it again while the export
+//   hook supplies the stamp (the mechanism of PyTorch's deployment note). The
+//   copy is staged next to the output, loaded back and compared with the
+//   original (parameters, buffers, extra files); then the record digests of
+//   the copy, known only once it is written, are put into its stamp through
+//   the alignment-keeping extra/ writer, and it replaces the output.
+// - --keep-bytes (and lite-interpreter archives, which a re-save would turn
+//   into full ones): the stamp goes in through the extra/ writer alone; every
+//   other record stays byte-identical and libtorch is never loaded.
+// Either way the archive must pass verify's checks first: stamping a damaged
+// archive would bless the damage.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+#include "report_verify.h"
+#include "tsarchive/error.h"
+#include "tsarchive/extra.h"
+#include "tsarchive/file_edit.h"
+#include "tsarchive/producer_info.h"
+#include "tsarchive/torch_backend.h"
+#include "tsarchive/verify.h"
+#include "tsarchive_config.h"
+
+namespace tsarchive::cli {
+namespace {
+
+constexpr const char* kRefusal = "cannot stamp this file";
+
+struct StampOptions {
+  std::string model;
+  std::string output;
+  std::vector<std::string> fields;
+  bool no_host = false;
+  bool no_git = false;
+  bool keep_bytes = false;
+  bool json = false;
+  double lock_timeout = 10;
+};
+
+std::map<std::string, std::string> parse_fields(const std::vector<std::string>& fields) {
+  std::map<std::string, std::string> out;
+  for (const std::string& f : fields) {
+    const size_t eq = f.find('=');
+    if (eq == std::string::npos) throw_usage("--field '" + f.substr(0, 80) + "' is not KEY=VALUE");
+    const std::string key = f.substr(0, eq);
+    if (auto problem = stamp_field_problem(key)) {
+      throw_usage("--field " + key.substr(0, 80) + ": " + *problem, "choose another key, e.g. --field team=vision");
+    }
+    if (!out.emplace(key, f.substr(eq + 1)).second) throw_usage("--field " + key + " is given twice");
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> digests_without_stamp(const std::vector<RecordDigest>& records,
+                                                                       const std::string& file) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const RecordDigest& d : records) {
+    if (!d.problem.empty()) throw_bad_input("record '" + d.name + "': " + d.problem, file, "nothing was written");
+    if (d.name != kStampRecord) out.emplace_back(d.name, d.sha256);
+  }
+  return out;
+}
+
+void refuse_damaged(const VerifyReport& gate, const std::string& file) {
+  if (gate.problems.empty()) return;
+  throw_bad_input("the archive is damaged: " + gate.problems.front(), file,
+                  "nothing was written; run 'tsarchive verify' for details");
+}
+
+struct Written {
+  WriteResult result;
+  std::string stamp;
+};
+
+WriteResult write_stamp(ArchiveFile& file, const TorchArchive& archive, const std::string& stamp,
+                        const std::string& output, int plan_source_fd = -1) {
+  const ExtraEditPlan plan = plan_extra_edits(archive, {ExtraEdit{kStampName, stamp}}, false);
+  return output.empty() ? file.replace(plan.zip, plan_source_fd) : file.write_new(plan.zip, output, plan_source_fd);
+}
+
+// Through libtorch and its export hook; see the top of this file.
+Written stamp_by_resave(ArchiveFile& file, const TorchArchive& archive, StampContent content, const StampOptions& opts) {
+  const std::string& top = archive.top_folder();
+  if (top == "." || top == ".." || top.size() > 200) {
+    throw_bad_input("libtorch cannot save an archive whose top folder is '" + top.substr(0, 40) + "'", opts.model,
+                    "use --keep-bytes");
+  }
+  TorchBackend& torch = load_torch_backend();
+  content.libtorch_version = torch.runtime_info().libtorch_version;
+  content.method = "export-hook";
+
+  const StagingFolder stage(opts.output.empty() ? opts.model : opts.output);
+  ResaveRequest request;
+  request.input = file.descriptor_path();
+  request.output = stage.path() + "/" + top + ".pt";  // torch::jit::save names the top folder after the stem
+  for (const Record& r : archive.records()) {
+    if (r.kind == RecordKind::Extra && r.name != kStampRecord) request.extra_names.push_back(r.name.substr(6));
+  }
+  request.stamp = render_stamp(content);  // what the hook writes: everything but the digests
+  torch.resave_with_stamp(request);
+  torch.check_resaved(request);
+
+  struct stat st {};
+  const int fd = open_regular_file(request.output, O_RDONLY | O_CLOEXEC, &st);
+  const int source_fd = ::dup(fd);
+  const TorchArchive copy(make_fd_source(fd, static_cast<uint64_t>(st.st_size), request.output));
+  if (copy.top_folder() != top) {
+    ::close(source_fd);
+    throw Error(ErrorKind::Torch, "libtorch named the top folder '" + copy.top_folder() + "', not '" + top + "'",
+                opts.model, "use --keep-bytes");
+  }
+  try {
+    content.digests = digests_without_stamp(digest_records(copy, DigestOptions{0, {kStampRecord}}), opts.model);
+    Written written{{}, render_stamp(content)};
+    written.result = write_stamp(file, copy, written.stamp, opts.output, source_fd);
+    ::close(source_fd);
+    return written;
+  } catch (...) {
+    ::close(source_fd);
+    throw;
+  }
+}
+
+int run_stamp(const StampOptions& opts, Context& ctx) {
+  StampContent content;
+  content.fields = parse_fields(opts.fields);
+  content.producer_version = TSARCHIVE_VERSION;
+  ContextOptions context_options;
+  context_options.host = !opts.no_host;
+  context_options.git = !opts.no_git;
+  content.context = collect_producer_context(context_options);
+
+  ArchiveFile file(opts.model, opts.output.empty() ? FileAccess::Edit : FileAccess::Read, opts.lock_timeout);
+  for (const std::string& note : file.notes()) ctx.err << "tsarchive: note: " << note << '\n';
+  const auto archive = open_torchscript_archive(file.source(), kRefusal);
+  bool keep_bytes = opts.keep_bytes;
+  if (!keep_bytes && archive->kind() == FileKind::LiteInterpreter) {
+    keep_bytes = true;
+    content.context.notes.push_back("lite-interpreter archive: stamped with --keep-bytes (a libtorch re-save would drop its bytecode)");
+  }
+  VerifyOptions gate_options;
+  if (!keep_bytes) gate_options.readable = built_libtorch_versions();  // libtorch must read what it re-saves
+  const VerifyReport gate = verify_archive(*archive, gate_options);
+  if (!keep_bytes && !gate.problems.empty() && gate.problems.front().find("outside what libtorch") != std::string::npos) {
+    throw_bad_input(gate.problems.front(), opts.model, "stamp it with --keep-bytes, which does not load it");
+  }
+  refuse_damaged(gate, opts.model);
+
+  content.archive_name = archive->top_folder();
+  content.format_version = gate.format_version;
+  if (const Record* old = archive->find(kStampRecord)) content.previous = archive->read(*old, 16ull << 20);
+
+  Written written;
+  if (keep_bytes) {
+    content.method = "keep-bytes";
+    content.digests = digests_without_stamp(gate.records, opts.model);
+    written.stamp = render_stamp(content);
+    written.result = write_stamp(file, *archive, written.stamp, opts.output);
+  } else {
+    written = stamp_by_resave(file, *archive, content, opts);
+  }
+
+  for (const std::string& note : content.context.notes) ctx.err << "tsarchive: note: " << note << '\n';
+  const ParsedStamp stamp = parse_stamp(written.stamp, opts.model);
+  const std::string& output = opts.output.empty() ? opts.model : opts.output;
+  if (opts.json) {
+    nlohmann::ordered_json doc = {{"schema", "tsarchive.stamp/1"}, {"file", opts.model}, {"output", output},
+                                  {"method", keep_bytes ? "keep-bytes" : "export-hook"},
+                                  {"replaced_previous", content.previous.has_value()},
+                                  {"size", written.result.size}};
+    doc["stamp"] = nlohmann::ordered_json::parse(written.stamp);
+    ctx.out << doc.dump(2) << '\n';
+  } else {
+    ctx.out << "stamped " << output << " (" << (keep_bytes ? "keep-bytes" : "libtorch re-save with the export hook")
+            << "): " << stamp.digests.size() << " records, root " << stamp.root.substr(0, 16) << "...\n";
+    if (content.previous) ctx.out << "  replaced the previous stamp (its digest is kept under \"previous\")\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+Runner setup_stamp(CLI::App& app, Context& ctx) {
+  auto opts = std::make_shared<StampOptions>();
+  app.description(
+      "Write extra/producer_info.json: who and what produced the archive (tool, libtorch, git commit, CI run,\n"
+      "host), when (SOURCE_DATE_EPOCH honoured), and the SHA-256 of every record, for 'tsarchive verify'.\n"
+      "By default libtorch re-saves the module with the stamp supplied by its export hook, and the copy is\n"
+      "loaded back and compared before it replaces anything. --keep-bytes adds the stamp without libtorch,\n"
+      "keeping every other record byte-identical.");
+  app.add_option("model", opts->model, "TorchScript archive to stamp (.pt; .ptl are stamped with --keep-bytes)")
+      ->required();
+  app.add_option("-o,--output", opts->output, "Write the stamped archive here instead of replacing MODEL");
+  app.add_option("--field", opts->fields, "Add a string field KEY=VALUE to the stamp (repeatable)");
+  app.add_flag("--no-host", opts->no_host, "Leave out the host name and user");
+  app.add_flag("--no-git", opts->no_git, "Leave out the git checkout of the working directory");
+  app.add_flag("--keep-bytes", opts->keep_bytes,
+               "Add the stamp without loading libtorch; every other record stays byte-identical");
+  app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.stamp/1) with the stamp written");
+  app.add_option("--lock-timeout", opts->lock_timeout, "Seconds to wait for another editor (default 10)")
+      ->check(CLI::Range(0.0, 86400.0));
+  return [opts, &ctx] { return run_stamp(*opts, ctx); };
+}
+
+}  // namespace tsarchive::cli

@@ -1,0 +1,57 @@
+// tsarchive verify MODEL [--json] [--load] [--threads N]
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+#include "report_verify.h"
+#include "tsarchive/error.h"
+#include "tsarchive/file_edit.h"
+#include "tsarchive/torch_backend.h"
+#include "tsarchive/verify.h"
+
+namespace tsarchive::cli {
+namespace {
+
+struct VerifyCliOptions {
+  std::string model;
+  bool json = false;
+  bool load = false;
+  unsigned threads = 0;
+};
+
+int run_verify(const VerifyCliOptions& opts, Context& ctx) {
+  ArchiveFile file(opts.model, FileAccess::Read, 10.0);
+  for (const std::string& note : file.notes()) ctx.err << "tsarchive: note: " << note << '\n';
+  const auto archive = open_torchscript_archive(file.source(), "cannot verify this file");
+  const VerifyReport report = verify_archive(*archive, VerifyOptions{opts.threads, built_libtorch_versions()});
+  // libtorch sees the archive only once the core found nothing wrong with it.
+  const bool load = opts.load && report.outcome() != VerifyOutcome::Malformed;
+  if (load) load_torch_backend().load(file.descriptor_path());
+  if (opts.json) {
+    ctx.out << verify_to_json(report, load).dump(2) << '\n';
+  } else {
+    render_verify_text(report, load, ctx.out);
+  }
+  if (report.outcome() == VerifyOutcome::Malformed) {
+    ctx.err << "tsarchive: error: the archive is damaged: " << report.problems.front() << " (" << opts.model
+            << "): do not deploy it; re-export it or fetch it again\n";
+  }
+  return static_cast<int>(report.outcome());
+}
+
+}  // namespace
+
+Runner setup_verify(CLI::App& app, Context& ctx) {
+  auto opts = std::make_shared<VerifyCliOptions>();
+  app.description(
+      "Check that an archive is intact: ZIP structure, every record's CRC-32 and size, tensor records that hold\n"
+      "their storages, a format version libtorch reads, and, when it is stamped, every record's SHA-256 against\n"
+      "the stamp. Does not load libtorch unless --load.\n"
+      "Exit 0 intact, 1 changed since it was stamped, 3 damaged or unreadable.");
+  app.add_option("model", opts->model, "TorchScript archive (.pt, .ptl)")->required();
+  app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.verify/1)");
+  app.add_flag("--load", opts->load, "Also load the module with libtorch (after the checks pass); runs nothing");
+  app.add_option("--threads", opts->threads, "Hashing threads (default: one per core)")->check(CLI::Range(1u, 256u));
+  return [opts, &ctx] { return run_verify(*opts, ctx); };
+}
+
+}  // namespace tsarchive::cli

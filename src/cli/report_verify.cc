@@ -1,0 +1,125 @@
+#include "report_verify.h"
+
+#include "output.h"
+#include "tsarchive_config.h"
+
+namespace tsarchive::cli {
+namespace {
+
+std::string short_hex(const std::string& hex) { return hex.size() > 16 ? hex.substr(0, 16) + "..." : hex; }
+
+void print_names(std::ostream& out, const char* label, const std::vector<std::string>& names) {
+  constexpr size_t kShown = 20;
+  const std::string padded = std::string(label) + std::string(10 - std::string_view(label).size(), ' ');
+  for (size_t i = 0; i < names.size() && i < kShown; ++i) out << "  " << padded << names[i] << '\n';
+  if (names.size() > kShown) out << "  " << padded << "... and " << names.size() - kShown << " more\n";
+}
+
+std::string headline(const VerifyReport& r) {
+  switch (r.outcome()) {
+    case VerifyOutcome::Intact:
+      return r.stamp && r.stamp->stamp.has_digests ? "intact, matches its stamp" : "intact";
+    case VerifyOutcome::Mismatch:
+      return r.stamp && !r.stamp->problem.empty() ? "STAMP UNREADABLE" : "CHANGED since it was stamped";
+    case VerifyOutcome::Malformed:
+      return "DAMAGED";
+  }
+  return "";
+}
+
+}  // namespace
+
+ReadableVersions built_libtorch_versions() {
+  return ReadableVersions{TSARCHIVE_TORCH_VERSION, TSARCHIVE_READS_FORMAT_MIN, TSARCHIVE_READS_FORMAT_MAX,
+                          TSARCHIVE_READS_BYTECODE_MIN, TSARCHIVE_READS_BYTECODE_MAX};
+}
+
+std::string_view verify_outcome_id(VerifyOutcome outcome) {
+  switch (outcome) {
+    case VerifyOutcome::Intact: return "intact";
+    case VerifyOutcome::Mismatch: return "mismatch";
+    case VerifyOutcome::Malformed: return "malformed";
+  }
+  return "malformed";
+}
+
+void render_verify_text(const VerifyReport& r, bool loaded, std::ostream& out) {
+  out << r.path << ": " << headline(r) << '\n';
+  size_t crc_ok = 0;
+  for (const RecordDigest& d : r.records) crc_ok += d.crc_ok ? 1 : 0;
+  out << "  records   " << r.records.size() << ", " << human_size(r.bytes_hashed) << " hashed; " << crc_ok << " of "
+      << r.records.size() << " match their CRC-32\n";
+  if (r.format_version) {
+    out << "  version   " << *r.format_version;
+    if (r.bytecode_version) out << ", bytecode " << *r.bytecode_version;
+    if (r.readable) out << " (libtorch " << r.readable->libtorch << " reads " << r.readable->min_format << " to " << r.readable->max_format << ")";
+    out << '\n';
+  }
+  for (const std::string& p : r.problems) out << "  problem   " << p << '\n';
+  if (r.stamp) {
+    const StampCheck& s = *r.stamp;
+    if (!s.problem.empty()) {
+      out << "  stamp     unreadable: " << s.problem << '\n';
+    } else {
+      out << "  stamp     " << (s.stamp.created_at.empty() ? "undated" : s.stamp.created_at) << " by "
+          << s.stamp.producer << '\n';
+      if (s.stamp.has_digests) {
+        out << "  root      " << short_hex(s.stamp.root) << (s.root_matches ? " (matches)" : " (differs)") << '\n';
+      }
+      print_names(out, "changed", s.changed);
+      print_names(out, "missing", s.missing);
+      print_names(out, "added", s.added);
+    }
+  }
+  if (loaded) out << "  libtorch  loads it\n";
+  for (const std::string& n : r.notes) out << "  note      " << n << '\n';
+}
+
+nlohmann::ordered_json stamp_summary_to_json(const ParsedStamp& s) {
+  nlohmann::ordered_json j = {{"created_at", s.created_at}, {"producer", s.producer}, {"has_digests", s.has_digests}};
+  if (s.has_digests) {
+    j["records"] = s.digests.size();
+    j["root"] = s.root;
+  }
+  return j;
+}
+
+nlohmann::ordered_json verify_to_json(const VerifyReport& r, bool loaded) {
+  nlohmann::ordered_json doc = {{"schema", "tsarchive.verify/1"},
+                                {"file", r.path},
+                                {"outcome", verify_outcome_id(r.outcome())},
+                                {"kind", file_kind_id(r.kind)},
+                                {"top_folder", r.top_folder},
+                                {"size", r.file_size}};
+  doc["format_version"] = r.format_version ? nlohmann::ordered_json(*r.format_version) : nlohmann::ordered_json();
+  if (r.bytecode_version) doc["bytecode_version"] = *r.bytecode_version;
+  doc["problems"] = r.problems;
+  nlohmann::ordered_json records = nlohmann::ordered_json::array();
+  for (const RecordDigest& d : r.records) {
+    nlohmann::ordered_json j = {{"name", d.name}, {"size", d.size}, {"sha256", d.sha256}, {"crc_ok", d.crc_ok}};
+    if (!d.problem.empty()) j["problem"] = d.problem;
+    records.push_back(std::move(j));
+  }
+  doc["records"] = std::move(records);
+  if (r.stamp) {
+    const StampCheck& s = *r.stamp;
+    nlohmann::ordered_json j = {{"readable", s.problem.empty()}};
+    if (!s.problem.empty()) j["problem"] = s.problem;
+    if (s.problem.empty()) {
+      j.update(stamp_summary_to_json(s.stamp));
+      j["matches"] = s.matches();
+      if (s.stamp.has_digests) j["root_matches"] = s.root_matches;
+      j["changed"] = s.changed;
+      j["missing"] = s.missing;
+      j["added"] = s.added;
+    }
+    doc["stamp"] = std::move(j);
+  } else {
+    doc["stamp"] = nullptr;
+  }
+  doc["loaded"] = loaded;
+  doc["notes"] = r.notes;
+  return doc;
+}
+
+}  // namespace tsarchive::cli

@@ -1,0 +1,24 @@
+// Rendering of `verify` and `stamp` results: text for people, JSON for machines.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tsarchive/verify.h"
+
+namespace tsarchive::cli {
+
+// The versions the libtorch this tsarchive was built against reads (verify, stamp).
+ReadableVersions built_libtorch_versions();
+
+std::string_view verify_outcome_id(VerifyOutcome outcome);  // "intact", "mismatch", "malformed"
+
+void render_verify_text(const VerifyReport& report, bool loaded, std::ostream& out);
+nlohmann::ordered_json verify_to_json(const VerifyReport& report, bool loaded);
+
+// The first line a stamp's JSON text says about itself, for `stamp` output.
+nlohmann::ordered_json stamp_summary_to_json(const ParsedStamp& stamp);
+
+}  // namespace tsarchive::cli

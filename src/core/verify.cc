@@ -1,0 +1,112 @@
+#include "tsarchive/verify.h"
+
+#include <map>
+
+#include "tsarchive/error.h"
+#include "tsarchive/inspect.h"
+
+namespace tsarchive {
+namespace {
+
+void check_versions(const VerifyReport& report, const ReadableVersions& readable, std::vector<std::string>& problems) {
+  const std::string who = "libtorch " + readable.libtorch;
+  if (report.format_version &&
+      (*report.format_version < readable.min_format || *report.format_version > readable.max_format)) {
+    problems.push_back("format version " + std::to_string(*report.format_version) + " is outside what " + who +
+                       " reads (" + std::to_string(readable.min_format) + " to " + std::to_string(readable.max_format) +
+                       ")");
+  }
+  if (report.bytecode_version &&
+      (*report.bytecode_version < readable.min_bytecode || *report.bytecode_version > readable.max_bytecode)) {
+    problems.push_back("bytecode version " + std::to_string(*report.bytecode_version) + " is outside what " + who +
+                       " reads (" + std::to_string(readable.min_bytecode) + " to " +
+                       std::to_string(readable.max_bytecode) + ")");
+  }
+}
+
+StampCheck check_stamp(const TorchArchive& archive, const Record& record, const std::vector<RecordDigest>& digests) {
+  StampCheck check;
+  try {
+    check.stamp = parse_stamp(archive.read(record, 16ull << 20), archive.path());
+  } catch (const Error& e) {
+    check.problem = e.what();
+    return check;
+  }
+  if (!check.stamp.has_digests) return check;
+  std::map<std::string, const RecordDigest*> actual;
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (const RecordDigest& d : digests) {
+    if (d.name == kStampRecord) continue;
+    actual.emplace(d.name, &d);
+    pairs.emplace_back(d.name, d.sha256);
+  }
+  for (const auto& [name, hex] : check.stamp.digests) {
+    const auto it = actual.find(name);
+    if (it == actual.end()) {
+      check.missing.push_back(name);
+    } else if (it->second->sha256 != hex) {
+      check.changed.push_back(name);
+    }
+  }
+  for (const auto& [name, _] : actual) {
+    if (check.stamp.digests.count(name) == 0) check.added.push_back(name);
+  }
+  check.root_matches = root_digest(pairs) == check.stamp.root;
+  return check;
+}
+
+}  // namespace
+
+VerifyOutcome VerifyReport::outcome() const {
+  if (!problems.empty()) return VerifyOutcome::Malformed;
+  if (stamp && !stamp->matches()) return VerifyOutcome::Mismatch;
+  return VerifyOutcome::Intact;
+}
+
+VerifyReport verify_archive(const TorchArchive& archive, const VerifyOptions& options) {
+  VerifyReport report;
+  report.path = archive.path();
+  report.file_size = archive.zip().source().size();
+  report.kind = archive.kind();
+  report.top_folder = archive.top_folder();
+  report.readable = options.readable;
+
+  report.records = digest_records(archive, DigestOptions{options.threads, {}});
+  for (const RecordDigest& d : report.records) {
+    report.bytes_hashed += d.size;
+    if (!d.problem.empty()) report.problems.push_back("record '" + d.name + "': " + d.problem);
+  }
+
+  // Content checks read records through libzip, which would stop at the first
+  // damaged one; they add nothing when records are already known damaged.
+  if (report.problems.empty()) {
+    InspectReport contents;
+    contents.path = report.path;
+    try {
+      inspect_archive(archive, contents);
+      report.format_version = contents.format_version;
+      report.bytecode_version = contents.bytecode_version;
+      for (std::string& p : contents.problems) report.problems.push_back(std::move(p));
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::Io) throw;
+      report.problems.push_back(e.what());
+    }
+    if (!report.format_version && report.problems.empty()) {
+      report.problems.push_back("the archive has no version record");
+    }
+  }
+  if (options.readable) check_versions(report, *options.readable, report.problems);
+
+  if (const Record* stamp = archive.find(kStampRecord)) {
+    report.stamp = check_stamp(archive, *stamp, report.records);
+    if (report.stamp->problem.empty() && !report.stamp->stamp.has_digests) {
+      report.notes.push_back("the stamp carries no digests (an export hook wrote it while saving); "
+                             "'tsarchive stamp' adds them");
+    }
+  } else {
+    report.notes.push_back("not stamped: only structure and CRCs were checked ('tsarchive stamp' adds digests)");
+  }
+  return report;
+}
+
+}  // namespace tsarchive

@@ -1,0 +1,1 @@
+stamp testdata/hostile/not_zip.pt --keep-bytes -o /nonexistent/out.pt

@@ -1,0 +1,1 @@
+stamp testdata/model.onnx -o /nonexistent/out.pt

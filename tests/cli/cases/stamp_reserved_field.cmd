@@ -1,0 +1,1 @@
+stamp testdata/mlp_scripted.pt --keep-bytes --field _type=x -o /nonexistent/out.pt

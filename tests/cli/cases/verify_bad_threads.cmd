@@ -1,0 +1,1 @@
+verify --threads 0 testdata/mlp_scripted.pt

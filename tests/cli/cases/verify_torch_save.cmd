@@ -1,0 +1,1 @@
+verify testdata/state_dict.pth

@@ -1,0 +1,1 @@
+verify testdata/hostile/truncated_tail.pt

@@ -1,0 +1,1 @@
+verify testdata/mlp_scripted.pt
