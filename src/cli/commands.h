@@ -27,11 +27,13 @@ struct Command {
 
 Runner setup_inspect(CLI::App& app, Context& ctx);
 Runner setup_extra(CLI::App& app, Context& ctx);
+Runner setup_diff(CLI::App& app, Context& ctx);
 
 // Every subcommand, in the order `--help` lists them.
 inline constexpr Command kCommands[] = {
     {"inspect", "Show what a model file holds, without loading it", false, setup_inspect},
     {"extra", "List, read and edit extra/ files, keeping everything else byte-for-byte", false, setup_extra},
+    {"diff", "Compare two archives: records, tensors, code and extra files; exit 1 if they differ", false, setup_diff},
 };
 
 }  // namespace tsarchive::cli
