@@ -20,7 +20,9 @@
 //   (model.h): added, removed, dtype or shape changed, values compared
 //   element by element (tensor_values.h) when the dtype and shape agree;
 //   layout (stride, storage offset) or device only when every value is
-//   equal. A
+//   equal. What the pickle reader could not make sense of (model.h
+//   `problems`) becomes a note, so a skipped tensor is not taken for a
+//   removed one. A
 //   tensor is not read when its storage record is unchanged (same name,
 //   same content) and its layout is the same.
 // - Code (unless --no-code): each code/**.py record added, removed or changed

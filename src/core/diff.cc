@@ -186,10 +186,25 @@ TensorChange tensor_change(Change change, const TensorInfo* old_tensor, const Te
   return c;
 }
 
+// What the pickle walk could not make sense of: without this, a tensor the
+// reader had to skip would read as a tensor removed.
+void note_problems(const ModelContents& model, const std::string& side, std::vector<std::string>& notes) {
+  constexpr size_t kShown = 5;
+  for (size_t i = 0; i < model.problems.size() && i < kShown; ++i) {
+    notes.push_back("the " + side + " archive: " + model.problems[i]);
+  }
+  if (model.problems.size() > kShown) {
+    notes.push_back("the " + side + " archive: " + std::to_string(model.problems.size() - kShown) +
+                    " more problems; 'tsarchive inspect' lists them");
+  }
+}
+
 void diff_tensors(const TorchArchive& a, const TorchArchive& b, const std::unordered_set<std::string>& unchanged,
                   ArchiveDiff& out) {
   const ModelContents old_model = read_torchscript_model(a).model;
   const ModelContents new_model = read_torchscript_model(b).model;
+  note_problems(old_model, "old", out.notes);
+  note_problems(new_model, "new", out.notes);
   out.tensors_compared = true;
   out.old_side.tensors = old_model.tensors.size();
   out.new_side.tensors = new_model.tensors.size();

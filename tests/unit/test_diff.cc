@@ -1,6 +1,7 @@
 // diff: the line diff, tensor value comparison, and archive comparison on
 // archives written by PyTorch (testdata/*_v2.pt, see testdata/README.md).
 #include <catch2/catch.hpp>
+#include <zlib.h>
 
 #include <cmath>
 #include <cstring>
@@ -348,6 +349,22 @@ TEST_CASE("diff: an archive equals itself, and nothing is read that need not be"
   CHECK(d.notes.empty());
 }
 
+TEST_CASE("diff: another top folder name is a note, not a change") {
+  // The same archive with its folder renamed in every local and central header.
+  std::string renamed = slurp(testdata("mlp_scripted.pt"));
+  for (size_t at = renamed.find("mlp_scripted/"); at != std::string::npos; at = renamed.find("mlp_scripted/", at)) {
+    renamed.replace(at, 13, "mlp_release2/");
+  }
+  const TorchArchive a(make_memory_source(slurp(testdata("mlp_scripted.pt")), "a.pt"));
+  const TorchArchive b(make_memory_source(renamed, "b.pt"));
+  REQUIRE(b.top_folder() == "mlp_release2");
+  const ArchiveDiff d = diff_archives(a, b, {});
+  CHECK(d.same());
+  CHECK(d.tensors.empty());
+  REQUIRE(d.notes.size() == 1);
+  CHECK_THAT(d.notes[0], Catch::Contains("'mlp_scripted' and 'mlp_release2'") && Catch::Contains("not a change"));
+}
+
 TEST_CASE("diff: the second release of the MLP") {
   const ArchiveDiff d = diff_files(testdata("mlp_scripted.pt"), testdata("mlp_scripted_v2.pt"), {});
   CHECK_FALSE(d.same());
@@ -440,6 +457,31 @@ TEST_CASE("diff: equal size and CRC-32 is not taken for equal bytes") {
   const ArchiveDiff by_crc = diff_archives(a, b, trusting);
   CHECK(by_crc.same());
   CHECK(by_crc.records_equal_by_crc == by_crc.records_compared);
+}
+
+TEST_CASE("diff: what the pickle reader had to skip is a note, not a silent removal") {
+  // data.pkl naming an unknown storage class for every float32 tensor, with
+  // its CRC-32 fixed so that the archive reads.
+  const std::string original = slurp(testdata("dtypes.pt"));
+  std::string forged = original;
+  const TorchArchive archive(make_memory_source(original));
+  const ZipEntry& pkl = *archive.find("data.pkl")->entry;
+  REQUIRE(pkl.stored());
+  const size_t at = forged.find("torch\nFloatStorage\n", pkl.data_offset);
+  REQUIRE(at < pkl.data_offset + pkl.uncompressed_size);
+  forged.replace(at, 19, "torch\nFloatStorag3\n");
+  const uint32_t crc = static_cast<uint32_t>(
+      crc32(0, reinterpret_cast<const Bytef*>(forged.data() + pkl.data_offset), static_cast<uInt>(pkl.uncompressed_size)));
+  for (int i = 0; i < 4; ++i) forged[pkl.central_offset + 16 + i] = static_cast<char>(crc >> (8 * i));
+
+  const TorchArchive a(make_memory_source(original, "a.pt")), b(make_memory_source(forged, "b.pt"));
+  const ArchiveDiff d = diff_archives(a, b, {});
+  REQUIRE(find_record(d, "data.pkl") != nullptr);
+  REQUIRE(find_tensor(d, "w_f32") != nullptr);
+  CHECK(find_tensor(d, "w_f32")->change == Change::Removed);
+  REQUIRE_FALSE(d.notes.empty());
+  CHECK_THAT(d.notes[0], Catch::StartsWith("the new archive: tensor '") && Catch::Contains("unknown storage type 'FloatStorag3'"));
+  CHECK(d.notes.size() <= 6);  // five problems and a count of the rest
 }
 
 TEST_CASE("diff: files that are not TorchScript archives are refused") {
