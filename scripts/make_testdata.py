@@ -36,6 +36,7 @@ import os
 import pickle
 import random
 import struct
+import subprocess
 import sys
 import zipfile
 
@@ -50,7 +51,15 @@ if os.environ.get("PYTHONHASHSEED") != "0":
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.dont_write_bytecode = True  # no __pycache__ inside testdata/
-sys.path.insert(0, os.path.join(REPO_ROOT, "testdata"))
+# `make_testdata.py --mlp-v2 OUT` is how make_all writes mlp_scripted_v2.pt:
+# in a fresh interpreter whose `models` is testdata/models_v2/models.py, so
+# TorchScript names its class __torch__.models.MLP like the first release
+# (in this process that name is taken, and a second MLP would be mangled).
+MLP_V2_CHILD = len(sys.argv) == 3 and sys.argv[1] == "--mlp-v2"
+if MLP_V2_CHILD:
+    sys.path.insert(0, os.path.join(REPO_ROOT, "testdata", "models_v2"))
+else:
+    sys.path.insert(0, os.path.join(REPO_ROOT, "testdata"))
 
 import torch  # noqa: E402
 import torch.jit.mobile  # noqa: E402  (not imported by `import torch`)
@@ -65,6 +74,11 @@ MLP_EXTRA_FILES = {
     "model_card.md": "# MLP\nA tiny test model.\n",
     "config/train.yaml": "lr: 0.01\nepochs: 3\n",
 }
+# The second release of the MLP: labels.json changed, metrics.json added.
+MLP_V2_EXTRA_FILES = dict(MLP_EXTRA_FILES, **{
+    "labels.json": '{"classes": ["cat", "dog", "bird", "fish"]}',
+    "metrics.json": '{"accuracy": 0.93}',
+})
 LITE_EXTRA_FILES = {
     "labels.json": '{"classes": ["cat", "dog", "bird"]}',
 }
@@ -365,6 +379,50 @@ def build_mlp():
     return torch.jit.script(m)
 
 
+def write_mlp_v2(path):
+    """The second release of the MLP (run in the --mlp-v2 child, see the top).
+
+    Built like build_mlp(), so every tensor starts out equal to the first
+    release; then a little "fine-tuning" moves the head: every element of
+    head.weight by up to ~0.03, and head.bias[1] by 0.25. The new buffer
+    `temperature` (1.5) is added by the v2 source.
+    """
+    torch.manual_seed(0)
+    m = models.MLP()
+    warm_up_batchnorm(m, lambda: torch.randn(5, 8))
+    with torch.no_grad():
+        noise = torch.randn(m.head.weight.shape, generator=torch.Generator().manual_seed(2))
+        m.head.weight.add_(noise * 0.01)
+        m.head.bias[1] += 0.25
+    torch.jit.script(m).save(path, _extra_files=MLP_V2_EXTRA_FILES)
+
+
+def build_dtypes_v2():
+    """models.DTypes with values changed in every dtype, and one layout change.
+
+    Same class and code as dtypes.pt (TorchScript reuses its type), so the
+    two archives differ in tensor data only: one element each of w_f64,
+    w_bf16, b_i64, b_bool, b_u8 and shared_b (index 9 of the storage it shares
+    with shared_a, which stays equal), two of w_f16, the 0-dim `scalar`, and
+    `transposed`, saved as a contiguous copy (stride [3, 1] instead of the
+    transposed view's [1, 4]) with one element changed.
+    """
+    torch.manual_seed(0)
+    m = models.DTypes().eval()
+    with torch.no_grad():
+        m.w_f64[1, 2] += 0.125
+        m.w_f16.add_(torch.tensor([0.0, 0.001, -0.5, 0.0], dtype=torch.float16))
+        m.w_bf16[0, 1] = 3.0
+        m.b_i64[4] = -7
+        m.b_bool[1] = True
+        m.b_u8[0] = 0
+        m.scalar.fill_(4.0)
+        m.transposed = m.transposed.contiguous()
+        m.transposed[3, 0] += 1.0
+        m.shared_b[5] = 100.0
+    return torch.jit.script(m)
+
+
 def make_all(outdir):
     os.makedirs(os.path.join(outdir, "expected"), exist_ok=True)
     os.makedirs(os.path.join(outdir, "hostile"), exist_ok=True)
@@ -463,7 +521,14 @@ def make_all(outdir):
     torch.jit.script(models.GRUNet().eval()).save(p("gru_scripted.pt"))
     describe(outdir, "gru_scripted.pt", "torchscript")
 
-    # 12. hostile / odd files
+    # 12. second releases, for `tsarchive diff`
+    subprocess.run([sys.executable, os.path.abspath(__file__), "--mlp-v2", p("mlp_scripted_v2.pt")],
+                   check=True)
+    describe(outdir, "mlp_scripted_v2.pt", "torchscript", MLP_V2_EXTRA_FILES)
+    build_dtypes_v2().save(p("dtypes_v2.pt"))
+    describe(outdir, "dtypes_v2.pt", "torchscript")
+
+    # 13. hostile / odd files
     with open(p("mlp_scripted.pt"), "rb") as f:
         mlp_bytes = f.read()
     hostile = {
@@ -514,6 +579,15 @@ README_FILES = [
      "an ONNX protobuf, must be recognised as not-PyTorch."),
     ("gru_scripted.pt", "Scripted models.GRUNet (nn.GRU + Linear): GRU weights also "
      "referenced from the `_flat_weights` list attribute (pickle memo reuse)."),
+    ("mlp_scripted_v2.pt", "The next release of mlp_scripted.pt, for `tsarchive diff`: "
+     "the MLP of models_v2/models.py (same architecture and class name; scaled() clamps its "
+     "result, new exported method predict() and buffer `temperature`), head.weight (all 48 "
+     "elements, by up to ~0.03) and head.bias[1] (+0.25) changed, extra labels.json changed "
+     "and metrics.json added. Written by `make_testdata.py --mlp-v2` in a fresh interpreter, "
+     "so its class is __torch__.models.MLP as in the first release."),
+    ("dtypes_v2.pt", "dtypes.pt with changed values in every dtype (float64, float16, "
+     "bfloat16, int64, bool, uint8, the 0-dim scalar, one element of a storage shared by two "
+     "views) and `transposed` saved contiguous (stride [3, 1] instead of [1, 4]); same code."),
     ("hostile/empty.pt", "0 bytes."),
     ("hostile/not_zip.pt", "A few lines of text."),
     ("hostile/random.bin", "4096 bytes from random.Random(1234)."),
@@ -575,6 +649,9 @@ def write_readme(outdir, skipped):
 
 
 def main():
+    if MLP_V2_CHILD:
+        write_mlp_v2(sys.argv[2])
+        return
     outdir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(REPO_ROOT, "testdata")
     skipped = make_all(os.path.abspath(outdir))
     for name, why in skipped.items():

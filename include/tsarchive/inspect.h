@@ -83,6 +83,15 @@ InspectReport inspect_source(std::unique_ptr<ByteSource> source);
 // Fills the ZIP and content parts of `report` from an open archive.
 void inspect_archive(const TorchArchive& archive, InspectReport& report);
 
+// What code/, data.pkl and constants.pkl of a TorchScript or lite-interpreter
+// archive declare: the classes, and the tensors and modules (tensor roles
+// come from the classes). Shared by inspect and diff.
+struct TorchScriptModel {
+  std::vector<CodeClass> classes;
+  ModelContents model;
+};
+TorchScriptModel read_torchscript_model(const TorchArchive& archive);
+
 // Reads extra/<name> of a TorchScript archive (bounded), for `inspect --extra`.
 std::string read_extra_file(const std::string& path, const std::string& name);
 

@@ -29,6 +29,7 @@ Runner setup_inspect(CLI::App& app, Context& ctx);
 Runner setup_extra(CLI::App& app, Context& ctx);
 Runner setup_stamp(CLI::App& app, Context& ctx);
 Runner setup_verify(CLI::App& app, Context& ctx);
+Runner setup_diff(CLI::App& app, Context& ctx);
 
 // Every subcommand, in the order `--help` lists them.
 inline constexpr Command kCommands[] = {
@@ -36,6 +37,7 @@ inline constexpr Command kCommands[] = {
     {"extra", "List, read and edit extra/ files, keeping everything else byte-for-byte", false, setup_extra},
     {"stamp", "Write producer info and record digests into extra/producer_info.json", true, setup_stamp},
     {"verify", "Check structure, CRCs, versions and the stamp's digests", false, setup_verify},
+    {"diff", "Compare two archives: records, tensors, code and extra files; exit 1 if they differ", false, setup_diff},
 };
 
 }  // namespace tsarchive::cli

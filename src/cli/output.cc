@@ -29,6 +29,14 @@ std::string with_commas(uint64_t n) {
   return out;
 }
 
+std::string plural(uint64_t n, const char* word) { return with_commas(n) + " " + word + (n == 1 ? "" : "s"); }
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
 size_t display_width(const std::string& s) {
   size_t w = 0;
   for (unsigned char c : s) w += (c & 0xC0) != 0x80 ? 1 : 0;

@@ -12,6 +12,10 @@ namespace tsarchive::cli {
 std::string human_size(uint64_t bytes);
 // "1,234,567"
 std::string with_commas(uint64_t n);
+// "1 tensor", "1,024 tensors"
+std::string plural(uint64_t n, const char* word);
+// "[3, 16]", "[]"
+std::string shape_text(const std::vector<int64_t>& shape);
 
 class TextTable {
  public:

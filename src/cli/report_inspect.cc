@@ -11,16 +11,6 @@ namespace {
 
 using Align = TextTable::Align;
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-std::string plural(uint64_t n, const char* word) {
-  return with_commas(n) + " " + word + (n == 1 ? "" : "s");
-}
-
 void field(std::ostream& out, const std::string& name, const std::string& value) {
   out << "  " << name << std::string(name.size() < 16 ? 16 - name.size() : 1, ' ') << value << '\n';
 }

@@ -121,20 +121,10 @@ void inspect_archive(const TorchArchive& archive, InspectReport& report) {
 
   ModelContents model;
   if (report.kind == FileKind::TorchScript || report.kind == FileKind::LiteInterpreter) {
-    report.classes = read_classes(archive);
-    ClassIndex index;
-    for (const CodeClass& c : report.classes) index.emplace(c.qualified_name, &c);
-    const Record* data = archive.find("data.pkl");
-    if (data == nullptr) {
-      throw_bad_input("the archive has no data.pkl record", archive.path(),
-                      "the archive is incomplete; re-export it with torch.jit.save");
-    }
-    const PickleGraph graph = read_pickle(archive, *data);
-    collect_module(graph, index, model);
+    TorchScriptModel contents = read_torchscript_model(archive);
+    report.classes = std::move(contents.classes);
+    model = std::move(contents.model);
     if (!model.modules.empty()) report.root_type = model.modules.front().type;
-    if (const Record* constants = archive.find("constants.pkl")) {
-      collect_constants(read_pickle(archive, *constants), model);
-    }
     if (report.kind == FileKind::LiteInterpreter) report.bytecode_version = bytecode_version(archive);
   } else if (report.kind == FileKind::TorchSave) {
     collect_saved_object(read_pickle(archive, *archive.find("data.pkl")), "data", model);
@@ -243,6 +233,23 @@ void add_kind_notes(InspectReport& report) {
 }
 
 }  // namespace
+
+TorchScriptModel read_torchscript_model(const TorchArchive& archive) {
+  TorchScriptModel out;
+  out.classes = read_classes(archive);
+  ClassIndex index;
+  for (const CodeClass& c : out.classes) index.emplace(c.qualified_name, &c);
+  const Record* data = archive.find("data.pkl");
+  if (data == nullptr) {
+    throw_bad_input("the archive has no data.pkl record", archive.path(),
+                    "the archive is incomplete; re-export it with torch.jit.save");
+  }
+  collect_module(read_pickle(archive, *data), index, out.model);
+  if (const Record* constants = archive.find("constants.pkl")) {
+    collect_constants(read_pickle(archive, *constants), out.model);
+  }
+  return out;
+}
 
 bool is_printable_utf8(std::string_view s) {
   size_t i = 0;

@@ -67,3 +67,38 @@ TEST_CASE("cli: --extra pretty-prints JSON extra files") {
   REQUIRE(r.code == 0);
   CHECK(r.out == "{\n  \"classes\": [\n    \"cat\",\n    \"dog\",\n    \"bird\"\n  ]\n}\n");
 }
+
+TEST_CASE("cli: diff exits 0 for the same archive, 1 for different ones; -q prints nothing") {
+  const std::string v1 = testdata("mlp_scripted.pt"), v2 = testdata("mlp_scripted_v2.pt");
+  const Result same = run({"diff", v1, v1});
+  CHECK(same.code == 0);
+  CHECK_THAT(same.out, Catch::Contains(": same\n"));
+  CHECK(same.err.empty());
+  const Result different = run({"diff", v1, v2});
+  CHECK(different.code == 1);
+  CHECK_THAT(different.out, Catch::Contains(": different\n") && Catch::Contains("max abs diff 0.25"));
+  const Result quiet = run({"diff", "-q", v1, v2});
+  CHECK(quiet.code == 1);
+  CHECK(quiet.out.empty());
+  CHECK(quiet.err.empty());
+  CHECK(run({"diff", "--quiet", v1, v1}).code == 0);
+}
+
+TEST_CASE("cli: diff --json is one document; bad input is one line with exit 3 or 4") {
+  const Result r = run({"diff", "--json", testdata("mlp_scripted.pt"), testdata("mlp_scripted_v2.pt")});
+  REQUIRE(r.code == 1);
+  const auto doc = nlohmann::json::parse(r.out);
+  CHECK(doc["schema"] == "tsarchive.diff/1");
+  CHECK(doc["same"] == false);
+  CHECK(doc["summary"]["tensors_changed"] == 2);
+  CHECK(doc["summary"]["max_abs_diff"] == 0.25);
+
+  const Result torch_save = run({"diff", testdata("state_dict.pth"), testdata("mlp_scripted.pt")});
+  CHECK(torch_save.code == 3);
+  CHECK(torch_save.out.empty());
+  CHECK(std::count(torch_save.err.begin(), torch_save.err.end(), '\n') == 1);
+  CHECK_THAT(torch_save.err, Catch::StartsWith("tsarchive: error: cannot diff this file: it is a torch.save file"));
+  CHECK(run({"diff", testdata("mlp_scripted.pt"), testdata("nope.pt")}).code == 4);
+  CHECK(run({"diff", testdata("mlp_scripted.pt")}).code == 2);
+  CHECK(run({"diff", "-q", "--json", testdata("mlp_scripted.pt"), testdata("mlp_scripted.pt")}).code == 2);
+}

@@ -1,0 +1,58 @@
+// tsarchive diff OLD NEW [--json] [-q] [--no-tensors] [--no-code] [--full]
+#include <cstdint>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+#include "report_diff.h"
+#include "tsarchive/diff.h"
+#include "tsarchive/error.h"
+
+namespace tsarchive::cli {
+namespace {
+
+struct DiffCommandOptions {
+  std::string old_path;
+  std::string new_path;
+  bool json = false;
+  bool quiet = false;
+  bool no_tensors = false;
+  bool no_code = false;
+  bool full = false;
+};
+
+int run_diff(const DiffCommandOptions& opts, Context& ctx) {
+  DiffOptions options;
+  // The answer comes from the records alone; --quiet skips what only explains it.
+  options.tensors = !opts.no_tensors && !opts.quiet;
+  options.code = !opts.no_code && !opts.quiet;
+  if (opts.full) options.byte_compare_limit = UINT64_MAX;
+  const ArchiveDiff diff = diff_files(opts.old_path, opts.new_path, options);
+  if (opts.json) {
+    ctx.out << diff_to_json(diff).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+  } else if (!opts.quiet) {
+    render_diff_text(diff, ctx.out);
+  }
+  return diff.same() ? 0 : static_cast<int>(ErrorKind::CheckFailed);
+}
+
+}  // namespace
+
+Runner setup_diff(CLI::App& app, Context& ctx) {
+  auto opts = std::make_shared<DiffCommandOptions>();
+  app.description(
+      "Compare two TorchScript archives: records added, removed or changed; tensors (dtype, shape, and for\n"
+      "same-shaped ones how many elements differ and by how much at most); code/ as a unified diff; extra/ files.\n"
+      "Exit status 0 when the archives hold the same records, 1 when they differ. Never loads the models.");
+  app.add_option("old", opts->old_path, "The archive to compare from (.pt, .ptl)")->required();
+  app.add_option("new", opts->new_path, "The archive to compare to")->required();
+  CLI::Option* json = app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.diff/1) instead of text");
+  app.add_flag("-q,--quiet", opts->quiet, "Print nothing; only the exit status says whether they differ")->excludes(json);
+  app.add_flag("--no-tensors", opts->no_tensors, "Do not read pickles and tensor data: records, code and extra/ only");
+  app.add_flag("--no-code", opts->no_code, "Do not show code/ changes as diffs (they stay listed as records)");
+  app.add_flag("--full", opts->full,
+               "Compare the bytes of every record whose size and CRC-32 match, not only those up to 64 MiB");
+  return [opts, &ctx] { return run_diff(*opts, ctx); };
+}
+
+}  // namespace tsarchive::cli

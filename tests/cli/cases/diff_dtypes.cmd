@@ -1,0 +1,1 @@
+diff testdata/dtypes.pt testdata/dtypes_v2.pt

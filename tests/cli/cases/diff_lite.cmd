@@ -1,0 +1,1 @@
+diff testdata/mlp_scripted.pt testdata/mlp.ptl

@@ -1,0 +1,1 @@
+diff --json testdata/mlp_scripted.pt testdata/mlp_scripted_v2.pt

@@ -1,0 +1,1 @@
+diff testdata/hostile/not_zip.pt testdata/mlp_scripted.pt
