@@ -34,15 +34,9 @@ TSARCHIVE=${TSARCHIVE:-$ROOT/build/tsarchive}
 mkdir -p "$OUT"
 cc -O2 -o "$OUT/libzip_set" bench/libzip_set.c $(pkg-config --cflags --libs libzip) || die "cannot build bench/libzip_set.c"
 
-ARCHIVES=()
-for mb in $SIZES_MB; do
-  a=$OUT/big-${mb}mb.pt
-  if [[ ! -f $a ]]; then
-    echo "making $a (~$mb MB) ..." >&2
-    "$PY" bench/make_big_archive.py big --out "$a" --mb "$mb" >&2 || die "making $a failed"
-  fi
-  ARCHIVES+=("$a")
-done
+source bench/big_archives.sh
+# shellcheck disable=SC2086  # SIZES_MB is a list
+big_archives $SIZES_MB
 
 export TSARCHIVE N OUT PY
 "$PY" - "${ARCHIVES[@]}" <<'PYEOF'

@@ -34,16 +34,9 @@ die() { echo "bench/verify.sh: setup error: $*" >&2; exit 2; }
 command -v openssl >/dev/null || die "openssl is needed (apt-get install openssl)"
 TSARCHIVE=${TSARCHIVE:-$ROOT/build/tsarchive}
 [[ -x $TSARCHIVE ]] || { cmake -S . -B build -G Ninja >&2 && ninja -C build -j2 >&2; } || die "build failed"
-mkdir -p "$OUT"
-ARCHIVES=()
-for mb in $SIZES_MB; do
-  a=$OUT/big-${mb}mb.pt
-  if [[ ! -f $a ]]; then
-    echo "making $a (~$mb MB) ..." >&2
-    "$PY" bench/make_big_archive.py big --out "$a" --mb "$mb" >&2 || die "making $a failed"
-  fi
-  ARCHIVES+=("$a")
-done
+source bench/big_archives.sh
+# shellcheck disable=SC2086  # SIZES_MB is a list
+big_archives $SIZES_MB
 
 export TSARCHIVE N OUT PY
 "$PY" - "${ARCHIVES[@]}" <<'PYEOF'
