@@ -37,13 +37,12 @@ class TorchBackend {
   // message condensed to one line.
   virtual void load(const std::string& path) = 0;
 
-  // Throws Error(Torch) with libtorch's message condensed to one line.
+  // Saves the module again with the stamp, then loads the copy back and
+  // checks it has the same parameters and buffers (names, dtypes, shapes,
+  // values), the same extra files, and the stamp. Throws Error(Torch) with
+  // libtorch's message condensed to one line, Error(CheckFailed) naming the
+  // first difference.
   virtual void resave_with_stamp(const ResaveRequest& request) = 0;
-
-  // Loads both archives and checks that the copy has the same parameters and
-  // buffers (names, dtypes, shapes, values), the same extra files, and the
-  // stamp. Throws Error(CheckFailed) naming the first difference.
-  virtual void check_resaved(const ResaveRequest& request) = 0;
 };
 
 // Loads the torch layer on first use. Throws Error(Torch) when it cannot be

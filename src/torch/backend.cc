@@ -66,6 +66,7 @@ class LibtorchBackend final : public TorchBackend {
     torch_call(path, "load the module", [&] { return torch::jit::load(path, torch::kCPU); });
   }
 
+  // One load of the original serves both the save and the comparison.
   void resave_with_stamp(const ResaveRequest& request) override {
     torch::NoGradGuard no_grad;
     torch::jit::ExtraFilesMap extra = wanted_extra_files(request.extra_names);
@@ -82,16 +83,14 @@ class LibtorchBackend final : public TorchBackend {
       throw;
     }
     torch_layer::remove_stamp_hook();
+    check_copy(request, module, extra);
   }
 
-  void check_resaved(const ResaveRequest& request) override {
-    torch::NoGradGuard no_grad;
-    torch::jit::ExtraFilesMap original_extra = wanted_extra_files(request.extra_names);
+ private:
+  static void check_copy(const ResaveRequest& request, const torch::jit::Module& original,
+                         torch::jit::ExtraFilesMap& original_extra) {
     torch::jit::ExtraFilesMap copy_extra = wanted_extra_files(request.extra_names);
     copy_extra[kStampName] = "";
-    const torch::jit::Module original = torch_call(request.input, "load the module", [&] {
-      return torch::jit::load(request.input, torch::kCPU, original_extra);
-    });
     const torch::jit::Module copy = torch_call(request.output, "load the re-saved module", [&] {
       return torch::jit::load(request.output, torch::kCPU, copy_extra);
     });
