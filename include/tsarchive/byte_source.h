@@ -40,6 +40,10 @@ int open_regular_file(const std::string& path, int flags, struct stat* st);
 // Reads from a descriptor it takes ownership of; `size` is fixed at creation.
 std::unique_ptr<ByteSource> make_fd_source(int fd, uint64_t size, std::string name);
 
+// A source that reads through `source`, which must outlive it: for code that
+// is given a ByteSource& and needs to hand an owner to ZipArchive.
+std::unique_ptr<ByteSource> borrow_source(const ByteSource& source);
+
 // Wraps bytes held in memory (tests, fuzzers, archives built on the fly).
 std::unique_ptr<ByteSource> make_memory_source(std::string bytes, std::string name = "<memory>");
 

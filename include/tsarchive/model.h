@@ -78,4 +78,18 @@ void collect_constants(const PickleGraph& graph, ModelContents& out);
 // `folder` is where storages live ("data" for the ZIP format, "" for legacy).
 void collect_saved_object(const PickleGraph& graph, const std::string& folder, ModelContents& out);
 
+// One tensor rebuild call (the calls listed at the top; _rebuild_parameter is
+// unwrapped and makes the role Parameter unless it is State). Fills `tensor`
+// (whose path and role the caller sets first) and `storage`, the storage it
+// declares. The shape is not checked against the storage: see tensor_extent.
+enum class TensorCall { NotATensor, Tensor, Malformed };
+TensorCall read_tensor_call(const PickleGraph& graph, PickleRef ref, const std::string& folder, TensorInfo& tensor,
+                            StorageInfo& storage, std::string& problem);
+
+// Elements of a view and `end`, one past the last storage element it reaches
+// (0 when it has no elements); false when either overflows 64 bits or a
+// size, stride or offset is negative.
+bool tensor_extent(const std::vector<int64_t>& shape, const std::vector<int64_t>& stride, int64_t offset,
+                   uint64_t* numel, uint64_t* end);
+
 }  // namespace tsarchive

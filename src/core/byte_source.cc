@@ -76,6 +76,18 @@ class MemorySource final : public ByteSource {
   std::string name_;
 };
 
+class BorrowedSource final : public ByteSource {
+ public:
+  explicit BorrowedSource(const ByteSource& source) : source_(source) {}
+
+  uint64_t size() const override { return source_.size(); }
+  const std::string& name() const override { return source_.name(); }
+  void read_at(uint64_t offset, void* out, size_t length) const override { source_.read_at(offset, out, length); }
+
+ private:
+  const ByteSource& source_;
+};
+
 }  // namespace
 
 int open_regular_file(const std::string& path, int flags, struct stat* st) {
@@ -112,6 +124,10 @@ std::unique_ptr<ByteSource> open_file_source(const std::string& path) {
 
 std::unique_ptr<ByteSource> make_fd_source(int fd, uint64_t size, std::string name) {
   return std::make_unique<FileSource>(fd, size, std::move(name));
+}
+
+std::unique_ptr<ByteSource> borrow_source(const ByteSource& source) {
+  return std::make_unique<BorrowedSource>(source);
 }
 
 std::unique_ptr<ByteSource> make_memory_source(std::string bytes, std::string name) {

@@ -47,6 +47,71 @@ std::string join_path(const std::string& prefix, const std::string& name) {
   return prefix.empty() ? name : prefix + "." + name;
 }
 
+int64_t int_or(const PickleGraph& g, PickleRef ref, int64_t fallback) {
+  if (ref >= g.size() || g.at(ref).kind != PickleKind::Int) return fallback;
+  return g.at(ref).integer;
+}
+
+bool int_list(const PickleGraph& g, PickleRef ref, std::vector<int64_t>* out) {
+  if (ref >= g.size()) return false;
+  const PickleNode& n = g.at(ref);
+  if (n.kind != PickleKind::Tuple && n.kind != PickleKind::List) return false;
+  for (PickleRef item : n.items) {
+    const int64_t v = int_or(g, item, -1);
+    if (v < 0) return false;
+    out->push_back(v);
+  }
+  return true;
+}
+
+std::string quantizer_name(const PickleGraph& g, PickleRef ref) {
+  if (ref >= g.size()) return "quantized";
+  const PickleNode& n = g.at(ref);
+  if (n.kind == PickleKind::Tuple && !n.items.empty() && g.at(n.items[0]).kind == PickleKind::Global) {
+    return g.at(n.items[0]).text2;
+  }
+  return "quantized";
+}
+
+// ('storage', torch.FloatStorage, key, location, numel[, view])
+bool read_storage(const PickleGraph& g, PickleRef ref, const std::string& folder, TensorInfo& t, StorageInfo& s,
+                  std::string& problem) {
+  const PickleNode* pid = ref < g.size() ? &g.at(ref) : nullptr;
+  const PickleNode* tuple = pid && pid->kind == PickleKind::PersistentId && pid->a < g.size() ? &g.at(pid->a) : nullptr;
+  if (tuple == nullptr || tuple->kind != PickleKind::Tuple || tuple->items.size() < 5 ||
+      !g.string_at(tuple->items[0]) || *g.string_at(tuple->items[0]) != "storage" ||
+      g.at(tuple->items[1]).kind != PickleKind::Global || !g.string_at(tuple->items[2])) {
+    problem = "tensor '" + t.path + "' does not refer to a storage record";
+    return false;
+  }
+  const std::string& storage_class = g.at(tuple->items[1]).text2;
+  uint64_t element_size = 0;
+  if (!storage_dtype(storage_class, &t.dtype, &element_size)) {
+    problem = "tensor '" + t.path + "' has unknown storage type '" + storage_class + "'";
+    return false;
+  }
+  const std::string& key = *g.string_at(tuple->items[2]);
+  t.storage_record = folder.empty() ? key : folder + "/" + key;
+  const std::string* location = g.string_at(tuple->items[3]);
+  t.device = location ? *location : "?";
+  const int64_t numel = int_or(g, tuple->items[4], -1);
+  if (numel < 0) {
+    problem = "storage '" + t.storage_record + "' has no valid element count";
+    return false;
+  }
+  StorageInfo declared;
+  declared.record = t.storage_record;
+  declared.dtype = t.dtype;
+  declared.numel = static_cast<uint64_t>(numel);
+  if (__builtin_mul_overflow(declared.numel, element_size, &declared.nbytes)) {
+    problem = "storage '" + declared.record + "' declares an impossible size";
+    return false;
+  }
+  declared.device = t.device;
+  s = std::move(declared);  // only a storage read whole is reported
+  return true;
+}
+
 class Walker {
  public:
   Walker(const PickleGraph& g, const ClassIndex* classes, std::string folder, ModelContents& out)
@@ -74,45 +139,30 @@ class Walker {
 
   // A tensor is any rebuild call; returns false when `ref` is not one.
   bool tensor(PickleRef ref, const std::string& path, TensorRole role) {
-    const std::string target = g_.call_target(ref);
-    const auto& args = g_.call_args(ref);
-    if (target == "torch._utils._rebuild_parameter" || target == "torch._utils._rebuild_parameter_with_state") {
-      if (args.empty()) return false;
-      return tensor(args[0], path, role == TensorRole::State ? role : TensorRole::Parameter);
-    }
-    const bool v2 = target == "torch._utils._rebuild_tensor_v2" || target == "torch._utils._rebuild_tensor";
-    const bool v3 = target == "torch._utils._rebuild_tensor_v3";
-    const bool q = target == "torch._utils._rebuild_qtensor";
-    if (!v2 && !v3 && !q) return false;
-    if (args.size() < 4) {
-      problem("tensor '" + path + "' has " + std::to_string(args.size()) + " rebuild arguments, expected at least 4");
-      return true;
-    }
+    TensorInfo t;
+    t.path = path;
+    t.role = role;
+    StorageInfo s;
+    std::string why;
+    const TensorCall call = read_tensor_call(g_, ref, folder_, t, s, why);
+    if (call == TensorCall::NotATensor) return false;
     if (out_.tensors.size() >= kMaxTensors) {
       stop("more than " + std::to_string(kMaxTensors) + " tensors");
       return true;
     }
-    TensorInfo t;
-    t.path = path;
-    t.role = role;
-    if (!read_storage(args[0], t)) return true;
-    t.storage_offset = int_or(args[1], -1);
-    if (!int_list(args[2], &t.shape) || !int_list(args[3], &t.stride) || t.storage_offset < 0 ||
-        t.shape.size() != t.stride.size()) {
-      problem("tensor '" + t.path + "' has a malformed size, stride or offset");
+    if (s.record.empty()) {  // the storage itself is malformed
+      problem(why);
       return true;
     }
-    if (q && args.size() > 4) t.quantization = quantizer_name(args[4]);
-    if (v3 && args.size() > 6 && g_.at(args[6]).kind == PickleKind::Global) {
-      const std::string& name = g_.at(args[6]).text2;
-      uint64_t size = 0;
-      if (dtype_element_size(name, &size)) t.dtype = name;
+    auto [it, inserted] = out_.storages.emplace(s.record, s);
+    if (!inserted && (it->second.dtype != s.dtype || it->second.numel != s.numel)) {
+      problem("storage '" + s.record + "' is declared twice with different types or sizes");
     }
-    const size_t flag_index = q ? 5 : 4;
-    if (args.size() > flag_index && g_.at(args[flag_index]).kind == PickleKind::Bool) {
-      t.requires_grad = g_.at(args[flag_index]).boolean;
+    if (call == TensorCall::Malformed) {
+      problem(why);
+      return true;
     }
-    finish_tensor(t);
+    finish_tensor(t, it->second);
     return true;
   }
 
@@ -125,96 +175,19 @@ class Walker {
   }
   void problem(const std::string& what) { out_.problems.push_back(what); }
 
-  int64_t int_or(PickleRef ref, int64_t fallback) const {
-    if (ref >= g_.size() || g_.at(ref).kind != PickleKind::Int) return fallback;
-    return g_.at(ref).integer;
-  }
-
-  bool int_list(PickleRef ref, std::vector<int64_t>* out) const {
-    if (ref >= g_.size()) return false;
-    const PickleNode& n = g_.at(ref);
-    if (n.kind != PickleKind::Tuple && n.kind != PickleKind::List) return false;
-    for (PickleRef item : n.items) {
-      const int64_t v = int_or(item, -1);
-      if (v < 0) return false;
-      out->push_back(v);
-    }
-    return true;
-  }
-
-  std::string quantizer_name(PickleRef ref) const {
-    if (ref >= g_.size()) return "quantized";
-    const PickleNode& n = g_.at(ref);
-    if (n.kind == PickleKind::Tuple && !n.items.empty() && g_.at(n.items[0]).kind == PickleKind::Global) {
-      return g_.at(n.items[0]).text2;
-    }
-    return "quantized";
-  }
-
-  // ('storage', torch.FloatStorage, key, location, numel[, view])
-  bool read_storage(PickleRef ref, TensorInfo& t) {
-    const PickleNode* pid = ref < g_.size() ? &g_.at(ref) : nullptr;
-    const PickleNode* tuple = pid && pid->kind == PickleKind::PersistentId && pid->a < g_.size() ? &g_.at(pid->a) : nullptr;
-    if (tuple == nullptr || tuple->kind != PickleKind::Tuple || tuple->items.size() < 5 ||
-        !g_.string_at(tuple->items[0]) || *g_.string_at(tuple->items[0]) != "storage" ||
-        g_.at(tuple->items[1]).kind != PickleKind::Global || !g_.string_at(tuple->items[2])) {
-      problem("tensor '" + t.path + "' does not refer to a storage record");
-      return false;
-    }
-    const std::string& storage_class = g_.at(tuple->items[1]).text2;
-    uint64_t element_size = 0;
-    if (!storage_dtype(storage_class, &t.dtype, &element_size)) {
-      problem("tensor '" + t.path + "' has unknown storage type '" + storage_class + "'");
-      return false;
-    }
-    const std::string& key = *g_.string_at(tuple->items[2]);
-    t.storage_record = folder_.empty() ? key : folder_ + "/" + key;
-    const std::string* location = g_.string_at(tuple->items[3]);
-    t.device = location ? *location : "?";
-    const int64_t numel = int_or(tuple->items[4], -1);
-    if (numel < 0) {
-      problem("storage '" + t.storage_record + "' has no valid element count");
-      return false;
-    }
-    StorageInfo s;
-    s.record = t.storage_record;
-    s.dtype = t.dtype;
-    s.numel = static_cast<uint64_t>(numel);
-    if (__builtin_mul_overflow(s.numel, element_size, &s.nbytes)) {
-      problem("storage '" + s.record + "' declares an impossible size");
-      return false;
-    }
-    s.device = t.device;
-    auto [it, inserted] = out_.storages.emplace(s.record, s);
-    if (!inserted && (it->second.dtype != s.dtype || it->second.numel != s.numel)) {
-      problem("storage '" + s.record + "' is declared twice with different types or sizes");
-    }
-    return true;
-  }
-
-  void finish_tensor(TensorInfo& t) {
-    uint64_t numel = 1;
-    uint64_t extent = static_cast<uint64_t>(t.storage_offset);  // last element index + 1
-    bool overflow = false;
-    for (size_t i = 0; i < t.shape.size(); ++i) {
-      const uint64_t dim = static_cast<uint64_t>(t.shape[i]);
-      overflow |= __builtin_mul_overflow(numel, dim, &numel);
-      if (dim > 0) {
-        uint64_t step = 0;
-        overflow |= __builtin_mul_overflow(dim - 1, static_cast<uint64_t>(t.stride[i]), &step);
-        overflow |= __builtin_add_overflow(extent, step, &extent);
-      }
-    }
-    const StorageInfo& s = out_.storages.at(t.storage_record);
+  void finish_tensor(TensorInfo& t, const StorageInfo& s) {
     uint64_t element_size = 0;
     dtype_element_size(t.dtype, &element_size);
-    if (overflow || __builtin_mul_overflow(numel, element_size, &t.nbytes)) {
+    uint64_t numel = 0;
+    uint64_t end = 0;
+    if (!tensor_extent(t.shape, t.stride, t.storage_offset, &numel, &end) ||
+        __builtin_mul_overflow(numel, element_size, &t.nbytes)) {
       problem("tensor '" + t.path + "' has an impossible shape");
       return;
     }
     t.numel = numel;
-    if (numel > 0 && extent + 1 > s.numel) {
-      problem("tensor '" + t.path + "' reaches element " + std::to_string(extent) + " of storage '" + s.record +
+    if (end > s.numel) {
+      problem("tensor '" + t.path + "' reaches element " + std::to_string(end - 1) + " of storage '" + s.record +
               "', which holds " + std::to_string(s.numel));
     }
     out_.tensors.push_back(std::move(t));
@@ -322,6 +295,65 @@ bool dtype_element_size(const std::string& dtype, uint64_t* element_size) {
     }
   }
   return false;
+}
+
+TensorCall read_tensor_call(const PickleGraph& g, PickleRef ref, const std::string& folder, TensorInfo& t,
+                            StorageInfo& s, std::string& problem) {
+  const std::string target = g.call_target(ref);
+  const auto& args = g.call_args(ref);
+  if (target == "torch._utils._rebuild_parameter" || target == "torch._utils._rebuild_parameter_with_state") {
+    if (args.empty()) return TensorCall::NotATensor;
+    if (t.role != TensorRole::State) t.role = TensorRole::Parameter;
+    return read_tensor_call(g, args[0], folder, t, s, problem);
+  }
+  const bool v2 = target == "torch._utils._rebuild_tensor_v2" || target == "torch._utils._rebuild_tensor";
+  const bool v3 = target == "torch._utils._rebuild_tensor_v3";
+  const bool q = target == "torch._utils._rebuild_qtensor";
+  if (!v2 && !v3 && !q) return TensorCall::NotATensor;
+  if (args.size() < 4) {
+    problem = "tensor '" + t.path + "' has " + std::to_string(args.size()) + " rebuild arguments, expected at least 4";
+    return TensorCall::Malformed;
+  }
+  if (!read_storage(g, args[0], folder, t, s, problem)) return TensorCall::Malformed;
+  t.storage_offset = int_or(g, args[1], -1);
+  if (!int_list(g, args[2], &t.shape) || !int_list(g, args[3], &t.stride) || t.storage_offset < 0 ||
+      t.shape.size() != t.stride.size()) {
+    problem = "tensor '" + t.path + "' has a malformed size, stride or offset";
+    return TensorCall::Malformed;
+  }
+  if (q && args.size() > 4) t.quantization = quantizer_name(g, args[4]);
+  if (v3 && args.size() > 6 && g.at(args[6]).kind == PickleKind::Global) {
+    const std::string& name = g.at(args[6]).text2;
+    uint64_t size = 0;
+    if (dtype_element_size(name, &size)) t.dtype = name;
+  }
+  const size_t flag_index = q ? 5 : 4;
+  if (args.size() > flag_index && g.at(args[flag_index]).kind == PickleKind::Bool) {
+    t.requires_grad = g.at(args[flag_index]).boolean;
+  }
+  return TensorCall::Tensor;
+}
+
+bool tensor_extent(const std::vector<int64_t>& shape, const std::vector<int64_t>& stride, int64_t offset,
+                   uint64_t* numel, uint64_t* end) {
+  if (shape.size() != stride.size() || offset < 0) return false;
+  uint64_t count = 1;
+  uint64_t last = static_cast<uint64_t>(offset);
+  bool overflow = false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] < 0 || stride[i] < 0) return false;
+    const uint64_t dim = static_cast<uint64_t>(shape[i]);
+    overflow |= __builtin_mul_overflow(count, dim, &count);
+    if (dim > 0) {
+      uint64_t step = 0;
+      overflow |= __builtin_mul_overflow(dim - 1, static_cast<uint64_t>(stride[i]), &step);
+      overflow |= __builtin_add_overflow(last, step, &last);
+    }
+  }
+  if (overflow || (count > 0 && last == UINT64_MAX)) return false;
+  *numel = count;
+  *end = count == 0 ? 0 : last + 1;
+  return true;
 }
 
 void collect_module(const PickleGraph& graph, const ClassIndex& classes, ModelContents& out) {
