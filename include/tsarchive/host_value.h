@@ -73,6 +73,11 @@ struct HostValue {
   std::string origin;                                    // "--input 2", "@x.npy": for messages
 };
 
+// Input files (@FILE) are read into memory whole, so larger ones are refused
+// before reading: 4 GiB is far above any model input one would type a path
+// for, and small enough that a mistaken path (a disk image) fails at once.
+constexpr uint64_t kMaxInputFileBytes = 4ull << 30;
+
 // SHAPE[:DTYPE[:FILL]]. Throws Error(Usage) naming what is wrong and the
 // accepted forms.
 TensorSpec parse_tensor_spec(std::string_view text);
