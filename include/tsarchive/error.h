@@ -26,15 +26,27 @@ class Error : public std::runtime_error {
   ErrorKind kind() const noexcept { return kind_; }
   const std::string& file() const noexcept { return file_; }
   const std::string& hint() const noexcept { return hint_; }
+  // Raw text behind the one-line message (libtorch's full error), shown with --verbose.
+  const std::string& detail() const noexcept { return detail_; }
   int exit_code() const noexcept { return static_cast<int>(kind_); }
 
   // Returns a copy naming `file`, for errors raised below the layer that knows it.
-  Error with_file(std::string file) const { return Error(kind_, what(), std::move(file), hint_); }
+  Error with_file(std::string file) const {
+    Error e(kind_, what(), std::move(file), hint_);
+    e.detail_ = detail_;
+    return e;
+  }
+  Error with_detail(std::string detail) const {
+    Error e = *this;
+    e.detail_ = std::move(detail);
+    return e;
+  }
 
  private:
   ErrorKind kind_;
   std::string file_;
   std::string hint_;
+  std::string detail_;
 };
 
 // Shorthands for the common kinds, so call sites read as sentences.

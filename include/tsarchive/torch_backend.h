@@ -10,12 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "tsarchive/run.h"
+
 namespace tsarchive {
 
 struct TorchRuntimeInfo {
   std::string libtorch_version;  // e.g. "1.13.1"
   bool cuda_built = false;       // the linked libtorch was built with CUDA
   int cuda_device_count = 0;
+  std::vector<std::string> cuda_devices;  // their names
 };
 
 // Load a module and save it again, with extra/producer_info.json supplied by
@@ -43,6 +46,12 @@ class TorchBackend {
   // libtorch's message condensed to one line, Error(CheckFailed) naming the
   // first difference.
   virtual void resave_with_stamp(const ResaveRequest& request) = 0;
+
+  // Loads the module on the request's device, calls the method on the
+  // request's inputs, and reports outputs, checks and timings (run.h).
+  // Throws Error(Usage) for inputs that do not fit the method, Error(Torch)
+  // with libtorch's message condensed to one line (full text in detail()).
+  virtual RunReport run(const RunRequest& request) = 0;
 };
 
 // Loads the torch layer on first use. Throws Error(Torch) when it cannot be
@@ -54,4 +63,4 @@ TorchBackend& load_torch_backend();
 
 // The one symbol the torch layer exports; versioned so a stale library is
 // refused instead of misused.
-extern "C" tsarchive::TorchBackend* tsarchive_torch_backend_v2();
+extern "C" tsarchive::TorchBackend* tsarchive_torch_backend_v3();

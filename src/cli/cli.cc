@@ -28,6 +28,7 @@ int print_version(Context& ctx) {
     ctx.out << "cuda " << (info.cuda_built ? "built in" : "not built in (CPU-only libtorch)");
     if (info.cuda_built) ctx.out << ", " << info.cuda_device_count << " device(s) visible";
     ctx.out << '\n';
+    for (size_t i = 0; i < info.cuda_devices.size(); ++i) ctx.out << "  cuda:" << i << "  " << info.cuda_devices[i] << '\n';
   } catch (const Error& e) {
     ctx.out << "libtorch unavailable: " << e.what() << '\n';
   }

@@ -30,6 +30,7 @@ Runner setup_extra(CLI::App& app, Context& ctx);
 Runner setup_stamp(CLI::App& app, Context& ctx);
 Runner setup_verify(CLI::App& app, Context& ctx);
 Runner setup_diff(CLI::App& app, Context& ctx);
+Runner setup_run(CLI::App& app, Context& ctx);
 
 // Every subcommand, in the order `--help` lists them.
 inline constexpr Command kCommands[] = {
@@ -38,6 +39,7 @@ inline constexpr Command kCommands[] = {
     {"stamp", "Write producer info and record digests into extra/producer_info.json", true, setup_stamp},
     {"verify", "Check structure, CRCs, versions and the stamp's digests", false, setup_verify},
     {"diff", "Compare two archives: records, tensors, code and extra files; exit 1 if they differ", false, setup_diff},
+    {"run", "Run a method on CPU or CUDA: describe outputs, check them, time it", true, setup_run},
 };
 
 }  // namespace tsarchive::cli

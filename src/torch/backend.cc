@@ -5,6 +5,8 @@
 #include <torch/version.h>
 
 #include "export_hook.h"
+#include "run_module.h"
+#include "torch_errors.h"
 #include "tsarchive/error.h"
 #include "tsarchive/producer_info.h"
 #include "tsarchive/torch_backend.h"
@@ -12,28 +14,7 @@
 namespace tsarchive {
 namespace {
 
-// libtorch's messages run to many lines (backtraces, dispatch-key lists);
-// the first line says what went wrong.
-std::string first_line(const char* what) {
-  std::string s(what);
-  const size_t nl = s.find('\n');
-  if (nl != std::string::npos) s.resize(nl);
-  return s;
-}
-
-template <typename F>
-auto torch_call(const std::string& file, const char* doing, F&& f) {
-  try {
-    return f();
-  } catch (const c10::Error& e) {
-    throw Error(ErrorKind::Torch, std::string("libtorch could not ") + doing + ": " + first_line(e.what_without_backtrace()),
-                file);
-  } catch (const Error&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw Error(ErrorKind::Torch, std::string("libtorch could not ") + doing + ": " + first_line(e.what()), file);
-  }
-}
+using torch_layer::torch_call;
 
 torch::jit::ExtraFilesMap wanted_extra_files(const std::vector<std::string>& names) {
   torch::jit::ExtraFilesMap files;
@@ -54,9 +35,10 @@ class LibtorchBackend final : public TorchBackend {
   TorchRuntimeInfo runtime_info() const override {
     TorchRuntimeInfo info;
     info.libtorch_version = TORCH_VERSION;
-    info.cuda_device_count = static_cast<int>(torch::cuda::device_count());
 #ifdef TSARCHIVE_TORCH_HAS_CUDA
     info.cuda_built = true;
+    info.cuda_device_count = static_cast<int>(torch::cuda::device_count());
+    for (int i = 0; i < info.cuda_device_count; ++i) info.cuda_devices.push_back(torch_layer::device_description(i));
 #endif
     return info;
   }
@@ -65,6 +47,8 @@ class LibtorchBackend final : public TorchBackend {
     torch::NoGradGuard no_grad;
     torch_call(path, "load the module", [&] { return torch::jit::load(path, torch::kCPU); });
   }
+
+  RunReport run(const RunRequest& request) override { return torch_layer::run_module(request); }
 
   // One load of the original serves both the save and the comparison.
   void resave_with_stamp(const ResaveRequest& request) override {
@@ -117,7 +101,7 @@ class LibtorchBackend final : public TorchBackend {
 }  // namespace
 }  // namespace tsarchive
 
-extern "C" __attribute__((visibility("default"))) tsarchive::TorchBackend* tsarchive_torch_backend_v2() {
+extern "C" __attribute__((visibility("default"))) tsarchive::TorchBackend* tsarchive_torch_backend_v3() {
   static tsarchive::LibtorchBackend backend;
   return &backend;
 }

@@ -1,0 +1,285 @@
+// tsarchive run MODEL [--method NAME] [--input SPEC]... [--device DEV] [--seed N]
+//                     [--expect @FILE --atol A --rtol R] [--allow-nonfinite]
+//                     [--save-inputs F] [--save-outputs F] [--record | --check]
+//                     [--warmup N --iters N | --duration S] [--batch-sizes LIST]
+//                     [--threads N] [--load-library LIB]... [--json]
+//
+// The core checks the archive first (gate.h) and reads every input and
+// expected-output file (host_value.h); only then does the torch layer load
+// the module, from the descriptor of the file that was checked.
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "commands.h"
+#include "gate.h"
+#include "report_run.h"
+#include "tsarchive/error.h"
+#include "tsarchive/extra.h"
+#include "tsarchive/file_edit.h"
+#include "tsarchive/host_value.h"
+#include "tsarchive/producer_info.h"
+#include "tsarchive/run_check.h"
+#include "tsarchive/torch_backend.h"
+#include "tsarchive_config.h"
+
+namespace tsarchive::cli {
+namespace {
+
+struct RunOptions {
+  std::string model;
+  std::string method;
+  std::vector<std::string> inputs;
+  std::string device = "cpu";
+  uint64_t seed = 0;
+  int threads = 0;
+  std::vector<std::string> libraries;
+  std::string expect;
+  std::vector<std::string> atol, rtol;
+  bool allow_nonfinite = false;
+  std::string save_inputs, save_outputs;
+  bool record = false;
+  bool check = false;
+  int warmup = -1;
+  int iterations = 0;
+  double duration = 0;
+  std::vector<int64_t> batch_sizes;
+  bool json = false;
+  bool verbose = false;
+  double lock_timeout = 10;
+};
+
+// "1e-4" sets the default; "out[1]=1e-2" one output's.
+void apply_tolerances(const std::vector<std::string>& values, const char* flag, RunRequest& request) {
+  for (const std::string& text : values) {
+    const size_t eq = text.rfind('=');
+    const std::string number = eq == std::string::npos ? text : text.substr(eq + 1);
+    double value = 0;
+    try {
+      size_t used = 0;
+      value = std::stod(number, &used);
+      if (used != number.size() || !(value >= 0)) throw std::invalid_argument(number);
+    } catch (const std::exception&) {
+      throw_usage(std::string(flag) + " '" + text.substr(0, 60) + "' is not a tolerance",
+                  std::string("give a number >= 0, or PATH=NUMBER for one output, e.g. ") + flag + " out[1]=1e-3");
+    }
+    if (eq == std::string::npos) {
+      (std::string(flag) == "--atol" ? request.tolerance.atol : request.tolerance.rtol) = value;
+    } else {
+      const std::string path = text.substr(0, eq);
+      if (path.rfind("out", 0) != 0) {
+        throw_usage(std::string(flag) + " '" + text.substr(0, 60) + "': output paths start with 'out'",
+                    "e.g. out, out[1], out[\"boxes\"], as the report names them");
+      }
+      auto [it, inserted] = request.tolerance_by_path.emplace(path, request.tolerance);
+      (std::string(flag) == "--atol" ? it->second.atol : it->second.rtol) = value;
+      (void)inserted;
+    }
+  }
+}
+
+SaveFormat format_for(const std::string& path) {
+  const auto ends_with = [&](const char* ext) {
+    const std::string e(ext);
+    return path.size() >= e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0;
+  };
+  return ends_with(".npy") ? SaveFormat::Npy : SaveFormat::Pt;
+}
+
+HostValue read_expected(const std::string& text) {
+  if (text.empty() || text[0] != '@') {
+    throw_usage("--expect '" + text.substr(0, 60) + "' is not a file", "write it as --expect @golden.pt or @golden.npy");
+  }
+  HostValue v = parse_input_argument(text);
+  if (v.kind != HostValue::Kind::Tensor && v.kind != HostValue::Kind::List && v.kind != HostValue::Kind::Dict) {
+    throw_usage("--expect " + text.substr(0, 60) + " holds no tensors");
+  }
+  return v;
+}
+
+// --check: the request comes from the archive's recorded check.
+RunCheck load_recorded_check(const TorchArchive& archive, RunRequest& request, const std::string& file) {
+  for (const char* name : {kRunCheckName, kRunCheckInputsName, kRunCheckOutputsName}) {
+    if (archive.find(std::string("extra/") + name) == nullptr) {
+      throw_bad_input(std::string("the archive has no recorded check (extra/") + name + " is missing)", file,
+                      "record one with 'tsarchive run MODEL --input ... --record'");
+    }
+  }
+  constexpr uint64_t kMax = 1ull << 30;
+  RunCheck check = parse_run_check(read_extra(archive, kRunCheckName, 1 << 20), file);
+  const auto value_of = [&](const char* name) {
+    try {
+      return read_torch_save_value(*make_memory_source(read_extra(archive, name, kMax), std::string("extra/") + name));
+    } catch (const Error& e) {
+      throw e.with_file(file);
+    }
+  };
+  HostValue inputs = value_of(kRunCheckInputsName);
+  inputs.origin = std::string("extra/") + kRunCheckInputsName;
+  inputs.spreads = true;
+  request.inputs = {inputs};
+  request.expect = value_of(kRunCheckOutputsName);
+  request.method = check.method;
+  return check;
+}
+
+void record_check(ArchiveFile& file, const TorchArchive& archive, const RunReport& report, const RunRequest& request) {
+  RunCheck check;
+  check.method = report.method;
+  check.tolerance = request.tolerance;
+  check.tolerance_by_path = request.tolerance_by_path;
+  check.device = report.device;
+  check.libtorch = report.libtorch_version;
+  check.producer = std::string("tsarchive ") + TSARCHIVE_VERSION;
+  ContextOptions context;
+  context.host = context.git = false;
+  check.created_at = collect_producer_context(context).created_at;
+  for (const ValueSummary& v : report.inputs) {
+    if (v.depth == 0) check.inputs.push_back(value_line(v));
+  }
+  for (const ValueSummary& v : report.outputs) {
+    if (v.depth == 0 || v.tensor) check.outputs.push_back(value_line(v));
+  }
+  const std::vector<ExtraEdit> edits = {ExtraEdit{kRunCheckName, render_run_check(check)},
+                                        ExtraEdit{kRunCheckInputsName, report.saved_inputs},
+                                        ExtraEdit{kRunCheckOutputsName, report.saved_outputs}};
+  file.replace(plan_extra_edits(archive, edits, false).zip);
+}
+
+int run_run(const RunOptions& opts, Context& ctx) {
+  if (opts.record && opts.check) throw_usage("--record and --check exclude each other");
+  if (opts.check && !opts.inputs.empty()) throw_usage("--check replays the recorded inputs; leave out --input");
+  if (opts.check && !opts.expect.empty()) throw_usage("--check compares with the recorded outputs; leave out --expect");
+  if (opts.iterations > 0 && opts.duration > 0) throw_usage("give --iters or --duration, not both");
+
+  RunRequest request;
+  request.display_name = opts.model;
+  request.device = opts.device;
+  request.seed = opts.seed;
+  request.threads = opts.threads;
+  request.libraries = opts.libraries;
+  request.verbose = opts.verbose;
+  request.iterations = opts.iterations;
+  request.duration_s = opts.duration;
+  request.batch_sizes = opts.batch_sizes;
+  if (!request.batch_sizes.empty() && request.iterations == 0 && request.duration_s == 0) request.iterations = 100;
+  const bool timed = request.iterations > 0 || request.duration_s > 0;
+  request.warmup = opts.warmup >= 0 ? opts.warmup : (timed ? 10 : 0);
+  if (!opts.save_inputs.empty()) request.save_inputs = format_for(opts.save_inputs);
+  if (!opts.save_outputs.empty()) request.save_outputs = format_for(opts.save_outputs);
+  if (opts.record) request.save_inputs = request.save_outputs = SaveFormat::Pt;
+  for (const std::string& text : opts.inputs) {
+    HostValue v = parse_input_argument(text);
+    request.inputs.push_back(std::move(v));
+  }
+  if (!opts.expect.empty()) request.expect = read_expected(opts.expect);
+
+  ArchiveFile file(opts.model, opts.record ? FileAccess::Edit : FileAccess::Read, opts.lock_timeout);
+  for (const std::string& note : file.notes()) ctx.err << "tsarchive: note: " << note << '\n';
+  const auto archive = open_torchscript_archive(file.source(), "cannot run this file");
+  require_intact(*archive, opts.model, "nothing was run");
+  request.lite = archive->kind() == FileKind::LiteInterpreter;
+  request.archive = file.descriptor_path();
+  request.method = opts.method.empty() ? "forward" : opts.method;
+  std::optional<RunCheck> recorded;
+  if (opts.check) {
+    recorded = load_recorded_check(*archive, request, opts.model);
+    if (!opts.method.empty() && opts.method != recorded->method) {
+      throw_usage("--method " + opts.method + " differs from the recorded check's method " + recorded->method);
+    }
+    if (opts.atol.empty() && opts.rtol.empty()) {
+      request.tolerance = recorded->tolerance;
+      request.tolerance_by_path = recorded->tolerance_by_path;
+    }
+  }
+  apply_tolerances(opts.atol, "--atol", request);
+  apply_tolerances(opts.rtol, "--rtol", request);
+
+  const bool tty = ::isatty(STDERR_FILENO) == 1 && !opts.json;
+  if (tty) {
+    request.on_progress = [&ctx](const std::string& line) {
+      ctx.err << "\r\033[K" << line << std::flush;  // erase the line, then write it again
+    };
+  }
+
+  TorchBackend& torch = load_torch_backend();
+  RunReport report;
+  try {
+    report = torch.run(request);
+  } catch (const Error& e) {
+    if (opts.verbose && !e.detail().empty()) ctx.err << e.detail() << '\n';
+    throw;
+  }
+
+  if (!opts.save_inputs.empty()) write_file_atomically(opts.save_inputs, report.saved_inputs);
+  if (!opts.save_outputs.empty()) write_file_atomically(opts.save_outputs, report.saved_outputs);
+
+  RunVerdict verdict;
+  verdict.expect = opts.check ? std::string("the recorded check") : opts.expect.empty() ? std::string() : opts.expect.substr(1);
+  verdict.allow_nonfinite = opts.allow_nonfinite;
+  if (opts.record) {
+    if (verdict.passed(report)) {
+      record_check(file, *archive, report, request);
+      report.notes.push_back("recorded this run's inputs and outputs in extra/tsarchive/; replay with: tsarchive run " +
+                             opts.model + " --check");
+    } else {
+      report.notes.push_back("nothing was recorded: the run failed its checks");
+    }
+  }
+  if (opts.json) {
+    ctx.out << run_to_json(report, opts.model, verdict).dump(2) << '\n';
+  } else {
+    render_run_text(report, opts.model, verdict, ctx.out);
+  }
+  return report_run_failures(report, opts.model, verdict, ctx.err);
+}
+
+}  // namespace
+
+Runner setup_run(CLI::App& app, Context& ctx) {
+  auto opts = std::make_shared<RunOptions>();
+  app.description(
+      "Load a model with libtorch (after the archive passes verify's checks), call a method on generated or\n"
+      "given inputs, and describe every output: type, shape, dtype, device, min/max/mean/std, NaN and Inf.\n"
+      "Exit 1 when an output holds NaN/Inf (unless --allow-nonfinite) or differs from --expect / --check.\n"
+      "\n"
+      "Inputs, one --input per parameter in order:\n"
+      "  SHAPE[:DTYPE[:FILL]]  1x3x224x224 (float32, normal), 8x128:int64:zeros, 2x3:float16:ones,\n"
+      "                        16:int64:range, scalar:float64; FILL: normal uniform zeros ones range\n"
+      "                        full=V randint=LOW,HIGH (ints default to randint=0,10)\n"
+      "  @FILE.npy | @FILE.pt  a NumPy array, or torch.save of a tensor or a list/tuple of tensors\n"
+      "  json:TEXT             non-tensor values by the method's schema: json:2.5, json:[1,2], json:{\"a\":\"1x3\"}\n"
+      "Without --input, it says which inputs the method needs.");
+  app.add_option("model", opts->model, "TorchScript archive (.pt) or lite-interpreter archive (.ptl)")->required();
+  app.add_option("-m,--method", opts->method, "Method to call (default: forward)");
+  app.add_option("-i,--input", opts->inputs, "An input (see above); repeat in argument order");
+  app.add_option("--device", opts->device, "cpu, cuda or cuda:N (default: cpu)");
+  app.add_option("--seed", opts->seed, "Seed of generated inputs (default: 0; same values as Python's torch.manual_seed)");
+  app.add_option("--threads", opts->threads, "Intra-op threads (default: libtorch's choice)")->check(CLI::Range(1, 1024));
+  app.add_option("--load-library", opts->libraries, "Shared library of custom operators to load first (repeatable)");
+  app.add_option("--expect", opts->expect, "Compare the outputs with @golden.pt or @golden.npy");
+  app.add_option("--atol", opts->atol, "Absolute tolerance (default 1e-5); PATH=A for one output, e.g. out[1]=1e-3");
+  app.add_option("--rtol", opts->rtol, "Relative tolerance (default 1e-3); PATH=R for one output");
+  app.add_flag("--allow-nonfinite", opts->allow_nonfinite, "Do not fail when an output holds NaN or Inf");
+  app.add_option("--save-inputs", opts->save_inputs, "Write the inputs to FILE (.pt: torch.save format; .npy: one tensor)");
+  app.add_option("--save-outputs", opts->save_outputs, "Write the outputs to FILE (.pt or .npy)");
+  app.add_flag("--record", opts->record,
+               "Store this run's inputs and outputs in the archive's extra/tsarchive/ (other records keep their bytes)");
+  app.add_flag("--check", opts->check, "Replay the recorded inputs and compare with the recorded outputs");
+  app.add_option("--warmup", opts->warmup, "Untimed calls before timing (default: 10 when timing)")->check(CLI::Range(0, 1000000));
+  app.add_option("--iters", opts->iterations, "Timed calls: report min, mean, p50, p90, p99, max and throughput")
+      ->check(CLI::Range(1, 100000000));
+  app.add_option("--duration", opts->duration, "Time calls for this many seconds instead of --iters")
+      ->check(CLI::Range(0.001, 86400.0));
+  app.add_option("--batch-sizes", opts->batch_sizes, "Time each batch size (leading dimension of generated inputs), e.g. 1,8,32")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.run/1)");
+  app.add_flag("-v,--verbose", opts->verbose, "On a libtorch error, also print its full message");
+  app.add_option("--lock-timeout", opts->lock_timeout, "Seconds to wait for another editor with --record (default 10)")
+      ->check(CLI::Range(0.0, 86400.0));
+  return [opts, &ctx] { return run_run(*opts, ctx); };
+}
+
+}  // namespace tsarchive::cli

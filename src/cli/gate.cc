@@ -1,0 +1,17 @@
+#include "gate.h"
+
+#include "report_verify.h"
+#include "tsarchive/error.h"
+
+namespace tsarchive::cli {
+
+VerifyReport require_intact(const TorchArchive& archive, const std::string& file, const std::string& consequence) {
+  VerifyReport report = verify_archive(archive, VerifyOptions{0, built_libtorch_versions()});
+  if (!report.problems.empty()) {
+    throw_bad_input("the archive is damaged: " + report.problems.front(), file,
+                    consequence + "; run 'tsarchive verify' for details");
+  }
+  return report;
+}
+
+}  // namespace tsarchive::cli

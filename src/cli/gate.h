@@ -1,0 +1,18 @@
+// The checks an archive passes before libtorch sees it (stamp, run, verify
+// --load): libtorch 1.13 crashes, over-reads or allocates without bound on
+// damaged archives, and never checks a CRC.
+#pragma once
+
+#include <string>
+
+#include "tsarchive/archive.h"
+#include "tsarchive/verify.h"
+
+namespace tsarchive::cli {
+
+// verify_archive() against the versions the built-against libtorch reads.
+// Damage is Error(BadInput) naming the first problem; `consequence` says what
+// did not happen ("nothing was written", "nothing was run").
+VerifyReport require_intact(const TorchArchive& archive, const std::string& file, const std::string& consequence);
+
+}  // namespace tsarchive::cli

@@ -1,0 +1,213 @@
+#include "report_run.h"
+
+#include <cmath>
+#include <cstdio>
+
+#include "output.h"
+
+namespace tsarchive::cli {
+namespace {
+
+using Align = TextTable::Align;
+
+// Four significant digits: enough to see a value, short enough for a table.
+std::string short_number(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", x);
+  return buf;
+}
+
+std::string ms_text(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, ms < 10 ? "%.3f" : ms < 1000 ? "%.2f" : "%.0f", ms);
+  return buf;
+}
+
+std::string optional_number(const std::optional<double>& x) { return x ? short_number(*x) : std::string("-"); }
+
+void render_values(const char* title, const std::vector<ValueSummary>& values, std::ostream& out) {
+  out << '\n' << title << '\n';
+  if (values.empty()) {
+    out << "  (none)\n";
+    return;
+  }
+  TextTable table({"name", "type", "value", "device", "min", "max", "mean", "std", "nan", "inf"},
+                  {Align::Left, Align::Left, Align::Left, Align::Left, Align::Right, Align::Right, Align::Right,
+                   Align::Right, Align::Right, Align::Right});
+  for (const ValueSummary& v : values) {
+    if (!v.tensor) {
+      table.add_row({v.path, v.type, v.value, "", "", "", "", "", "", ""});
+      continue;
+    }
+    const TensorSummary& t = *v.tensor;
+    table.add_row({v.path, v.type, t.dtype + " " + shape_text(t.shape), t.device, optional_number(t.min),
+                   optional_number(t.max), optional_number(t.mean), optional_number(t.std), std::to_string(t.nan),
+                   std::to_string(t.inf)});
+  }
+  table.print(out);
+}
+
+std::string tolerance_text(const Tolerance& t) { return "atol " + short_number(t.atol) + ", rtol " + short_number(t.rtol); }
+
+std::string index_text(const std::vector<int64_t>& index) { return shape_text(index); }
+
+std::string check_text(const OutputCheck& c) {
+  if (!c.problem.empty()) return c.problem;
+  std::string s = with_commas(c.elements) + (c.elements == 1 ? " value" : " values");
+  if (!c.passed) s = with_commas(c.mismatched) + " of " + s + " outside tolerance";
+  s += "; max abs error " + short_number(c.max_abs_error);
+  if (c.max_rel_error > 0) s += ", max rel error " + short_number(c.max_rel_error);
+  if (!c.passed && c.actual && c.expected) {
+    s += "; worst at " + index_text(c.worst_index) + ": " + short_number(*c.actual) + " vs expected " +
+         short_number(*c.expected);
+  }
+  return s;
+}
+
+void render_checks(const RunReport& r, const RunVerdict& verdict, std::ostream& out) {
+  if (r.checks.empty()) return;
+  out << "\nCompared with " << verdict.expect << '\n';
+  TextTable table({"output", "result", "tolerance", "detail"});
+  for (const OutputCheck& c : r.checks) {
+    table.add_row({c.path, c.passed ? "ok" : "MISMATCH", tolerance_text(c.tolerance), check_text(c)});
+  }
+  table.print(out);
+}
+
+void render_timings(const RunReport& r, std::ostream& out) {
+  if (r.timings.empty()) return;
+  const LatencySummary& first = r.timings.front().timing;
+  out << "\nTiming (" << first.warmup << " warmup calls, then " << with_commas(first.iterations) << " timed"
+      << (r.device.rfind("cuda", 0) == 0 ? ", each synchronized" : "") << ")\n";
+  TextTable table({"batch", "calls", "min ms", "mean ms", "p50 ms", "p90 ms", "p99 ms", "max ms", "throughput"},
+                  {Align::Right, Align::Right, Align::Right, Align::Right, Align::Right, Align::Right, Align::Right,
+                   Align::Right, Align::Right});
+  for (const TimedBatch& b : r.timings) {
+    const LatencySummary& t = b.timing;
+    const std::string throughput = (t.throughput_per_s >= 100 ? with_commas(static_cast<uint64_t>(std::llround(t.throughput_per_s)))
+                                                               : short_number(t.throughput_per_s)) +
+                                   (b.batch_size > 0 ? " items/s" : " calls/s");
+    table.add_row({b.batch_size > 0 ? std::to_string(b.batch_size) : "as given", with_commas(t.iterations),
+                   ms_text(t.min_ms), ms_text(t.mean_ms), ms_text(t.p50_ms), ms_text(t.p90_ms), ms_text(t.p99_ms),
+                   ms_text(t.max_ms), throughput});
+  }
+  table.print(out);
+}
+
+nlohmann::ordered_json number_or_null(const std::optional<double>& x) {
+  return x && std::isfinite(*x) ? nlohmann::ordered_json(*x) : nlohmann::ordered_json(nullptr);
+}
+
+nlohmann::ordered_json values_to_json(const std::vector<ValueSummary>& values) {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const ValueSummary& v : values) {
+    nlohmann::ordered_json item = {{"path", v.path}, {"type", v.type}, {"depth", v.depth}};
+    if (!v.value.empty()) item["value"] = v.value;
+    if (v.tensor) {
+      const TensorSummary& t = *v.tensor;
+      item["dtype"] = t.dtype;
+      item["shape"] = t.shape;
+      item["device"] = t.device;
+      item["numel"] = t.numel;
+      item["min"] = number_or_null(t.min);
+      item["max"] = number_or_null(t.max);
+      item["mean"] = number_or_null(t.mean);
+      item["std"] = number_or_null(t.std);
+      item["nan"] = t.nan;
+      item["inf"] = t.inf;
+    }
+    list.push_back(item);
+  }
+  return list;
+}
+
+nlohmann::ordered_json timing_to_json(const LatencySummary& t) {
+  return {{"iterations", t.iterations}, {"warmup", t.warmup}, {"min_ms", t.min_ms},   {"mean_ms", t.mean_ms},
+          {"p50_ms", t.p50_ms},         {"p90_ms", t.p90_ms}, {"p99_ms", t.p99_ms},   {"max_ms", t.max_ms},
+          {"total_s", t.total_s},       {"throughput_per_s", t.throughput_per_s}};
+}
+
+std::string first_nonfinite(const RunReport& r) {
+  for (const ValueSummary& v : r.outputs) {
+    if (v.tensor && v.tensor->nan + v.tensor->inf > 0) return v.path;
+  }
+  return "";
+}
+
+}  // namespace
+
+void render_run_text(const RunReport& r, const std::string& file, const RunVerdict& verdict, std::ostream& out) {
+  out << file << ": " << r.schema << '\n';
+  out << "  device      " << r.device << " (" << r.device_name << "), " << r.threads << " threads, libtorch "
+      << r.libtorch_version << '\n';
+  out << "  first call  " << ms_text(r.first_call_ms) << " ms\n";
+  for (const std::string& note : r.notes) out << "  note: " << note << '\n';
+  render_values("Inputs", r.inputs, out);
+  render_values("Outputs", r.outputs, out);
+  render_checks(r, verdict, out);
+  render_timings(r, out);
+}
+
+nlohmann::ordered_json run_to_json(const RunReport& r, const std::string& file, const RunVerdict& verdict) {
+  nlohmann::ordered_json doc = {{"schema", "tsarchive.run/1"},
+                                {"file", file},
+                                {"method", r.method},
+                                {"signature", r.schema},
+                                {"device", r.device},
+                                {"device_name", r.device_name},
+                                {"threads", r.threads},
+                                {"libtorch", r.libtorch_version},
+                                {"passed", verdict.passed(r)},
+                                {"nonfinite", r.nonfinite()},
+                                {"first_call_ms", r.first_call_ms},
+                                {"inputs", values_to_json(r.inputs)},
+                                {"outputs", values_to_json(r.outputs)}};
+  if (!r.checks.empty()) {
+    nlohmann::ordered_json checks = nlohmann::ordered_json::array();
+    for (const OutputCheck& c : r.checks) {
+      nlohmann::ordered_json item = {{"path", c.path},
+                                     {"passed", c.passed},
+                                     {"atol", c.tolerance.atol},
+                                     {"rtol", c.tolerance.rtol},
+                                     {"elements", c.elements},
+                                     {"mismatched", c.mismatched},
+                                     {"max_abs_error", c.max_abs_error},
+                                     {"max_rel_error", c.max_rel_error},
+                                     {"worst_index", c.worst_index},
+                                     {"actual", number_or_null(c.actual)},
+                                     {"expected", number_or_null(c.expected)}};
+      if (!c.problem.empty()) item["problem"] = c.problem;
+      checks.push_back(item);
+    }
+    doc["expect"] = verdict.expect;
+    doc["checks"] = checks;
+  }
+  if (r.timings.size() == 1 && r.timings.front().batch_size == 0) {
+    doc["timing"] = timing_to_json(r.timings.front().timing);
+  } else if (!r.timings.empty()) {
+    nlohmann::ordered_json sweep = nlohmann::ordered_json::array();
+    for (const TimedBatch& b : r.timings) sweep.push_back({{"batch_size", b.batch_size}, {"timing", timing_to_json(b.timing)}});
+    doc["sweep"] = sweep;
+  }
+  doc["notes"] = r.notes;
+  return doc;
+}
+
+int report_run_failures(const RunReport& r, const std::string& file, const RunVerdict& verdict, std::ostream& err) {
+  int code = 0;
+  if (verdict.nonfinite_fails(r)) {
+    err << "tsarchive: error: the outputs hold " << with_commas(r.nonfinite()) << " NaN or Inf values, first in "
+        << first_nonfinite(r) << " (" << file << "): pass --allow-nonfinite if they are expected\n";
+    code = 1;
+  }
+  for (const OutputCheck& c : r.checks) {
+    if (c.passed) continue;
+    err << "tsarchive: error: " << c.path << " differs from " << verdict.expect << ": " << check_text(c) << " (" << file
+        << "): raise --atol/--rtol if the difference is acceptable\n";
+    code = 1;
+    break;  // the table shows the rest
+  }
+  return code;
+}
+
+}  // namespace tsarchive::cli

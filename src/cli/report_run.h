@@ -1,0 +1,26 @@
+// Rendering of `run` results: text for people, JSON (tsarchive.run/1) for machines.
+#pragma once
+
+#include <ostream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tsarchive/run.h"
+
+namespace tsarchive::cli {
+
+// What makes a run fail (exit 1).
+struct RunVerdict {
+  std::string expect;            // what the outputs were compared with, for people
+  bool allow_nonfinite = false;
+  bool nonfinite_fails(const RunReport& r) const { return !allow_nonfinite && r.nonfinite() > 0; }
+  bool passed(const RunReport& r) const { return !nonfinite_fails(r) && r.checks_passed(); }
+};
+
+void render_run_text(const RunReport& report, const std::string& file, const RunVerdict& verdict, std::ostream& out);
+nlohmann::ordered_json run_to_json(const RunReport& report, const std::string& file, const RunVerdict& verdict);
+// One error line per failure on `err`; the exit code (0 or 1).
+int report_run_failures(const RunReport& report, const std::string& file, const RunVerdict& verdict, std::ostream& err);
+
+}  // namespace tsarchive::cli

@@ -1,0 +1,33 @@
+// Every call into libtorch goes through torch_call(), so whatever it throws
+// (c10::Error, whose what_without_backtrace() drops the C++ backtrace,
+// torch::jit::ErrorReport, std::runtime_error, ...) reaches the CLI as one
+// condensed line (torch_message.h), with the full text kept for --verbose.
+#pragma once
+
+#include <c10/util/Exception.h>
+
+#include <exception>
+#include <string>
+
+#include "tsarchive/error.h"
+#include "tsarchive/torch_message.h"
+
+namespace tsarchive::torch_layer {
+
+// Runs f(), turning whatever libtorch throws into a condensed Error.
+template <typename F>
+auto torch_call(const std::string& file, const std::string& doing, F&& f) {
+  try {
+    return f();
+  } catch (const Error&) {
+    throw;
+  } catch (const c10::Error& e) {
+    throw condense_torch_message(e.what_without_backtrace(), file, doing);
+  } catch (const std::bad_alloc&) {
+    throw condense_torch_message("out of memory (std::bad_alloc)", file, doing);
+  } catch (const std::exception& e) {
+    throw condense_torch_message(e.what(), file, doing);
+  }
+}
+
+}  // namespace tsarchive::torch_layer
