@@ -135,3 +135,84 @@ class GRUNet(nn.Module):
     def forward(self, x: Tensor) -> Tuple[Tensor, Tensor]:
         out, h = self.gru(x)
         return self.fc(out[:, -1]), h
+
+
+# --------------------------------------------------------------------------
+# Models for `tsarchive run` (written by scripts/make_run_testdata.py into
+# testdata/run/). Appended below the classes above so that their source
+# lines, and so the archives make_testdata.py writes, do not change.
+# --------------------------------------------------------------------------
+
+from typing import Dict, List  # noqa: E402
+
+
+class MultiIO(nn.Module):
+    """Several argument kinds in, several result kinds out.
+
+    forward(x, scale, opts, n=2) -> (x * scale,
+                                     {k: v + (x * scale).sum() for k, v in opts},
+                                     [x * scale + i for i in range(n)])
+    Dict order is the order of `opts` (TorchScript dicts keep insertion order).
+    """
+
+    def forward(self, x: Tensor, scale: float, opts: Dict[str, Tensor],
+                n: int = 2) -> Tuple[Tensor, Dict[str, Tensor], List[Tensor]]:
+        y = x * scale
+        total = y.sum()
+        out: Dict[str, Tensor] = {}
+        for k, v in opts.items():
+            out[k] = v + total
+        parts: List[Tensor] = []
+        for i in range(n):
+            parts.append(y + float(i))
+        return y, out, parts
+
+
+class NonFinite(nn.Module):
+    """forward: log(x), NaN for negative x and -inf for 0; safe: always finite."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return torch.log(x)
+
+    @torch.jit.export
+    def safe(self, x: Tensor) -> Tensor:
+        return torch.log(x.abs() + 1.0)
+
+
+class Raises(nn.Module):
+    """Raises ValueError when x.sum() > 0, else returns x unchanged."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        if bool(x.sum() > 0):
+            raise ValueError("raises.pt: input sum is positive")
+        return x
+
+
+@torch.jit.script
+class Box(object):
+    """A TorchScript class: a tensor and an int."""
+
+    def __init__(self, data: Tensor, count: int):
+        self.data = data
+        self.count = count
+
+
+class Classy(nn.Module):
+    """forward returns a TorchScript class object (Box), not a tensor."""
+
+    def forward(self, x: Tensor) -> Box:
+        return Box(x * 2.0, x.numel())
+
+
+class Strings(nn.Module):
+    """Non-tensor arguments and results:
+    (label.upper() + "/" + str(len(flags)), sum(flags), float(x.sum()), x.numel() > 3)
+    """
+
+    def forward(self, x: Tensor, label: str,
+                flags: List[int]) -> Tuple[str, int, float, bool]:
+        total = 0
+        for f in flags:
+            total += f
+        return (label.upper() + "/" + str(len(flags)), total,
+                float(x.sum().item()), x.numel() > 3)
