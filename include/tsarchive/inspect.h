@@ -11,6 +11,7 @@
 #include "tsarchive/archive.h"
 #include "tsarchive/extra.h"
 #include "tsarchive/model.h"
+#include "tsarchive/run_check.h"
 #include "tsarchive/torchscript_code.h"
 
 namespace tsarchive {
@@ -60,6 +61,9 @@ struct InspectReport {
   uint64_t tensor_records_stored = 0;
   uint64_t tensor_records_aligned = 0;
   std::vector<ExtraFileInfo> extra_files;
+  // A check recorded by `run --record` (run_check.h); a problem reading it
+  // goes to `problems`.
+  std::optional<RunCheck> run_check;
 
   // Contents
   std::vector<TensorInfo> tensors;

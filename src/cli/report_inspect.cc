@@ -52,6 +52,12 @@ void render_archive_fields(const InspectReport& r, std::ostream& out) {
     field(out, "tensor data", plural(r.tensor_records, "record") + ", " + layout);
   }
   if (!r.root_type.empty()) field(out, "root module", r.root_type);
+  if (r.run_check) {
+    const RunCheck& c = *r.run_check;
+    field(out, "self-check", c.method + "(" + plural(c.inputs.size(), "input") + ") -> " +
+                                 plural(c.outputs.size(), "output") + ", recorded " + c.created_at + " on " + c.device +
+                                 "; replay: tsarchive run " + r.path + " --check");
+  }
 }
 
 void render_records(const InspectReport& r, const InspectView& view, std::ostream& out) {
@@ -211,6 +217,12 @@ nlohmann::ordered_json inspect_to_json(const InspectReport& r) {
                       {"tensor_records_aligned", r.tensor_records_aligned},
                       {"records", records}};
     doc["extra_files"] = extra_files_to_json(r.extra_files);
+    if (r.run_check) {
+      const RunCheck& c = *r.run_check;
+      doc["run_check"] = {{"method", c.method}, {"inputs", c.inputs},   {"outputs", c.outputs},
+                          {"atol", c.tolerance.atol}, {"rtol", c.tolerance.rtol}, {"device", c.device},
+                          {"libtorch", c.libtorch}, {"producer", c.producer}, {"created_at", c.created_at}};
+    }
   }
   json tensors = json::array();
   for (const TensorInfo& t : r.tensors) {

@@ -118,6 +118,13 @@ void inspect_archive(const TorchArchive& archive, InspectReport& report) {
   }
   read_version_records(archive, report);
   report.extra_files = list_extra_files(archive);
+  if (archive.find(std::string("extra/") + kRunCheckName) != nullptr) {
+    try {
+      report.run_check = parse_run_check(read_extra(archive, kRunCheckName, 1 << 20), report.path);
+    } catch (const Error& e) {
+      report.problems.push_back(e.what());
+    }
+  }
 
   ModelContents model;
   if (report.kind == FileKind::TorchScript || report.kind == FileKind::LiteInterpreter) {

@@ -100,8 +100,11 @@ Error condense_torch_message(const std::string& raw, const std::string& file, co
       contains(raw, "Traceback of TorchScript")) {
     std::string cause = lines.empty() ? first : lines.back();
     if (cause.rfind("builtins.", 0) == 0) cause = cause.substr(9);
+    // The archive's own code/ location (what 'tsarchive inspect --code'
+    // shows), not the original source path on the exporter's machine.
     std::string where;
     for (const std::string& line : lines) {
+      if (line.rfind("Traceback of TorchScript, original code", 0) == 0 && !where.empty()) break;
       if (line.rfind("File \"", 0) == 0) where = line;
     }
     const std::string file_name = match(where, std::regex(R"(File "([^"]+)\", line (\d+))"));

@@ -414,8 +414,9 @@ Arguments build_arguments(const LoadedModel& model, const RunRequest& request, i
 
   const std::string& file = request.display_name;
   if (model.has_schema() && inputs.size() > params.size()) {
-    throw Error(ErrorKind::Usage, model.method() + " takes " + std::to_string(params.size()) + " input(s), but " +
-                                      std::to_string(inputs.size()) + " were given",
+    throw Error(ErrorKind::Usage, model.method() + " takes " + std::to_string(params.size()) +
+                                      (params.size() == 1 ? " input, but " : " inputs, but ") + std::to_string(inputs.size()) +
+                                      " were given",
                 file, "it is declared as " + model.signature());
   }
   size_t required = 0;

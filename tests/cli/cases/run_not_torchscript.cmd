@@ -1,0 +1,1 @@
+run testdata/state_dict.pth --input 2x8

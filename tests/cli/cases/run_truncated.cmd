@@ -1,0 +1,1 @@
+run testdata/hostile/truncated.pt --input 2x8

@@ -1,0 +1,222 @@
+#!/usr/bin/python3
+"""Real PyTorch agrees with `tsarchive run`.
+
+Run by CTest with Debian's python3 (exit 77, skipped, when torch is missing):
+
+    /usr/bin/python3 tests/pytorch/check_run.py TSARCHIVE TESTDATA_DIR
+
+Every case runs the real binary and compares what it reports or writes with
+what Python's torch.jit computes on the same archive and the same inputs:
+seeded inputs equal torch.manual_seed + torch.randn; outputs (saved with
+--save-outputs, read back by torch.load) equal Python's; the statistics in
+--json equal Python's; --expect / --check pass and fail when they should;
+NaN/Inf fail; errors give one line and the documented exit code; --record
+leaves an archive Python loads, with every other record byte-identical.
+"""
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+try:
+    import numpy as np
+    import torch
+except ImportError:
+    print("torch is not installed for this python; skipping")
+    sys.exit(77)
+
+TSARCHIVE, TESTDATA = sys.argv[1], sys.argv[2]
+RUN = os.path.join(TESTDATA, "run")
+MLP = os.path.join(TESTDATA, "mlp_scripted.pt")
+failures = []
+
+
+def check(condition, what):
+    if not condition:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def tsarchive(*args, want=0):
+    p = subprocess.run([TSARCHIVE, *args], capture_output=True, text=True, timeout=300)
+    check(p.returncode == want, f"tsarchive {' '.join(args)}: exit {p.returncode}, wanted {want}\n{p.stderr}")
+    if want != 0:
+        lines = p.stderr.strip().splitlines()
+        check(len(lines) == 1 and lines[0].startswith("tsarchive: error: "),
+              f"tsarchive {' '.join(args)}: wanted one error line, got {p.stderr!r}")
+    return p
+
+
+def run_json(*args, want=0):
+    p = tsarchive("run", *args, "--json", want=want)
+    return json.loads(p.stdout) if p.stdout.strip() else None
+
+
+def close(a, b, tol=1e-6):
+    return a is not None and b is not None and abs(a - b) <= tol * max(1.0, abs(b))
+
+
+def same(a, b):
+    """Equal values of any nesting of tensors, tuples, lists, dicts and scalars."""
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.dtype == b.dtype and torch.equal(a, b)
+    if isinstance(a, (tuple, list)):
+        return isinstance(b, (tuple, list)) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return isinstance(b, dict) and list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    return a == b
+
+
+tmp = tempfile.mkdtemp(prefix="tsarchive-run-")
+try:
+    mlp = torch.jit.load(MLP)
+
+    # Seeded inputs are Python's torch.randn; outputs are Python's, bit for bit.
+    torch.manual_seed(3)
+    x = torch.randn(4, 8)
+    out_pt, in_pt, out_npy = (os.path.join(tmp, n) for n in ("out.pt", "in.pt", "out.npy"))
+    doc = run_json(MLP, "--input", "4x8", "--seed", "3", "--save-inputs", in_pt, "--save-outputs", out_pt)
+    with torch.no_grad():
+        y = mlp(x)
+    check(torch.equal(torch.load(in_pt)[0], x), "seeded input equals torch.manual_seed(3); torch.randn(4, 8)")
+    check(torch.equal(torch.load(out_pt), y), "saved output equals Python's forward")
+    check(doc["schema"] == "tsarchive.run/1" and doc["passed"], "run --json schema and verdict")
+    out = doc["outputs"][0]
+    check(out["path"] == "out" and out["dtype"] == "float32" and out["shape"] == [4, 3], "output summary")
+    yd = y.double()
+    for key, value in (("min", yd.min()), ("max", yd.max()), ("mean", yd.mean()), ("std", yd.std())):
+        check(close(out[key], value.item()), f"output {key} {out[key]} vs Python's {value.item()}")
+    check(out["nan"] == 0 and out["inf"] == 0, "no NaN/Inf in the MLP's output")
+    check(doc["inputs"][0]["path"] == "x", "inputs are named by the schema")
+
+    # Replaying saved inputs gives the same outputs; .npy output as NumPy reads it.
+    run_json(MLP, "--input", "@" + in_pt, "--expect", "@" + out_pt, "--save-outputs", out_npy)
+    check(np.array_equal(np.load(out_npy), y.numpy()), ".npy output equals Python's forward")
+
+    # Python's golden files: --expect passes and fails as it should.
+    run_json(MLP, "--input", "@" + os.path.join(RUN, "mlp_in.npy"), "--expect", "@" + os.path.join(RUN, "mlp_out.pt"))
+    run_json(MLP, "--input", "2x8", "--seed", "0", "--expect", "@" + os.path.join(RUN, "mlp_out_seed0.pt"))
+    off = "@" + os.path.join(RUN, "mlp_out_off.npy")
+    doc = run_json(MLP, "--input", "2x8", "--expect", off, want=1)
+    c = doc["checks"][0]
+    check(not c["passed"] and c["mismatched"] == 1 and c["worst_index"] == [0, 0], f"off-by-0.01 check: {c}")
+    check(close(c["max_abs_error"], 0.01, 1e-3), f"max abs error {c['max_abs_error']} vs 0.01")
+    run_json(MLP, "--input", "2x8", "--expect", off, "--atol", "0.02", "--rtol", "0")
+    run_json(MLP, "--input", "2x8", "--expect", off, "--atol", "out=0.02", "--rtol", "out=0")
+
+    # Nested outputs: paths, values, and a tuple/dict/list saved for Python.
+    mio = os.path.join(RUN, "multi_io.pt")
+    opts = "@" + os.path.join(RUN, "multi_io_opts.pt")
+    doc = run_json(mio, "--input", "2x3", "--input", "json:2.0", "--input", opts, "--save-outputs", out_pt)
+    paths = [v["path"] for v in doc["outputs"]]
+    check(paths == ["out", "out[0]", "out[1]", 'out[1]["a"]', 'out[1]["b"]', "out[2]", "out[2][0]", "out[2][1]"],
+          f"multi_io paths: {paths}")
+    torch.manual_seed(0)
+    xm = torch.randn(2, 3)
+    with torch.no_grad():
+        ym = torch.jit.load(mio)(xm, 2.0, torch.load(opts[1:]))
+    check(same(torch.load(out_pt), ym), "multi_io outputs equal Python's (tuple, dict, list)")
+    run_json(mio, "--input", "2x3", "--input", "json:2.0", "--input", opts, "--expect", "@" + out_pt)
+    run_json(mio, "--input", "2x3", "--input", "json:2.0", "--input", 'json:{"a": "2:float32:ones", "b": "3:float32:range"}',
+             "--expect", "@" + out_pt)  # tensor specs inside JSON, where the schema wants tensors
+    run_json(mio, "--input", "2x3", "--input", "json:0.5", "--input", opts, "--input", "json:3",
+             "--expect", "@" + os.path.join(RUN, "multi_io_out_n3.pt"))
+
+    # Strings, ints, lists and class objects.
+    doc = run_json(os.path.join(RUN, "strings.pt"), "--input", "2x2", "--input", 'json:"hi"', "--input", "json:[1, 2, 3]")
+    values = {v["path"]: v.get("value") for v in doc["outputs"]}
+    check(values["out[0]"] == '"HI/3"' and values["out[1]"] == "6" and values["out[3]"] == "true", f"strings: {values}")
+    doc = run_json(os.path.join(RUN, "classy.pt"), "--input", "2x2")
+    kinds = {v["path"]: v["type"] for v in doc["outputs"]}
+    check(kinds.get("out", "").startswith("object __torch__.") and kinds.get("out.data") == "Tensor"
+          and kinds.get("out.count") == "int", f"class object outputs: {kinds}")
+
+    # NaN and Inf fail unless allowed; counts are Python's.
+    nf = os.path.join(RUN, "nonfinite.pt")
+    doc = run_json(nf, "--input", "3x4", want=1)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        ln = torch.jit.load(nf)(torch.randn(3, 4))
+    check(doc["outputs"][0]["nan"] == int(torch.isnan(ln).sum()), "NaN count equals Python's")
+    run_json(nf, "--input", "3x4", "--allow-nonfinite")
+    run_json(nf, "--input", "3x4", "--method", "safe")
+    doc = run_json(nf, "--input", "2x2:float32:zeros", want=1)
+    check(doc["outputs"][0]["inf"] == 4, "log(0) is -inf four times")
+
+    # Generated dtypes and fills reach the model as asked.
+    doc = run_json(nf, "--method", "safe", "--input", "5:int64:range")
+    with torch.no_grad():
+        want = torch.jit.load(nf).safe(torch.arange(5))
+    check(close(doc["outputs"][0]["max"], want.max().item()), "int64 range input")
+    run_json(os.path.join(RUN, "raises.pt"), "--input", "2x3:float64:zeros")
+
+    # The lite interpreter runs a .ptl as Python's _load_for_lite_interpreter does.
+    from torch.jit.mobile import _load_for_lite_interpreter
+    ptl = os.path.join(TESTDATA, "mlp.ptl")
+    run_json(ptl, "--input", "2x8", "--save-outputs", out_pt)
+    torch.manual_seed(0)
+    xl = torch.randn(2, 8)
+    check(torch.allclose(torch.load(out_pt), _load_for_lite_interpreter(ptl)(xl), atol=1e-6), ".ptl output")
+
+    # Timing: keys, counts, a sweep over batch sizes.
+    doc = run_json(MLP, "--input", "2x8", "--warmup", "2", "--iters", "7")
+    t = doc["timing"]
+    check(t["iterations"] == 7 and t["warmup"] == 2 and t["min_ms"] <= t["p50_ms"] <= t["p99_ms"] <= t["max_ms"],
+          f"timing: {t}")
+    doc = run_json(MLP, "--input", "2x8", "--iters", "3", "--batch-sizes", "1,4,16")
+    check([s["batch_size"] for s in doc["sweep"]] == [1, 4, 16], "sweep batch sizes")
+    tsarchive("run", MLP, "--input", "@" + os.path.join(RUN, "mlp_in.npy"), "--batch-sizes", "2", want=2)
+
+    # Errors: one line, the documented exit code.
+    p = tsarchive("run", MLP, want=2)
+    check("needs 1 input: x: Tensor" in p.stderr, f"missing input message: {p.stderr}")
+    tsarchive("run", MLP, "--input", "2x8", "--input", "2x8", want=2)
+    tsarchive("run", MLP, "--input", "2x8:flaot32", want=2)
+    tsarchive("run", MLP, "--input", "2x8", "--method", "nope", want=2)
+    p = tsarchive("run", MLP, "--input", "2x4", want=5)
+    check("mat1 and mat2 shapes cannot be multiplied" in p.stderr, f"shape mismatch message: {p.stderr}")
+    p = tsarchive("run", os.path.join(RUN, "raises.pt"), "--input", "2x3:float32:ones", want=5)
+    check("ValueError: raises.pt: input sum is positive" in p.stderr, f"exception message: {p.stderr}")
+    p = tsarchive("run", MLP, "--input", "2x8", "--device", "cuda", want=5)
+    check("CUDA" in p.stderr, f"--device cuda on a CPU-only libtorch: {p.stderr}")
+    tsarchive("run", MLP, "--input", "@" + os.path.join(tmp, "missing.npy"), want=4)
+    tsarchive("run", MLP, "--input", "@" + os.path.join(TESTDATA, "inputs", "lying_header.npy"), want=3)
+    tsarchive("run", os.path.join(TESTDATA, "state_dict.pth"), "--input", "2x8", want=3)
+    tsarchive("run", os.path.join(TESTDATA, "hostile", "truncated.pt"), "--input", "2x8", want=3)
+    tsarchive("run", MLP, "--input", "2x8", "--save-outputs", os.path.join(tmp, "o.npy"), "--method", "scaled")
+    tsarchive("run", os.path.join(RUN, "multi_io.pt"), "--input", "2x3", "--input", "json:2.0", "--input", opts,
+              "--save-outputs", os.path.join(tmp, "multi.npy"), want=2)
+    check(not os.path.exists(os.path.join(tmp, "multi.npy")), "nothing written when the outputs do not fit .npy")
+
+    # --record / --check: a self-checking archive, every other record byte-identical.
+    model = os.path.join(tmp, "model.pt")
+    shutil.copy(MLP, model)
+    run_json(model, "--input", "2x8", "--record")
+    before, after = zipfile.ZipFile(MLP), zipfile.ZipFile(model)
+    check(all(after.read(i.filename) == before.read(i.filename) for i in before.infolist()),
+          "--record keeps every other record")
+    files = {"tsarchive/check.json": ""}
+    torch.jit.load(model, _extra_files=files)
+    check(json.loads(files["tsarchive/check.json"])["method"] == "forward", "Python reads the recorded check")
+    inspect = json.loads(tsarchive("inspect", model, "--json").stdout)
+    check(inspect.get("run_check", {}).get("method") == "forward", "inspect shows the recorded check")
+    doc = run_json(model, "--check")
+    check(doc["passed"] and len(doc["checks"]) == 1 and doc["checks"][0]["passed"], "--check replays and passes")
+    # A recorded output that no longer matches fails the check.
+    bad = os.path.join(tmp, "bad.pt")
+    torch.save(y[:2] + 1, bad)
+    tsarchive("extra", "set", model, "tsarchive/check_outputs.pt=@" + bad)
+    run_json(model, "--check", want=1)
+    tsarchive("run", MLP, "--check", want=3)
+finally:
+    shutil.rmtree(tmp, ignore_errors=True)
+
+if failures:
+    print(f"{len(failures)} failure(s)")
+    sys.exit(1)
+print("ok: tsarchive run agrees with PyTorch")

@@ -1,0 +1,136 @@
+// run's libtorch-free parts: condensed libtorch messages, latency summaries,
+// and the recorded check's JSON.
+#include <catch2/catch.hpp>
+
+#include "tsarchive/run.h"
+#include "tsarchive/run_check.h"
+#include "tsarchive/torch_message.h"
+
+using namespace tsarchive;
+
+namespace {
+
+// Texts libtorch 1.13 gives (what_without_backtrace()), shortened where they repeat.
+const char* kTraceback =
+    "The following operation failed in the TorchScript interpreter.\n"
+    "Traceback of TorchScript, serialized code (most recent call last):\n"
+    "  File \"code/__torch__/models.py\", line 9, in forward\n"
+    "      ops.prim.RaiseException(\"raises.pt: input sum is positive\", \"builtins.ValueError\")\n"
+    "      ~~~~~~~~~~~~~~~~~~~~~~~ <--- HERE\n"
+    "\n"
+    "Traceback of TorchScript, original code (most recent call last):\n"
+    "  File \"/home/someone/models.py\", line 187, in forward\n"
+    "            raise ValueError(\"raises.pt: input sum is positive\")\n"
+    "builtins.ValueError: raises.pt: input sum is positive\n";
+
+const char* kUnknownOp =
+    "\nUnknown builtin op: tsarchive_test::add_one.\n"
+    "Could not find any similar ops to tsarchive_test::add_one. This op may not exist or may not be currently "
+    "supported in TorchScript.\n:\n  File \"code/__torch__.py\", line 8\n";
+
+const char* kCudaDispatch =
+    "Could not run 'aten::empty_strided' with arguments from the 'CUDA' backend. This could be because the operator "
+    "doesn't exist for this backend, or was omitted during the selective/custom build process (if using custom "
+    "build).\n\nCPU: registered at aten/src/ATen/RegisterCPU.cpp:30798 [kernel]\nMeta: registered at ...\n";
+
+}  // namespace
+
+TEST_CASE("libtorch messages are condensed to one line that says what to do", "[run]") {
+  SECTION("an exception raised by TorchScript code names its cause and the archive's code location") {
+    const Error e = condense_torch_message(kTraceback, "m.pt", "run forward");
+    CHECK(e.kind() == ErrorKind::Torch);
+    CHECK(std::string(e.what()) == "run forward failed: ValueError: raises.pt: input sum is positive (at code/__torch__/models.py:9)");
+    CHECK(e.detail() == kTraceback);
+    CHECK(e.file() == "m.pt");
+  }
+  SECTION("an unknown operator suggests --load-library") {
+    const Error e = condense_torch_message(kUnknownOp, "m.pt", "load the module");
+    CHECK(std::string(e.what()).find("operator tsarchive_test::add_one,") != std::string::npos);
+    CHECK(e.hint().find("--load-library") != std::string::npos);
+  }
+  SECTION("a format version newer than libtorch reads") {
+    const Error e = condense_torch_message(
+        "Attempted to read a PyTorch file with version 11, but the maximum supported version for reading is 10. "
+        "Your PyTorch installation may be too old.", "m.pt", "load the module");
+    CHECK(std::string(e.what()) == "the archive's format version 11 is newer than this libtorch reads (at most 10)");
+  }
+  SECTION("a CUDA kernel asked of a CPU-only libtorch, without the dispatch-key list") {
+    const Error e = condense_torch_message(kCudaDispatch, "m.pt", "load the module");
+    CHECK(std::string(e.what()) == "this build's libtorch has no CUDA support (operator aten::empty_strided)");
+    CHECK(std::string(e.what()).find("registered at") == std::string::npos);
+  }
+  SECTION("out of memory, CPU and CUDA") {
+    CHECK(std::string(condense_torch_message("DefaultCPUAllocator: can't allocate memory: you tried to allocate "
+                                             "68719476736 bytes. Error code 12 (Cannot allocate memory)",
+                                             "m.pt", "run forward")
+                          .what())
+              .rfind("out of memory while trying to run forward", 0) == 0);
+    CHECK(condense_torch_message("CUDA out of memory. Tried to allocate 2.00 GiB", "m.pt", "run forward").hint().find("--batch-sizes") !=
+          std::string::npos);
+  }
+  SECTION("arguments that do not fit name the declaration") {
+    const Error e = condense_torch_message(
+        "forward() Expected a value of type 'Tensor' for argument 'x' but instead found type 'int'.\nPosition: 1\n"
+        "Declaration: forward(__torch__.M self, Tensor x) -> Tensor",
+        "m.pt", "run forward");
+    CHECK(e.hint() == "it is declared as forward(__torch__.M self, Tensor x) -> Tensor");
+  }
+  SECTION("devices mixed inside the model") {
+    const Error e = condense_torch_message(
+        "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!", "m.pt",
+        "run forward");
+    CHECK(std::string(e.what()).rfind("the model mixes devices", 0) == 0);
+  }
+  SECTION("anything else keeps its first line") {
+    const Error e = condense_torch_message("PytorchStreamReader failed locating file constants.pkl: file not found\nmore",
+                                           "m.pt", "load the module");
+    CHECK(std::string(e.what()) ==
+          "libtorch could not load the module: PytorchStreamReader failed locating file constants.pkl: file not found");
+  }
+}
+
+TEST_CASE("latencies are summarised by nearest rank", "[run]") {
+  std::vector<double> ms;
+  for (int i = 100; i >= 1; --i) ms.push_back(i);
+  const LatencySummary s = summarize_latencies(ms, 5, 8);
+  CHECK(s.iterations == 100);
+  CHECK(s.warmup == 5);
+  CHECK(s.min_ms == 1);
+  CHECK(s.max_ms == 100);
+  CHECK(s.p50_ms == 50);
+  CHECK(s.p90_ms == 90);
+  CHECK(s.p99_ms == 99);
+  CHECK(s.mean_ms == Approx(50.5));
+  CHECK(s.total_s == Approx(5.05));
+  CHECK(s.throughput_per_s == Approx(100 * 8 / 5.05));  // items per second with a batch size
+
+  const LatencySummary one = summarize_latencies({2.0}, 0, 0);
+  CHECK(one.p50_ms == 2.0);
+  CHECK(one.p99_ms == 2.0);
+  CHECK(one.throughput_per_s == Approx(500));  // calls per second
+  CHECK(summarize_latencies({}, 0, 0).iterations == 0);
+}
+
+TEST_CASE("a recorded check round-trips through its JSON", "[run]") {
+  RunCheck c;
+  c.method = "scaled";
+  c.tolerance = Tolerance{1e-4, 0};
+  c.tolerance_by_path["out[1]"] = Tolerance{0.5, 0.25};
+  c.device = "cpu";
+  c.created_at = "2026-11-21T10:00:00Z";
+  c.inputs = {"x: Tensor float32 [2, 8]"};
+  c.outputs = {"out: Tensor float32 [2, 3]"};
+  const std::string json = render_run_check(c);
+  CHECK(json.rfind("{\"_type\":\"https://tsarchive.dev/run-check/v1\"", 0) == 0);
+  const RunCheck back = parse_run_check(json, "m.pt");
+  CHECK(back.method == "scaled");
+  CHECK(back.tolerance.atol == 1e-4);
+  CHECK(back.tolerance_by_path.at("out[1]").rtol == 0.25);
+  CHECK(back.inputs == c.inputs);
+  CHECK(back.created_at == c.created_at);
+
+  CHECK_THROWS_MATCHES(parse_run_check("{\"_type\":\"other\"}", "m.pt"), Error,
+                       Catch::Matchers::Predicate<Error>([](const Error& e) { return e.kind() == ErrorKind::BadInput; }));
+  CHECK_THROWS_AS(parse_run_check("not json", "m.pt"), Error);
+  CHECK_THROWS_AS(parse_run_check("{\"_type\":\"https://tsarchive.dev/run-check/v1\",\"method\":3}", "m.pt"), Error);
+}
