@@ -461,6 +461,26 @@ TEST_CASE("npy: write_npy materializes views") {
   t.offset = 0;
   t.stride = {1};
   error_of([&] { write_npy(t); }, ErrorKind::BadInput, "view reaches past");
+
+  // A broadcast of one element to 2^40: refused before writing anything.
+  t.shape = {int64_t{1} << 20, int64_t{1} << 20};
+  t.stride = {0, 0};
+  error_of([&] { write_npy(t); }, ErrorKind::BadInput, "too large for a .npy file");
+
+  // No elements, whatever the other dims (but strides must fit to read it back).
+  t.shape = {0, int64_t{1} << 40, int64_t{1} << 20};
+  t.stride = {1, 1, 1};
+  CHECK(read_npy(*make_memory_source(write_npy(t))).shape == t.shape);
+  t.shape = {0, int64_t{1} << 40, int64_t{1} << 40};
+  error_of([&] { read_npy(*make_memory_source(write_npy(t))); }, ErrorKind::BadInput, "too large for 64-bit strides");
+
+  // Contiguous with an offset: copied in one piece.
+  t.shape = {3};
+  t.stride = {1};
+  t.offset = 5;
+  const std::vector<Element> tail = elements(read_npy(*make_memory_source(write_npy(t))));
+  REQUIRE(tail.size() == 3);
+  CHECK((tail[0].integer == 5 && tail[2].integer == 7));
 }
 
 TEST_CASE("npy: types NumPy lacks are refused with a way out") {
