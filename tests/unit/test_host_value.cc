@@ -406,6 +406,26 @@ TEST_CASE("npy: damaged files are refused, never read past") {
   }
 }
 
+TEST_CASE("npy: any byte of the preamble and header changed is read or refused, never more") {
+  const std::string good = slurp(input("f8_fortran.npy"));
+  const size_t data_start = good.size() - 12 * 8;
+  for (size_t i = 0; i < data_start; ++i) {
+    for (char c : {'\0', '\xff', '9', '(', ')', ',', '\'', '>', 'c', '\n'}) {
+      std::string bad = good;
+      bad[i] = c;
+      try {
+        const HostTensor t = read_npy(*make_memory_source(bad));
+        uint64_t numel = 0, end = 0, size = 0;
+        REQUIRE(dtype_element_size(t.dtype, &size));
+        REQUIRE(tensor_extent(t.shape, t.stride, t.offset, &numel, &end));
+        CHECK(end * size <= t.bytes->size());
+      } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::BadInput);
+      }
+    }
+  }
+}
+
 TEST_CASE("npy: version 2 and 3 headers") {
   const std::string good = slurp(input("f4_c.npy"));
   const uint16_t length = static_cast<uint16_t>(static_cast<uint8_t>(good[8]) | static_cast<uint8_t>(good[9]) << 8);
