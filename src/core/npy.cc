@@ -191,6 +191,16 @@ void swap_elements(std::string& bytes, size_t width) {
   }
 }
 
+// Elements in C order one after another (dims of size 1 may have any stride).
+bool c_contiguous(const HostTensor& t) {
+  int64_t expected = 1;
+  for (size_t d = t.shape.size(); d-- > 0;) {
+    if (t.shape[d] != 1 && t.stride[d] != expected) return false;
+    expected *= t.shape[d];
+  }
+  return true;
+}
+
 std::string shape_literal(const std::vector<int64_t>& shape) {
   std::string s = "(";
   for (size_t i = 0; i < shape.size(); ++i) {
@@ -267,13 +277,23 @@ HostTensor read_npy(const ByteSource& source) {
                         " bytes of data), but " + std::to_string(actual) + " bytes follow it",
                     file, "the file is truncated or its header is wrong");
   }
-  // Strides: C order has the last dim fastest; Fortran order the first.
-  // Computed without overflow: each is a product of dims whose total fits.
+  // Strides: C order has the last dim fastest; Fortran order the first. Dims
+  // of 0 count as 1, like torch; with one, the others can overflow.
   const size_t rank = t.shape.size();
+  bool overflow = false;
+  auto step = [&](int64_t stride, int64_t dim) {
+    int64_t next = 0;
+    overflow |= __builtin_mul_overflow(stride, std::max<int64_t>(dim, 1), &next);
+    return next;
+  };
   if (h.fortran_order) {
-    for (size_t i = 1; i < rank; ++i) t.stride[i] = t.stride[i - 1] * std::max<int64_t>(t.shape[i - 1], 1);
+    for (size_t i = 1; i < rank; ++i) t.stride[i] = step(t.stride[i - 1], t.shape[i - 1]);
   } else {
-    for (size_t i = rank; i-- > 1;) t.stride[i - 1] = t.stride[i] * std::max<int64_t>(t.shape[i], 1);
+    for (size_t i = rank; i-- > 1;) t.stride[i - 1] = step(t.stride[i], t.shape[i]);
+  }
+  if (overflow) {
+    throw_bad_input("the .npy shape " + shape_literal(t.shape) + " is too large for 64-bit strides", file,
+                    "the header is damaged");
   }
   std::string data = source.read_string(data_start, static_cast<size_t>(nbytes));
   if (big_endian && type.size > 1) {
@@ -310,6 +330,14 @@ std::string write_npy(const HostTensor& tensor) {
     throw_bad_input("a " + tensor.dtype + " tensor's view reaches past its " + std::to_string(have) + " bytes", {},
                     "this is a bug in the code that made the tensor");
   }
+  // Broadcast views (stride 0) can have far more elements than bytes; the
+  // file would be read back as an input, so the input bound applies.
+  uint64_t data_bytes = 0;
+  if (mul_overflows(numel, element_size, &data_bytes) || data_bytes > kMaxInputFileBytes) {
+    throw_bad_input("a " + tensor.dtype + " tensor of " + std::to_string(numel) +
+                        " elements is too large for a .npy file (more than 4 GiB)",
+                    {}, "save a smaller tensor");
+  }
 
   std::string header = "{'descr': '" + std::string(descr) + "', 'fortran_order': False, 'shape': " +
                        shape_literal(tensor.shape) + ", }";
@@ -325,12 +353,17 @@ std::string write_npy(const HostTensor& tensor) {
   out += '\0';
   for (size_t i = 0; i < (v2 ? 4u : 2u); ++i) out += static_cast<char>((header.size() >> (8 * i)) & 0xff);
   out += header;
-  out.reserve(out.size() + static_cast<size_t>(numel * element_size));
+  out.reserve(out.size() + static_cast<size_t>(data_bytes));
 
+  const char* base = tensor.bytes ? tensor.bytes->data() : nullptr;
+  if (numel == 0) return out;  // (and below, every product of dims is at most numel)
+  if (c_contiguous(tensor)) {  // most outputs: one copy
+    out.append(base + static_cast<uint64_t>(tensor.offset) * element_size, data_bytes);
+    return out;
+  }
   // Visit elements in C order, carrying a multi-index like an odometer.
   const size_t rank = tensor.shape.size();
   std::vector<int64_t> index(rank, 0);
-  const char* base = tensor.bytes ? tensor.bytes->data() : nullptr;
   for (uint64_t n = 0; n < numel; ++n) {
     int64_t element = tensor.offset;
     for (size_t d = 0; d < rank; ++d) element += index[d] * tensor.stride[d];

@@ -406,6 +406,26 @@ TEST_CASE("npy: damaged files are refused, never read past") {
   }
 }
 
+TEST_CASE("npy: any byte of the preamble and header changed is read or refused, never more") {
+  const std::string good = slurp(input("f8_fortran.npy"));
+  const size_t data_start = good.size() - 12 * 8;
+  for (size_t i = 0; i < data_start; ++i) {
+    for (char c : {'\0', '\xff', '9', '(', ')', ',', '\'', '>', 'c', '\n'}) {
+      std::string bad = good;
+      bad[i] = c;
+      try {
+        const HostTensor t = read_npy(*make_memory_source(bad));
+        uint64_t numel = 0, end = 0, size = 0;
+        REQUIRE(dtype_element_size(t.dtype, &size));
+        REQUIRE(tensor_extent(t.shape, t.stride, t.offset, &numel, &end));
+        CHECK(end * size <= t.bytes->size());
+      } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::BadInput);
+      }
+    }
+  }
+}
+
 TEST_CASE("npy: version 2 and 3 headers") {
   const std::string good = slurp(input("f4_c.npy"));
   const uint16_t length = static_cast<uint16_t>(static_cast<uint8_t>(good[8]) | static_cast<uint8_t>(good[9]) << 8);
@@ -461,6 +481,26 @@ TEST_CASE("npy: write_npy materializes views") {
   t.offset = 0;
   t.stride = {1};
   error_of([&] { write_npy(t); }, ErrorKind::BadInput, "view reaches past");
+
+  // A broadcast of one element to 2^40: refused before writing anything.
+  t.shape = {int64_t{1} << 20, int64_t{1} << 20};
+  t.stride = {0, 0};
+  error_of([&] { write_npy(t); }, ErrorKind::BadInput, "too large for a .npy file");
+
+  // No elements, whatever the other dims (but strides must fit to read it back).
+  t.shape = {0, int64_t{1} << 40, int64_t{1} << 20};
+  t.stride = {1, 1, 1};
+  CHECK(read_npy(*make_memory_source(write_npy(t))).shape == t.shape);
+  t.shape = {0, int64_t{1} << 40, int64_t{1} << 40};
+  error_of([&] { read_npy(*make_memory_source(write_npy(t))); }, ErrorKind::BadInput, "too large for 64-bit strides");
+
+  // Contiguous with an offset: copied in one piece.
+  t.shape = {3};
+  t.stride = {1};
+  t.offset = 5;
+  const std::vector<Element> tail = elements(read_npy(*make_memory_source(write_npy(t))));
+  REQUIRE(tail.size() == 3);
+  CHECK((tail[0].integer == 5 && tail[2].integer == 7));
 }
 
 TEST_CASE("npy: types NumPy lacks are refused with a way out") {
