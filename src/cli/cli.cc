@@ -44,13 +44,21 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   bool show_version = false;
   app.add_flag("--version", show_version, "Print the tool, libtorch and CUDA versions and exit");
   app.require_subcommand(0, 1);
-  app.footer("Exit codes: 0 ok, 1 a check failed, 2 usage error, 3 invalid or unsupported input,\n"
-             "            4 I/O error, 5 libtorch failed. See man tsarchive.");
+  const std::string exit_codes =
+      "Exit codes: 0 ok, 1 a check failed, 2 usage error, 3 invalid or unsupported input,\n"
+      "            4 I/O error, 5 libtorch failed. See man tsarchive.";
+  app.footer(exit_codes);
 
   std::vector<std::pair<CLI::App*, Runner>> runners;
   for (const Command& command : kCommands) {
     CLI::App* sub = app.add_subcommand(command.name, command.summary);
     runners.emplace_back(sub, command.setup(*sub, ctx));
+    // `tsarchive --help` lists the one-line summaries; a command's own --help
+    // shows the summary, its options, then the longer description it set.
+    if (sub->get_description() != command.summary) {
+      sub->footer(sub->get_description() + "\n\n" + exit_codes);
+      sub->description(command.summary);
+    }
   }
 
   try {

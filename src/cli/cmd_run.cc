@@ -253,7 +253,7 @@ Runner setup_run(CLI::App& app, Context& ctx) {
       "Without --input, it says which inputs the method needs.");
   app.add_option("model", opts->model, "TorchScript archive (.pt) or lite-interpreter archive (.ptl)")->required();
   app.add_option("-m,--method", opts->method, "Method to call (default: forward)");
-  app.add_option("-i,--input", opts->inputs, "An input (see above); repeat in argument order");
+  app.add_option("-i,--input", opts->inputs, "An input (forms below); repeat in argument order");
   app.add_option("--device", opts->device, "cpu, cuda or cuda:N (default: cpu)");
   app.add_option("--seed", opts->seed, "Seed of generated inputs (default: 0; same values as Python's torch.manual_seed)");
   app.add_option("--threads", opts->threads, "Intra-op threads (default: libtorch's choice)")->check(CLI::Range(1, 1024));
