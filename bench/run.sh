@@ -6,6 +6,9 @@
 #       tsarchive run MODEL --input SPEC --threads T
 #       python3 -c 'import torch; m = torch.jit.load(MODEL); m(x)'   (same threads)
 #       python3 -c 'import torch'   (the interpreter + torch import alone, for scale)
+#       libtorch floor: build/tests/tsarchive_load_check, a plain C++ program
+#           linked to libtorch that torch::jit::loads the tiny archive (twice):
+#           what any libtorch tool pays (library load + static init), for scale
 #     Target (issue): tsarchive <= 0.5x Python for the tiny model.
 # (b) per-call latency, the timing loop on its own (load and process start excluded):
 #       tsarchive run MODEL --input SPEC --threads T --warmup 20 --iters 200 --json
@@ -23,7 +26,9 @@
 # processes (for (b): the median of each process's p50 / mean). No
 # assertions: read the verdicts.
 #
-# Environment: TSARCHIVE (default build/tsarchive), N (default 5), THREADS
+# Environment: TSARCHIVE (default build/tsarchive), LOAD_CHECK (default
+# build/tests/tsarchive_load_check; the floor row is left out when it is
+# missing), N (default 5), THREADS
 # (default 1, given to both sides), WARMUP (20), ITERS (200), MODELS (default
 # "tiny resnet18"), PY (default /usr/bin/python3, with torch; torchvision to
 # make resnet18).
@@ -43,6 +48,7 @@ die() { echo "bench/run.sh: setup error: $*" >&2; exit 2; }
 
 [[ -x $PY ]] && "$PY" -c 'import torch' 2>/dev/null || die "$PY with torch is needed (the Python side)"
 TSARCHIVE=${TSARCHIVE:-$ROOT/build/tsarchive}
+LOAD_CHECK=${LOAD_CHECK:-$ROOT/build/tests/tsarchive_load_check}
 [[ -x $TSARCHIVE ]] || { cmake -S . -B build -G Ninja >&2 && ninja -C build -j2 >&2; } || die "build failed"
 mkdir -p "$OUT"
 if [[ " $MODELS " == *" resnet18 "* && ! -f $OUT/resnet18.pt ]]; then
@@ -54,7 +60,7 @@ fi
 HAVE_RUN=1
 "$TSARCHIVE" run --help >/dev/null 2>&1 || HAVE_RUN=0
 
-export TSARCHIVE N THREADS WARMUP ITERS MODELS PY OUT ROOT HAVE_RUN
+export TSARCHIVE LOAD_CHECK N THREADS WARMUP ITERS MODELS PY OUT ROOT HAVE_RUN
 "$PY" - <<'PYEOF'
 import json, os, statistics, subprocess, sys, time
 
@@ -131,6 +137,8 @@ def fmt_ratio(a, b):
 
 # ---- (a) whole process ----------------------------------------------------
 cmds = {"python -c 'import torch'": lambda: [PY, "-c", "import torch"]}
+if "tiny" in MODELS and os.access(E["LOAD_CHECK"], os.X_OK):
+    cmds["libtorch floor (C++ load) tiny"] = lambda: [E["LOAD_CHECK"], MODELS["tiny"][0], MODELS["tiny"][0]]
 for name, (archive, spec, _shape) in MODELS.items():
     if HAVE_RUN:
         cmds[f"tsarchive run {name}"] = (lambda a=archive, s=spec:
@@ -148,13 +156,17 @@ print(f"\n(a) whole process: load + one call, --threads {T}, median of {N} runs,
 print(f"  {'command':34s} {'median ms':>10s} {'min ms':>9s} {'x python':>9s}")
 for k in cmds:
     model = k.split()[-1]
-    base = med.get(f"python load+call {model}")
+    base = med.get(f"python load+call {model}") if model in MODELS else None
     print(f"  {k:34s} {med[k]:10.1f} {min(times[k]):9.1f} {fmt_ratio(med[k], base) if base else '':>9s}")
 for name in MODELS:
     if HAVE_RUN:
         r = med[f"tsarchive run {name}"] / med[f"python load+call {name}"]
         target = " (target <= 0.50): " + verdict(r, 0.5) if name == "tiny" else ""
         print(f"  verdict {name}: tsarchive / python = {r:.2f}{target}")
+floor = med.get("libtorch floor (C++ load) tiny")
+if HAVE_RUN and floor:
+    print(f"  tsarchive run tiny - libtorch floor = {med['tsarchive run tiny'] - floor:.0f} ms "
+          f"(what run adds to loading libtorch and the archive)")
 
 # ---- (b) per-call latency -------------------------------------------------
 print(f"\n(b) per call: --threads {T}, {WARMUP} warm-up + {ITERS} timed calls per process, "
