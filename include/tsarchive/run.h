@@ -74,8 +74,14 @@ struct TensorSummary {
 // One node of a value tree, flattened in walk order: out, out[0], out[1]["boxes"].
 struct ValueSummary {
   std::string path;
-  std::string type;   // Tensor, tuple, list, dict, int, float, bool, str, None, Device, object <class>
-  std::string value;  // scalars and strings as text; "2 items" for containers
+  std::string type;        // Tensor, tuple, list, dict, int, float, bool, str, None, complex, Device, object
+  std::string class_name;  // objects: the TorchScript class, "__torch__.models.Box"
+  std::string value;       // for people: scalars and strings as text, "2 items" for containers
+  // The same value typed, for JSON: one of these for int, float, bool and str.
+  std::optional<int64_t> integer;
+  std::optional<double> real;
+  std::optional<bool> boolean;
+  std::optional<std::string> text;
   std::optional<TensorSummary> tensor;
   int depth = 0;
 };

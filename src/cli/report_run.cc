@@ -36,7 +36,7 @@ void render_values(const char* title, const std::vector<ValueSummary>& values, s
                    Align::Right, Align::Right, Align::Right});
   for (const ValueSummary& v : values) {
     if (!v.tensor) {
-      table.add_row({v.path, v.type, v.value, "", "", "", "", "", "", ""});
+      table.add_row({v.path, v.class_name.empty() ? v.type : v.type + " " + v.class_name, v.value, "", "", "", "", "", "", ""});
       continue;
     }
     const TensorSummary& t = *v.tensor;
@@ -102,7 +102,18 @@ nlohmann::ordered_json values_to_json(const std::vector<ValueSummary>& values) {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const ValueSummary& v : values) {
     nlohmann::ordered_json item = {{"path", v.path}, {"type", v.type}, {"depth", v.depth}};
-    if (!v.value.empty()) item["value"] = v.value;
+    if (!v.class_name.empty()) item["class"] = v.class_name;
+    if (v.integer) {
+      item["value"] = *v.integer;
+    } else if (v.real) {
+      item["value"] = std::isfinite(*v.real) ? nlohmann::ordered_json(*v.real) : nlohmann::ordered_json(v.value);
+    } else if (v.boolean) {
+      item["value"] = *v.boolean;
+    } else if (v.text) {
+      item["value"] = *v.text;
+    } else if (!v.value.empty()) {
+      item["value"] = v.value;
+    }
     if (v.tensor) {
       const TensorSummary& t = *v.tensor;
       item["dtype"] = t.dtype;
@@ -138,7 +149,7 @@ std::string first_nonfinite(const RunReport& r) {
 
 void render_run_text(const RunReport& r, const std::string& file, const RunVerdict& verdict, std::ostream& out) {
   out << file << ": " << r.schema << '\n';
-  out << "  device      " << r.device << " (" << r.device_name << "), " << r.threads << " threads, libtorch "
+  out << "  device      " << r.device << " (" << r.device_name << "), " << plural(static_cast<uint64_t>(r.threads), "thread") << ", libtorch "
       << r.libtorch_version << '\n';
   out << "  first call  " << ms_text(r.first_call_ms) << " ms\n";
   for (const std::string& note : r.notes) out << "  note: " << note << '\n';

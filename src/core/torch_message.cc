@@ -111,8 +111,13 @@ Error condense_torch_message(const std::string& raw, const std::string& file, co
     const std::string line_no = match(where, std::regex(R"(File "[^"]+", line (\d+))"));
     std::string what = doing + " failed: " + cause;
     if (!file_name.empty()) what += " (at " + file_name + ":" + line_no + ")";
-    return make(what, "check the --input shapes and dtypes against what the model expects; --verbose shows the "
-                      "TorchScript traceback");
+    // RuntimeError is libtorch's own (shapes, dtypes); any other exception
+    // was raised by the model's code on these inputs.
+    const bool raised_by_model = cause.rfind("RuntimeError", 0) != 0 && cause.find("Error: ") != std::string::npos;
+    return make(what, raised_by_model ? "the model's code raised it on these inputs; --verbose shows the TorchScript "
+                                        "traceback"
+                                      : "check the --input shapes and dtypes against what the model expects; "
+                                        "--verbose shows the TorchScript traceback");
   }
 
   return make("libtorch could not " + doing + ": " + first, "--verbose shows libtorch's full message");

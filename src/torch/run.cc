@@ -246,7 +246,9 @@ class Converter {
   [[noreturn]] void fail(const std::string& name, const std::string& wanted, const std::string& got, const HostValue& v) const {
     throw Error(ErrorKind::Usage, method_ + " parameter '" + name + "' wants " + wanted + ", but " +
                                       (v.origin.empty() ? std::string("the input") : v.origin) + " gives " + got,
-                file_, "give it as json:... (e.g. --input 'json:2.0') or as a tensor spec; see 'tsarchive run --help'");
+                file_, wanted == "Tensor" ? "give tensors as SHAPE[:DTYPE[:FILL]] (e.g. 2x8), @x.npy or @x.pt, or inside "
+                                            "json: as a spec string (json:\"2x8:float32:ones\")"
+                                          : "give it as json:VALUE, e.g. --input 'json:2.0', --input 'json:[1, 2]'");
   }
 
   std::string method_;
@@ -558,7 +560,8 @@ void describe(const c10::IValue& v, const std::string& path, int depth, std::vec
   } else if (v.isObject()) {
     const auto& object = v.toObjectRef();
     const auto type = object.type();
-    out[at].type = "object " + (type->name() ? type->name()->qualifiedName() : std::string("?"));
+    out[at].type = "object";
+    out[at].class_name = type->name() ? type->name()->qualifiedName() : std::string("?");
     out[at].value = std::to_string(type->numAttributes()) + " attributes";
     for (size_t i = 0; i < type->numAttributes(); ++i) {
       describe(object.getSlot(i), path + "." + type->getAttributeName(i), depth + 1, out);
@@ -566,15 +569,19 @@ void describe(const c10::IValue& v, const std::string& path, int depth, std::vec
   } else if (v.isInt()) {
     me.type = "int";
     me.value = std::to_string(v.toInt());
+    me.integer = v.toInt();
   } else if (v.isDouble()) {
     me.type = "float";
     me.value = number_text(v.toDouble());
+    me.real = v.toDouble();
   } else if (v.isBool()) {
     me.type = "bool";
     me.value = v.toBool() ? "true" : "false";
+    me.boolean = v.toBool();
   } else if (v.isString()) {
     me.type = "str";
     me.value = quoted(v.toStringRef());
+    me.text = v.toStringRef();
   } else if (v.isNone()) {
     me.type = "None";
   } else if (v.isComplexDouble()) {
@@ -867,7 +874,10 @@ void load_libraries(const std::vector<std::string>& libraries) {
     // RTLD_GLOBAL: operator libraries may depend on each other's symbols.
     if (::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
       const char* why = ::dlerror();
-      throw Error(ErrorKind::Torch, std::string("cannot load --load-library: ") + (why ? why : "unknown error"), path,
+      // dlerror() starts with the path; the file goes in the parentheses once.
+      std::string reason = why ? why : "unknown error";
+      if (reason.rfind(path + ": ", 0) == 0) reason = reason.substr(path.size() + 2);
+      throw Error(ErrorKind::Torch, "cannot load --load-library: " + reason, path,
                   "give the path of a shared library built against this libtorch (" TORCH_VERSION ")");
     }
   }

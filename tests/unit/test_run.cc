@@ -41,6 +41,7 @@ TEST_CASE("libtorch messages are condensed to one line that says what to do", "[
     CHECK(e.kind() == ErrorKind::Torch);
     CHECK(std::string(e.what()) == "run forward failed: ValueError: raises.pt: input sum is positive (at code/__torch__/models.py:9)");
     CHECK(e.detail() == kTraceback);
+    CHECK(e.hint().rfind("the model's code raised it on these inputs", 0) == 0);
     CHECK(e.file() == "m.pt");
   }
   SECTION("an unknown operator suggests --load-library") {
