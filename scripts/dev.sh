@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One entry point for a fresh Debian 12 machine:
-#   scripts/dev.sh demo   install what is missing, build, inspect a bundled model
+#   scripts/dev.sh demo   install what is missing, build, inspect and run a bundled model
 #   scripts/dev.sh test   install what is missing, build, run the whole test suite
 #   scripts/dev.sh build  install what is missing and build
 # Environment: BUILD_DIR (default build), JOBS (default: number of cores).
@@ -38,6 +38,8 @@ case ${1:-} in
     build
     "$BUILD_DIR/tsarchive" --version
     "$BUILD_DIR/tsarchive" inspect testdata/mlp_scripted.pt
+    # Seeded like Python's torch.randn, so the output equals the one Python saved.
+    "$BUILD_DIR/tsarchive" run testdata/mlp_scripted.pt --input 2x8 --expect @testdata/run/mlp_out_seed0.pt
     ;;
   test)
     build
