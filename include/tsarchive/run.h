@@ -55,8 +55,6 @@ struct RunRequest {
   // one tensor).
   SaveFormat save_inputs = SaveFormat::None;
   SaveFormat save_outputs = SaveFormat::None;
-
-  bool verbose = false;  // keep libtorch's full message in Error detail
 };
 
 struct TensorSummary {

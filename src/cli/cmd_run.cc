@@ -159,7 +159,6 @@ int run_run(const RunOptions& opts, Context& ctx) {
   request.seed = opts.seed;
   request.threads = opts.threads;
   request.libraries = opts.libraries;
-  request.verbose = opts.verbose;
   request.iterations = opts.iterations;
   request.duration_s = opts.duration;
   request.batch_sizes = opts.batch_sizes;
