@@ -177,6 +177,21 @@ try:
     check([s["batch_size"] for s in doc["sweep"]] == [1, 4, 16], "sweep batch sizes")
     tsarchive("run", MLP, "--input", "@" + os.path.join(RUN, "mlp_in.npy"), "--batch-sizes", "2", want=2)
 
+    # CUDA, where this build's libtorch has it and a device is visible: the
+    # same inputs give the CPU's outputs within float tolerance, and timings
+    # synchronize. Otherwise say why it is skipped.
+    version = tsarchive("--version").stdout
+    if "cuda built in" in version and " 0 device(s)" not in version:
+        cpu_out, cuda_out = os.path.join(tmp, "cpu.pt"), os.path.join(tmp, "cuda.pt")
+        run_json(MLP, "--input", "4x8", "--save-outputs", cpu_out)
+        doc = run_json(MLP, "--input", "4x8", "--device", "cuda", "--save-outputs", cuda_out, "--iters", "5",
+                       "--expect", "@" + cpu_out, "--atol", "1e-4")
+        check(doc["device"].startswith("cuda") and doc["outputs"][0]["device"].startswith("cuda"), "ran on CUDA")
+        check(torch.allclose(torch.load(cuda_out), torch.load(cpu_out), atol=1e-4), "CUDA output equals the CPU's")
+    else:
+        print("skipping the CUDA checks: " + ("no CUDA device is visible" if "cuda built in" in version
+                                              else "this build's libtorch has no CUDA (Debian's is CPU-only)"))
+
     # Errors: one line, the documented exit code.
     p = tsarchive("run", MLP, want=2)
     check("needs 1 input: x: Tensor" in p.stderr, f"missing input message: {p.stderr}")
