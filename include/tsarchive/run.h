@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "tsarchive/host_value.h"
+#include "tsarchive/profile.h"
 
 namespace tsarchive {
 
@@ -55,6 +56,11 @@ struct RunRequest {
   // one tensor).
   SaveFormat save_inputs = SaveFormat::None;
   SaveFormat save_outputs = SaveFormat::None;
+
+  // Operator profiling of the timed calls (after the warm-up ones), and the
+  // API usage keys libtorch fires from before the load to the end.
+  ProfileRequest profile;
+  bool api_usage = false;
 };
 
 struct TensorSummary {
@@ -126,6 +132,8 @@ struct RunReport {
   std::string saved_inputs;   // serialized per RunRequest::save_inputs
   std::string saved_outputs;
   std::vector<std::string> notes;
+  std::optional<ProfileReport> profile;  // with RunRequest::profile
+  std::optional<std::vector<std::string>> api_usage;  // with RunRequest::api_usage, in firing order
 
   uint64_t nonfinite() const;  // NaN + Inf over all outputs
   bool checks_passed() const;

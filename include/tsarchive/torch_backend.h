@@ -63,4 +63,4 @@ TorchBackend& load_torch_backend();
 
 // The one symbol the torch layer exports; versioned so a stale library is
 // refused instead of misused.
-extern "C" tsarchive::TorchBackend* tsarchive_torch_backend_v3();
+extern "C" tsarchive::TorchBackend* tsarchive_torch_backend_v4();

@@ -2,7 +2,8 @@
 //                     [--expect @FILE --atol A --rtol R] [--allow-nonfinite]
 //                     [--save-inputs F] [--save-outputs F] [--record | --check]
 //                     [--warmup N --iters N | --duration S] [--batch-sizes LIST]
-//                     [--threads N] [--load-library LIB]... [--json]
+//                     [--profile [--sample P] [--record-shapes] [--model-id ID] [--trace-out F]]
+//                     [--api-usage] [--threads N] [--load-library LIB]... [--json]
 //
 // The core checks the archive first (gate.h) and reads every input and
 // expected-output file (host_value.h); only then does the torch layer load
@@ -14,12 +15,14 @@
 
 #include "commands.h"
 #include "gate.h"
+#include "output.h"
 #include "report_run.h"
 #include "tsarchive/error.h"
 #include "tsarchive/extra.h"
 #include "tsarchive/file_edit.h"
 #include "tsarchive/host_value.h"
 #include "tsarchive/producer_info.h"
+#include "tsarchive/profile.h"
 #include "tsarchive/run_check.h"
 #include "tsarchive/torch_backend.h"
 #include "tsarchive_config.h"
@@ -45,6 +48,12 @@ struct RunOptions {
   int iterations = 0;
   double duration = 0;
   std::vector<int64_t> batch_sizes;
+  bool profile = false;
+  double sample = 1.0;
+  bool record_shapes = false;
+  std::string model_id;
+  std::string trace_out;
+  bool api_usage = false;
   bool json = false;
   bool verbose = false;
   double lock_timeout = 10;
@@ -153,6 +162,16 @@ int run_run(const RunOptions& opts, Context& ctx) {
   if (opts.check && !opts.expect.empty()) throw_usage("--check compares with the recorded outputs; leave out --expect");
   if (opts.iterations > 0 && opts.duration > 0) throw_usage("give --iters or --duration, not both");
 
+  // Any profiling option asks for profiling.
+  const bool profile = opts.profile || opts.sample != 1.0 || opts.record_shapes || !opts.model_id.empty() ||
+                       !opts.trace_out.empty();
+  if (profile && !opts.batch_sizes.empty()) throw_usage("--profile times one input size; leave out --batch-sizes");
+  if (!(opts.sample > 0 && opts.sample <= 1)) {
+    throw_usage("--sample " + short_number(opts.sample) + " is not a probability in (0, 1]", "e.g. --sample 0.01 for 1 in 100 operator calls");
+  }
+
+  const std::string file_name = opts.model.substr(opts.model.rfind('/') + 1);  // npos + 1 == 0
+
   RunRequest request;
   request.display_name = opts.model;
   request.device = opts.device;
@@ -162,7 +181,13 @@ int run_run(const RunOptions& opts, Context& ctx) {
   request.iterations = opts.iterations;
   request.duration_s = opts.duration;
   request.batch_sizes = opts.batch_sizes;
-  if (!request.batch_sizes.empty() && request.iterations == 0 && request.duration_s == 0) request.iterations = 100;
+  if ((!request.batch_sizes.empty() || profile) && request.iterations == 0 && request.duration_s == 0) request.iterations = 100;
+  request.profile.enabled = profile;
+  request.profile.sample = opts.sample;
+  request.profile.record_shapes = opts.record_shapes;
+  request.profile.model_id = opts.model_id.empty() ? file_name : opts.model_id;
+  request.profile.keep_events = !opts.trace_out.empty();
+  request.api_usage = opts.api_usage;
   const bool timed = request.iterations > 0 || request.duration_s > 0;
   request.warmup = opts.warmup >= 0 ? opts.warmup : (timed ? 10 : 0);
   if (!opts.save_inputs.empty()) request.save_inputs = format_for(opts.save_inputs);
@@ -213,6 +238,10 @@ int run_run(const RunOptions& opts, Context& ctx) {
 
   if (!opts.save_inputs.empty()) write_file_atomically(opts.save_inputs, report.saved_inputs);
   if (!opts.save_outputs.empty()) write_file_atomically(opts.save_outputs, report.saved_outputs);
+  if (!opts.trace_out.empty() && report.profile) {
+    write_file_atomically(opts.trace_out,
+                          chrome_trace_json(*report.profile, "tsarchive run " + file_name, ::getpid()));
+  }
 
   RunVerdict verdict;
   verdict.expect = opts.check ? std::string("the recorded check") : opts.expect.empty() ? std::string() : opts.expect.substr(1);
@@ -274,7 +303,15 @@ Runner setup_run(CLI::App& app, Context& ctx) {
   app.add_option("--batch-sizes", opts->batch_sizes, "Time each batch size (leading dimension of generated inputs), e.g. 1,8,32")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.run/1)");
+  app.add_flag("--profile", opts->profile,
+               "Profile the operators of the timed calls (default --iters 100): calls, total and self time per operator");
+  app.add_option("--sample", opts->sample, "Observe each operator call with this probability (default 1); implies --profile");
+  app.add_flag("--record-shapes", opts->record_shapes, "Also record input shapes, one row per shape list; implies --profile");
+  app.add_option("--model-id", opts->model_id, "Model id in every profiled event (default: the file name); implies --profile");
+  app.add_option("--trace-out", opts->trace_out,
+                 "Write the profiled calls as a Chrome trace (chrome://tracing, Perfetto); implies --profile");
+  app.add_flag("--api-usage", opts->api_usage, "List the API usage keys libtorch fired (c10::SetAPIUsageLogger)");
+  app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.run/1; tsarchive.profile/1 with --profile)");
   app.add_flag("-v,--verbose", opts->verbose, "On a libtorch error, also print its full message");
   app.add_option("--lock-timeout", opts->lock_timeout, "Seconds to wait for another editor with --record (default 10)")
       ->check(CLI::Range(0.0, 86400.0));

@@ -19,6 +19,18 @@ std::string human_size(uint64_t bytes) {
   return buf;
 }
 
+std::string short_number(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4g", x);
+  return buf;
+}
+
+std::string ms_text(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, ms < 10 ? "%.3f" : ms < 1000 ? "%.2f" : "%.0f", ms);
+  return buf;
+}
+
 std::string with_commas(uint64_t n) {
   std::string digits = std::to_string(n);
   std::string out;

@@ -14,6 +14,10 @@ std::string human_size(uint64_t bytes);
 std::string with_commas(uint64_t n);
 // "1 tensor", "1,024 tensors"
 std::string plural(uint64_t n, const char* word);
+// Four significant digits: enough to see a value, short enough for a table.
+std::string short_number(double x);
+// Milliseconds with the decimals their size deserves: "0.012", "45.68", "1203".
+std::string ms_text(double ms);
 // "[3, 16]", "[]"
 std::string shape_text(const std::vector<int64_t>& shape);
 

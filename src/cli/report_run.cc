@@ -4,24 +4,12 @@
 #include <cstdio>
 
 #include "output.h"
+#include "report_profile.h"
 
 namespace tsarchive::cli {
 namespace {
 
 using Align = TextTable::Align;
-
-// Four significant digits: enough to see a value, short enough for a table.
-std::string short_number(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", x);
-  return buf;
-}
-
-std::string ms_text(double ms) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, ms < 10 ? "%.3f" : ms < 1000 ? "%.2f" : "%.0f", ms);
-  return buf;
-}
 
 std::string optional_number(const std::optional<double>& x) { return x ? short_number(*x) : std::string("-"); }
 
@@ -157,6 +145,7 @@ void render_run_text(const RunReport& r, const std::string& file, const RunVerdi
   render_values("Outputs", r.outputs, out);
   render_checks(r, verdict, out);
   render_timings(r, out);
+  render_profile_text(r, out);
 }
 
 nlohmann::ordered_json run_to_json(const RunReport& r, const std::string& file, const RunVerdict& verdict) {
@@ -200,6 +189,7 @@ nlohmann::ordered_json run_to_json(const RunReport& r, const std::string& file, 
     for (const TimedBatch& b : r.timings) sweep.push_back({{"batch_size", b.batch_size}, {"timing", timing_to_json(b.timing)}});
     doc["sweep"] = sweep;
   }
+  add_profile_json(r, doc);
   doc["notes"] = r.notes;
   return doc;
 }

@@ -101,7 +101,7 @@ class LibtorchBackend final : public TorchBackend {
 }  // namespace
 }  // namespace tsarchive
 
-extern "C" __attribute__((visibility("default"))) tsarchive::TorchBackend* tsarchive_torch_backend_v3() {
+extern "C" __attribute__((visibility("default"))) tsarchive::TorchBackend* tsarchive_torch_backend_v4() {
   static tsarchive::LibtorchBackend backend;
   return &backend;
 }

@@ -22,6 +22,7 @@
 #include "torch_errors.h"
 #include "tsarchive/error.h"
 #include "tsarchive/host_value.h"
+#include "tsarchive/operator_observer.h"
 #include "tsarchive/run.h"
 
 namespace tsarchive::torch_layer {
@@ -815,10 +816,46 @@ void synchronize(const c10::Device& device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index());
 }
 
-// --- timing -------------------------------------------------------------------------
+// --- timing and profiling -------------------------------------------------------------
 
+// The operator observer over the timed calls: installed after the warm-up
+// (while no operator runs, as addGlobalCallback requires), every call tagged
+// with the model id, removed before the report is made.
+class ProfilingScope {
+ public:
+  explicit ProfilingScope(const ProfileRequest& request) : model_id_(request.model_id) {
+    OperatorObserverOptions options;
+    options.sample = request.sample;
+    options.record_shapes = request.record_shapes;
+    options.keep_events = request.keep_events;
+    install_operator_observer(options);
+    guard_.emplace(model_id_);
+  }
+  ~ProfilingScope() {
+    guard_.reset();
+    remove_operator_observer();
+  }
+  ProfilingScope(const ProfilingScope&) = delete;
+  ProfilingScope& operator=(const ProfilingScope&) = delete;
+
+  ProfileReport report(const std::vector<double>& latencies_ms) const {
+    ProfileReport report;
+    report.observed = operator_observer_snapshot();
+    report.model_id = model_id_;
+    report.calls = latencies_ms.size();
+    for (double ms : latencies_ms) report.wall_ms += ms;
+    return report;
+  }
+
+ private:
+  std::string model_id_;
+  std::optional<ModelIdGuard> guard_;
+};
+
+// `profile`: when given and the request asks for it, the timed calls are
+// profiled into it.
 LatencySummary time_calls(const LoadedModel& model, const std::vector<c10::IValue>& args, const c10::Device& device,
-                          const RunRequest& request, int64_t batch) {
+                          const RunRequest& request, int64_t batch, std::optional<ProfileReport>* profile = nullptr) {
   const auto call = [&] {
     c10::IValue out = model.call(args);
     synchronize(device);  // CUDA runs asynchronously: time the work, not the launch
@@ -826,6 +863,8 @@ LatencySummary time_calls(const LoadedModel& model, const std::vector<c10::IValu
   };
   const std::string label = batch > 0 ? "batch " + std::to_string(batch) + ": " : "";
   for (int i = 0; i < request.warmup; ++i) call();
+  std::optional<ProfilingScope> profiling;
+  if (profile != nullptr && request.profile.enabled) profiling.emplace(request.profile);
   std::vector<double> ms;
   const bool by_duration = request.iterations == 0 && request.duration_s > 0;
   const uint64_t target = by_duration ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(std::max(request.iterations, 1));
@@ -848,6 +887,7 @@ LatencySummary time_calls(const LoadedModel& model, const std::vector<c10::IValu
     }
   }
   if (request.on_progress) request.on_progress("");
+  if (profiling) *profile = profiling->report(ms);
   return summarize_latencies(std::move(ms), request.warmup, batch);
 }
 
@@ -893,6 +933,7 @@ RunReport run_module(const RunRequest& request) {
   report.libtorch_version = TORCH_VERSION;
   const std::string& file = request.display_name;
 
+  if (request.api_usage) install_api_usage_logger();
   load_libraries(request.libraries);
   const c10::Device device = parse_device(request.device, file);
   report.device = device.str();
@@ -930,7 +971,8 @@ RunReport run_module(const RunRequest& request) {
 
   const bool timed = request.iterations > 0 || request.duration_s > 0;
   if (timed && request.batch_sizes.empty()) {
-    report.timings.push_back(TimedBatch{0, torch_call(file, doing, [&] { return time_calls(model, args, device, request, 0); })});
+    report.timings.push_back(TimedBatch{
+        0, torch_call(file, doing, [&] { return time_calls(model, args, device, request, 0, &report.profile); })});
   }
   for (int64_t batch : request.batch_sizes) {
     std::vector<c10::IValue> batch_args;
@@ -940,6 +982,7 @@ RunReport run_module(const RunRequest& request) {
         TimedBatch{batch, torch_call(file, doing + " with batch size " + std::to_string(batch),
                                      [&] { return time_calls(model, batch_args, device, request, batch); })});
   }
+  if (request.api_usage) report.api_usage = api_usage_keys();
   return report;
 }
 

@@ -1,0 +1,331 @@
+// The operator observer and API usage logger (tsarchive/operator_observer.h).
+//
+// Only RecordFunction and debug-info headers: this unit is compiled into the
+// torch layer and into the public libtsarchive_observer.so, and stays cheap
+// to build.
+//
+// How a sampled call's self time stays exact: libtorch calls the sampled
+// global callback for a random 1 in 1/P operator calls, independently, so
+// the operators nested in a sampled one are mostly not seen by it. When the
+// sampled callback starts a call and no frame is open on this thread, it
+// adds a thread-local callback with probability 1 (the "shadow") that pushes
+// and pops a frame for every call nested inside; each frame adds its
+// duration to its parent's child time. When the outermost frame closes, the
+// shadow is removed. Frames are matched to calls by the RecordFunction's
+// address, which is stable from start to end; when both callbacks see the
+// same call, the first start pushes, the other only marks it sampled, and
+// the first end pops. At P = 1 every call is sampled and no shadow is needed.
+#include "tsarchive/operator_observer.h"
+
+#include <ATen/record_function.h>
+#include <c10/util/Logging.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace tsarchive {
+namespace {
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+const char* scope_name(at::RecordScope scope) {
+  switch (scope) {
+    case at::RecordScope::FUNCTION: return "function";
+    case at::RecordScope::BACKWARD_FUNCTION: return "backward";
+    case at::RecordScope::TORCHSCRIPT_FUNCTION: return "torchscript";
+    case at::RecordScope::KERNEL_FUNCTION_DTYPE: return "kernel_dtype";
+    case at::RecordScope::CUSTOM_CLASS: return "custom_class";
+    case at::RecordScope::BUILD_FEATURE: return "build_feature";
+    case at::RecordScope::LITE_INTERPRETER: return "lite_interpreter";
+    case at::RecordScope::USER_SCOPE: return "user";
+    case at::RecordScope::STATIC_RUNTIME_OP: return "static_runtime_op";
+    case at::RecordScope::STATIC_RUNTIME_MODEL: return "static_runtime_model";
+    default: return "other";
+  }
+}
+
+void append_shape(const c10::IValue& v, std::string& out) {
+  out += '[';
+  if (v.isTensor() && v.toTensor().defined()) {
+    const auto sizes = v.toTensor().sizes();
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      if (i) out += ", ";
+      out += std::to_string(sizes[i]);
+    }
+  }
+  out += ']';
+}
+
+// "[[1, 8], [16, 8], []]": one list per input, [] for what is not a tensor.
+std::string shapes_of(const at::RecordFunction& fn) {
+  std::string out = "[";
+  const auto inputs = fn.inputs();
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (i) out += ", ";
+    append_shape(inputs[i], out);
+  }
+  return out + ']';
+}
+
+struct ModelIdInfo final : c10::DebugInfoBase {
+  explicit ModelIdInfo(std::string model_id) : id(std::move(model_id)) {}
+  std::string id;
+};
+
+struct Frame {
+  const at::RecordFunction* fn = nullptr;
+  int64_t start_ns = 0;
+  int64_t child_ns = 0;
+  bool sampled = false;
+  std::string input_shapes;
+};
+
+struct ThreadFrames {
+  std::vector<Frame> stack;
+  at::CallbackHandle shadow = at::INVALID_CALLBACK_HANDLE;
+};
+
+thread_local ThreadFrames t_frames;
+
+struct ObserverState {
+  OperatorObserverOptions options;
+  at::CallbackHandle handle = at::INVALID_CALLBACK_HANDLE;
+  std::ofstream events_file;
+
+  std::mutex mutex;  // guards what follows
+  std::unordered_map<std::string, OperatorStats> stats;
+  std::vector<OperatorEvent> events;
+  uint64_t sampled_calls = 0;
+  uint64_t dropped_events = 0;
+};
+
+// Set while installed. Callbacks read it without a lock: install and remove
+// happen only while no operator runs (the note's rule for addGlobalCallback).
+ObserverState* g_state = nullptr;
+
+void mark_sampled(Frame& frame, const at::RecordFunction& fn, const ObserverState& state) {
+  frame.sampled = true;
+  if (state.options.record_shapes && fn.needsInputs()) frame.input_shapes = shapes_of(fn);
+}
+
+std::unique_ptr<at::ObserverContext> on_shadow_start(const at::RecordFunction& fn);
+void on_end(const at::RecordFunction& fn, at::ObserverContext*);
+
+std::unique_ptr<at::ObserverContext> on_sampled_start(const at::RecordFunction& fn) {
+  ObserverState* state = g_state;
+  if (state == nullptr) return nullptr;
+  ThreadFrames& frames = t_frames;
+  if (!frames.stack.empty() && frames.stack.back().fn == &fn) {
+    mark_sampled(frames.stack.back(), fn, *state);  // the shadow saw it first
+    return nullptr;
+  }
+  if (state->options.sample < 1.0 && frames.shadow == at::INVALID_CALLBACK_HANDLE) {
+    frames.shadow = at::addThreadLocalCallback(at::RecordFunctionCallback(&on_shadow_start, &on_end));
+  }
+  frames.stack.emplace_back().fn = &fn;
+  mark_sampled(frames.stack.back(), fn, *state);
+  frames.stack.back().start_ns = now_ns();
+  return nullptr;
+}
+
+std::unique_ptr<at::ObserverContext> on_shadow_start(const at::RecordFunction& fn) {
+  ThreadFrames& frames = t_frames;
+  // Empty: an at::launch task that inherited the shadow with the caller's
+  // thread-local state; its calls are not nested in a sampled one here.
+  if (frames.stack.empty() || frames.stack.back().fn == &fn) return nullptr;
+  frames.stack.emplace_back().fn = &fn;
+  frames.stack.back().start_ns = now_ns();
+  return nullptr;
+}
+
+void write_event_line(std::ofstream& file, const OperatorEvent& e) {
+  nlohmann::ordered_json line = {{"name", e.name},          {"scope", e.scope},
+                                 {"model_id", e.model_id},  {"thread", e.thread},
+                                 {"start_ns", e.start_ns},  {"duration_ns", e.duration_ns},
+                                 {"self_ns", e.self_ns}};
+  if (!e.input_shapes.empty()) line["input_shapes"] = e.input_shapes;
+  file << line.dump() << '\n';
+  file.flush();
+}
+
+void record(ObserverState& state, OperatorEvent event) {
+  std::string key = event.model_id;
+  key.append(1, '\0').append(event.scope).append(1, '\0').append(event.name).append(1, '\0').append(event.input_shapes);
+  {
+    std::lock_guard<std::mutex> lock(state.mutex);
+    ++state.sampled_calls;
+    auto [it, inserted] = state.stats.try_emplace(std::move(key));
+    OperatorStats& s = it->second;
+    if (inserted) {
+      s.name = event.name;
+      s.scope = event.scope;
+      s.model_id = event.model_id;
+      s.input_shapes = event.input_shapes;
+      s.min_ns = event.duration_ns;
+    }
+    ++s.calls;
+    s.total_ns += event.duration_ns;
+    s.self_ns += event.self_ns;
+    s.min_ns = std::min(s.min_ns, event.duration_ns);
+    s.max_ns = std::max(s.max_ns, event.duration_ns);
+    if (state.events_file.is_open()) write_event_line(state.events_file, event);
+    if (state.options.keep_events) {
+      if (state.events.size() < state.options.max_events) {
+        state.events.push_back(event);
+      } else {
+        ++state.dropped_events;
+      }
+    }
+  }
+  if (state.options.on_event) state.options.on_event(event);
+}
+
+void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
+  const int64_t end = now_ns();
+  ThreadFrames& frames = t_frames;
+  if (frames.stack.empty() || frames.stack.back().fn != &fn) return;  // popped by the other callback
+  Frame frame = std::move(frames.stack.back());
+  frames.stack.pop_back();
+  const int64_t duration = end - frame.start_ns;
+  if (!frames.stack.empty()) {
+    frames.stack.back().child_ns += duration;
+  } else if (frames.shadow != at::INVALID_CALLBACK_HANDLE) {
+    at::removeCallback(frames.shadow);
+    frames.shadow = at::INVALID_CALLBACK_HANDLE;
+  }
+  ObserverState* state = g_state;
+  if (!frame.sampled || state == nullptr) return;
+  OperatorEvent event;
+  event.name = fn.name();
+  event.scope = scope_name(fn.scope());
+  event.model_id = current_model_id();
+  event.thread = at::RecordFunction::currentThreadId();
+  event.start_ns = frame.start_ns;
+  event.duration_ns = duration;
+  event.self_ns = std::max<int64_t>(0, duration - frame.child_ns);
+  event.input_shapes = std::move(frame.input_shapes);
+  record(*state, std::move(event));
+}
+
+std::mutex g_install_mutex;
+
+struct ApiUsageLog {
+  std::mutex mutex;
+  std::vector<std::string> keys;
+  std::function<void(const std::string&)> also;
+};
+
+ApiUsageLog& api_usage_log() {
+  static ApiUsageLog* log = new ApiUsageLog;  // outlives libtorch's last call at exit
+  return *log;
+}
+
+}  // namespace
+
+void install_operator_observer(const OperatorObserverOptions& options) {
+  if (!(options.sample > 0.0 && options.sample <= 1.0)) {
+    throw std::invalid_argument("sampling probability " + std::to_string(options.sample) + " is not in (0, 1]");
+  }
+  std::lock_guard<std::mutex> lock(g_install_mutex);
+  if (g_state != nullptr) throw std::logic_error("an operator observer is installed already");
+  auto state = std::make_unique<ObserverState>();
+  state->options = options;
+  if (!options.events_file.empty()) {
+    state->events_file.open(options.events_file, std::ios::app);
+    if (!state->events_file) throw std::runtime_error("cannot open " + options.events_file + " for appending");
+  }
+  g_state = state.get();
+  state->handle = at::addGlobalCallback(at::RecordFunctionCallback(&on_sampled_start, &on_end)
+                                            .needsInputs(options.record_shapes)
+                                            .samplingProb(options.sample));
+  state.release();
+}
+
+void remove_operator_observer() {
+  std::lock_guard<std::mutex> lock(g_install_mutex);
+  if (g_state == nullptr) return;
+  at::removeCallback(g_state->handle);
+  delete g_state;
+  g_state = nullptr;
+}
+
+bool operator_observer_installed() {
+  std::lock_guard<std::mutex> lock(g_install_mutex);
+  return g_state != nullptr;
+}
+
+ObserverSnapshot operator_observer_snapshot() {
+  std::lock_guard<std::mutex> install_lock(g_install_mutex);
+  ObserverSnapshot snapshot;
+  if (g_state == nullptr) return snapshot;
+  ObserverState& state = *g_state;
+  snapshot.sample = state.options.sample;
+  snapshot.record_shapes = state.options.record_shapes;
+  std::lock_guard<std::mutex> lock(state.mutex);
+  snapshot.sampled_calls = state.sampled_calls;
+  snapshot.dropped_events = state.dropped_events;
+  snapshot.events = state.events;
+  for (const auto& entry : state.stats) snapshot.operators.push_back(entry.second);
+  std::sort(snapshot.operators.begin(), snapshot.operators.end(), [](const OperatorStats& a, const OperatorStats& b) {
+    return std::tie(a.model_id, a.scope, a.name, a.input_shapes) < std::tie(b.model_id, b.scope, b.name, b.input_shapes);
+  });
+  return snapshot;
+}
+
+void reset_operator_observer() {
+  std::lock_guard<std::mutex> install_lock(g_install_mutex);
+  if (g_state == nullptr) return;
+  std::lock_guard<std::mutex> lock(g_state->mutex);
+  g_state->stats.clear();
+  g_state->events.clear();
+  g_state->sampled_calls = 0;
+  g_state->dropped_events = 0;
+}
+
+struct ModelIdGuard::Impl {
+  explicit Impl(const std::string& id)
+      : guard(c10::DebugInfoKind::PRODUCER_INFO, std::make_shared<ModelIdInfo>(id)) {}
+  c10::DebugInfoGuard guard;
+};
+
+ModelIdGuard::ModelIdGuard(const std::string& model_id) : impl_(std::make_unique<Impl>(model_id)) {}
+ModelIdGuard::~ModelIdGuard() = default;
+
+std::string current_model_id() {
+  const auto* info = dynamic_cast<const ModelIdInfo*>(c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PRODUCER_INFO));
+  return info ? info->id : std::string();
+}
+
+void install_api_usage_logger(std::function<void(const std::string&)> also) {
+  ApiUsageLog& log = api_usage_log();
+  {
+    std::lock_guard<std::mutex> lock(log.mutex);
+    log.also = std::move(also);
+  }
+  c10::SetAPIUsageLogger([](const std::string& key) {
+    ApiUsageLog& keys = api_usage_log();
+    std::function<void(const std::string&)> forward;
+    {
+      std::lock_guard<std::mutex> lock(keys.mutex);
+      if (std::find(keys.keys.begin(), keys.keys.end(), key) == keys.keys.end()) keys.keys.push_back(key);
+      forward = keys.also;
+    }
+    if (forward) forward(key);
+  });
+}
+
+std::vector<std::string> api_usage_keys() {
+  ApiUsageLog& log = api_usage_log();
+  std::lock_guard<std::mutex> lock(log.mutex);
+  return log.keys;
+}
+
+}  // namespace tsarchive
