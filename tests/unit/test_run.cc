@@ -1,7 +1,10 @@
 // run's libtorch-free parts: condensed libtorch messages, latency summaries,
-// and the recorded check's JSON.
+// the recorded check's JSON, and the profile views (operator table, Chrome trace).
 #include <catch2/catch.hpp>
 
+#include <nlohmann/json.hpp>
+
+#include "tsarchive/profile.h"
 #include "tsarchive/run.h"
 #include "tsarchive/run_check.h"
 #include "tsarchive/torch_message.h"
@@ -134,4 +137,69 @@ TEST_CASE("a recorded check round-trips through its JSON", "[run]") {
                        Catch::Matchers::Predicate<Error>([](const Error& e) { return e.kind() == ErrorKind::BadInput; }));
   CHECK_THROWS_AS(parse_run_check("not json", "m.pt"), Error);
   CHECK_THROWS_AS(parse_run_check("{\"_type\":\"https://tsarchive.dev/run-check/v1\",\"method\":3}", "m.pt"), Error);
+}
+
+// --- run --profile: the operator table and the Chrome trace (profile.h) ------------
+
+namespace {
+
+ProfileReport two_operator_profile(double sample) {
+  ProfileReport report;
+  report.model_id = "m";
+  report.calls = 10;
+  report.wall_ms = 2.0;
+  report.observed.sample = sample;
+  report.observed.sampled_calls = 5;
+  // The same operator under two model ids aggregates into one row.
+  report.observed.operators = {{"aten::addmm", "function", "a", "", 2, 400'000, 300'000, 150'000, 250'000},
+                               {"aten::addmm", "function", "b", "", 1, 200'000, 100'000, 200'000, 200'000},
+                               {"forward", "torchscript", "a", "", 2, 1'000'000, 500'000, 400'000, 600'000}};
+  report.observed.events = {{"forward", "torchscript", "m", 1, 5'000, 1'000'000, 400'000, ""},
+                            {"aten::addmm", "function", "m", 1, 6'000, 200'000, 200'000, "[[16], [1, 8]]"},
+                            {"aten::t", "function", "m", 2, 7'500, 1'000, 1'000, ""}};
+  return report;
+}
+
+}  // namespace
+
+TEST_CASE("operator table: rows by self time, counts and times scaled by 1/P") {
+  const OperatorTable exact = operator_table(two_operator_profile(1.0));
+  REQUIRE(exact.rows.size() == 2);
+  CHECK_FALSE(exact.estimated);
+  CHECK(exact.rows[0].name == "forward");  // self 0.5 ms > addmm's 0.4 ms
+  const OperatorRow& addmm = exact.rows[1];
+  CHECK(addmm.observed_calls == 3);
+  CHECK(addmm.calls == Approx(3));
+  CHECK(addmm.calls_per_method_call == Approx(0.3));
+  CHECK(addmm.total_ms == Approx(0.6));
+  CHECK(addmm.self_ms == Approx(0.4));
+  CHECK(addmm.average_us == Approx(200));
+  CHECK(addmm.self_percent == Approx(20));
+  CHECK(exact.self_ms == Approx(0.9));
+
+  const OperatorTable sampled = operator_table(two_operator_profile(0.1));
+  CHECK(sampled.estimated);
+  CHECK(sampled.rows[1].calls == Approx(30));
+  CHECK(sampled.rows[1].self_ms == Approx(4.0));
+  CHECK(sampled.rows[1].average_us == Approx(200));  // an average needs no scaling
+}
+
+TEST_CASE("chrome trace: complete events from the first start, a named track per thread") {
+  const nlohmann::json trace = nlohmann::json::parse(chrome_trace_json(two_operator_profile(1.0), "tsarchive run m.pt", 42));
+  const auto& events = trace.at("traceEvents");
+  std::vector<nlohmann::json> complete, threads;
+  for (const auto& e : events) {
+    if (e.at("ph") == "X") complete.push_back(e);
+    if (e.at("ph") == "M" && e.at("name") == "thread_name") threads.push_back(e);
+  }
+  REQUIRE(complete.size() == 3);
+  CHECK(threads.size() == 2);
+  CHECK(complete[0].at("ts").get<double>() == Approx(0));
+  CHECK(complete[1].at("ts").get<double>() == Approx(1));  // 1,000 ns after the first
+  CHECK(complete[1].at("dur").get<double>() == Approx(200));
+  CHECK(complete[1].at("args").at("input_shapes") == "[[16], [1, 8]]");
+  CHECK(complete[0].at("args").at("model_id") == "m");
+  CHECK(complete[2].at("tid") == 2);
+  CHECK(complete[2].at("pid") == 42);
+  CHECK(trace.at("otherData").at("method_calls") == 10);
 }

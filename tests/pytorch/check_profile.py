@@ -1,0 +1,264 @@
+#!/usr/bin/python3
+"""Real PyTorch agrees with `tsarchive run --profile`.
+
+Run by CTest with Debian's python3 (exit 77, skipped, when torch is missing):
+
+    /usr/bin/python3 tests/pytorch/check_profile.py TSARCHIVE TESTDATA_DIR
+
+Python's torch.autograd.profiler sees the same RecordFunction events the
+observer does, so at --sample 1 the operator counts (and, with
+--record-shapes, the input shapes) of N timed calls equal the profiler's
+over N calls of the same archive: aten operators on .pt archives, the lite
+interpreter's operators on .ptl. Sampling: the observed fraction stays within
+six binomial standard deviations and the estimates near the exact counts.
+Self time never exceeds total time, and self times add up to at most the
+calls' wall time. The Chrome trace parses, its events nest per thread and
+carry the model id. --api-usage lists the keys; bad options exit 2, an
+unwritable trace exits 4 and leaves nothing.
+"""
+
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+
+try:
+    import torch
+    from torch.jit.mobile import _load_for_lite_interpreter
+except ImportError:
+    print("torch is not installed for this python; skipping")
+    sys.exit(77)
+
+TSARCHIVE, TESTDATA = sys.argv[1], sys.argv[2]
+failures = []
+CALLS, WARMUP = 40, 10
+
+# archive, input spec, the same input for Python, loader, the scope compared
+CASES = [
+    ("mlp_scripted.pt", "1x8", lambda: torch.randn(1, 8), torch.jit.load, "function"),
+    ("convnet_traced.pt", "1x3x16x16", lambda: torch.randn(1, 3, 16, 16), torch.jit.load, "function"),
+    ("gru_scripted.pt", "2x5x4", lambda: torch.randn(2, 5, 4), torch.jit.load, "function"),
+    ("mlp.ptl", "1x8", lambda: torch.randn(1, 8), _load_for_lite_interpreter, "lite_interpreter"),
+]
+# FunctionEvent.scope is at::RecordScope's number.
+SCOPE_NUMBERS = {"function": 0, "torchscript": 2, "lite_interpreter": 6}
+
+
+def check(condition, what):
+    if not condition:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def tsarchive(*args, want=0):
+    p = subprocess.run([TSARCHIVE, *args], capture_output=True, text=True, timeout=600)
+    check(p.returncode == want, f"tsarchive {' '.join(args)}: exit {p.returncode}, wanted {want}\n{p.stderr}")
+    if want != 0:
+        lines = p.stderr.strip().splitlines()
+        check(len(lines) == 1 and lines[0].startswith("tsarchive: error: "),
+              f"tsarchive {' '.join(args)}: wanted one error line, got {p.stderr!r}")
+    return p
+
+
+def profile_json(*args):
+    p = tsarchive("run", *args, "--threads", "1", "--json")
+    return json.loads(p.stdout) if p.returncode == 0 else None
+
+
+def python_profile(path, make_input, loader, calls, shapes):
+    torch.set_num_threads(1)
+    module = loader(path)
+    x = make_input()
+    with torch.no_grad():
+        for _ in range(WARMUP):
+            module(x)
+        with torch.autograd.profiler.profile(record_shapes=shapes) as prof:
+            for _ in range(calls):
+                module(x)
+    return prof.function_events
+
+
+def python_counts(events, scope, shapes=False):
+    counts = Counter()
+    for e in events:
+        if e.scope == SCOPE_NUMBERS[scope]:
+            counts[(e.name, str(e.input_shapes)) if shapes else e.name] += 1
+    return counts
+
+
+def our_counts(doc, scope, shapes=False):
+    counts = Counter()
+    for op in doc["profile"]["operators"]:
+        if op["scope"] == scope:
+            counts[(op["name"], op["input_shapes"]) if shapes else op["name"]] += round(op["calls"])
+    return counts
+
+
+def check_table_invariants(doc, what):
+    prof = doc["profile"]
+    for op in prof["operators"]:
+        check(op["self_ms"] <= op["total_ms"] + 1e-9, f"{what}: {op['name']} self {op['self_ms']} > total {op['total_ms']}")
+        check(op["self_ms"] >= 0, f"{what}: {op['name']} negative self time")
+    # Nested calls are not counted twice: the self times of all operators fit
+    # in the calls' wall time (the observer's cost is inside both).
+    check(prof["self_ms"] <= prof["wall_ms"] * 1.02, f"{what}: self times add up to {prof['self_ms']} ms > wall {prof['wall_ms']} ms")
+
+
+def trace_tree(trace_file):
+    """The complete events of a trace with their parent and children, per thread."""
+    with open(trace_file) as f:
+        events = [e for e in json.load(f)["traceEvents"] if e["ph"] == "X"]
+    for e in events:
+        e["children"], e["parent"] = [], None
+    for tid in {e["tid"] for e in events}:
+        stack = []
+        for e in sorted((e for e in events if e["tid"] == tid), key=lambda e: (e["ts"], -e["dur"])):
+            while stack and e["ts"] >= stack[-1]["ts"] + stack[-1]["dur"] - 0.01:
+                stack.pop()
+            if stack:
+                e["parent"] = stack[-1]
+                stack[-1]["children"].append(e)
+            stack.append(e)
+    return events
+
+
+def python_drops(events):
+    """Calls Python's profiler leaves out: FunctionEventList._remove_dup_nodes
+    drops an event that is the only child of an event of the same name
+    (aten::div_ redispatching to aten::div_), when its microsecond timestamps
+    let it see the nesting. Per (scope, operator name)."""
+    drops = Counter()
+    for e in events:
+        parent = e["parent"]
+        if parent is not None and parent["name"] == e["name"] and len(parent["children"]) == 1:
+            drops[(e["cat"], e["name"])] += 1
+    return drops
+
+
+def check_counts_against_python(work):
+    for name, spec, make_input, loader, scope in CASES:
+        path = os.path.join(TESTDATA, name)
+        trace = os.path.join(work, "counts.json")
+        doc = profile_json(path, "--input", spec, "--profile", "--warmup", str(WARMUP), "--iters", str(CALLS),
+                           "--trace-out", trace)
+        if doc is None:
+            continue
+        check(doc["schema"] == "tsarchive.profile/1", f"{name}: schema {doc['schema']}")
+        check(doc["profile"]["method_calls"] == CALLS and not doc["profile"]["estimated"], f"{name}: {doc['profile']}")
+        check_table_invariants(doc, name)
+        ours = our_counts(doc, scope)
+        drops = python_drops(trace_tree(trace))
+        os.remove(trace)
+        theirs = python_counts(python_profile(path, make_input, loader, CALLS, False), scope)
+        agree = set(ours) == set(theirs) and all(ours[op] - drops[(scope, op)] <= theirs[op] <= ours[op] for op in ours)
+        check(agree, f"{name}: {scope} operator counts differ from Python's profiler:\n  ours   {sorted(ours.items())}\n"
+                     f"  python {sorted(theirs.items())}\n  same-name only children {sorted(drops.items())}")
+        for op in doc["profile"]["operators"]:
+            if op["scope"] == scope:
+                check(abs(op["calls_per_method_call"] * CALLS - op["calls"]) < 1e-6, f"{name}: per-call count of {op}")
+        exact = sum(1 for op in ours if drops[(scope, op)] == 0)
+        print(f"ok: {name}: {sum(ours.values())} {scope} operator calls in {CALLS} calls; {exact} of {len(ours)} operators "
+              f"counted exactly as Python's profiler does, the rest within the same-name nesting it folds")
+
+    # --record-shapes: one row per (operator, input shapes), as Python groups them.
+    name, spec, make_input, loader, scope = CASES[0]
+    path = os.path.join(TESTDATA, name)
+    doc = profile_json(path, "--input", spec, "--record-shapes", "--warmup", str(WARMUP), "--iters", "5")
+    if doc is not None:
+        ours = our_counts(doc, scope, shapes=True)
+        theirs = python_counts(python_profile(path, make_input, loader, 5, True), scope, shapes=True)
+        check(ours == theirs, f"--record-shapes differs from Python's input_shapes:\n  ours   {sorted(ours.items())}\n"
+                              f"  python {sorted(theirs.items())}")
+        print(f"ok: --record-shapes: {len(ours)} (operator, input shapes) rows, as Python's profiler records them")
+
+
+def check_sampling():
+    path = os.path.join(TESTDATA, "mlp_scripted.pt")
+    exact = profile_json(path, "--input", "1x8", "--profile", "--iters", "200")
+    calls, p = 4000, 0.1
+    doc = profile_json(path, "--input", "1x8", "--sample", str(p), "--iters", str(calls))
+    if exact is None or doc is None:
+        return
+    prof = doc["profile"]
+    check(prof["estimated"] and prof["sample"] == p, f"sampled profile not marked as estimated: {prof['sample']}")
+    check_table_invariants(doc, "--sample 0.1")
+    per_call = sum(op["calls_per_method_call"] for op in exact["profile"]["operators"])
+    n = per_call * calls  # every operator call of the run
+    bound = 6 * math.sqrt(n * p * (1 - p))
+    check(abs(prof["observed_calls"] - n * p) <= bound,
+          f"--sample {p}: observed {prof['observed_calls']} of {n:.0f} calls; expected {n * p:.0f} +- {bound:.0f}")
+    addmm = next(op for op in prof["operators"] if op["name"] == "aten::addmm")
+    want = 2 * calls
+    check(abs(addmm["calls"] - want) <= 6 * math.sqrt(want * p * (1 - p)) / p,
+          f"--sample {p}: aten::addmm estimated {addmm['calls']} calls, exact {want}")
+    print(f"ok: --sample {p}: observed {prof['observed_calls']} of {n:.0f} operator calls "
+          f"(expected {n * p:.0f} +- {bound:.0f}); aten::addmm estimated {addmm['calls']:.0f}, exact {want}")
+
+    text = tsarchive("run", path, "--input", "1x8", "--sample", "0.5", "--iters", "20").stdout
+    check("~self ms" in text and "estimates" in text, f"sampled text table does not say it estimates:\n{text}")
+    text = tsarchive("run", path, "--input", "1x8", "--profile", "--iters", "5").stdout
+    check("every operator call observed" in text and "~" not in text, f"exact text table:\n{text}")
+
+
+def check_trace(work):
+    path = os.path.join(TESTDATA, "mlp_scripted.pt")
+    trace = os.path.join(work, "trace.json")
+    doc = profile_json(path, "--input", "1x8", "--model-id", "ranker-v3", "--trace-out", trace, "--iters", "20")
+    if doc is None:
+        return
+    with open(trace) as f:
+        data = json.load(f)
+    events = [e for e in data["traceEvents"] if e["ph"] == "X"]
+    check(len(events) == doc["profile"]["observed_calls"], f"trace has {len(events)} events, {doc['profile']['observed_calls']} observed")
+    check(all(e["args"]["model_id"] == "ranker-v3" for e in events), "an event lacks --model-id")
+    check(doc["profile"]["model_id"] == "ranker-v3", f"JSON model id {doc['profile']['model_id']}")
+    names = {e["tid"] for e in data["traceEvents"] if e["ph"] == "M" and e["name"] == "thread_name"}
+    check({e["tid"] for e in events} <= names, "a thread track has no name")
+    # Complete events on one thread nest: each ends inside the innermost one
+    # open when it starts (0.01 us of rounding allowed).
+    tree = trace_tree(trace)
+    overlapping = [e["name"] for e in tree
+                   if e["parent"] and e["ts"] + e["dur"] > e["parent"]["ts"] + e["parent"]["dur"] + 0.01]
+    check(not overlapping, f"trace events overlap without nesting: {overlapping[:5]}")
+    self_ok = all(abs(e["dur"] - sum(c["dur"] for c in e["children"]) - e["args"]["self_us"]) < 0.01 for e in tree)
+    check(self_ok, "an event's self time is not its duration minus its children's")
+    forwards = [e for e in events if e["name"] == "forward"]
+    check(len(forwards) >= 20, f"{len(forwards)} forward events for 20 calls")
+    print(f"ok: the Chrome trace parses: {len(events)} nested complete events, model id in each")
+
+
+def check_api_usage_and_errors(work):
+    path = os.path.join(TESTDATA, "mlp_scripted.pt")
+    doc = profile_json(path, "--input", "1x8", "--api-usage")
+    if doc is not None:
+        check(doc["schema"] == "tsarchive.run/1" and "profile" not in doc, "--api-usage alone changed the schema")
+        check("torch.script.load" in doc.get("api_usage", []), f"API usage keys: {doc.get('api_usage')}")
+    text = tsarchive("run", path, "--input", "1x8", "--api-usage").stdout
+    check("API usage" in text and "torch.script.load" in text, f"--api-usage text:\n{text}")
+    print(f"ok: --api-usage: {doc['api_usage'] if doc else None}")
+
+    for args in (["--sample", "0"], ["--sample", "1.5"], ["--sample", "x"], ["--profile", "--batch-sizes", "1,2"]):
+        tsarchive("run", path, "--input", "1x8", *args, want=2)
+    missing = os.path.join(work, "no-such-folder", "trace.json")
+    tsarchive("run", path, "--input", "1x8", "--trace-out", missing, "--iters", "2", want=4)
+    check(not os.path.exists(os.path.dirname(missing)), "an unwritable --trace-out left something behind")
+    print("ok: bad --sample / --batch-sizes exit 2; an unwritable --trace-out exits 4")
+
+
+def main():
+    with tempfile.TemporaryDirectory() as work:
+        check_counts_against_python(work)
+        check_sampling()
+        check_trace(work)
+        check_api_usage_and_errors(work)
+        check(os.listdir(work) == ["trace.json"], f"left behind: {os.listdir(work)}")
+    if failures:
+        print(f"{len(failures)} failure(s)")
+        sys.exit(1)
+    print("all profile checks passed")
+
+
+main()
