@@ -50,6 +50,7 @@ struct RunOptions {
   std::vector<int64_t> batch_sizes;
   bool profile = false;
   double sample = 1.0;
+  bool sample_given = false;
   bool record_shapes = false;
   std::string model_id;
   std::string trace_out;
@@ -163,7 +164,7 @@ int run_run(const RunOptions& opts, Context& ctx) {
   if (opts.iterations > 0 && opts.duration > 0) throw_usage("give --iters or --duration, not both");
 
   // Any profiling option asks for profiling.
-  const bool profile = opts.profile || opts.sample != 1.0 || opts.record_shapes || !opts.model_id.empty() ||
+  const bool profile = opts.profile || opts.sample_given || opts.record_shapes || !opts.model_id.empty() ||
                        !opts.trace_out.empty();
   if (profile && !opts.batch_sizes.empty()) throw_usage("--profile times one input size; leave out --batch-sizes");
   if (!(opts.sample > 0 && opts.sample <= 1)) {
@@ -305,7 +306,8 @@ Runner setup_run(CLI::App& app, Context& ctx) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_flag("--profile", opts->profile,
                "Profile the operators of the timed calls (default --iters 100): calls, total and self time per operator");
-  app.add_option("--sample", opts->sample, "Observe each operator call with this probability (default 1); implies --profile");
+  app.add_option("--sample", opts->sample, "Observe each operator call with this probability (default 1); implies --profile")
+      ->each([opts](const std::string&) { opts->sample_given = true; });
   app.add_flag("--record-shapes", opts->record_shapes, "Also record input shapes, one row per shape list; implies --profile");
   app.add_option("--model-id", opts->model_id, "Model id in every profiled event (default: the file name); implies --profile");
   app.add_option("--trace-out", opts->trace_out,
