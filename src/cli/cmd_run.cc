@@ -279,7 +279,10 @@ Runner setup_run(CLI::App& app, Context& ctx) {
       "                        full=V randint=LOW,HIGH (ints default to randint=0,10)\n"
       "  @FILE.npy | @FILE.pt  a NumPy array, or torch.save of a tensor or a list/tuple of tensors\n"
       "  json:TEXT             non-tensor values by the method's schema: json:2.5, json:[1,2], json:{\"a\":\"1x3\"}\n"
-      "Without --input, it says which inputs the method needs.");
+      "Without --input, it says which inputs the method needs.\n"
+      "\n"
+      "--profile adds a table of the operators the timed calls ran (calls, total and self time), --sample P\n"
+      "observes 1 in 1/P operator calls (estimates), --trace-out writes a Chrome trace for Perfetto.");
   app.add_option("model", opts->model, "TorchScript archive (.pt) or lite-interpreter archive (.ptl)")->required();
   app.add_option("-m,--method", opts->method, "Method to call (default: forward)");
   app.add_option("-i,--input", opts->inputs, "An input (forms below); repeat in argument order");
