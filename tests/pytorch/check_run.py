@@ -18,10 +18,12 @@ import json
 import math
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import zipfile
+
+import harness
+from harness import check, finish
 
 try:
     import numpy as np
@@ -33,23 +35,11 @@ except ImportError:
 TSARCHIVE, TESTDATA = sys.argv[1], sys.argv[2]
 RUN = os.path.join(TESTDATA, "run")
 MLP = os.path.join(TESTDATA, "mlp_scripted.pt")
-failures = []
 
-
-def check(condition, what):
-    if not condition:
-        failures.append(what)
-        print("FAIL:", what)
 
 
 def tsarchive(*args, want=0):
-    p = subprocess.run([TSARCHIVE, *args], capture_output=True, text=True, timeout=300)
-    check(p.returncode == want, f"tsarchive {' '.join(args)}: exit {p.returncode}, wanted {want}\n{p.stderr}")
-    if want != 0:
-        lines = p.stderr.strip().splitlines()
-        check(len(lines) == 1 and lines[0].startswith("tsarchive: error: "),
-              f"tsarchive {' '.join(args)}: wanted one error line, got {p.stderr!r}")
-    return p
+    return harness.tsarchive(TSARCHIVE, *args, want=want)
 
 
 def run_json(*args, want=0):
@@ -236,7 +226,4 @@ try:
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
-if failures:
-    print(f"{len(failures)} failure(s)")
-    sys.exit(1)
-print("ok: tsarchive run agrees with PyTorch")
+finish("ok: tsarchive run agrees with PyTorch")
