@@ -73,6 +73,21 @@ std::optional<int64_t> bytecode_version(const TorchArchive& archive) {
   return std::nullopt;
 }
 
+// PythonPrint gives every Module class both lists and no other unannotated
+// class-level assignment; torch::jit::load of 1.13 SEGFAULTs when either list
+// is renamed (testdata/hostile/renamed_*.pt), so the gate must refuse it.
+void check_module_classes(const std::vector<CodeClass>& classes, std::vector<std::string>& problems) {
+  for (const CodeClass& c : classes) {
+    if (c.base != "Module") continue;
+    const std::string where = "class " + c.qualified_name + " in '" + c.record + "'";
+    if (!c.declares_parameters) problems.push_back(where + " has no __parameters__ list");
+    if (!c.declares_buffers) problems.push_back(where + " has no __buffers__ list");
+    for (const std::string& name : c.other_assignments) {
+      problems.push_back(where + " assigns '" + name + "', which TorchScript never writes");
+    }
+  }
+}
+
 void summarise_contents(ModelContents& model, InspectReport& report) {
   std::map<std::string, DtypeTotal> totals;
   for (const TensorInfo& t : model.tensors) {
@@ -130,6 +145,7 @@ void inspect_archive(const TorchArchive& archive, InspectReport& report) {
   if (report.kind == FileKind::TorchScript || report.kind == FileKind::LiteInterpreter) {
     TorchScriptModel contents = read_torchscript_model(archive);
     report.classes = std::move(contents.classes);
+    check_module_classes(report.classes, report.problems);
     model = std::move(contents.model);
     if (!model.modules.empty()) report.root_type = model.modules.front().type;
     if (report.kind == FileKind::LiteInterpreter) report.bytecode_version = bytecode_version(archive);

@@ -102,3 +102,23 @@ TEST_CASE("cli: diff --json is one document; bad input is one line with exit 3 o
   CHECK(run({"diff", testdata("mlp_scripted.pt")}).code == 2);
   CHECK(run({"diff", "-q", "--json", testdata("mlp_scripted.pt"), testdata("mlp_scripted.pt")}).code == 2);
 }
+
+namespace {
+// `verify` (and so the gate before libtorch) refuses a hostile file with exit
+// 3 and one error line that names the problem.
+void refused(const std::string& hostile_file, const std::string& problem) {
+  INFO(hostile_file);
+  const Result r = run({"verify", testdata("hostile/" + hostile_file)});
+  CHECK(r.code == 3);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK_THAT(r.err, Catch::Contains(problem));
+  const Result ran = run({"run", testdata("hostile/" + hostile_file), "--input", "1x8"});
+  CHECK(ran.code == 3);
+  CHECK_THAT(ran.err, Catch::Contains(problem));
+}
+}  // namespace
+
+TEST_CASE("cli: the gate refuses Module classes without __parameters__/__buffers__ (libtorch 1.13 SEGFAULTs)") {
+  refused("renamed_parameters.pt", "has no __parameters__ list");
+  refused("renamed_buffers.pt", "has no __buffers__ list");
+}
