@@ -122,3 +122,12 @@ TEST_CASE("cli: the gate refuses Module classes without __parameters__/__buffers
   refused("renamed_parameters.pt", "has no __parameters__ list");
   refused("renamed_buffers.pt", "has no __buffers__ list");
 }
+
+TEST_CASE("cli: the gate refuses overlapping entries and names that could leave a folder") {
+  refused("overlapping_entries.pt", "'mlp_scripted/extra/host.bin' and 'mlp_scripted/extra/inner.txt' overlap");
+  refused("traversal_extra.pt", "has a '..' part");
+  refused("traversal_top.pt", "has a '..' part");
+  refused("absolute_names.pt", "has an absolute name");
+  refused("absolute_extra.pt", "has an empty part");
+  refused("backslash_names.pt", "has a backslash in its name");
+}
