@@ -20,6 +20,18 @@ void read_version_records(const TorchArchive& archive, InspectReport& report) {
   report.version_record = v.record;
   if (auto b = archive.read_optional("byteorder", ReadLimits::kSmall)) report.byteorder = *b;
   if (auto id = archive.read_optional(".data/serialization_id", ReadLimits::kSmall)) report.serialization_id = *id;
+  // PyTorchStreamReader reads .data/version and never looks at version; no
+  // writer makes the two differ, so a file where they do was altered.
+  const auto old_style = archive.read_optional("version", ReadLimits::kSmall);
+  const auto new_style = archive.read_optional(".data/version", ReadLimits::kSmall);
+  const auto strip = [](std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+    return s;
+  };
+  if (old_style && new_style && strip(*old_style) != strip(*new_style)) {
+    report.problems.push_back("the version records disagree: 'version' says " + strip(*old_style) +
+                              ", '.data/version' says " + strip(*new_style));
+  }
   if (report.byteorder && *report.byteorder != "little" && *report.byteorder != "big") {
     report.problems.push_back("byteorder record holds '" + *report.byteorder + "', expected little or big");
   }
@@ -146,6 +158,9 @@ void inspect_archive(const TorchArchive& archive, InspectReport& report) {
     TorchScriptModel contents = read_torchscript_model(archive);
     report.classes = std::move(contents.classes);
     check_module_classes(report.classes, report.problems);
+    if (archive.find("constants.pkl") == nullptr) {
+      report.problems.push_back("constants.pkl is missing (torch::jit::load needs it, even when empty)");
+    }
     model = std::move(contents.model);
     if (!model.modules.empty()) report.root_type = model.modules.front().type;
     if (report.kind == FileKind::LiteInterpreter) report.bytecode_version = bytecode_version(archive);

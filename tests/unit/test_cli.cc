@@ -131,3 +131,12 @@ TEST_CASE("cli: the gate refuses overlapping entries and names that could leave 
   refused("absolute_extra.pt", "has an empty part");
   refused("backslash_names.pt", "has a backslash in its name");
 }
+
+TEST_CASE("cli: the gate refuses disagreeing version records and a missing constants.pkl") {
+  refused("version_disagree_in_range.pt", "the version records disagree: 'version' says 3, '.data/version' says 6");
+  refused("missing_constants_pkl.pt", "constants.pkl is missing");
+}
+
+TEST_CASE("cli: the unedited rebuild of the hostile corpus verifies") {
+  CHECK(run({"verify", testdata("hostile/ok_rebuilt.pt")}).code == 0);
+}
