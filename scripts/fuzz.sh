@@ -55,10 +55,8 @@ for t in "${targets[@]}"; do
   "$build/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=131072 \
     -print_final_stats=1 -artifact_prefix="$artifacts" -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
     -fork=1 "$corpus" >"$log" 2>&1 || true
-  execs=$(grep -Eo 'stat::number_of_executed_units: *[0-9]+' "$log" | grep -Eo '[0-9]+$' | tail -1)
-  if [ -z "$execs" ]; then  # fork mode reports progress lines instead
-    execs=$(grep -Eo 'exec/s: [0-9]+|#[0-9]+' "$log" | grep -Eo '^#[0-9]+' | tr -d '#' | sort -n | tail -1)
-  fi
+  # -fork prints progress lines "#<executions>: cov: ..." and no final stats.
+  execs=$(grep -Eo '^#[0-9]+' "$log" | tr -d '#' | sort -n | tail -1 || true)
   crashes=0
   for f in "$artifacts"*; do
     [ -f "$f" ] || continue
