@@ -425,7 +425,6 @@ def build_dtypes_v2():
 
 def make_all(outdir):
     os.makedirs(os.path.join(outdir, "expected"), exist_ok=True)
-    os.makedirs(os.path.join(outdir, "hostile"), exist_ok=True)
     p = lambda name: os.path.join(outdir, name)  # noqa: E731
     skipped = {}
 
@@ -528,28 +527,6 @@ def make_all(outdir):
     build_dtypes_v2().save(p("dtypes_v2.pt"))
     describe(outdir, "dtypes_v2.pt", "torchscript")
 
-    # 13. hostile / odd files
-    with open(p("mlp_scripted.pt"), "rb") as f:
-        mlp_bytes = f.read()
-    hostile = {
-        "empty.pt": b"",
-        "not_zip.pt": b"This is not a PyTorch archive.\nJust a few lines of text.\n"
-                      b"PK? no, not really.\n",
-        "random.bin": bytes(random.Random(1234).getrandbits(8) for _ in range(4096)),
-        "truncated.pt": mlp_bytes[: len(mlp_bytes) // 2],
-        "truncated_tail.pt": mlp_bytes[:-10],
-    }
-    for name, data in hostile.items():
-        with open(os.path.join(outdir, "hostile", name), "wb") as f:
-            f.write(data)
-    zpath = os.path.join(outdir, "hostile", "plain_zip.zip")
-    with zipfile.ZipFile(zpath, "w", zipfile.ZIP_DEFLATED) as zf:
-        for name, text in (("hello.txt", "hello, world\n"),
-                           ("notes/readme.txt", "A plain ZIP, not made by PyTorch.\n")):
-            # Fixed timestamp so the file is byte-identical between runs.
-            zf.writestr(zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0)), text,
-                        compress_type=zipfile.ZIP_DEFLATED)
-
     write_readme(outdir, skipped)
     return skipped
 
@@ -588,13 +565,6 @@ README_FILES = [
     ("dtypes_v2.pt", "dtypes.pt with changed values in every dtype (float64, float16, "
      "bfloat16, int64, bool, uint8, the 0-dim scalar, one element of a storage shared by two "
      "views) and `transposed` saved contiguous (stride [3, 1] instead of [1, 4]); same code."),
-    ("hostile/empty.pt", "0 bytes."),
-    ("hostile/not_zip.pt", "A few lines of text."),
-    ("hostile/random.bin", "4096 bytes from random.Random(1234)."),
-    ("hostile/truncated.pt", "First half of mlp_scripted.pt (no central directory)."),
-    ("hostile/truncated_tail.pt", "mlp_scripted.pt minus its last 10 bytes (broken "
-     "end-of-central-directory record)."),
-    ("hostile/plain_zip.zip", "A ZIP from Python's zipfile with two text files, not PyTorch."),
 ]
 
 
@@ -654,6 +624,8 @@ def main():
         return
     outdir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(REPO_ROOT, "testdata")
     skipped = make_all(os.path.abspath(outdir))
+    # testdata/hostile/ and its README lines are made from these archives.
+    subprocess.check_call([sys.executable, os.path.join(REPO_ROOT, "scripts", "make_hostile.py"), outdir])
     for name, why in skipped.items():
         print("skipped %s: %s" % (name, why), file=sys.stderr)
     print("wrote test data to %s (torch %s)" % (outdir, TORCH_VERSION))

@@ -46,6 +46,13 @@ struct CodeClass {
   std::string record;          // "code/__torch__/torch/nn/modules/linear.py"
   std::vector<std::string> parameters;
   std::vector<std::string> buffers;
+  // Whether the class body has the `__parameters__` / `__buffers__` lines
+  // (PythonPrint writes both for every Module, even when empty), and the
+  // names of other unannotated class-level assignments besides
+  // `__annotations__[...]`: libtorch 1.13 crashes importing such a Module.
+  bool declares_parameters = false;
+  bool declares_buffers = false;
+  std::vector<std::string> other_assignments;
   std::vector<CodeAttribute> attributes;
   std::vector<CodeMethod> methods;
   size_t first_line = 0;  // 0-based, [first_line, end_line) of the class in its record

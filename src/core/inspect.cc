@@ -20,6 +20,18 @@ void read_version_records(const TorchArchive& archive, InspectReport& report) {
   report.version_record = v.record;
   if (auto b = archive.read_optional("byteorder", ReadLimits::kSmall)) report.byteorder = *b;
   if (auto id = archive.read_optional(".data/serialization_id", ReadLimits::kSmall)) report.serialization_id = *id;
+  // PyTorchStreamReader reads .data/version and never looks at version; no
+  // writer makes the two differ, so a file where they do was altered.
+  const auto old_style = archive.read_optional("version", ReadLimits::kSmall);
+  const auto new_style = archive.read_optional(".data/version", ReadLimits::kSmall);
+  const auto strip = [](std::string s) {
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+    return s;
+  };
+  if (old_style && new_style && strip(*old_style) != strip(*new_style)) {
+    report.problems.push_back("the version records disagree: 'version' says " + strip(*old_style) +
+                              ", '.data/version' says " + strip(*new_style));
+  }
   if (report.byteorder && *report.byteorder != "little" && *report.byteorder != "big") {
     report.problems.push_back("byteorder record holds '" + *report.byteorder + "', expected little or big");
   }
@@ -71,6 +83,21 @@ std::optional<int64_t> bytecode_version(const TorchArchive& archive) {
     return g.at(root.items[0]).integer;
   }
   return std::nullopt;
+}
+
+// PythonPrint gives every Module class both lists and no other unannotated
+// class-level assignment; torch::jit::load of 1.13 SEGFAULTs when either list
+// is renamed (testdata/hostile/renamed_*.pt), so the gate must refuse it.
+void check_module_classes(const std::vector<CodeClass>& classes, std::vector<std::string>& problems) {
+  for (const CodeClass& c : classes) {
+    if (c.base != "Module") continue;
+    const std::string where = "class " + c.qualified_name + " in '" + c.record + "'";
+    if (!c.declares_parameters) problems.push_back(where + " has no __parameters__ list");
+    if (!c.declares_buffers) problems.push_back(where + " has no __buffers__ list");
+    for (const std::string& name : c.other_assignments) {
+      problems.push_back(where + " assigns '" + name + "', which TorchScript never writes");
+    }
+  }
 }
 
 void summarise_contents(ModelContents& model, InspectReport& report) {
@@ -130,6 +157,10 @@ void inspect_archive(const TorchArchive& archive, InspectReport& report) {
   if (report.kind == FileKind::TorchScript || report.kind == FileKind::LiteInterpreter) {
     TorchScriptModel contents = read_torchscript_model(archive);
     report.classes = std::move(contents.classes);
+    check_module_classes(report.classes, report.problems);
+    if (archive.find("constants.pkl") == nullptr) {
+      report.problems.push_back("constants.pkl is missing (torch::jit::load needs it, even when empty)");
+    }
     model = std::move(contents.model);
     if (!model.modules.empty()) report.root_type = model.modules.front().type;
     if (report.kind == FileKind::LiteInterpreter) report.bytecode_version = bytecode_version(archive);

@@ -201,13 +201,19 @@ CodeFile parse_torchscript_code(std::string_view source, const std::string& reco
       continue;
     }
     if (current == nullptr || indent != class_indent + 2) continue;
-    if (starts_with(line, "__parameters__")) {
+    const std::string_view target = trim(line.substr(0, line.find('=')));
+    if (target == "__parameters__") {
+      current->declares_parameters = true;
       current->parameters = parse_name_list(line.substr(line.find('=') + 1));
-    } else if (starts_with(line, "__buffers__")) {
+    } else if (target == "__buffers__") {
+      current->declares_buffers = true;
       current->buffers = parse_name_list(line.substr(line.find('=') + 1));
     } else {
       const size_t colon = line.find(" : ");
-      if (colon != std::string_view::npos) {
+      if (colon == std::string_view::npos && line.find('=') != std::string_view::npos &&
+          !starts_with(target, "__annotations__")) {
+        current->other_assignments.emplace_back(target);
+      } else if (colon != std::string_view::npos) {
         std::string_view type = line.substr(colon + 3);
         const size_t eq = type.find(" = ");
         if (eq != std::string_view::npos) type = type.substr(0, eq);

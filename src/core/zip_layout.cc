@@ -151,6 +151,40 @@ void read_local_header(const ByteSource& source, ZipEntry& e, uint64_t data_limi
   }
 }
 
+// PyTorch names records "<folder>/<record>" with '/' separators; a name that
+// could leave a folder when extracted, or that two spellings could share, is
+// refused whatever reads it next.
+void check_entry_name(const ByteSource& source, const std::string& name) {
+  if (name.front() == '/') invalid(source, "entry '" + name + "' has an absolute name");
+  if (name.find('\\') != std::string::npos) invalid(source, "entry '" + name + "' has a backslash in its name");
+  size_t start = 0;
+  while (start < name.size()) {
+    size_t slash = name.find('/', start);
+    if (slash == std::string::npos) slash = name.size();
+    const std::string_view part(name.data() + start, slash - start);
+    if (part == ".." || part == ".") invalid(source, "entry '" + name + "' has a '" + std::string(part) + "' part");
+    if (part.empty()) invalid(source, "entry '" + name + "' has an empty part ('//')");
+    start = slash + 1;
+  }
+}
+
+// Entries must not share bytes: a local header inside another entry's data is
+// how "overlapping" ZIP bombs and parser-confusion files are made.
+void check_no_overlaps(const ByteSource& source, const std::vector<ZipEntry>& entries) {
+  std::vector<const ZipEntry*> by_offset;
+  by_offset.reserve(entries.size());
+  for (const ZipEntry& e : entries) by_offset.push_back(&e);
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const ZipEntry* a, const ZipEntry* b) { return a->local_header_offset < b->local_header_offset; });
+  for (size_t i = 1; i < by_offset.size(); ++i) {
+    const ZipEntry& a = *by_offset[i - 1];
+    const ZipEntry& b = *by_offset[i];
+    if (a.data_offset + a.compressed_size > b.local_header_offset) {  // both checked against the file size
+      invalid(source, "entries '" + a.name + "' and '" + b.name + "' overlap");
+    }
+  }
+}
+
 }  // namespace
 
 bool has_zip_signature(const ByteSource& source) {
@@ -214,12 +248,14 @@ ZipLayout read_zip_layout(const ByteSource& source) {
     if (e.flags & 0x1) invalid(source, "entry '" + e.name + "' is encrypted");
     if (e.name.empty()) invalid(source, "central directory entry " + std::to_string(i) + " has an empty name");
     if (e.name.find('\0') != std::string::npos) invalid(source, "an entry name contains a NUL byte");
+    check_entry_name(source, e.name);
     read_local_header(source, e, end.cd_offset);
     layout.entries.push_back(std::move(e));
   }
   for (const ZipEntry& e : layout.entries) {
     if (!names.insert(e.name).second) invalid(source, "duplicate entry name '" + e.name + "'");
   }
+  check_no_overlaps(source, layout.entries);
   return layout;
 }
 

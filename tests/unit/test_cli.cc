@@ -102,3 +102,41 @@ TEST_CASE("cli: diff --json is one document; bad input is one line with exit 3 o
   CHECK(run({"diff", testdata("mlp_scripted.pt")}).code == 2);
   CHECK(run({"diff", "-q", "--json", testdata("mlp_scripted.pt"), testdata("mlp_scripted.pt")}).code == 2);
 }
+
+namespace {
+// `verify` (and so the gate before libtorch) refuses a hostile file with exit
+// 3 and one error line that names the problem.
+void refused(const std::string& hostile_file, const std::string& problem) {
+  INFO(hostile_file);
+  const Result r = run({"verify", testdata("hostile/" + hostile_file)});
+  CHECK(r.code == 3);
+  CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  CHECK_THAT(r.err, Catch::Contains(problem));
+  const Result ran = run({"run", testdata("hostile/" + hostile_file), "--input", "1x8"});
+  CHECK(ran.code == 3);
+  CHECK_THAT(ran.err, Catch::Contains(problem));
+}
+}  // namespace
+
+TEST_CASE("cli: the gate refuses Module classes without __parameters__/__buffers__ (libtorch 1.13 SEGFAULTs)") {
+  refused("renamed_parameters.pt", "has no __parameters__ list");
+  refused("renamed_buffers.pt", "has no __buffers__ list");
+}
+
+TEST_CASE("cli: the gate refuses overlapping entries and names that could leave a folder") {
+  refused("overlapping_entries.pt", "'mlp_scripted/extra/host.bin' and 'mlp_scripted/extra/inner.txt' overlap");
+  refused("traversal_extra.pt", "has a '..' part");
+  refused("traversal_top.pt", "has a '..' part");
+  refused("absolute_names.pt", "has an absolute name");
+  refused("absolute_extra.pt", "has an empty part");
+  refused("backslash_names.pt", "has a backslash in its name");
+}
+
+TEST_CASE("cli: the gate refuses disagreeing version records and a missing constants.pkl") {
+  refused("version_disagree_in_range.pt", "the version records disagree: 'version' says 3, '.data/version' says 6");
+  refused("missing_constants_pkl.pt", "constants.pkl is missing");
+}
+
+TEST_CASE("cli: the unedited rebuild of the hostile corpus verifies") {
+  CHECK(run({"verify", testdata("hostile/ok_rebuilt.pt")}).code == 0);
+}

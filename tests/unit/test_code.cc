@@ -65,3 +65,31 @@ TEST_CASE("code: odd text is skipped, never fatal") {
   const CodeFile f = parse_torchscript_code("def (\nclass\n  __parameters__ = [\n\x01\x02", "code/x.py");
   CHECK(f.classes.size() <= 1);
 }
+
+TEST_CASE("code: a Module without its __parameters__ or __buffers__ line is told apart from empty lists") {
+  // testdata/hostile/renamed_*.pt: libtorch 1.13 SEGFAULTs importing these.
+  const CodeFile f = parse_torchscript_code(R"(class A(Module):
+  __paramXters__ = ["weight", ]
+  __buffers__ = []
+  __annotations__["0"] = Tensor
+  weight : Tensor
+  n : Final[int] = 3
+class B(Module):
+  __parameters__ = []
+  __bufferX__ = []
+)",
+                                            "code/__torch__/m.py");
+  REQUIRE(f.classes.size() == 2);
+  CHECK_FALSE(f.classes[0].declares_parameters);
+  CHECK(f.classes[0].declares_buffers);
+  CHECK(f.classes[0].other_assignments == std::vector<std::string>{"__paramXters__"});
+  CHECK(f.classes[1].declares_parameters);
+  CHECK_FALSE(f.classes[1].declares_buffers);
+  CHECK(f.classes[1].other_assignments == std::vector<std::string>{"__bufferX__"});
+  const CodeFile ok = parse_torchscript_code(kSource, "code/__torch__/torch/nn/modules/linear.py");
+  for (const CodeClass& c : ok.classes) {
+    CHECK(c.declares_parameters);
+    CHECK(c.declares_buffers);
+    CHECK(c.other_assignments.empty());
+  }
+}

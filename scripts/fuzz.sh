@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets (tests/fuzz) with clang in build-fuzz/ and runs
+# each for SECONDS (default 60), one after another, from a seed corpus made of
+# testdata/ (archives for zip_layer and inspect_path; the pickles inside them
+# for pickle_reader). Prints executions and crashes per target; copies every
+# crash, timeout, leak or OOM input to testdata/fuzz-crashes/<target>-<name>,
+# where CTest's fuzz.replay replays it in the normal build. Exit 1 if any.
+#
+#   scripts/fuzz.sh [SECONDS]        (from anywhere; needs clang and libclang-rt)
+set -euo pipefail
+seconds=${1:-60}
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${TSARCHIVE_FUZZ_BUILD:-$root/build-fuzz}
+targets=(zip_layer pickle_reader inspect_path)
+
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=${CXX_FUZZ:-clang++} -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DTSARCHIVE_FUZZ=ON >/dev/null
+ninja -C "$build" -j"${JOBS:-2}" "${targets[@]/#/fuzz_}" >/dev/null
+
+# Seeds: copied into the working corpus, which libFuzzer grows in place.
+seeds=$build/seeds
+rm -rf "$seeds"
+mkdir -p "$seeds/archives" "$seeds/pickles"
+find "$root/testdata" -maxdepth 2 -type f \( -name '*.pt' -o -name '*.ptl' -o -name '*.pth' -o -name '*.bin' \
+  -o -name '*.zip' -o -name '*.onnx' \) -exec cp {} "$seeds/archives/" \;
+python3 - "$root/testdata" "$seeds/pickles" <<'PY'
+import os, sys, zipfile
+src, out = sys.argv[1:]
+n = 0
+for name in sorted(os.listdir(src)):
+    path = os.path.join(src, name)
+    if not zipfile.is_zipfile(path):
+        continue
+    try:
+        with zipfile.ZipFile(path) as z:
+            for info in z.infolist():
+                if info.filename.endswith(".pkl"):
+                    n += 1
+                    with open(os.path.join(out, "%s-%s" % (name, info.filename.replace("/", "_"))), "wb") as f:
+                        f.write(z.read(info))
+    except Exception:
+        pass
+PY
+cp "$root/testdata/legacy_state_dict.pth" "$seeds/pickles/"
+
+status=0
+summary=()
+for t in "${targets[@]}"; do
+  corpus=$build/corpus/$t artifacts=$build/artifacts/$t/
+  mkdir -p "$corpus" "$artifacts"
+  rm -f "$artifacts"*
+  if [ "$t" = pickle_reader ]; then cp "$seeds/pickles/"* "$corpus/"; else cp "$seeds/archives/"* "$corpus/"; fi
+  log=$build/$t.log
+  # -fork keeps going after a crash; each crash leaves a file in $artifacts.
+  "$build/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=131072 \
+    -print_final_stats=1 -artifact_prefix="$artifacts" -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
+    -fork=1 "$corpus" >"$log" 2>&1 || true
+  # -fork prints progress lines "#<executions>: cov: ..." and no final stats.
+  execs=$(grep -Eo '^#[0-9]+' "$log" | tr -d '#' | sort -n | tail -1 || true)
+  crashes=0
+  for f in "$artifacts"*; do
+    [ -f "$f" ] || continue
+    crashes=$((crashes + 1))
+    cp "$f" "$root/testdata/fuzz-crashes/$t-$(basename "$f")"
+  done
+  [ "$crashes" -eq 0 ] || status=1
+  summary+=("$(printf '%-14s %4ss  executions %10s  crashes %d  corpus %d  (log %s)' "$t" "$seconds" "${execs:-?}" \
+    "$crashes" "$(ls "$corpus" | wc -l)" "$log")")
+done
+printf '%s\n' "${summary[@]}"
+[ "$status" -eq 0 ] || echo "crash inputs copied to testdata/fuzz-crashes/: fix them; CTest fuzz.replay replays them"
+exit $status

@@ -1,0 +1,77 @@
+#include "fuzz_entry.h"
+
+#include <string>
+
+#include "tsarchive/archive.h"
+#include "tsarchive/error.h"
+#include "tsarchive/inspect.h"
+#include "tsarchive/model.h"
+#include "tsarchive/pickle.h"
+#include "tsarchive/verify.h"
+#include "tsarchive/zip.h"
+
+namespace tsarchive::fuzz {
+namespace {
+
+std::string bytes_of(const uint8_t* data, size_t size) {
+  return std::string(reinterpret_cast<const char*>(data), size);
+}
+
+// Small caps keep each input fast; the real limits are tested elsewhere.
+constexpr uint64_t kEntryCap = 4ull << 20;
+
+}  // namespace
+
+void zip_layer(const uint8_t* data, size_t size) {
+  try {
+    ZipArchive zip(make_memory_source(bytes_of(data, size)));
+    for (const ZipEntry& e : zip.entries()) {
+      try {
+        zip.read(e, kEntryCap);
+      } catch (const Error&) {
+      }
+    }
+  } catch (const Error&) {
+  }
+}
+
+void pickle_reader(const uint8_t* data, size_t size) {
+  const std::string bytes = bytes_of(data, size);
+  PickleGraph graph;
+  try {
+    graph = parse_pickle(bytes, "fuzz.pkl", 0, nullptr, PickleLimits{1u << 20});
+  } catch (const Error&) {
+    return;
+  }
+  // The walkers see the graph as data.pkl, constants.pkl and a torch.save
+  // object in turn; they report problems, never throw for content.
+  try {
+    ModelContents module;
+    collect_module(graph, ClassIndex{}, module);
+  } catch (const Error&) {
+  }
+  try {
+    ModelContents constants;
+    collect_constants(graph, constants);
+  } catch (const Error&) {
+  }
+  try {
+    ModelContents saved;
+    collect_saved_object(graph, "data", saved);
+  } catch (const Error&) {
+  }
+}
+
+void inspect_path(const uint8_t* data, size_t size) {
+  try {
+    inspect_source(make_memory_source(bytes_of(data, size)));
+  } catch (const Error&) {
+  }
+  try {
+    auto archive = open_torchscript_archive(make_memory_source(bytes_of(data, size)), "fuzz");
+    verify_archive(*archive, VerifyOptions{1, std::nullopt});
+  } catch (const Error&) {
+  }
+}
+
+}  // namespace tsarchive::fuzz

@@ -1,0 +1,22 @@
+// The fuzzed entry points, shared by the libFuzzer targets (fuzz_*.cc, clang,
+// TSARCHIVE_FUZZ=ON) and the replay test of the normal build (replay.cc),
+// which feeds testdata/hostile/ and testdata/fuzz-crashes/ through the same
+// functions. Each takes arbitrary bytes and must return normally: malformed
+// input is a tsarchive::Error, which they swallow; anything else escaping (or
+// a crash, a leak, undefined behaviour under the sanitizers) is a finding.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace tsarchive::fuzz {
+
+// read_zip_layout, then every entry read through libzip (bounded).
+void zip_layer(const uint8_t* data, size_t size);
+// parse_pickle of the bytes, then the model walkers over the graph.
+void pickle_reader(const uint8_t* data, size_t size);
+// What `inspect` and the validation gate do to a file: inspect_source, then
+// open_torchscript_archive + verify_archive.
+void inspect_path(const uint8_t* data, size_t size);
+
+}  // namespace tsarchive::fuzz
