@@ -597,11 +597,12 @@ void compare_scalars(const c10::IValue& a, const c10::IValue& e, OutputCheck& ch
 
 }  // namespace
 
-std::vector<OutputCheck> compare_outputs(const c10::IValue& output, const RunRequest& request) {
+namespace {
+
+std::vector<OutputCheck> compare_leaves(const c10::IValue& output, const std::vector<c10::IValue>& expected,
+                                        const RunRequest& request) {
   std::vector<Leaf> actual;
   leaves_of(output, "out", actual);
-  std::vector<c10::IValue> expected;
-  host_leaves(*request.expect, expected);
   std::vector<OutputCheck> checks;
   for (size_t i = 0; i < std::max(actual.size(), expected.size()); ++i) {
     OutputCheck check;
@@ -623,6 +624,22 @@ std::vector<OutputCheck> compare_outputs(const c10::IValue& output, const RunReq
     checks.push_back(std::move(check));
   }
   return checks;
+}
+
+}  // namespace
+
+std::vector<OutputCheck> compare_outputs(const c10::IValue& output, const RunRequest& request) {
+  std::vector<c10::IValue> expected;
+  host_leaves(*request.expect, expected);
+  return compare_leaves(output, expected, request);
+}
+
+std::vector<OutputCheck> compare_values(const c10::IValue& output, const c10::IValue& expected, const RunRequest& request) {
+  std::vector<Leaf> leaves;
+  leaves_of(expected, "out", leaves);
+  std::vector<c10::IValue> values;
+  for (Leaf& leaf : leaves) values.push_back(std::move(leaf.value));
+  return compare_leaves(output, values, request);
 }
 
 namespace {

@@ -49,10 +49,11 @@ class LoadedModel {
     if (lite_) {
       mobile_ = torch_call(file_, "load the module (lite interpreter)",
                            [&] { return torch::jit::_load_for_mobile(request.archive, device); });
-      mobile_->eval();
+      if (every_module_has_training(*mobile_->_ivalue())) mobile_->eval();
     } else {
       module_ = torch_call(file_, "load the module", [&] { return torch::jit::load(request.archive, device); });
-      module_->eval();
+      saved_training_ = module_->hasattr("training") && module_->is_training();
+      if (module_->hasattr("training")) module_->eval();
     }
   }
 
@@ -135,10 +136,27 @@ class LoadedModel {
 
   c10::IValue call(std::vector<c10::IValue> args) const { return call_(std::move(args)); }
   const std::string& method() const { return method_; }
+  // The TorchScript module (null for a lite-interpreter one), in eval mode.
+  torch::jit::Module* script_module() { return module_ ? &*module_ : nullptr; }
+  // Whether the archive was saved in training mode (before eval()).
+  bool saved_training() const { return saved_training_; }
 
  private:
+  // mobile::Module::eval() recurses into every object attribute and is an
+  // internal assert in libtorch 1.13 when one has no 'training' attribute:
+  // optimize_for_mobile's archives hold XNNPACK contexts, and their code no
+  // longer reads 'training' anyway.
+  static bool every_module_has_training(const c10::ivalue::Object& object) {
+    if (!object.type()->hasAttribute("training")) return false;
+    for (const c10::IValue& slot : object.slots()) {
+      if (slot.isObject() && !every_module_has_training(slot.toObjectRef())) return false;
+    }
+    return true;
+  }
+
   std::string file_;
   bool lite_ = false;
+  bool saved_training_ = false;
   std::optional<torch::jit::Module> module_;
   std::optional<torch::jit::mobile::Module> mobile_;
   std::function<c10::IValue(std::vector<c10::IValue>)> call_;
@@ -165,6 +183,9 @@ void describe(const c10::IValue& v, const std::string& path, int depth, std::vec
 
 // The output's leaves compared with request.expect's, in order.
 std::vector<OutputCheck> compare_outputs(const c10::IValue& output, const RunRequest& request);
+// The output's leaves compared with `expected`'s (another call's output), with
+// request's tolerances.
+std::vector<OutputCheck> compare_values(const c10::IValue& output, const c10::IValue& expected, const RunRequest& request);
 
 // torch.save format (Pt) or one tensor as .npy (Npy).
 std::string serialize(const c10::IValue& value, SaveFormat format, const std::string& what, const std::string& file);
