@@ -38,7 +38,7 @@ void add_convert_options(CLI::App& app, ConvertOptions& opts) {
   app.add_option("-o,--output", opts.output, "Where to write the new archive (.pt, or .ptl for the lite interpreter)")
       ->required();
   app.add_option("-m,--method", opts.method, "Method to convert and check (default: forward)");
-  app.add_option("-i,--input", opts.inputs, "A check input, as for 'tsarchive run' (SHAPE[:DTYPE[:FILL]], @x.npy, @x.pt, json:...); repeat in argument order");
+  app.add_option("-i,--input", opts.inputs, "A check input as for 'tsarchive run': SHAPE[:DTYPE[:FILL]], @x.npy, @x.pt, json:... (repeat)");
   app.add_option("--seed", opts.seed, "Seed of generated inputs (default: 0; same values as Python's torch.manual_seed)");
   app.add_option("--atol", opts.atol, "Absolute tolerance against the original (default 1e-5); PATH=A for one output");
   app.add_option("--rtol", opts.rtol, "Relative tolerance against the original (default 1e-3); PATH=R for one output");

@@ -135,6 +135,8 @@ void render_graph_dot(const MethodGraph& g, std::ostream& out) {
         out << indent << "  label=\"" << dot_escape(n.kind) << " block " << b << "\";\n  " << indent << "style=dashed;\n";
         block(static_cast<int>(i), b, indent + "  ");
         out << indent << "}\n";
+        // The block's inputs come from its node: a dotted edge keeps them together.
+        out << indent << 'n' << i << " -> n" << members[{static_cast<int>(i), b}].front() << " [style=dotted];\n";
       }
     }
   };

@@ -45,9 +45,11 @@ using torch::jit::Value;
 
 // --- graphs ---------------------------------------------------------------------
 
+// The method's own graph (as Python's .graph shows it), or an inlined copy.
 std::shared_ptr<Graph> method_graph(const torch::jit::Method& method, bool inlined) {
+  if (!inlined) return method.graph();
   std::shared_ptr<Graph> graph = method.graph()->copy();
-  if (inlined) torch::jit::Inline(*graph);
+  torch::jit::Inline(*graph);
   return graph;
 }
 
@@ -365,7 +367,7 @@ MethodGraph graph_of(const GraphRequest& request) {
   out.schema = schema.str();
   out.inlined = request.inlined;
   const std::shared_ptr<Graph> graph = method_graph(*method, request.inlined);
-  out.text = graph->toString(false);
+  out.text = graph->toString();  // with source locations, as Python prints .graph
 
   std::map<const Value*, int> index;
   const auto value_index = [&](const Value* v) {
