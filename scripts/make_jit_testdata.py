@@ -51,7 +51,7 @@ def build(name):
         trained_batchnorm(m, (16, 8))
         return m, "4x8", True, "scripted MLP with BatchNorm1d, saved in training mode"
     if name == "value_loop":
-        return jit_models.ValueLoop(), "2x3", False, "loop count depends on input values: its trace does not generalise"
+        return jit_models.ValueLoop().eval(), "2x3", False, "loop count depends on input values: its trace does not generalise"
     if name == "gru":
         return jit_models.GRUEncoder().eval(), "1x5x4", False, "GRU over a sequence, returns (output, hidden)"
     if name == "convnet":
@@ -59,7 +59,7 @@ def build(name):
         trained_batchnorm(m, (4, 3, 32, 32))
         return m.eval(), "1x3x32x32", False, "conv-bn-relu stages, global pooling, linear classifier"
     if name == "labelled":
-        return jit_models.Labelled(), "2x3", False, "returns (Tensor, str): tracing it fails"
+        return jit_models.Labelled().eval(), "2x3", False, "returns (Tensor, str): tracing it fails"
     if name == "quant_mlp":
         m = torch.quantization.quantize_dynamic(jit_models.QuantMLP().eval(), {torch.nn.Linear}, dtype=torch.qint8)
         return m, "4x8", False, "dynamically quantized linear layers (qint8)"

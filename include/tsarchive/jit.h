@@ -13,9 +13,9 @@
 
 namespace tsarchive {
 
-// trace and convert are one pipeline; each step is optional, and they run in
-// this order: trace -> eval -> freeze -> optimize (for inference | for mobile)
-// -> save (TorchScript .pt, or lite-interpreter .ptl).
+// trace and convert are one pipeline; the steps run in this order, all but
+// eval and save optional: eval -> trace -> freeze -> optimize (for inference
+// | for mobile) -> save (TorchScript .pt, or lite-interpreter .ptl).
 struct ConvertRequest {
   // The original archive, its method and the check inputs (archive,
   // display_name, method, inputs, seed, tolerance); run on CPU.
@@ -40,7 +40,7 @@ struct ConvertReport {
   std::string libtorch_version;
   std::string method;
   std::string schema;                     // of the original's method
-  std::vector<std::string> steps;         // done, in order: "trace forward", "eval", "freeze", ...
+  std::vector<std::string> steps;         // done, in order: "eval", "trace forward", "freeze", ...
   std::string reloaded_with;              // "torch::jit::load" | "torch::jit::_load_for_mobile"
   std::vector<ValueSummary> inputs;       // the check inputs
   std::vector<ValueSummary> outputs;      // the reloaded archive's outputs on them

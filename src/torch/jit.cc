@@ -1,5 +1,5 @@
 // The JIT commands in the torch layer: `trace` and `convert` (one pipeline:
-// trace -> eval -> freeze -> optimize -> save, then reload and compare) and
+// eval -> trace -> freeze -> optimize -> save, then reload and compare) and
 // `inspect --graph/--ops`. The module is loaded, its method selected and its
 // inputs built exactly as `run` does (values.h), so the check inputs mean
 // the same in both commands.
@@ -273,16 +273,17 @@ ConvertReport convert_module(const ConvertRequest& request) {
   for (size_t i = 0; i < args.values.size(); ++i) describe(args.values[i], args.names[i], 0, report.inputs);
   const c10::IValue expected = torch_call(file, "run " + source.method, [&] { return original.call(args.values); });
 
+  // LoadedModel put the module in eval mode: the trace and every pass see it as deployment runs it.
+  report.steps.push_back("eval");
+  if (original.saved_training()) {
+    report.notes.push_back("the archive was saved in training mode; it was converted in eval mode (BatchNorm uses its "
+                           "running statistics, Dropout is off), as deployment runs it");
+  }
   if (request.trace) {
     module = trace_method(module, source.method, args.values, file);
     report.steps.push_back("trace " + source.method);
     report.warnings = control_flow_warnings(method, report.notes);
   }
-  if (original.saved_training()) {
-    report.notes.push_back("the archive was saved in training mode; it was converted in eval mode (BatchNorm uses its "
-                           "running statistics, Dropout is off), as deployment runs it");
-  }
-  report.steps.push_back("eval");
   const bool freeze = (request.freeze || request.optimize_for_inference) && !request.optimize_for_mobile;
   const std::vector<std::string> kept = {source.method};
   if (freeze) {
