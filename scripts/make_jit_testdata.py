@@ -60,13 +60,15 @@ def build(name):
         return m.eval(), "1x3x32x32", False, "conv-bn-relu stages, global pooling, linear classifier"
     if name == "labelled":
         return jit_models.Labelled().eval(), "2x3", False, "returns (Tensor, str): tracing it fails"
+    if name == "forked":
+        return jit_models.Forked().eval(), "2x3", False, "torch.jit.fork: export_opnames throws"
     if name == "quant_mlp":
         m = torch.quantization.quantize_dynamic(jit_models.QuantMLP().eval(), {torch.nn.Linear}, dtype=torch.qint8)
         return m, "4x8", False, "dynamically quantized linear layers (qint8)"
     raise KeyError(name)
 
 
-MODELS = ["mlp_bn", "value_loop", "gru", "convnet", "labelled", "quant_mlp"]
+MODELS = ["mlp_bn", "value_loop", "gru", "convnet", "labelled", "quant_mlp", "forked"]
 
 
 def seeded(spec):
@@ -92,8 +94,12 @@ def main():
             "about": about,
             "input": spec,
             "saved_training": bool(loaded.training),
-            "export_opnames": sorted(torch.jit.export_opnames(loaded)),
         }
+        try:
+            fact["export_opnames"] = sorted(torch.jit.export_opnames(loaded))
+        except RuntimeError as e:  # what `inspect --ops` must fall back from
+            fact["export_opnames"] = None
+            fact["export_opnames_error"] = str(e).splitlines()[0]
         loaded.eval()  # tsarchive runs every module in eval mode
         with torch.no_grad():
             out = loaded(seeded(spec))

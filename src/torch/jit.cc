@@ -422,7 +422,8 @@ OpsReport operators_of(const GraphRequest& request) {
   }
   torch::jit::Module module = torch_call(file, "load the module", [&] { return torch::jit::load(request.archive, torch::kCPU); });
   try {
-    report.operators = torch_call(file, "list the operators", [&] { return torch::jit::export_opnames(module); });
+    report.operators =
+        torch_call(file, "list the operators with export_opnames", [&] { return torch::jit::export_opnames(module); });
     report.source = "export_opnames";
   } catch (const Error& e) {
     // export_opnames converts every method to mobile bytecode first, which
@@ -438,6 +439,8 @@ OpsReport operators_of(const GraphRequest& request) {
               ops.insert(schema->overload_name().empty() ? schema->name() : schema->name() + "." + schema->overload_name());
             }
             for (const torch::jit::Block* b : node->blocks()) scan(b);
+            // prim::fork keeps the forked code in a subgraph, which Inline leaves alone.
+            if (node->hasAttribute(c10::attr::Subgraph)) scan(node->g(c10::attr::Subgraph)->block());
           }
         };
         scan(graph->block());
@@ -445,9 +448,10 @@ OpsReport operators_of(const GraphRequest& request) {
     }
     report.operators.assign(ops.begin(), ops.end());
     report.source = "graph scan";
-    report.notes.push_back(std::string("export_opnames failed (") + e.what() +
-                           "); the operators were found by scanning the inlined graphs instead, which may list a few "
-                           "that bytecode would not call");
+    std::string why = e.what();  // "libtorch could not list the operators: FORK is not supported ..."
+    while (!why.empty() && (why.back() == '.' || why.back() == ' ')) why.pop_back();
+    report.notes.push_back(why + "; the operators were found by scanning the inlined graphs instead, which may list a "
+                                 "few that bytecode would not call");
   }
   std::sort(report.operators.begin(), report.operators.end());
   report.operators.erase(std::unique(report.operators.begin(), report.operators.end()), report.operators.end());

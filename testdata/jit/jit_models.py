@@ -76,3 +76,12 @@ class QuantMLP(nn.Module):
 
     def forward(self, x):
         return self.fc2(torch.relu(self.fc1(x)))
+
+
+class Forked(nn.Module):
+    """Runs a branch asynchronously (torch.jit.fork): the mobile bytecode
+    cannot express it, so torch.jit.export_opnames throws."""
+
+    def forward(self, x):
+        future = torch.jit._fork(torch.neg, x)
+        return torch.jit._wait(future) + x

@@ -188,7 +188,14 @@ with tempfile.TemporaryDirectory() as tmp:
     for name, fact in EXPECTED.items():
         r = tsarchive("inspect", model(name), "--ops", "--json")
         check(r.returncode == 0, f"--ops {name}: {r.stderr}")
-        if r.returncode == 0:
+        if r.returncode == 0 and fact["export_opnames"] is None:
+            # Python's export_opnames throws too: the graphs are scanned instead, and a note says so.
+            doc = json.loads(r.stdout)
+            check(doc["source"] == "graph scan" and fact["export_opnames_error"].rstrip(".") in doc["notes"][0],
+                  f"--ops {name} fallback: {doc}")
+            check({"aten::neg", "aten::add.Tensor"} <= set(doc["operators"]), f"--ops {name}: {doc['operators']}")
+            check(r.stderr.startswith("tsarchive: note: "), f"--ops {name}: the note on stderr: {r.stderr}")
+        elif r.returncode == 0:
             doc = json.loads(r.stdout)
             check(doc["schema"] == "tsarchive.ops/1" and doc["operators"] == fact["export_opnames"],
                   f"--ops {name}: {doc['operators']} vs Python {fact['export_opnames']}")
