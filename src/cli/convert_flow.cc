@@ -1,5 +1,7 @@
 #include "convert_flow.h"
 
+#include <sys/stat.h>
+
 #include <CLI/CLI.hpp>
 
 #include "gate.h"
@@ -79,7 +81,16 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
                 "give a file name such as deploy.pt or model.ptl");
   }
 
-  ArchiveFile file(opts.model, FileAccess::Read, 10);
+  // trace and convert never change their input: refuse before any work
+  // rather than fail at the rename.
+  struct stat in {}, out {};
+  if (::stat(opts.model.c_str(), &in) == 0 && ::stat(opts.output.c_str(), &out) == 0 && in.st_dev == out.st_dev &&
+      in.st_ino == out.st_ino) {
+    throw Error(ErrorKind::Usage, std::string("-o names the input archive; ") + command + " never changes its input",
+                opts.model, "write the new archive to another file, e.g. -o deploy.pt");
+  }
+
+  ArchiveFile file(opts.model, FileAccess::Read, 10);  // a shared lock: editors wait, readers do not
   const auto archive = open_torchscript_archive(file.source(), std::string("cannot ") + command + " this file");
   require_intact(*archive, opts.model, "nothing was written");
   if (archive->kind() == FileKind::LiteInterpreter) {

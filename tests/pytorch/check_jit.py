@@ -250,6 +250,16 @@ with tempfile.TemporaryDirectory() as tmp:
         one_error_line(r, what)
         check(os.listdir(bad_dir) == [], f"{what}: left {os.listdir(bad_dir)}")
 
+    # -o naming the input: refused before any work; the input keeps its bytes.
+    same_dir = out("same")
+    os.mkdir(same_dir)
+    same = shutil.copy(model("gru"), os.path.join(same_dir, "gru.pt"))
+    r = tsarchive("convert", same, "--input", "1x5x4", "--freeze", "-o", os.path.join(same_dir, ".", "gru.pt"))
+    check(r.returncode == 2 and "input" in r.stderr, f"-o the input: exit {r.returncode} {r.stderr}")
+    one_error_line(r, "-o the input")
+    check(open(same, "rb").read() == open(model("gru"), "rb").read() and os.listdir(same_dir) == ["gru.pt"],
+          "-o the input: the input changed or something was left")
+
 if failures:
     print(f"{len(failures)} check(s) failed")
     sys.exit(1)
