@@ -40,7 +40,8 @@ void add_convert_options(CLI::App& app, ConvertOptions& opts) {
   app.add_option("-o,--output", opts.output, "Where to write the new archive (.pt, or .ptl for the lite interpreter)")
       ->required();
   app.add_option("-m,--method", opts.method, "Method to convert and check (default: forward)");
-  app.add_option("-i,--input", opts.inputs, "A check input as for 'tsarchive run': SHAPE[:DTYPE[:FILL]], @x.npy, @x.pt, json:... (repeat)");
+  app.add_option("-i,--input", opts.inputs,
+                 "A check input as for 'tsarchive run': SHAPE[:DTYPE[:FILL]], @x.npy, @x.pt, json:... (repeat)");
   app.add_option("--seed", opts.seed, "Seed of generated inputs (default: 0; same values as Python's torch.manual_seed)");
   app.add_option("--atol", opts.atol, "Absolute tolerance against the original (default 1e-5); PATH=A for one output");
   app.add_option("--rtol", opts.rtol, "Relative tolerance against the original (default 1e-3); PATH=R for one output");
@@ -48,10 +49,12 @@ void add_convert_options(CLI::App& app, ConvertOptions& opts) {
   app.add_flag("--optimize-for-inference", opts.optimize_for_inference,
                "Freeze, then libtorch's server optimizations (MKL-DNN layouts, fusions)");
   app.add_flag("--mobile", opts.mobile, "optimize_for_mobile: fold conv+batchnorm, freeze, prepack for XNNPACK");
-  app.add_flag("--lite", opts.lite, "Write a lite-interpreter archive (_save_for_mobile); implied by an OUTPUT ending in .ptl");
+  app.add_flag("--lite", opts.lite,
+               "Write a lite-interpreter archive (_save_for_mobile); implied by an OUTPUT ending in .ptl");
   app.add_flag("--no-host", opts.no_host, "Leave the host name and user out of the stamp");
   app.add_flag("--no-git", opts.no_git, "Leave the git checkout of the working directory out of the stamp");
-  app.add_flag("--json", opts.json, std::string("One JSON document (schema tsarchive.") + (opts.trace ? "trace" : "convert") + "/1)");
+  app.add_flag("--json", opts.json,
+               std::string("One JSON document (schema tsarchive.") + (opts.trace ? "trace" : "convert") + "/1)");
   app.add_flag("-v,--verbose", opts.verbose, "On a libtorch error, also print its full message");
 }
 
@@ -137,7 +140,9 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
   } else {
     render_convert_text(report, outcome, ctx.out);
   }
-  for (const TraceWarning& w : report.warnings) ctx.err << "tsarchive: warning: " << w.message << " (" << opts.model << ")\n";
+  for (const TraceWarning& w : report.warnings) {
+    ctx.err << "tsarchive: warning: " << w.message << " (" << opts.model << ")\n";
+  }
   for (const std::string& note : report.notes) ctx.err << "tsarchive: note: " << note << '\n';
   if (!outcome.failure.empty()) {
     ctx.err << "tsarchive: error: " << outcome.failure << " (" << opts.model << "): nothing was written; "
