@@ -192,7 +192,8 @@ torch::jit::Module attributes_only(const torch::jit::Module& original, const std
 }
 
 torch::jit::Module trace_method(torch::jit::Module& original, const std::string& method_name,
-                                const std::vector<c10::IValue>& args, const std::string& file) {
+                                const std::vector<c10::IValue>& args, const std::vector<std::string>& names,
+                                const std::string& file) {
   auto cu = std::make_shared<torch::jit::CompilationUnit>();
   torch::jit::Module traced = attributes_only(original, cu);
   torch::jit::Method method = original.get_method(method_name);
@@ -201,14 +202,14 @@ torch::jit::Module trace_method(torch::jit::Module& original, const std::string&
   try {
     state = torch_call(file, "trace " + method_name, [&] {
       return torch::jit::tracer::trace(args, traced_fn, [](const torch::autograd::Variable&) { return std::string(); },
-                                       /*strict=*/true, /*force_outplace=*/false, &traced)
+                                       /*strict=*/true, /*force_outplace=*/false, &traced, names)
           .first;
     });
   } catch (const Error& e) {
     torch::jit::tracer::abandon();
     throw Error(ErrorKind::Torch, std::string(e.what()), file,
-                "nothing was written; tracing records tensor operations on tensor inputs and outputs (or tuples, "
-                "lists and dicts of them): convert the scripted archive without trace instead")
+                "nothing was written; a trace takes and returns tensors (or tuples, lists and dicts of them): leave "
+                "other parameters at their defaults, or convert the scripted archive without tracing it")
         .with_detail(e.detail());
   }
   torch_call(file, "trace " + method_name, [&] {
@@ -243,9 +244,16 @@ bool any_mismatch(const std::vector<OutputCheck>& checks) {
   return std::any_of(checks.begin(), checks.end(), [](const OutputCheck& c) { return !c.passed; });
 }
 
-std::vector<c10::IValue> arguments_with_seed(LoadedModel& model, RunRequest request, uint64_t seed) {
+Arguments arguments_with_seed(const LoadedModel& model, RunRequest request, uint64_t seed) {
   request.seed = seed;
-  return build_arguments(model, request, 0).values;
+  return build_arguments(model, request, 0);
+}
+
+// The arguments the user gave, without the defaults after them: what a
+// traced method takes (the defaults are constants in its graph, as in a
+// trace Python makes).
+std::vector<c10::IValue> given_only(const Arguments& args) {
+  return {args.values.begin(), args.values.begin() + static_cast<std::ptrdiff_t>(args.given)};
 }
 
 }  // namespace
@@ -280,7 +288,8 @@ ConvertReport convert_module(const ConvertRequest& request) {
                            "running statistics, Dropout is off), as deployment runs it");
   }
   if (request.trace) {
-    module = trace_method(module, source.method, args.values, file);
+    const std::vector<std::string> names(args.names.begin(), args.names.begin() + static_cast<std::ptrdiff_t>(args.given));
+    module = trace_method(module, source.method, given_only(args), names, file);  // names: the traced signature's
     report.steps.push_back("trace " + source.method);
     report.warnings = control_flow_warnings(method, report.notes);
   }
@@ -322,19 +331,21 @@ ConvertReport convert_module(const ConvertRequest& request) {
                     : "nothing was written; run with --verbose for libtorch's message")
         .with_detail(e.detail());
   }
+  const std::vector<c10::IValue> call_args = request.trace ? given_only(args) : args.values;
   const c10::IValue actual = torch_call(file, "run " + source.method + " of the written archive",
-                                        [&] { return reloaded->call(args.values); });
+                                        [&] { return reloaded->call(call_args); });
   describe(actual, "out", 0, report.outputs);
   report.checks = compare_values(actual, expected, source);
 
   // A trace is exact on its example; on other inputs it may not be.
   if (request.trace && !any_mismatch(report.checks)) {
     for (int k = 1; k <= request.fresh_inputs; ++k) {
-      const std::vector<c10::IValue> fresh = torch_call(file, "make fresh inputs", [&] {
+      const Arguments fresh = torch_call(file, "make fresh inputs", [&] {
         return arguments_with_seed(original, source, source.seed + static_cast<uint64_t>(k));
       });
-      const c10::IValue want = torch_call(file, "run " + source.method, [&] { return original.call(fresh); });
-      const c10::IValue got = torch_call(file, "run the traced " + source.method, [&] { return reloaded->call(fresh); });
+      const c10::IValue want = torch_call(file, "run " + source.method, [&] { return original.call(fresh.values); });
+      const c10::IValue got =
+          torch_call(file, "run the traced " + source.method, [&] { return reloaded->call(given_only(fresh)); });
       report.fresh_inputs += 1;
       if (any_mismatch(compare_values(got, want, source))) report.fresh_mismatches += 1;
     }

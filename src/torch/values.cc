@@ -305,6 +305,7 @@ Arguments build_arguments(const LoadedModel& model, const RunRequest& request, i
     args.values.push_back(converter.convert(inputs[i], p ? p->type : nullptr, name));
     args.names.push_back(name);
   }
+  args.given = args.values.size();
   for (size_t i = inputs.size(); i < params.size(); ++i) {
     if (!params[i].default_value) {
       throw Error(ErrorKind::Usage, model.method() + " needs a value for '" + params[i].name + "' (" +

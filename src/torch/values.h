@@ -170,6 +170,7 @@ class LoadedModel {
 struct Arguments {
   std::vector<c10::IValue> values;
   std::vector<std::string> names;
+  size_t given = 0;  // values[0, given) came from the inputs; the rest are defaults
 };
 
 

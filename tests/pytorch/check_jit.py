@@ -165,6 +165,16 @@ with tempfile.TemporaryDirectory() as tmp:
         check("prim::Loop" not in str(traced.graph) and "prim::If" not in str(traced.graph),
               f"trace {name}: control flow left in the trace")
 
+    # A method whose float parameter keeps its default: the trace takes the tensor only, named as declared.
+    dest = out("scaled_traced.pt")
+    r = tsarchive("trace", os.path.join(TESTDATA, "mlp_scripted.pt"), "--method", "scaled", "--input", "2x8", "-o", dest)
+    check(r.returncode == 0, f"trace scaled: exit {r.returncode} {r.stderr}")
+    if r.returncode == 0:
+        traced, original = torch.jit.load(dest), torch.jit.load(os.path.join(TESTDATA, "mlp_scripted.pt")).eval()
+        check([a.name for a in traced.scaled.schema.arguments] == ["self", "x"], f"trace scaled: {traced.scaled.schema}")
+        with torch.no_grad():
+            check(close(traced.scaled(seeded("2x8", 3)), original.scaled(seeded("2x8", 3))), "trace scaled: outputs")
+
     # The loop model: flagged both ways, and Python confirms the trace is wrong elsewhere.
     dest = out("loop_traced.pt")
     r = tsarchive("trace", model("value_loop"), "--input", "2x3", "--check-inputs", "8", "-o", dest, "--json")
