@@ -1,5 +1,6 @@
 #include "report_jit.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <set>
@@ -155,8 +156,12 @@ void render_graph_dot(const MethodGraph& g, std::ostream& out) {
 }
 
 nlohmann::ordered_json graph_to_json(const MethodGraph& g, const std::string& file) {
-  return {{"schema", "tsarchive.graph/1"}, {"file", file},       {"method", g.method}, {"signature", g.schema},
-          {"inlined", g.inlined},          {"nodes", g.nodes.size()}, {"text", g.text}};
+  // Counted as trace/convert count them: blocks' parameter and return nodes are not operations.
+  const auto nodes = std::count_if(g.nodes.begin(), g.nodes.end(), [](const GraphNode& n) {
+    return n.kind != "prim::Param" && n.kind != "prim::Return";
+  });
+  return {{"schema", "tsarchive.graph/1"}, {"file", file},   {"method", g.method}, {"signature", g.schema},
+          {"inlined", g.inlined},          {"nodes", nodes}, {"text", g.text}};
 }
 
 void render_ops_yaml(const OpsReport& ops, const std::string& file, std::ostream& out) {

@@ -103,7 +103,9 @@ class DependenceScan {
     const Node* node = value->node();
     if (node->kind() == c10::prim::Param && node->owningBlock() == graph_.block()) {
       if (value->offset() > 0) {  // 0 is self
-        result = Reach{through_structure ? Dependence::Shape : Dependence::Values, value->debugNameBase()};
+        const std::string name = value->debugNameBase();
+        result = Reach{through_structure ? Dependence::Shape : Dependence::Values,
+                       name.empty() ? "#" + std::to_string(value->offset()) : name};
       }
     } else if (node->kind() == c10::prim::Param) {
       // A block's parameters come from the node that owns the block.

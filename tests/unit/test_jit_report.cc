@@ -85,6 +85,7 @@ TEST_CASE("DOT: blocks nest as clusters, labels are escaped, one edge per value"
   CHECK(edges == 1);
   CHECK(dot.find("n2 -> n5") != std::string::npos);  // %y to the return
   CHECK(dot.substr(dot.size() - 2) == "}\n");
+  CHECK(graph_to_json(if_graph(), "m.pt")["nodes"] == 2);  // the constant and the If, not params and returns
 }
 
 TEST_CASE("inspect --ops: a YAML list under comments, and JSON") {
