@@ -193,7 +193,7 @@ torch::jit::Module attributes_only(const torch::jit::Module& original, const std
   return copy;
 }
 
-torch::jit::Module trace_method(torch::jit::Module& original, const std::string& method_name,
+torch::jit::Module trace_method(const torch::jit::Module& original, const std::string& method_name,
                                 const std::vector<c10::IValue>& args, const std::vector<std::string>& names,
                                 const std::string& file) {
   auto cu = std::make_shared<torch::jit::CompilationUnit>();
@@ -209,9 +209,14 @@ torch::jit::Module trace_method(torch::jit::Module& original, const std::string&
     });
   } catch (const Error& e) {
     torch::jit::tracer::abandon();
-    throw Error(ErrorKind::Torch, std::string(e.what()), file,
-                "nothing was written; a trace takes and returns tensors (or tuples, lists and dicts of them): leave "
-                "other parameters at their defaults, or convert the scripted archive without tracing it")
+    // The tracer's own refusals name "traced functions" or "cannot be traced";
+    // anything else (the model raised, an operator failed) keeps its hint.
+    const std::string what = e.what();
+    const bool refused = what.find("traced functions") != std::string::npos || what.find("cannot be traced") != std::string::npos;
+    throw Error(ErrorKind::Torch, what, file,
+                refused ? "nothing was written; a trace takes and returns tensors (or tuples, lists and dicts of them): "
+                          "leave other parameters at their defaults, or convert the scripted archive without tracing it"
+                        : "nothing was written" + (e.hint().empty() ? std::string() : "; " + e.hint()))
         .with_detail(e.detail());
   }
   torch_call(file, "trace " + method_name, [&] {
