@@ -11,8 +11,9 @@ BUILD_DIR=${BUILD_DIR:-build}
 JOBS=${JOBS:-$(nproc)}
 
 # Debian packages only. python3-torch makes test data and checks our answers
-# against PyTorch; the suite does not need it to pass.
-PACKAGES=(cmake ninja-build g++ pkg-config libtorch-dev libzip-dev zlib1g-dev libcli11-dev nlohmann-json3-dev catch2 libssl-dev)
+# against PyTorch; graphviz lets the tests check `inspect --graph --format dot`
+# with dot; the suite does not need either to pass.
+PACKAGES=(cmake ninja-build g++ pkg-config libtorch-dev libzip-dev zlib1g-dev libcli11-dev nlohmann-json3-dev catch2 libssl-dev graphviz)
 
 install_packages() {
   local missing=()

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tsarchive/jit.h"
 #include "tsarchive/run.h"
 
 namespace tsarchive {
@@ -52,6 +53,18 @@ class TorchBackend {
   // Throws Error(Usage) for inputs that do not fit the method, Error(Torch)
   // with libtorch's message condensed to one line (full text in detail()).
   virtual RunReport run(const RunRequest& request) = 0;
+
+  // trace and convert (jit.h): makes the new module, saves it to
+  // request.output with the stamp from the export hook, loads it back and
+  // compares its outputs with the original's. Mismatches are in the report;
+  // throws Error(Usage) for a missing method or inputs that do not fit it,
+  // Error(Torch) when a step, the save or the reload fails.
+  virtual ConvertReport convert(const ConvertRequest& request) = 0;
+
+  // inspect --graph: a method's IR graph, as text and as plain data.
+  virtual MethodGraph graph(const GraphRequest& request) = 0;
+  // inspect --ops: the root operators (export_opnames; a .ptl's bytecode).
+  virtual OpsReport operators(const GraphRequest& request) = 0;
 };
 
 // Loads the torch layer on first use. Throws Error(Torch) when it cannot be

@@ -1,4 +1,8 @@
 // tsarchive inspect MODEL [--json] [--records] [--extra NAME] [--code [CLASS]]
+//                        [--graph [--inlined] [--method NAME] [--format text|dot]] [--ops]
+//
+// Everything but --graph and --ops reads the archive with the core alone.
+// Those two load libtorch, after the archive passes verify's checks (gate.h).
 #include <unistd.h>
 
 #include <iostream>
@@ -6,9 +10,13 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
+#include "gate.h"
 #include "report_inspect.h"
+#include "report_jit.h"
 #include "tsarchive/error.h"
+#include "tsarchive/file_edit.h"
 #include "tsarchive/inspect.h"
+#include "tsarchive/torch_backend.h"
 
 namespace tsarchive::cli {
 namespace {
@@ -20,7 +28,50 @@ struct InspectOptions {
   std::string extra;
   bool code = false;
   std::string code_class;
+  bool graph = false;
+  bool inlined = false;
+  std::string method;
+  std::string format = "text";
+  bool ops = false;
 };
+
+// --graph and --ops: libtorch, after the core's checks.
+int print_jit_view(const InspectOptions& opts, Context& ctx) {
+  ArchiveFile file(opts.path, FileAccess::Read, 10);
+  const auto archive = open_torchscript_archive(file.source(), opts.graph ? "cannot show the graph of this file"
+                                                                          : "cannot list the operators of this file");
+  require_intact(*archive, opts.path, "nothing was loaded");
+  GraphRequest request;
+  request.archive = file.descriptor_path();
+  request.display_name = opts.path;
+  request.method = opts.method;
+  request.inlined = opts.inlined || opts.format == "dot";
+  request.lite = archive->kind() == FileKind::LiteInterpreter;
+  if (opts.graph && request.lite) {
+    throw Error(ErrorKind::Usage, "a lite-interpreter archive holds bytecode, not graphs", opts.path,
+                "use --ops for its operators, or --graph on the .pt it was made from");
+  }
+  TorchBackend& torch = load_torch_backend();
+  if (opts.ops) {
+    const OpsReport ops = torch.operators(request);
+    for (const std::string& note : ops.notes) ctx.err << "tsarchive: note: " << note << '\n';
+    if (opts.json) {
+      ctx.out << ops_to_json(ops, opts.path).dump(2) << '\n';
+    } else {
+      render_ops_yaml(ops, opts.path, ctx.out);
+    }
+    return 0;
+  }
+  const MethodGraph graph = torch.graph(request);
+  if (opts.json) {
+    ctx.out << graph_to_json(graph, opts.path).dump(2) << '\n';
+  } else if (opts.format == "dot") {
+    render_graph_dot(graph, ctx.out);
+  } else {
+    ctx.out << graph.text;
+  }
+  return 0;
+}
 
 int print_extra(const InspectOptions& opts, Context& ctx) {
   const std::string bytes = read_extra_file(opts.path, opts.extra);
@@ -46,6 +97,7 @@ int print_extra(const InspectOptions& opts, Context& ctx) {
 
 int run_inspect(const InspectOptions& opts, Context& ctx) {
   if (!opts.extra.empty()) return print_extra(opts, ctx);
+  if (opts.graph || opts.ops) return print_jit_view(opts, ctx);
   if (opts.code) {
     ctx.out << read_code(opts.path, opts.code_class);
     return 0;
@@ -65,7 +117,12 @@ Runner setup_inspect(CLI::App& app, Context& ctx) {
   auto opts = std::make_shared<InspectOptions>();
   app.description(
       "Show what a model file holds: its kind, records, extra files, tensors, modules and methods.\n"
-      "Reads the ZIP directory and the pickles with a safe reader; never loads the model or executes code.");
+      "Reads the ZIP directory and the pickles with a safe reader; never loads the model or executes code.\n"
+      "Except --graph and --ops, which load it with libtorch (after verify's checks pass):\n"
+      "  --graph       the method's TorchScript IR (libtorch's printing); --inlined inlines calls;\n"
+      "                --format dot gives Graphviz DOT of the inlined graph (dot -Tsvg > graph.svg)\n"
+      "  --ops         the root operators the model calls, as the YAML list PyTorch's selective (custom)\n"
+      "                mobile build takes: export_opnames for .pt, the bytecode's operator list for .ptl");
   app.add_option("model", opts->path, "Model file (.pt, .ptl, .pth, .pt2, .onnx)")->required();
   CLI::Option* json = app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.inspect/1) instead of text");
   app.add_flag("--records", opts->records, "List every record with kind, sizes, compression and data offset");
@@ -75,6 +132,18 @@ Runner setup_inspect(CLI::App& app, Context& ctx) {
                            ->expected(0, 1)
                            ->excludes(json)
                            ->excludes(extra);
+  CLI::Option* graph = app.add_flag("--graph", opts->graph, "Print a method's TorchScript IR graph (loads libtorch)")
+                           ->excludes(extra)
+                           ->excludes(code);
+  app.add_flag("--inlined", opts->inlined, "With --graph: inline calls to submodules and functions")->needs(graph);
+  app.add_option("-m,--method", opts->method, "With --graph: the method (default: forward)")->needs(graph);
+  app.add_option("--format", opts->format, "With --graph: text (default) or dot (Graphviz, inlined)")
+      ->check(CLI::IsMember({"text", "dot"}))
+      ->needs(graph);
+  app.add_flag("--ops", opts->ops, "List the root operators as YAML for a selective build (loads libtorch)")
+      ->excludes(extra)
+      ->excludes(code)
+      ->excludes(graph);
   return [opts, code, &ctx] {
     opts->code = code->count() > 0;
     return run_inspect(*opts, ctx);

@@ -17,6 +17,7 @@
 #include "gate.h"
 #include "output.h"
 #include "report_run.h"
+#include "run_options.h"
 #include "tsarchive/error.h"
 #include "tsarchive/extra.h"
 #include "tsarchive/file_edit.h"
@@ -59,35 +60,6 @@ struct RunOptions {
   bool verbose = false;
   double lock_timeout = 10;
 };
-
-// "1e-4" sets the default; "out[1]=1e-2" one output's.
-void apply_tolerances(const std::vector<std::string>& values, const char* flag, RunRequest& request) {
-  for (const std::string& text : values) {
-    const size_t eq = text.rfind('=');
-    const std::string number = eq == std::string::npos ? text : text.substr(eq + 1);
-    double value = 0;
-    try {
-      size_t used = 0;
-      value = std::stod(number, &used);
-      if (used != number.size() || !(value >= 0)) throw std::invalid_argument(number);
-    } catch (const std::exception&) {
-      throw_usage(std::string(flag) + " '" + text.substr(0, 60) + "' is not a tolerance",
-                  std::string("give a number >= 0, or PATH=NUMBER for one output, e.g. ") + flag + " out[1]=1e-3");
-    }
-    if (eq == std::string::npos) {
-      (std::string(flag) == "--atol" ? request.tolerance.atol : request.tolerance.rtol) = value;
-    } else {
-      const std::string path = text.substr(0, eq);
-      if (path.rfind("out", 0) != 0) {
-        throw_usage(std::string(flag) + " '" + text.substr(0, 60) + "': output paths start with 'out'",
-                    "e.g. out, out[1], out[\"boxes\"], as the report names them");
-      }
-      auto [it, inserted] = request.tolerance_by_path.emplace(path, request.tolerance);
-      (std::string(flag) == "--atol" ? it->second.atol : it->second.rtol) = value;
-      (void)inserted;
-    }
-  }
-}
 
 SaveFormat format_for(const std::string& path) {
   const auto ends_with = [&](const char* ext) {

@@ -12,14 +12,11 @@
 //   other record stays byte-identical and libtorch is never loaded.
 // Either way the archive must pass verify's checks first: stamping a damaged
 // archive would bless the damage.
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
 #include "report_verify.h"
+#include "staged_stamp.h"
 #include "tsarchive/error.h"
 #include "tsarchive/extra.h"
 #include "tsarchive/file_edit.h"
@@ -54,16 +51,6 @@ std::map<std::string, std::string> parse_fields(const std::vector<std::string>& 
       throw_usage("--field " + key.substr(0, 80) + ": " + *problem, "choose another key, e.g. --field team=vision");
     }
     if (!out.emplace(key, f.substr(eq + 1)).second) throw_usage("--field " + key + " is given twice");
-  }
-  return out;
-}
-
-std::vector<std::pair<std::string, std::string>> digests_without_stamp(const std::vector<RecordDigest>& records,
-                                                                       const std::string& file) {
-  std::vector<std::pair<std::string, std::string>> out;
-  for (const RecordDigest& d : records) {
-    if (!d.problem.empty()) throw_bad_input("record '" + d.name + "': " + d.problem, file, "nothing was written");
-    if (d.name != kStampRecord) out.emplace_back(d.name, d.sha256);
   }
   return out;
 }
@@ -106,25 +93,8 @@ Written stamp_by_resave(ArchiveFile& file, const TorchArchive& archive, StampCon
   request.stamp = render_stamp(content);  // what the hook writes: everything but the digests
   torch.resave_with_stamp(request);  // and loads the copy back to compare
 
-  struct stat st {};
-  const int fd = open_regular_file(request.output, O_RDONLY | O_CLOEXEC, &st);
-  const int source_fd = ::dup(fd);
-  const TorchArchive copy(make_fd_source(fd, static_cast<uint64_t>(st.st_size), request.output));
-  if (copy.top_folder() != top) {
-    ::close(source_fd);
-    throw Error(ErrorKind::Torch, "libtorch named the top folder '" + copy.top_folder() + "', not '" + top + "'",
-                opts.model, "use --keep-bytes");
-  }
-  try {
-    content.digests = digests_without_stamp(digest_records(copy, DigestOptions{0, {kStampRecord}}), opts.model);
-    Written written{{}, render_stamp(content)};
-    written.result = write_stamp(file, copy, written.stamp, opts.output, source_fd);
-    ::close(source_fd);
-    return written;
-  } catch (...) {
-    ::close(source_fd);
-    throw;
-  }
+  const StagedStamp staged = write_staged_with_stamp(file, request.output, content, opts.output, top, opts.model);
+  return Written{staged.result, staged.stamp};
 }
 
 int run_stamp(const StampOptions& opts, Context& ctx) {

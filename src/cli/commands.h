@@ -31,6 +31,8 @@ Runner setup_stamp(CLI::App& app, Context& ctx);
 Runner setup_verify(CLI::App& app, Context& ctx);
 Runner setup_diff(CLI::App& app, Context& ctx);
 Runner setup_run(CLI::App& app, Context& ctx);
+Runner setup_trace(CLI::App& app, Context& ctx);
+Runner setup_convert(CLI::App& app, Context& ctx);
 
 // Every subcommand, in the order `--help` lists them.
 inline constexpr Command kCommands[] = {
@@ -40,6 +42,8 @@ inline constexpr Command kCommands[] = {
     {"verify", "Check structure, CRCs, versions and the stamp's digests", false, setup_verify},
     {"diff", "Compare two archives: records, tensors, code and extra files; exit 1 if they differ", false, setup_diff},
     {"run", "Run a method on CPU or CUDA: describe outputs, check them, time it", true, setup_run},
+    {"trace", "Record a method on example inputs into a new archive, checked against the original", true, setup_trace},
+    {"convert", "Freeze, optimize, or write a mobile .ptl; the result is reloaded and checked first", true, setup_convert},
 };
 
 }  // namespace tsarchive::cli

@@ -13,6 +13,8 @@ using Align = TextTable::Align;
 
 std::string optional_number(const std::optional<double>& x) { return x ? short_number(*x) : std::string("-"); }
 
+}  // namespace
+
 void render_values(const char* title, const std::vector<ValueSummary>& values, std::ostream& out) {
   out << '\n' << title << '\n';
   if (values.empty()) {
@@ -52,6 +54,8 @@ std::string check_text(const OutputCheck& c) {
   return s;
 }
 
+namespace {
+
 void render_checks(const RunReport& r, const RunVerdict& verdict, std::ostream& out) {
   if (r.checks.empty()) return;
   out << "\nCompared with " << verdict.expect << '\n';
@@ -86,6 +90,8 @@ nlohmann::ordered_json number_or_null(const std::optional<double>& x) {
   return x && std::isfinite(*x) ? nlohmann::ordered_json(*x) : nlohmann::ordered_json(nullptr);
 }
 
+}  // namespace
+
 nlohmann::ordered_json values_to_json(const std::vector<ValueSummary>& values) {
   nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const ValueSummary& v : values) {
@@ -119,6 +125,28 @@ nlohmann::ordered_json values_to_json(const std::vector<ValueSummary>& values) {
   }
   return list;
 }
+
+nlohmann::ordered_json checks_to_json(const std::vector<OutputCheck>& checks) {
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
+  for (const OutputCheck& c : checks) {
+    nlohmann::ordered_json item = {{"path", c.path},
+                                   {"passed", c.passed},
+                                   {"atol", c.tolerance.atol},
+                                   {"rtol", c.tolerance.rtol},
+                                   {"elements", c.elements},
+                                   {"mismatched", c.mismatched},
+                                   {"max_abs_error", c.max_abs_error},
+                                   {"max_rel_error", c.max_rel_error},
+                                   {"worst_index", c.worst_index},
+                                   {"actual", number_or_null(c.actual)},
+                                   {"expected", number_or_null(c.expected)}};
+    if (!c.problem.empty()) item["problem"] = c.problem;
+    list.push_back(item);
+  }
+  return list;
+}
+
+namespace {
 
 nlohmann::ordered_json timing_to_json(const LatencySummary& t) {
   return {{"iterations", t.iterations}, {"warmup", t.warmup}, {"min_ms", t.min_ms},   {"mean_ms", t.mean_ms},
@@ -163,24 +191,8 @@ nlohmann::ordered_json run_to_json(const RunReport& r, const std::string& file, 
                                 {"inputs", values_to_json(r.inputs)},
                                 {"outputs", values_to_json(r.outputs)}};
   if (!r.checks.empty()) {
-    nlohmann::ordered_json checks = nlohmann::ordered_json::array();
-    for (const OutputCheck& c : r.checks) {
-      nlohmann::ordered_json item = {{"path", c.path},
-                                     {"passed", c.passed},
-                                     {"atol", c.tolerance.atol},
-                                     {"rtol", c.tolerance.rtol},
-                                     {"elements", c.elements},
-                                     {"mismatched", c.mismatched},
-                                     {"max_abs_error", c.max_abs_error},
-                                     {"max_rel_error", c.max_rel_error},
-                                     {"worst_index", c.worst_index},
-                                     {"actual", number_or_null(c.actual)},
-                                     {"expected", number_or_null(c.expected)}};
-      if (!c.problem.empty()) item["problem"] = c.problem;
-      checks.push_back(item);
-    }
     doc["expect"] = verdict.expect;
-    doc["checks"] = checks;
+    doc["checks"] = checks_to_json(r.checks);
   }
   if (r.timings.size() == 1 && r.timings.front().batch_size == 0) {
     doc["timing"] = timing_to_json(r.timings.front().timing);

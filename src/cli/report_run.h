@@ -18,6 +18,13 @@ struct RunVerdict {
   bool passed(const RunReport& r) const { return !nonfinite_fails(r) && r.checks_passed(); }
 };
 
+// Pieces the JIT commands' reports share (report_jit.cc).
+void render_values(const char* title, const std::vector<ValueSummary>& values, std::ostream& out);
+std::string tolerance_text(const Tolerance& t);
+std::string check_text(const OutputCheck& c);  // "3 of 20 values outside tolerance; max abs error ..."
+nlohmann::ordered_json values_to_json(const std::vector<ValueSummary>& values);
+nlohmann::ordered_json checks_to_json(const std::vector<OutputCheck>& checks);
+
 void render_run_text(const RunReport& report, const std::string& file, const RunVerdict& verdict, std::ostream& out);
 nlohmann::ordered_json run_to_json(const RunReport& report, const std::string& file, const RunVerdict& verdict);
 // One error line per failure on `err`; the exit code (0 or 1).

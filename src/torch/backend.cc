@@ -5,6 +5,7 @@
 #include <torch/version.h>
 
 #include "export_hook.h"
+#include "jit_module.h"
 #include "run_module.h"
 #include "torch_errors.h"
 #include "tsarchive/error.h"
@@ -49,6 +50,9 @@ class LibtorchBackend final : public TorchBackend {
   }
 
   RunReport run(const RunRequest& request) override { return torch_layer::run_module(request); }
+  ConvertReport convert(const ConvertRequest& request) override { return torch_layer::convert_module(request); }
+  MethodGraph graph(const GraphRequest& request) override { return torch_layer::graph_of(request); }
+  OpsReport operators(const GraphRequest& request) override { return torch_layer::operators_of(request); }
 
   // One load of the original serves both the save and the comparison.
   void resave_with_stamp(const ResaveRequest& request) override {

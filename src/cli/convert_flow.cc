@@ -1,0 +1,157 @@
+#include "convert_flow.h"
+
+#include <sys/stat.h>
+
+#include <CLI/CLI.hpp>
+
+#include "gate.h"
+#include "report_jit.h"
+#include "run_options.h"
+#include "staged_stamp.h"
+#include "tsarchive/error.h"
+#include "tsarchive/file_edit.h"
+#include "tsarchive/host_value.h"
+#include "tsarchive/jit.h"
+#include "tsarchive/producer_info.h"
+#include "tsarchive/torch_backend.h"
+#include "tsarchive_config.h"
+
+namespace tsarchive::cli {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// torch::jit::save names the archive's top folder after the file's stem, as
+// Python's torch.jit.save does: deploy.pt -> deploy/.
+std::string stem_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  const size_t dot = name.rfind('.');
+  if (dot != std::string::npos && dot > 0) name.resize(dot);
+  return name;
+}
+
+}  // namespace
+
+void add_convert_options(CLI::App& app, ConvertOptions& opts) {
+  app.add_option("model", opts.model, "TorchScript archive (.pt) to read; it is never changed")->required();
+  app.add_option("-o,--output", opts.output, "Where to write the new archive (.pt, or .ptl for the lite interpreter)")
+      ->required();
+  app.add_option("-m,--method", opts.method, "Method to convert and check (default: forward)");
+  app.add_option("-i,--input", opts.inputs,
+                 "A check input as for 'tsarchive run': SHAPE[:DTYPE[:FILL]], @x.npy, @x.pt, json:... (repeat)");
+  app.add_option("--seed", opts.seed, "Seed of generated inputs (default: 0; same values as Python's torch.manual_seed)");
+  app.add_option("--atol", opts.atol, "Absolute tolerance against the original (default 1e-5); PATH=A for one output");
+  app.add_option("--rtol", opts.rtol, "Relative tolerance against the original (default 1e-3); PATH=R for one output");
+  app.add_flag("--freeze", opts.freeze, "Freeze: inline parameters and submodules as constants, fold conv+batchnorm");
+  app.add_flag("--optimize-for-inference", opts.optimize_for_inference,
+               "Freeze, then libtorch's server optimizations (MKL-DNN layouts, fusions)");
+  app.add_flag("--mobile", opts.mobile, "optimize_for_mobile: fold conv+batchnorm, freeze, prepack for XNNPACK");
+  app.add_flag("--lite", opts.lite,
+               "Write a lite-interpreter archive (_save_for_mobile); implied by an OUTPUT ending in .ptl");
+  app.add_flag("--no-host", opts.no_host, "Leave the host name and user out of the stamp");
+  app.add_flag("--no-git", opts.no_git, "Leave the git checkout of the working directory out of the stamp");
+  app.add_flag("--json", opts.json,
+               std::string("One JSON document (schema tsarchive.") + (opts.trace ? "trace" : "convert") + "/1)");
+  app.add_flag("-v,--verbose", opts.verbose, "On a libtorch error, also print its full message");
+}
+
+int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
+  const char* command = opts.trace ? "trace" : "convert";
+  if (opts.optimize_for_inference && opts.mobile) {
+    throw_usage("--optimize-for-inference (servers: MKL-DNN) and --mobile (phones: XNNPACK) exclude each other",
+                "choose the one for where the model runs");
+  }
+  ConvertRequest request;
+  request.trace = opts.trace;
+  request.fresh_inputs = opts.trace ? opts.check_inputs : 0;
+  request.freeze = opts.freeze;
+  request.optimize_for_inference = opts.optimize_for_inference;
+  request.optimize_for_mobile = opts.mobile;
+  request.lite = opts.lite || ends_with(opts.output, ".ptl");
+  RunRequest& source = request.source;
+  source.display_name = opts.model;
+  source.method = opts.method.empty() ? "forward" : opts.method;
+  source.seed = opts.seed;
+  for (const std::string& text : opts.inputs) source.inputs.push_back(parse_input_argument(text));
+  apply_tolerances(opts.atol, "--atol", source);
+  apply_tolerances(opts.rtol, "--rtol", source);
+  const std::string top = stem_of(opts.output);
+  if (top.empty() || top == "." || top == ".." || top.size() > 200) {
+    throw_usage("-o " + opts.output.substr(0, 80) + " is not a file name libtorch can name an archive after",
+                "give a file name such as deploy.pt or model.ptl");
+  }
+
+  // trace and convert never change their input: refuse before any work
+  // rather than fail at the rename.
+  struct stat in {}, out {};
+  if (::stat(opts.model.c_str(), &in) == 0 && ::stat(opts.output.c_str(), &out) == 0 && in.st_dev == out.st_dev &&
+      in.st_ino == out.st_ino) {
+    throw Error(ErrorKind::Usage, std::string("-o names the input archive; ") + command + " never changes its input",
+                opts.model, "write the new archive to another file, e.g. -o deploy.pt");
+  }
+
+  ArchiveFile file(opts.model, FileAccess::Read, 10);  // a shared lock: editors wait, readers do not
+  const auto archive = open_torchscript_archive(file.source(), std::string("cannot ") + command + " this file");
+  require_intact(*archive, opts.model, "nothing was written");
+  if (archive->kind() == FileKind::LiteInterpreter) {
+    throw_bad_input("a lite-interpreter archive holds bytecode, not TorchScript to " + std::string(command), opts.model,
+                    std::string(command) + " the .pt it was made from");
+  }
+  source.archive = file.descriptor_path();
+
+  TorchBackend& torch = load_torch_backend();
+  StampContent content;
+  content.producer_version = TSARCHIVE_VERSION;
+  ContextOptions context_options;
+  context_options.host = !opts.no_host;
+  context_options.git = !opts.no_git;
+  content.context = collect_producer_context(context_options);
+  content.libtorch_version = torch.runtime_info().libtorch_version;
+  content.method = "export-hook";
+
+  const StagingFolder stage(opts.output);
+  request.output = stage.path() + "/" + top + (request.lite ? ".ptl" : ".pt");
+  request.stamp = render_stamp(content);  // what the hook writes: everything but the digests
+
+  ConvertReport report;
+  try {
+    report = torch.convert(request);
+  } catch (const Error& e) {
+    if (opts.verbose && !e.detail().empty()) ctx.err << e.detail() << '\n';
+    throw;
+  }
+
+  ConvertOutcome outcome;
+  outcome.command = command;
+  outcome.file = opts.model;
+  outcome.output = opts.output;
+  outcome.failure = convert_failure(report, opts.strict);
+  if (outcome.failure.empty()) {
+    content.fields["conversion"] = steps_text(report.steps);
+    const StagedStamp written = write_staged_with_stamp(file, request.output, content, opts.output, top, opts.model);
+    outcome.written = true;
+    outcome.size = written.result.size;
+  }
+  if (opts.json) {
+    ctx.out << convert_to_json(report, outcome).dump(2) << '\n';
+  } else {
+    render_convert_text(report, outcome, ctx.out);
+  }
+  for (const TraceWarning& w : report.warnings) {
+    ctx.err << "tsarchive: warning: " << w.message << " (" << opts.model << ")\n";
+  }
+  for (const std::string& note : report.notes) ctx.err << "tsarchive: note: " << note << '\n';
+  if (!outcome.failure.empty()) {
+    ctx.err << "tsarchive: error: " << outcome.failure << " (" << opts.model << "): nothing was written; "
+            << (report.checks_passed() ? "leave out --strict to write it with the warning"
+                                       : "raise --atol/--rtol if the difference is acceptable")
+            << '\n';
+    return static_cast<int>(ErrorKind::CheckFailed);
+  }
+  return 0;
+}
+
+}  // namespace tsarchive::cli

@@ -1,0 +1,41 @@
+// trace and convert share one flow (convert_flow.cc): gate the input, stage
+// the output next to its destination, let the torch layer make, save, reload
+// and compare the new archive, then stamp it and move it into place, or
+// remove it and say why. cmd_trace.cc and cmd_convert.cc declare the options.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+
+namespace tsarchive::cli {
+
+struct ConvertOptions {
+  bool trace = false;  // `tsarchive trace`
+  std::string model;
+  std::string output;
+  std::string method;
+  std::vector<std::string> inputs;
+  uint64_t seed = 0;
+  std::vector<std::string> atol, rtol;
+  int check_inputs = 3;  // trace: fresh inputs compared besides the example
+  bool strict = false;   // trace: a warning fails the command
+  bool freeze = false;
+  bool optimize_for_inference = false;
+  bool mobile = false;
+  bool lite = false;
+  bool no_host = false;
+  bool no_git = false;
+  bool json = false;
+  bool verbose = false;
+};
+
+// The options both commands take (the model, -o, inputs, tolerances, the
+// conversion steps, --json); trace adds its own.
+void add_convert_options(CLI::App& app, ConvertOptions& opts);
+
+int run_convert_flow(const ConvertOptions& opts, Context& ctx);
+
+}  // namespace tsarchive::cli

@@ -1,0 +1,37 @@
+#include "run_options.h"
+
+#include <stdexcept>
+
+#include "tsarchive/error.h"
+
+namespace tsarchive::cli {
+
+void apply_tolerances(const std::vector<std::string>& values, const char* flag, RunRequest& request) {
+  for (const std::string& text : values) {
+    const size_t eq = text.rfind('=');
+    const std::string number = eq == std::string::npos ? text : text.substr(eq + 1);
+    double value = 0;
+    try {
+      size_t used = 0;
+      value = std::stod(number, &used);
+      if (used != number.size() || !(value >= 0)) throw std::invalid_argument(number);
+    } catch (const std::exception&) {
+      throw_usage(std::string(flag) + " '" + text.substr(0, 60) + "' is not a tolerance",
+                  std::string("give a number >= 0, or PATH=NUMBER for one output, e.g. ") + flag + " out[1]=1e-3");
+    }
+    if (eq == std::string::npos) {
+      (std::string(flag) == "--atol" ? request.tolerance.atol : request.tolerance.rtol) = value;
+    } else {
+      const std::string path = text.substr(0, eq);
+      if (path.rfind("out", 0) != 0) {
+        throw_usage(std::string(flag) + " '" + text.substr(0, 60) + "': output paths start with 'out'",
+                    "e.g. out, out[1], out[\"boxes\"], as the report names them");
+      }
+      auto [it, inserted] = request.tolerance_by_path.emplace(path, request.tolerance);
+      (std::string(flag) == "--atol" ? it->second.atol : it->second.rtol) = value;
+      (void)inserted;
+    }
+  }
+}
+
+}  // namespace tsarchive::cli

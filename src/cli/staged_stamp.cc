@@ -1,0 +1,50 @@
+#include "staged_stamp.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gate.h"
+#include "tsarchive/archive.h"
+#include "tsarchive/error.h"
+#include "tsarchive/extra.h"
+
+namespace tsarchive::cli {
+
+std::vector<std::pair<std::string, std::string>> digests_without_stamp(const std::vector<RecordDigest>& records,
+                                                                       const std::string& file) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const RecordDigest& d : records) {
+    if (!d.problem.empty()) throw_bad_input("record '" + d.name + "': " + d.problem, file, "nothing was written");
+    if (d.name != kStampRecord) out.emplace_back(d.name, d.sha256);
+  }
+  return out;
+}
+
+StagedStamp write_staged_with_stamp(ArchiveFile& file, const std::string& staged, StampContent content,
+                                    const std::string& output, const std::string& expected_top, const std::string& display) {
+  struct stat st {};
+  const int fd = open_regular_file(staged, O_RDONLY | O_CLOEXEC, &st);
+  const int source_fd = ::dup(fd);
+  try {
+    const TorchArchive copy(make_fd_source(fd, static_cast<uint64_t>(st.st_size), staged));
+    if (copy.top_folder() != expected_top) {
+      throw Error(ErrorKind::Torch, "libtorch named the top folder '" + copy.top_folder() + "', not '" + expected_top + "'",
+                  display, "nothing was written");
+    }
+    const VerifyReport gate = require_intact(copy, display, "nothing was written (the archive libtorch wrote is damaged)");
+    if (content.archive_name.empty()) content.archive_name = copy.top_folder();
+    if (!content.format_version) content.format_version = gate.format_version;
+    content.digests = digests_without_stamp(gate.records, display);  // verify digested every record
+    StagedStamp written{{}, render_stamp(content)};
+    const ExtraEditPlan plan = plan_extra_edits(copy, {ExtraEdit{kStampName, written.stamp}}, false);
+    written.result = output.empty() ? file.replace(plan.zip, source_fd) : file.write_new(plan.zip, output, source_fd);
+    ::close(source_fd);
+    return written;
+  } catch (...) {
+    ::close(source_fd);
+    throw;
+  }
+}
+
+}  // namespace tsarchive::cli

@@ -1,0 +1,37 @@
+// The second half of every libtorch save the tool makes (stamp, trace,
+// convert): libtorch has written the archive into a StagingFolder, with
+// extra/producer_info.json from the export hook (all but the digests, which
+// only exist once the records are written). The core opens the staged copy,
+// checks it like any input (gate.h), digests its records, and writes it to
+// its destination with the final stamp through the alignment-keeping extra/
+// writer and ArchiveFile's atomic replace.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tsarchive/digest.h"
+#include "tsarchive/file_edit.h"
+#include "tsarchive/producer_info.h"
+
+namespace tsarchive::cli {
+
+// (name, sha256) of every record but the stamp; Error(BadInput) for a record
+// that could not be read.
+std::vector<std::pair<std::string, std::string>> digests_without_stamp(const std::vector<RecordDigest>& records,
+                                                                       const std::string& file);
+
+struct StagedStamp {
+  WriteResult result;
+  std::string stamp;  // the final extra/producer_info.json
+};
+
+// `staged`: the file libtorch wrote; `file`: the archive it was made from
+// (locked); `output`: where to write, empty to replace `file`;
+// `expected_top`: the top folder the copy must have (libtorch names it after
+// the staged file's stem); `display`: the name for messages.
+StagedStamp write_staged_with_stamp(ArchiveFile& file, const std::string& staged, StampContent content,
+                                    const std::string& output, const std::string& expected_top, const std::string& display);
+
+}  // namespace tsarchive::cli

@@ -1,0 +1,1 @@
+inspect testdata/jit/gru.pt --inlined

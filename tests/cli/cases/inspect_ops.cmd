@@ -1,0 +1,1 @@
+inspect testdata/jit/convnet.pt --ops

@@ -1,0 +1,1 @@
+trace testdata/jit/labelled.pt --input 2x3 -o /tmp/tsarchive-golden-unwritten.pt
