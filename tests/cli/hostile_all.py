@@ -17,7 +17,7 @@ time limit and a memory bound, and checks:
 Prints files tried, commands run and the count per exit code.
 
 New commands: one line in COMMANDS. `optional` commands run only when
-`tsarchive --help` lists them (trace and convert come from another branch).
+`tsarchive --help` lists them.
 """
 
 import collections
@@ -51,7 +51,7 @@ COMMANDS = [
     ("stamp -o", ["stamp", "--no-git", "--no-host", "{f}", "-o", "{out}"], True, None),
     ("stamp in place", ["stamp", "--no-git", "--no-host", "{f}"], True, None),
     ("trace", ["trace", "{f}", "--input", "1x8", "-o", "{out}"], True, "trace"),
-    ("convert", ["convert", "{f}", "-o", "{out}"], True, "convert"),
+    ("convert", ["convert", "{f}", "--input", "1x8", "--freeze", "-o", "{out}"], True, "convert"),
 ]
 
 # The exit codes a file may give besides 3 and 5, per command ("*": all).
