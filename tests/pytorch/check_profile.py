@@ -175,6 +175,19 @@ def check_sampling():
     print(f"ok: --sample {p}: observed {prof['observed_calls']} of {n:.0f} operator calls "
           f"(expected {n * p:.0f} +- {bound:.0f}); aten::addmm estimated {addmm['calls']:.0f}, exact {want}")
 
+    # Self time stays exact under sampling: the calls nested in a sampled one
+    # are timed too. Subtracting only the sampled children instead would leave
+    # aten::linear (whose aten::t and aten::addmm take most of its time) at a
+    # self/total ratio near 1 - P * (1 - exact ratio), about 0.9 here.
+    for name in ("aten::linear", "aten::batch_norm"):
+        ratio = {}
+        for label, d in (("exact", exact), ("sampled", doc)):
+            op = next(op for op in d["profile"]["operators"] if op["name"] == name)
+            ratio[label] = op["self_ms"] / op["total_ms"]
+        check(ratio["sampled"] < 2 * ratio["exact"] + 0.1,
+              f"--sample {p}: {name} self/total {ratio['sampled']:.2f}, exact {ratio['exact']:.2f}: children not subtracted")
+        print(f"ok: --sample {p}: {name} self/total {ratio['sampled']:.2f} (exact profile: {ratio['exact']:.2f})")
+
     text = tsarchive("run", path, "--input", "1x8", "--sample", "0.5", "--iters", "20").stdout
     check("~self ms" in text and "estimates" in text, f"sampled text table does not say it estimates:\n{text}")
     text = tsarchive("run", path, "--input", "1x8", "--profile", "--iters", "5").stdout
