@@ -17,7 +17,9 @@
 // runs, the observer therefore times every call nested in it on that thread
 // (a thread-local callback, removed when the operator returns) so that its
 // self time is exact; only sampled calls are reported. Counts and times
-// scaled by 1/P are unbiased estimates of the whole run's.
+// scaled by 1/P are unbiased estimates of the whole run's. Cost on libtorch
+// 1.13: about 2 us per sampled call (switching the thread-local callback on
+// and off rebuilds libtorch's callback cache), nothing for the others.
 //
 // Install and remove only while no operator runs (the note's rule: adding a
 // global callback is not thread-safe), typically once at start-up:
