@@ -13,7 +13,8 @@ time limit and a memory bound, and checks:
 - `stamp` in place leaves the file byte-identical when it fails;
 - bounded time (TIME_LIMIT) and memory: an address-space limit for commands
   that never load libtorch, the child's max RSS (wait4) for those that do
-  (libtorch maps far more than it uses, so RLIMIT_AS would measure nothing).
+  (libtorch maps far more than it uses, so RLIMIT_AS would measure nothing;
+  the same for every command of an AddressSanitizer build).
 Prints files tried, commands run and the count per exit code.
 
 New commands: one line in COMMANDS. `optional` commands run only when
@@ -143,8 +144,19 @@ def limit_address_space():
     resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT, AS_LIMIT))
 
 
+def address_sanitized(binary):
+    """AddressSanitizer reserves terabytes of shadow address space, so an
+    ASan build (TSARCHIVE_SANITIZE) is measured by max RSS like libtorch."""
+    ldd = subprocess.run(["ldd", binary], capture_output=True, text=True)
+    return "libasan" in ldd.stdout
+
+
+SANITIZED = False  # set by main()
+
+
 def run_one(binary, testdata, path, command):
     name, args, torch, _ = command
+    by_rss = torch or SANITIZED
     base = os.path.basename(path)
     tmp = tempfile.mkdtemp(prefix="hostile_")
     try:
@@ -155,12 +167,12 @@ def run_one(binary, testdata, path, command):
         argv = [binary] + [a.format(f=target, good=os.path.join(testdata, "mlp_scripted.pt"),
                                     out=os.path.join(tmp, "out.pt")) for a in args]
         rss_file = os.path.join(tmp, "max_rss_kb")
-        if torch:  # exits 128+N when the command dies of signal N
+        if by_rss:  # exits 128+N when the command dies of signal N
             argv = ["/usr/bin/time", "-q", "-f", "%M", "-o", rss_file] + argv
         env = dict(os.environ, SOURCE_DATE_EPOCH="0")
         start = time.monotonic()
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                cwd=tmp, env=env, preexec_fn=None if torch else limit_address_space)
+                                cwd=tmp, env=env, preexec_fn=None if by_rss else limit_address_space)
         try:
             _, err = proc.communicate(timeout=TIME_LIMIT)
         except subprocess.TimeoutExpired:
@@ -181,7 +193,7 @@ def run_one(binary, testdata, path, command):
             problems.append("%d 'tsarchive: error:' lines on stderr" % len(errors))
         if name == "stamp in place" and rc != 0 and not filecmp.cmp(path, target, shallow=False):
             problems.append("failed, and changed the file it was given")
-        if torch and os.path.exists(rss_file):
+        if by_rss and os.path.exists(rss_file):
             with open(rss_file) as f:
                 rss = [int(w) for w in f.read().split() if w.isdigit()]
             if rss and rss[-1] > RSS_LIMIT_KB:
@@ -194,8 +206,10 @@ def run_one(binary, testdata, path, command):
 
 
 def main():
+    global SANITIZED
     args = [a for a in sys.argv[1:] if not a.startswith("-")]
     binary, testdata = os.path.abspath(args[0]), os.path.abspath(args[1])
+    SANITIZED = address_sanitized(binary)
     jobs = 2
     if "-j" in sys.argv:
         jobs = int(sys.argv[sys.argv.index("-j") + 1])
