@@ -3,8 +3,9 @@
 // The torch layer is a shared library (libtsarchive_torch.so) that links
 // libtorch. The tsarchive binary does not link it: merely loading Debian's
 // libtorch costs 0.5-0.7 s (287 shared libraries), so commands that do not
-// need libtorch never pay it. Commands that do call load_torch_backend(),
-// which dlopen()s the library and asks it for this interface.
+// need libtorch never pay it. Commands that do call it in a worker process
+// (src/cli/worker.h), which calls load_torch_backend(): it dlopen()s the
+// library and asks it for this interface.
 #pragma once
 
 #include <string>

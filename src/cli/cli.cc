@@ -8,6 +8,7 @@
 #include "tsarchive/error.h"
 #include "tsarchive/torch_backend.h"
 #include "tsarchive_config.h"
+#include "worker.h"
 
 namespace tsarchive::cli {
 namespace {
@@ -23,7 +24,8 @@ void print_error(std::ostream& err, const Error& e) {
 int print_version(Context& ctx) {
   ctx.out << "tsarchive " << TSARCHIVE_VERSION << '\n';
   try {
-    const TorchRuntimeInfo info = load_torch_backend().runtime_info();
+    const WorkerJob job{"", "reading its version", resolve_worker_limits(WorkerOptions{}, 0)};
+    const auto info = in_worker<TorchRuntimeInfo>(job, [](TorchBackend& torch) { return torch.runtime_info(); });
     ctx.out << "libtorch " << info.libtorch_version << '\n';
     ctx.out << "cuda " << (info.cuda_built ? "built in" : "not built in (CPU-only libtorch)");
     if (info.cuda_built) ctx.out << ", " << info.cuda_device_count << " device(s) visible";

@@ -17,6 +17,7 @@
 #include "tsarchive/file_edit.h"
 #include "tsarchive/inspect.h"
 #include "tsarchive/torch_backend.h"
+#include "worker.h"
 
 namespace tsarchive::cli {
 namespace {
@@ -33,6 +34,7 @@ struct InspectOptions {
   std::string method;
   std::string format = "text";
   bool ops = false;
+  WorkerOptions worker;
 };
 
 // --graph and --ops: libtorch, after the core's checks.
@@ -40,7 +42,7 @@ int print_jit_view(const InspectOptions& opts, Context& ctx) {
   ArchiveFile file(opts.path, FileAccess::Read, 10);
   const auto archive = open_torchscript_archive(file.source(), opts.graph ? "cannot show the graph of this file"
                                                                           : "cannot list the operators of this file");
-  require_intact(*archive, opts.path, "nothing was loaded");
+  check_before_libtorch(*archive, opts.path, "nothing was loaded", opts.worker.no_validate, ctx.err);
   GraphRequest request;
   request.archive = file.descriptor_path();
   request.display_name = opts.path;
@@ -51,9 +53,10 @@ int print_jit_view(const InspectOptions& opts, Context& ctx) {
     throw Error(ErrorKind::Usage, "a lite-interpreter archive holds bytecode, not graphs", opts.path,
                 "use --ops for its operators, or --graph on the .pt it was made from");
   }
-  TorchBackend& torch = load_torch_backend();
+  const uint64_t size = file.source()->size();
   if (opts.ops) {
-    const OpsReport ops = torch.operators(request);
+    const OpsReport ops = in_worker<OpsReport>(worker_job(opts.worker, opts.path, size, "listing the operators"),
+                                               [&](TorchBackend& torch) { return torch.operators(request); });
     for (const std::string& note : ops.notes) ctx.err << "tsarchive: note: " << note << '\n';
     if (opts.json) {
       ctx.out << ops_to_json(ops, opts.path).dump(2) << '\n';
@@ -62,7 +65,9 @@ int print_jit_view(const InspectOptions& opts, Context& ctx) {
     }
     return 0;
   }
-  const MethodGraph graph = torch.graph(request);
+  const MethodGraph graph =
+      in_worker<MethodGraph>(worker_job(opts.worker, opts.path, size, "reading the graph"),
+                             [&](TorchBackend& torch) { return torch.graph(request); });
   if (opts.json) {
     ctx.out << graph_to_json(graph, opts.path).dump(2) << '\n';
   } else if (opts.format == "dot") {
@@ -144,6 +149,7 @@ Runner setup_inspect(CLI::App& app, Context& ctx) {
       ->excludes(extra)
       ->excludes(code)
       ->excludes(graph);
+  add_worker_options(app, opts->worker, true, "With --graph or --ops: ");
   return [opts, code, &ctx] {
     opts->code = code->count() > 0;
     return run_inspect(*opts, ctx);

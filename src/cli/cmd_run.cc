@@ -4,10 +4,12 @@
 //                     [--warmup N --iters N | --duration S] [--batch-sizes LIST]
 //                     [--profile [--sample P] [--record-shapes] [--model-id ID] [--trace-out F]]
 //                     [--api-usage] [--threads N] [--load-library LIB]... [--json]
+//                     [--memory-limit SIZE] [--time-limit S] [--no-validate]
 //
 // The core checks the archive first (gate.h) and reads every input and
 // expected-output file (host_value.h); only then does the torch layer load
-// the module, from the descriptor of the file that was checked.
+// the module, from the descriptor of the file that was checked, in a worker
+// process (worker.h).
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -27,6 +29,7 @@
 #include "tsarchive/run_check.h"
 #include "tsarchive/torch_backend.h"
 #include "tsarchive_config.h"
+#include "worker.h"
 
 namespace tsarchive::cli {
 namespace {
@@ -58,6 +61,7 @@ struct RunOptions {
   bool api_usage = false;
   bool json = false;
   bool verbose = false;
+  WorkerOptions worker;
   double lock_timeout = 10;
 };
 
@@ -175,7 +179,7 @@ int run_run(const RunOptions& opts, Context& ctx) {
   ArchiveFile file(opts.model, opts.record ? FileAccess::Edit : FileAccess::Read, opts.lock_timeout);
   for (const std::string& note : file.notes()) ctx.err << "tsarchive: note: " << note << '\n';
   const auto archive = open_torchscript_archive(file.source(), "cannot run this file");
-  require_intact(*archive, opts.model, "nothing was run");
+  check_before_libtorch(*archive, opts.model, "nothing was run", opts.worker.no_validate, ctx.err);
   request.lite = archive->kind() == FileKind::LiteInterpreter;
   request.archive = file.descriptor_path();
   request.method = opts.method.empty() ? "forward" : opts.method;
@@ -200,10 +204,11 @@ int run_run(const RunOptions& opts, Context& ctx) {
     };
   }
 
-  TorchBackend& torch = load_torch_backend();
+  WorkerJob job = worker_job(opts.worker, opts.model, file.source()->size(), "running " + request.method);
+  if (job.limits.time_s > 0) job.limits.time_s += request.duration_s;  // --duration is time the user asked for
   RunReport report;
   try {
-    report = torch.run(request);
+    report = in_worker<RunReport>(job, [&](TorchBackend& torch) { return torch.run(request); });
   } catch (const Error& e) {
     if (opts.verbose && !e.detail().empty()) ctx.err << e.detail() << '\n';
     throw;
@@ -290,6 +295,7 @@ Runner setup_run(CLI::App& app, Context& ctx) {
   app.add_flag("--api-usage", opts->api_usage, "List the API usage keys libtorch fired (c10::SetAPIUsageLogger)");
   app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.run/1; tsarchive.profile/1 with --profile)");
   app.add_flag("-v,--verbose", opts->verbose, "On a libtorch error, also print its full message");
+  add_worker_options(app, opts->worker, true);
   app.add_option("--lock-timeout", opts->lock_timeout, "Seconds to wait for another editor with --record (default 10)")
       ->check(CLI::Range(0.0, 86400.0));
   return [opts, &ctx] { return run_run(*opts, ctx); };

@@ -24,6 +24,7 @@
 #include "tsarchive/torch_backend.h"
 #include "tsarchive/verify.h"
 #include "tsarchive_config.h"
+#include "worker.h"
 
 namespace tsarchive::cli {
 namespace {
@@ -39,6 +40,7 @@ struct StampOptions {
   bool keep_bytes = false;
   bool json = false;
   double lock_timeout = 10;
+  WorkerOptions worker;
 };
 
 std::map<std::string, std::string> parse_fields(const std::vector<std::string>& fields) {
@@ -79,8 +81,6 @@ Written stamp_by_resave(ArchiveFile& file, const TorchArchive& archive, StampCon
     throw_bad_input("libtorch cannot save an archive whose top folder is '" + top.substr(0, 40) + "'", opts.model,
                     "use --keep-bytes");
   }
-  TorchBackend& torch = load_torch_backend();
-  content.libtorch_version = torch.runtime_info().libtorch_version;
   content.method = "export-hook";
 
   const StagingFolder stage(opts.output.empty() ? opts.model : opts.output);
@@ -90,8 +90,13 @@ Written stamp_by_resave(ArchiveFile& file, const TorchArchive& archive, StampCon
   for (const Record& r : archive.records()) {
     if (r.kind == RecordKind::Extra && r.name != kStampRecord) request.extra_names.push_back(r.name.substr(6));
   }
-  request.stamp = render_stamp(content);  // what the hook writes: everything but the digests
-  torch.resave_with_stamp(request);  // and loads the copy back to compare
+  const WorkerJob job = worker_job(opts.worker, opts.model, file.source()->size(), "re-saving the module");
+  content.libtorch_version = in_worker<std::string>(job, [&](TorchBackend& torch) {
+    content.libtorch_version = torch.runtime_info().libtorch_version;
+    request.stamp = render_stamp(content);  // what the hook writes: everything but the digests
+    torch.resave_with_stamp(request);       // and loads the copy back to compare
+    return content.libtorch_version;
+  });
 
   const StagedStamp staged = write_staged_with_stamp(file, request.output, content, opts.output, top, opts.model);
   return Written{staged.result, staged.stamp};
@@ -175,6 +180,7 @@ Runner setup_stamp(CLI::App& app, Context& ctx) {
   app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.stamp/1) with the stamp written");
   app.add_option("--lock-timeout", opts->lock_timeout, "Seconds to wait for another editor (default 10)")
       ->check(CLI::Range(0.0, 86400.0));
+  add_worker_options(app, opts->worker, false, "For the re-save: ");  // a stamp vouches for checked records only
   return [opts, &ctx] { return run_stamp(*opts, ctx); };
 }
 

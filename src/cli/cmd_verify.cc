@@ -1,4 +1,4 @@
-// tsarchive verify MODEL [--json] [--load] [--threads N]
+// tsarchive verify MODEL [--json] [--load [--memory-limit SIZE] [--time-limit S]] [--threads N]
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
@@ -7,6 +7,7 @@
 #include "tsarchive/file_edit.h"
 #include "tsarchive/torch_backend.h"
 #include "tsarchive/verify.h"
+#include "worker.h"
 
 namespace tsarchive::cli {
 namespace {
@@ -16,6 +17,7 @@ struct VerifyCliOptions {
   bool json = false;
   bool load = false;
   unsigned threads = 0;
+  WorkerOptions worker;
 };
 
 int run_verify(const VerifyCliOptions& opts, Context& ctx) {
@@ -25,7 +27,13 @@ int run_verify(const VerifyCliOptions& opts, Context& ctx) {
   const VerifyReport report = verify_archive(*archive, VerifyOptions{opts.threads, built_libtorch_versions()});
   // libtorch sees the archive only once the core found nothing wrong with it.
   const bool load = opts.load && report.outcome() != VerifyOutcome::Malformed;
-  if (load) load_torch_backend().load(file.descriptor_path());
+  if (load) {
+    in_worker<std::string>(worker_job(opts.worker, opts.model, file.source()->size(), "loading the module"),
+                           [&](TorchBackend& torch) {
+                             torch.load(file.descriptor_path());
+                             return std::string();
+                           });
+  }
   if (opts.json) {
     ctx.out << verify_to_json(report, load).dump(2) << '\n';
   } else {
@@ -51,6 +59,7 @@ Runner setup_verify(CLI::App& app, Context& ctx) {
   app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.verify/1)");
   app.add_flag("--load", opts->load, "Also load the module with libtorch (after the checks pass); runs nothing");
   app.add_option("--threads", opts->threads, "Hashing threads (default: one per core)")->check(CLI::Range(1u, 256u));
+  add_worker_options(app, opts->worker, false, "With --load: ");  // verify never skips its checks
   return [opts, &ctx] { return run_verify(*opts, ctx); };
 }
 

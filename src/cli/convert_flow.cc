@@ -15,6 +15,7 @@
 #include "tsarchive/producer_info.h"
 #include "tsarchive/torch_backend.h"
 #include "tsarchive_config.h"
+#include "worker.h"
 
 namespace tsarchive::cli {
 namespace {
@@ -56,6 +57,7 @@ void add_convert_options(CLI::App& app, ConvertOptions& opts) {
   app.add_flag("--json", opts.json,
                std::string("One JSON document (schema tsarchive.") + (opts.trace ? "trace" : "convert") + "/1)");
   app.add_flag("-v,--verbose", opts.verbose, "On a libtorch error, also print its full message");
+  add_worker_options(app, opts.worker, true);
 }
 
 int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
@@ -95,34 +97,37 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
 
   ArchiveFile file(opts.model, FileAccess::Read, 10);  // a shared lock: editors wait, readers do not
   const auto archive = open_torchscript_archive(file.source(), std::string("cannot ") + command + " this file");
-  require_intact(*archive, opts.model, "nothing was written");
+  check_before_libtorch(*archive, opts.model, "nothing was written", opts.worker.no_validate, ctx.err);
   if (archive->kind() == FileKind::LiteInterpreter) {
     throw_bad_input("a lite-interpreter archive holds bytecode, not TorchScript to " + std::string(command), opts.model,
                     std::string(command) + " the .pt it was made from");
   }
   source.archive = file.descriptor_path();
 
-  TorchBackend& torch = load_torch_backend();
   StampContent content;
   content.producer_version = TSARCHIVE_VERSION;
   ContextOptions context_options;
   context_options.host = !opts.no_host;
   context_options.git = !opts.no_git;
   content.context = collect_producer_context(context_options);
-  content.libtorch_version = torch.runtime_info().libtorch_version;
   content.method = "export-hook";
 
   const StagingFolder stage(opts.output);
   request.output = stage.path() + "/" + top + (request.lite ? ".ptl" : ".pt");
-  request.stamp = render_stamp(content);  // what the hook writes: everything but the digests
 
+  const WorkerJob job = worker_job(opts.worker, opts.model, file.source()->size(), opts.trace ? "tracing" : "converting");
   ConvertReport report;
   try {
-    report = torch.convert(request);
+    report = in_worker<ConvertReport>(job, [&](TorchBackend& torch) {
+      content.libtorch_version = torch.runtime_info().libtorch_version;
+      request.stamp = render_stamp(content);  // what the hook writes: everything but the digests
+      return torch.convert(request);
+    });
   } catch (const Error& e) {
     if (opts.verbose && !e.detail().empty()) ctx.err << e.detail() << '\n';
     throw;
   }
+  content.libtorch_version = report.libtorch_version;
 
   ConvertOutcome outcome;
   outcome.command = command;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "worker.h"
 
 namespace tsarchive::cli {
 
@@ -30,6 +31,7 @@ struct ConvertOptions {
   bool no_git = false;
   bool json = false;
   bool verbose = false;
+  WorkerOptions worker;
 };
 
 // The options both commands take (the model, -o, inputs, tolerances, the

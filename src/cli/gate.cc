@@ -1,5 +1,7 @@
 #include "gate.h"
 
+#include <ostream>
+
 #include "report_verify.h"
 #include "tsarchive/error.h"
 
@@ -12,6 +14,16 @@ VerifyReport require_intact(const TorchArchive& archive, const std::string& file
                     consequence + "; run 'tsarchive verify' for details");
   }
   return report;
+}
+
+void check_before_libtorch(const TorchArchive& archive, const std::string& file, const std::string& consequence,
+                           bool skip, std::ostream& err) {
+  if (!skip) {
+    require_intact(archive, file, consequence);
+    return;
+  }
+  err << "tsarchive: note: --no-validate: libtorch reads " << file
+      << " unchecked (in its worker, within --memory-limit and --time-limit)\n";
 }
 
 }  // namespace tsarchive::cli

@@ -3,6 +3,7 @@
 // damaged archives, and never checks a CRC.
 #pragma once
 
+#include <iosfwd>
 #include <string>
 
 #include "tsarchive/archive.h"
@@ -14,5 +15,15 @@ namespace tsarchive::cli {
 // Damage is Error(BadInput) naming the first problem; `consequence` says what
 // did not happen ("nothing was written", "nothing was run").
 VerifyReport require_intact(const TorchArchive& archive, const std::string& file, const std::string& consequence);
+
+}  // namespace tsarchive::cli
+
+namespace tsarchive::cli {
+
+// What run, trace, convert and inspect --graph/--ops do before libtorch:
+// require_intact(), or with --no-validate (`skip`) a note on `err` that the
+// archive goes to libtorch unchecked.
+void check_before_libtorch(const TorchArchive& archive, const std::string& file, const std::string& consequence,
+                           bool skip, std::ostream& err);
 
 }  // namespace tsarchive::cli

@@ -1,0 +1,286 @@
+// The libtorch worker process; see worker.h for why.
+#include "worker.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+
+#include "output.h"
+#include "tsarchive/error.h"
+
+namespace tsarchive::cli {
+namespace {
+
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+constexpr int kPollMs = 20;
+
+// Anonymous resident memory of `pid` (RssAnon in /proc/PID/status), bytes; 0
+// when it cannot be read (the process is gone).
+uint64_t anonymous_resident_bytes(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("RssAnon:", 0) == 0) return std::strtoull(line.c_str() + 8, nullptr, 10) * 1024;
+  }
+  return 0;
+}
+
+uint64_t physical_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+}
+
+void write_all(int fd, const std::string& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the parent is gone or gave up on us
+    done += static_cast<size_t>(n);
+  }
+}
+
+// The child: never returns.
+[[noreturn]] void serve(int fd, pid_t parent, const std::function<std::string()>& work) {
+  // Die with the parent; no core dumps of a crash on a hostile file; the
+  // parent's handlers that remove its temp files are the parent's business.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(127);
+  const struct rlimit no_core = {0, 0};
+  ::setrlimit(RLIMIT_CORE, &no_core);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, SIG_DFL);
+
+  std::string payload;
+  try {
+    payload = work();
+  } catch (const Error& e) {
+    payload = encode_error(e);
+  } catch (const std::exception& e) {
+    payload = encode_error(Error(ErrorKind::Torch, std::string("libtorch failed: ") + e.what()));
+  } catch (...) {
+    payload = encode_error(Error(ErrorKind::Torch, "libtorch failed with an exception that is not a std::exception"));
+  }
+  write_all(fd, payload);
+  // No destructors, no atexit handlers: libtorch's teardown is not ours to run.
+  ::_exit(0);
+}
+
+std::string signal_text(int sig) {
+  const char* abbrev = ::sigabbrev_np(sig);
+  const char* description = ::sigdescr_np(sig);
+  std::string text = abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+  if (description != nullptr) text += std::string(" (") + description + ")";
+  return text;
+}
+
+std::string suspicion(const WorkerJob& job) {
+  return job.validated ? "the archive is probably corrupt or hostile"
+                       : "the archive, which was not checked (--no-validate), is probably corrupt or hostile";
+}
+
+std::string crash_hint(const WorkerJob& job) {
+  return job.validated ? "do not deploy it; tsarchive's checks passed it, so please report the file"
+                       : "run 'tsarchive verify' on it";
+}
+
+enum class Stop { None, Memory, Time, Payload };
+
+// Reads the child's payload while enforcing the limits; returns why it was
+// stopped (None: it ended on its own) and leaves its wait status in `status`.
+Stop supervise(pid_t pid, int fd, const WorkerLimits& limits, std::string& payload, int& status) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  // A result is never larger than the memory the worker may use.
+  const uint64_t max_payload = limits.memory_bytes != 0 ? limits.memory_bytes : 64 * kGiB;
+  Stop stop = Stop::None;
+  bool open = true;
+  bool exited = false;
+  int waits_after_eof = 0;
+  char buffer[1 << 16];
+  while (open || !exited) {
+    if (open) {
+      pollfd p{fd, POLLIN, 0};
+      const int ready = ::poll(&p, 1, kPollMs);
+      if (ready > 0) {
+        const ssize_t n = ::read(fd, buffer, sizeof buffer);
+        if (n > 0) {
+          payload.append(buffer, static_cast<size_t>(n));
+        } else if (n == 0 || errno != EINTR) {
+          open = false;
+        }
+      }
+    } else {
+      // The pipe closed: the worker is ending. Look again soon, then less often.
+      ::usleep(++waits_after_eof < 50 ? 1000 : kPollMs * 1000);
+    }
+    if (!exited) {
+      const pid_t done = ::waitpid(pid, &status, WNOHANG);
+      exited = done == pid;
+      // A grandchild may hold the pipe: once the worker is gone, stop waiting for EOF.
+      if (exited && open) {
+        ::fcntl(fd, F_SETFL, O_NONBLOCK);
+        ssize_t n;
+        while ((n = ::read(fd, buffer, sizeof buffer)) > 0) payload.append(buffer, static_cast<size_t>(n));
+        open = false;
+      }
+    }
+    if (exited) break;
+    if (payload.size() > max_payload) {
+      stop = Stop::Payload;
+    } else if (limits.memory_bytes != 0 && anonymous_resident_bytes(pid) > limits.memory_bytes) {
+      stop = Stop::Memory;
+    } else if (limits.time_s > 0 && std::chrono::duration<double>(Clock::now() - start).count() > limits.time_s) {
+      stop = Stop::Time;
+    }
+    if (stop != Stop::None) {
+      ::kill(pid, SIGKILL);
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      break;
+    }
+  }
+  return stop;
+}
+
+}  // namespace
+
+bool worker_disabled() {
+  const char* env = std::getenv("TSARCHIVE_IN_PROCESS");
+  return env != nullptr && std::string(env) == "1";
+}
+
+std::string run_in_worker(const WorkerJob& job, const std::function<std::string()>& work) {
+  if (worker_disabled()) return work();
+
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    throw Error(ErrorKind::Torch, std::string("cannot start the libtorch worker: ") + std::strerror(errno), job.file,
+                "check the process and file limits (ulimit -u, ulimit -n)");
+  }
+  std::cout.flush();
+  std::cerr.flush();
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int err = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw Error(ErrorKind::Torch, std::string("cannot start the libtorch worker: ") + std::strerror(err), job.file,
+                "check the process limit (ulimit -u) and free memory");
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    serve(fds[1], parent, work);
+  }
+  ::close(fds[1]);
+  std::string payload;
+  int status = 0;
+  const Stop stop = supervise(pid, fds[0], job.limits, payload, status);
+  ::close(fds[0]);
+
+  switch (stop) {
+    case Stop::Memory:
+      throw Error(ErrorKind::Torch,
+                  "libtorch passed the memory limit (" + human_size(job.limits.memory_bytes) + " resident, --memory-limit) while " +
+                      job.activity + " and was stopped; " + suspicion(job),
+                  job.file, "if the model needs more, raise --memory-limit");
+    case Stop::Time:
+      throw Error(ErrorKind::Torch,
+                  "libtorch did not finish within the time limit (" + short_number(job.limits.time_s) + " s" +
+                      ", --time-limit) while " + job.activity + " and was stopped",
+                  job.file, "if the model needs longer, raise --time-limit; if it should not, the archive may be hostile");
+    case Stop::Payload:
+      throw Error(ErrorKind::Torch, "the libtorch worker sent back more than its memory limit while " + job.activity,
+                  job.file, suspicion(job));
+    case Stop::None:
+      break;
+  }
+  if (WIFSIGNALED(status)) {
+    throw Error(ErrorKind::Torch,
+                "libtorch crashed with " + signal_text(WTERMSIG(status)) + " while " + job.activity + "; " + suspicion(job),
+                job.file, crash_hint(job));
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || payload.empty()) {
+    throw Error(ErrorKind::Torch,
+                "libtorch ended its worker (exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
+                    ") while " + job.activity + " without a result; " + suspicion(job),
+                job.file, crash_hint(job));
+  }
+  return payload;
+}
+
+uint64_t parse_memory_size(const std::string& text, const char* flag) {
+  size_t used = 0;
+  double value = -1;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  std::string unit = text.substr(used);
+  std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::toupper(c); });
+  if (unit.size() > 1 && unit.back() == 'B') unit.pop_back();           // "GB" as "G"
+  if (unit.size() == 2 && unit.back() == 'I') unit.pop_back();          // "GI" (from GiB) as "G"
+  const std::string units = "KMGT";
+  const size_t power = unit.empty() ? 0 : units.find(unit) == std::string::npos ? std::string::npos : units.find(unit) + 1;
+  if (used == 0 || !(value > 0) || unit.size() > 1 || power == std::string::npos) {
+    throw_usage(std::string(flag) + " " + text + " is not a size",
+                "give bytes or a number with K, M, G or T (powers of 1024), e.g. 8G; or auto, or none");
+  }
+  const double bytes = value * static_cast<double>(uint64_t{1} << (10 * power));
+  if (!(bytes >= 1 && bytes <= 1e18)) throw_usage(std::string(flag) + " " + text + " is out of range");
+  return static_cast<uint64_t>(bytes);
+}
+
+WorkerLimits resolve_worker_limits(const WorkerOptions& options, uint64_t archive_size) {
+  WorkerLimits limits;
+  limits.time_s = options.time_limit_s;
+  if (options.memory_limit == "none") {
+    limits.memory_bytes = 0;
+  } else if (options.memory_limit == "auto") {
+    limits.memory_bytes = std::max(4 * kGiB, 2 * kGiB + 4 * archive_size);
+    const uint64_t ram = physical_memory_bytes();
+    if (ram != 0) limits.memory_bytes = std::min(limits.memory_bytes, ram / 10 * 9);
+  } else {
+    limits.memory_bytes = parse_memory_size(options.memory_limit, "--memory-limit");
+  }
+  return limits;
+}
+
+WorkerJob worker_job(const WorkerOptions& options, const std::string& file, uint64_t archive_size,
+                     std::string activity) {
+  return WorkerJob{file, std::move(activity), resolve_worker_limits(options, archive_size), !options.no_validate};
+}
+
+void add_worker_options(CLI::App& app, WorkerOptions& options, bool validate_flag, const std::string& when) {
+  const auto help = [&when](std::string text) {
+    if (!when.empty()) text = when + static_cast<char>(std::tolower(static_cast<unsigned char>(text[0]))) + text.substr(1);
+    return text;
+  };
+  app.add_option("--memory-limit", options.memory_limit,
+                 help("Resident memory libtorch's worker may use (default auto: 4G, or 2G + 4x the\n"
+                        "archive if more, at most 90% of RAM; none: no limit)"))
+      ->type_name("SIZE");
+  app.add_option("--time-limit", options.time_limit_s, help("Seconds libtorch's worker may run (default 600; 0: none)"))
+      ->type_name("SECONDS")
+      ->check(CLI::Range(0.0, 1e7));
+  if (validate_flag) {
+    app.add_flag("--no-validate", options.no_validate,
+                 help("Hand the archive to libtorch without verify's checks (experts; still in the worker)"));
+  }
+}
+
+}  // namespace tsarchive::cli

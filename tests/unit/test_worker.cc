@@ -1,0 +1,202 @@
+// The libtorch worker's process mechanics (worker.h) with plain functions in
+// place of libtorch: results and errors come back, and a crash, a memory
+// hog, a hang or a silent exit becomes one Error(Torch). Also the codec that
+// carries results over the pipe (worker_codec.h) and the limit options.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <unistd.h>
+
+#include "tsarchive/error.h"
+#include "tsarchive/jit.h"
+#include "tsarchive/run.h"
+#include "worker.h"
+#include "worker_codec.h"
+
+using namespace tsarchive;
+using namespace tsarchive::cli;
+
+namespace {
+
+WorkerJob job(uint64_t memory_bytes = 0, double time_s = 0) {
+  return WorkerJob{"model.pt", "running forward", WorkerLimits{memory_bytes, time_s}, true};
+}
+
+Error error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e;
+  }
+  FAIL("no Error was thrown");
+  return Error(ErrorKind::Usage, "unreachable");
+}
+
+}  // namespace
+
+TEST_CASE("a worker's result comes back as it was returned", "[worker]") {
+  const std::string big(3 << 20, 'x');  // larger than a pipe's buffer
+  CHECK(run_in_worker(job(), [&] { return big; }) == big);
+  CHECK(getpid() == getpid());  // still the parent: the worker never returns into the caller
+}
+
+TEST_CASE("an Error thrown in the worker is thrown again in the parent", "[worker]") {
+  const Error e = error_of([] {
+    decode_result<std::string>(run_in_worker(job(), [] {
+      return encode_error(Error(ErrorKind::Usage, "forward takes 1 input, 2 given", "m.pt", "drop one --input")
+                              .with_detail("full libtorch text"));
+    }));
+  });
+  CHECK(e.kind() == ErrorKind::Usage);
+  CHECK(std::string(e.what()) == "forward takes 1 input, 2 given");
+  CHECK(e.file() == "m.pt");
+  CHECK(e.hint() == "drop one --input");
+  CHECK(e.detail() == "full libtorch text");
+}
+
+TEST_CASE("a worker killed by a signal is one libtorch error naming the signal", "[worker]") {
+  const Error e = error_of([] {
+    run_in_worker(job(), []() -> std::string {
+      std::raise(SIGSEGV);
+      return "unreachable";
+    });
+  });
+  CHECK(e.kind() == ErrorKind::Torch);
+  CHECK_THAT(e.what(), Catch::Contains("libtorch crashed with SIGSEGV") && Catch::Contains("while running forward") &&
+                           Catch::Contains("corrupt or hostile"));
+  CHECK(e.file() == "model.pt");
+
+  WorkerJob unchecked = job();
+  unchecked.validated = false;
+  const Error u = error_of([&] { run_in_worker(unchecked, []() -> std::string { std::abort(); }); });
+  CHECK_THAT(u.what(), Catch::Contains("SIGABRT") && Catch::Contains("--no-validate"));
+}
+
+TEST_CASE("a worker that passes the memory limit is stopped", "[worker]") {
+  const Error e = error_of([] {
+    run_in_worker(job(64u << 20), []() -> std::string {
+      // Touch 1 GiB, a page at a time, slowly enough for the 20 ms checks.
+      for (int i = 0; i < 1024; ++i) {
+        char* block = static_cast<char*>(std::malloc(1 << 20));
+        std::memset(block, 1, 1 << 20);
+        ::usleep(1000);
+      }
+      return "finished";
+    });
+  });
+  CHECK(e.kind() == ErrorKind::Torch);
+  CHECK_THAT(e.what(), Catch::Contains("memory limit (64.0 MiB resident, --memory-limit)"));
+}
+
+TEST_CASE("a worker that passes the time limit is stopped", "[worker]") {
+  const Error e = error_of([] {
+    run_in_worker(job(0, 0.2), []() -> std::string {
+      ::sleep(60);
+      return "finished";
+    });
+  });
+  CHECK(e.kind() == ErrorKind::Torch);
+  CHECK_THAT(e.what(), Catch::Contains("time limit (0.2 s, --time-limit)"));
+}
+
+TEST_CASE("a worker that exits without a result is an error, not an empty result", "[worker]") {
+  const Error e = error_of([] { run_in_worker(job(), []() -> std::string { ::_exit(3); }); });
+  CHECK(e.kind() == ErrorKind::Torch);
+  CHECK_THAT(e.what(), Catch::Contains("exit status 3") && Catch::Contains("without a result"));
+}
+
+TEST_CASE("results cross the pipe with every field, NaN, Inf and raw bytes", "[worker]") {
+  RunReport r;
+  r.libtorch_version = "1.13.1";
+  r.device = "cuda:0";
+  r.device_name = "NVIDIA H100";
+  r.threads = 4;
+  r.method = "forward";
+  r.schema = "forward(Tensor x) -> Tensor";
+  ValueSummary v;
+  v.path = "out[0]";
+  v.type = "Tensor";
+  v.tensor = TensorSummary{"float32", {2, 3}, "cpu", 6, -1.5, std::numeric_limits<double>::infinity(), std::nan(""),
+                           std::nullopt, 1, 2};
+  v.integer = -7;
+  v.depth = 1;
+  r.outputs = {v};
+  r.inputs = {v};
+  r.first_call_ms = 12.5;
+  OutputCheck c;
+  c.path = "out";
+  c.worst_index = {1, 2};
+  c.actual = 0.5;
+  r.checks = {c};
+  r.timings = {TimedBatch{8, LatencySummary{100, 10, 1, 2, 3, 4, 5, 6, 7, 8}}};
+  r.saved_inputs = std::string("PK\x03\x04\xff\xfe\0\x80", 8);
+  r.saved_outputs = "\xc3\x28";  // not UTF-8
+  r.notes = {"a note"};
+  ProfileReport p;
+  p.model_id = "m";
+  p.calls = 3;
+  p.observed.events = {OperatorEvent{"aten::addmm", "function", "m", 1, 10, 20, 5, "[[2, 8]]"}};
+  p.observed.operators = {OperatorStats{"aten::addmm", "function", "m", "", 3, 60, 15, 20, 20}};
+  r.profile = p;
+  r.api_usage = std::vector<std::string>{"torch.script.load"};
+
+  const RunReport back = decode_result<RunReport>(encode_result(r));
+  CHECK(back.device_name == r.device_name);
+  CHECK(back.threads == 4);
+  REQUIRE(back.outputs.size() == 1);
+  CHECK(*back.outputs[0].integer == -7);
+  CHECK(back.outputs[0].tensor->shape == std::vector<int64_t>{2, 3});
+  CHECK(std::isinf(*back.outputs[0].tensor->max));
+  CHECK(std::isnan(*back.outputs[0].tensor->mean));
+  CHECK(!back.outputs[0].tensor->std);
+  CHECK(back.outputs[0].tensor->inf == 2);
+  CHECK(back.checks[0].worst_index == std::vector<int64_t>{1, 2});
+  CHECK(back.timings[0].timing.p99_ms == 5);
+  CHECK(back.saved_inputs == r.saved_inputs);
+  CHECK(back.saved_outputs == r.saved_outputs);
+  REQUIRE(back.profile);
+  CHECK(back.profile->observed.events[0].input_shapes == "[[2, 8]]");
+  CHECK(back.profile->observed.operators[0].self_ns == 15);
+  CHECK(*back.api_usage == *r.api_usage);
+
+  ConvertReport cr;
+  cr.steps = {"eval", "freeze"};
+  cr.warnings = {TraceWarning{"value-control-flow", "x decides a branch"}};
+  cr.nodes_after = 42;
+  const ConvertReport cback = decode_result<ConvertReport>(encode_result(cr));
+  CHECK(cback.steps == cr.steps);
+  CHECK(cback.warnings[0].message == "x decides a branch");
+  CHECK(cback.nodes_after == 42);
+
+  MethodGraph g;
+  g.nodes = {GraphNode{"prim::If", "", "code/m.py:3", {0}, {1, 2}, -1, 0}};
+  CHECK(decode_result<MethodGraph>(encode_result(g)).nodes[0].outputs == std::vector<int>{1, 2});
+
+  CHECK_THROWS_AS(decode_result<RunReport>("not cbor"), Error);
+  CHECK_THROWS_AS(decode_result<RunReport>(encode_result(std::string("a string, not a report"))), Error);
+}
+
+TEST_CASE("memory limits parse as sizes in powers of 1024", "[worker]") {
+  CHECK(parse_memory_size("4096", "--memory-limit") == 4096);
+  CHECK(parse_memory_size("512M", "--memory-limit") == 512ull << 20);
+  CHECK(parse_memory_size("8G", "--memory-limit") == 8ull << 30);
+  CHECK(parse_memory_size("8g", "--memory-limit") == 8ull << 30);
+  CHECK(parse_memory_size("1.5GiB", "--memory-limit") == 3ull << 29);
+  CHECK(parse_memory_size("2GB", "--memory-limit") == 2ull << 30);
+  for (const char* bad : {"", "G", "-1G", "0", "12Q", "1.5 G", "1GG", "nan", "inf", "1e30T"}) {
+    INFO(bad);
+    CHECK_THROWS_AS(parse_memory_size(bad, "--memory-limit"), Error);
+  }
+
+  WorkerOptions options;
+  CHECK(resolve_worker_limits(options, 0).memory_bytes <= 4ull << 30);
+  CHECK(resolve_worker_limits(options, 0).time_s == 600);
+  options.memory_limit = "none";
+  CHECK(resolve_worker_limits(options, 1).memory_bytes == 0);
+  options.memory_limit = "3G";
+  CHECK(resolve_worker_limits(options, 1).memory_bytes == 3ull << 30);
+}
