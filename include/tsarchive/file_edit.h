@@ -125,10 +125,13 @@ class InPlaceEdit {
 // that a library writes by name (torch::jit::save) before they are checked and
 // moved into place. Locked (flock) while it lives, removed with its files when
 // destroyed; one a killed run left behind is removed by the next writer of
-// that file, like a temp file. Making one first removes such leftovers.
+// that file, like a temp file. Making one first removes such leftovers, then
+// refuses (Error(Io)) unless the disk has room for two files of `copy_bytes`
+// (the library's copy and the final temp file) and the file size limit for
+// one: libtorch 1.13 cannot report a failed write (see file_edit.cc).
 class StagingFolder {
  public:
-  explicit StagingFolder(const std::string& next_to);
+  StagingFolder(const std::string& next_to, uint64_t copy_bytes);
   ~StagingFolder();
   StagingFolder(const StagingFolder&) = delete;
   StagingFolder& operator=(const StagingFolder&) = delete;

@@ -112,7 +112,7 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
   content.libtorch_version = torch.runtime_info().libtorch_version;
   content.method = "export-hook";
 
-  const StagingFolder stage(opts.output);
+  const StagingFolder stage(opts.output, archive->zip().source().size());
   request.output = stage.path() + "/" + top + (request.lite ? ".ptl" : ".pt");
   request.stamp = render_stamp(content);  // what the hook writes: everything but the digests
 

@@ -15,6 +15,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -294,12 +296,40 @@ bool unchanged(const struct stat& a, const struct stat& b) {
          a.st_mtim.tv_nsec == b.st_mtim.tv_nsec;
 }
 
+std::string megabytes(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
+
+// libtorch 1.13 does not survive a failed write while it saves: on a full
+// disk its PyTorchStreamWriter throws again from its destructor
+// (std::terminate, a core dump); under a file size limit it writes a
+// truncated file and reports nothing. So a libtorch save starts only when
+// there is room for its copy and for the final temp file, each about
+// `copy_bytes`, and the file size limit allows one.
+void require_room_for_copies(const std::string& dir, uint64_t copy_bytes, const std::string& shown) {
+  const uint64_t copy = copy_bytes + copy_bytes / 16 + (1 << 20);  // a re-save may come out a little larger
+  struct statvfs fs {};
+  if (::statvfs(dir.c_str(), &fs) == 0) {
+    const uint64_t available = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+    if (available < 2 * copy) {
+      throw_io("not enough free space: " + megabytes(available) + " free in " + dir + ", libtorch's copy and the final file need about " +
+                   megabytes(2 * copy),
+               shown, "free some disk space, or write elsewhere with -o");
+    }
+  }
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < copy) {
+    throw_io("the file size limit (" + megabytes(limit.rlim_cur) + ") is below the about " + megabytes(copy) +
+                 " that libtorch's copy needs",
+             shown, "raise it (ulimit -f)");
+  }
+}
+
 }  // namespace
 
-StagingFolder::StagingFolder(const std::string& next_to) {
+StagingFolder::StagingFolder(const std::string& next_to, uint64_t copy_bytes) {
   const auto [dir, base] = split_path(next_to);
   parent_ = dir;
   remove_leftovers(dir, base);  // what a killed run with the same destination left
+  require_room_for_copies(dir, copy_bytes, next_to);
   path_ = leftover_template(dir, base);
   if (::mkdtemp(path_.data()) == nullptr) {
     const int err = errno;

@@ -3,6 +3,7 @@
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -338,7 +339,7 @@ TEST_CASE("an editor does not remove the staging folder of a live writer with th
   // concurrent `stamp b.pt -o out.pt` (or its own libtorch save) was writing.
   TempDir dir;
   const std::string path = copy_model(dir);
-  const StagingFolder stage(path);
+  const StagingFolder stage(path, 1 << 20);
   std::ofstream(stage.path() + "/model.pt") << "libtorch is writing this";
   {
     ArchiveFile file(path, FileAccess::Edit, 1);
@@ -375,10 +376,45 @@ TEST_CASE("writing to a new -o path removes what a killed writer of that path le
   REQUIRE(files_in(dir) == 3);
   {
     std::ofstream(dir.file(leftover_name("out.pt", dead, "Stg001"))) << "partial";
-    const StagingFolder stage(out);  // a libtorch save to out.pt starting
+    const StagingFolder stage(out, 1 << 20);  // a libtorch save to out.pt starting
     REQUIRE_FALSE(fs::exists(dir.file(leftover_name("out.pt", dead, "Stg001"))));
   }
   REQUIRE(files_in(dir) == 3);
+}
+
+TEST_CASE("a libtorch save does not start without room for its copy") {
+  // libtorch 1.13 aborts (std::terminate) when a save hits a full disk, and
+  // writes a truncated file under a file size limit; refuse before it starts.
+  TempDir dir;
+  const std::string path = copy_model(dir);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    struct rlimit limit {4 << 20, 4 << 20};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    try {
+      const StagingFolder fits(path, 1 << 20);
+      const StagingFolder too_big(path, 8 << 20);
+    } catch (const Error& e) {
+      ::_exit(std::string(e.what()).find("file size limit") != std::string::npos ? e.exit_code() : 99);
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == static_cast<int>(ErrorKind::Io));
+  REQUIRE(files_in(dir) == 1);  // both folders gone
+  struct statvfs fs {};
+  REQUIRE(::statvfs(dir.path.c_str(), &fs) == 0);
+  const auto available = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+  try {
+    const StagingFolder disk_too_small(path, available);
+    FAIL("made a staging folder for more than the disk holds");
+  } catch (const Error& e) {
+    REQUIRE(e.kind() == ErrorKind::Io);
+    REQUIRE(std::string(e.what()).find("not enough free space") != std::string::npos);
+  }
+  REQUIRE(files_in(dir) == 1);
 }
 
 TEST_CASE("export writes every extra file inside the folder; import reads them back as a no-op") {
