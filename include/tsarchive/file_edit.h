@@ -7,11 +7,14 @@
 //     starts again if not. Symbolic links are followed: the file they point
 //     to is edited and the link stays.
 //  2. It finishes or undoes an --in-place edit that was killed (see below).
-//  3. When editing, it removes temp files a killed editor left behind:
-//     ".<name>.tsarchive-XXXXXX" next to the file.
+//  3. When editing, it removes temp files and staging folders a killed
+//     writer left behind: ".<name>.tsarchive-<pid>-XXXXXX" next to the file.
+//     Each writer holds flock(2) on its own while it works; one is removed
+//     only when nobody holds that lock and no process has that pid, so a live
+//     writer's file is never touched (remove_leftovers_next_to).
 //
 // Writing a plan:
-//  - replace(): a temp file ".<name>.tsarchive-XXXXXX" in the same folder,
+//  - replace(): a temp file ".<name>.tsarchive-<pid>-XXXXXX" in the same folder,
 //    written, fsync'd, given the original's mode (and owner, when root), then
 //    renamed over the original, and the folder fsync'd. Just before the rename
 //    the original must still be the file that was read (inode, size, mtime):
@@ -118,13 +121,17 @@ class InPlaceEdit {
   std::string new_tail_;
 };
 
-// A private folder ".<name>.tsarchive-XXXXXX" next to a file, for files that
-// a library writes by name (torch::jit::save) before they are checked and
-// moved into place. Removed with its files when destroyed; one a killed run
-// left behind is removed by the next edit of that file, like a temp file.
+// A private folder ".<name>.tsarchive-<pid>-XXXXXX" next to a file, for files
+// that a library writes by name (torch::jit::save) before they are checked and
+// moved into place. Locked (flock) while it lives, removed with its files when
+// destroyed; one a killed run left behind is removed by the next writer of
+// that file, like a temp file. Making one first removes such leftovers, then
+// refuses (Error(Io)) unless the disk has room for two files of `copy_bytes`
+// (the library's copy and the final temp file) and the file size limit for
+// one: libtorch 1.13 cannot report a failed write (see file_edit.cc).
 class StagingFolder {
  public:
-  explicit StagingFolder(const std::string& next_to);
+  StagingFolder(const std::string& next_to, uint64_t copy_bytes);
   ~StagingFolder();
   StagingFolder(const StagingFolder&) = delete;
   StagingFolder& operator=(const StagingFolder&) = delete;
@@ -133,10 +140,18 @@ class StagingFolder {
  private:
   std::string parent_;
   std::string path_;
+  int fd_ = -1;  // holds the folder's flock while it is in use
 };
+
+// Removes the temp files and staging folders that killed writers left next to
+// `path` (".<name>.tsarchive-<pid>-XXXXXX", and older ".<name>.tsarchive-XXXXXX"):
+// only those whose lock nobody holds and whose pid is not a live process.
+// Returns how many it removed. Every writer calls it before it writes.
+int remove_leftovers_next_to(const std::string& path);
 
 // Writes `bytes` to `path` atomically (temp file, fsync, rename), for files
 // that are not archives (extra get -o, extra export). New files get 0666 & ~umask.
+// Removes leftovers of killed writers of `path` first.
 void write_file_atomically(const std::string& path, std::string_view bytes);
 
 }  // namespace tsarchive

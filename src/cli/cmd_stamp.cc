@@ -83,7 +83,7 @@ Written stamp_by_resave(ArchiveFile& file, const TorchArchive& archive, StampCon
   }
   content.method = "export-hook";
 
-  const StagingFolder stage(opts.output.empty() ? opts.model : opts.output);
+  const StagingFolder stage(opts.output.empty() ? opts.model : opts.output, archive.zip().source().size());
   ResaveRequest request;
   request.input = file.descriptor_path();
   request.output = stage.path() + "/" + top + ".pt";  // torch::jit::save names the top folder after the stem

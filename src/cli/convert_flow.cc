@@ -112,7 +112,7 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
   content.context = collect_producer_context(context_options);
   content.method = "export-hook";
 
-  const StagingFolder stage(opts.output);
+  const StagingFolder stage(opts.output, archive->zip().source().size());
   request.output = stage.path() + "/" + top + (request.lite ? ".ptl" : ".pt");
 
   const WorkerJob job = worker_job(opts.worker, opts.model, file.source()->size(), opts.trace ? "tracing" : "converting");

@@ -15,8 +15,11 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -24,6 +27,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "tsarchive/error.h"
 #include "zip_format.h"
@@ -33,6 +38,7 @@ namespace {
 
 constexpr std::string_view kJournalMagic = "tsarchive-journal 1\n";
 constexpr std::string_view kTempInfix = ".tsarchive-";
+constexpr size_t kRandomChars = 6;  // mkstemp's and mkdtemp's XXXXXX
 constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
 std::string errno_text() { return std::strerror(errno); }
@@ -77,6 +83,101 @@ std::pair<std::string, std::string> split_path(const std::string& path) {
   return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
 }
 
+// Temp files and staging folders: ".<base>.tsarchive-<pid>-XXXXXX", made by
+// mkstemp/mkdtemp, and held with flock(2) LOCK_EX by their writer while it
+// works. A killed writer (kill -9, a crash, power loss) leaves them behind;
+// the next writer next to the same file removes one only when nobody holds
+// its lock AND the pid in its name is not a live process. The lock covers live
+// writers in any process (also a forked child that inherited the descriptor,
+// and other pid namespaces); the pid covers the moment between mkstemp and
+// flock, and the one between close and rename. Names without a pid (written
+// by earlier builds) are removed when unlocked, as those builds did.
+std::string leftover_template(const std::string& dir, const std::string& base) {
+  return dir + "/." + base + std::string(kTempInfix) + std::to_string(::getpid()) + "-XXXXXX";
+}
+
+bool is_random_part(std::string_view s) {
+  if (s.size() != kRandomChars) return false;
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) return false;
+  }
+  return true;
+}
+
+// Whether `name` is a temp file or staging folder of `base`; *pid is 0 when
+// the name carries none.
+bool parse_leftover_name(std::string_view name, std::string_view prefix, pid_t* pid) {
+  if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) return false;
+  std::string_view rest = name.substr(prefix.size());
+  *pid = 0;
+  if (is_random_part(rest)) return true;  // no pid: an older version's
+  const size_t dash = rest.find('-');
+  if (dash == 0 || dash == std::string_view::npos || dash > 9 || !is_random_part(rest.substr(dash + 1))) return false;
+  long value = 0;
+  for (char c : rest.substr(0, dash)) {
+    if (c < '0' || c > '9') return false;
+    value = value * 10 + (c - '0');
+  }
+  *pid = static_cast<pid_t>(value);
+  return value > 0;
+}
+
+bool process_alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
+
+// Removes a staging folder: its regular files, then itself. Anything else
+// inside (which we never create) leaves it in place.
+bool remove_staging_folder(int parent_fd, const std::string& name) {
+  const int fd = ::openat(parent_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return false;
+  DIR* dir = ::fdopendir(fd);
+  if (dir == nullptr) {
+    ::close(fd);
+    return false;
+  }
+  while (const dirent* entry = ::readdir(dir)) {
+    if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0) {
+      ::unlinkat(fd, entry->d_name, 0);
+    }
+  }
+  ::closedir(dir);
+  return ::unlinkat(parent_fd, name.c_str(), AT_REMOVEDIR) == 0;
+}
+
+// Removes one leftover if its writer is gone (see above); false if it is in use.
+bool remove_if_abandoned(int dir_fd, const std::string& name, pid_t pid) {
+  const int fd = ::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }  // also drops our lock, after the removal
+  } closer{fd};
+  struct stat st {}, again {};
+  if (::fstat(fd, &st) != 0 || !(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode))) return false;
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) return false;  // its writer is alive and holds it
+  if (pid > 0 && process_alive(pid)) return false;        // made but not yet locked, or being renamed
+  // The name must still be the one we locked (not a new writer's, made meanwhile).
+  if (::fstatat(dir_fd, name.c_str(), &again, AT_SYMLINK_NOFOLLOW) != 0 || st.st_ino != again.st_ino ||
+      st.st_dev != again.st_dev) {
+    return false;
+  }
+  return S_ISDIR(st.st_mode) ? remove_staging_folder(dir_fd, name) : ::unlinkat(dir_fd, name.c_str(), 0) == 0;
+}
+
+int remove_leftovers(const std::string& dir_path, const std::string& base) {
+  DIR* dir = ::opendir(dir_path.c_str());
+  if (dir == nullptr) return 0;
+  const std::string prefix = "." + base + std::string(kTempInfix);
+  std::vector<std::pair<std::string, pid_t>> found;
+  while (const dirent* entry = ::readdir(dir)) {
+    pid_t pid = 0;
+    if (parse_leftover_name(entry->d_name, prefix, &pid)) found.emplace_back(entry->d_name, pid);
+  }
+  int removed = 0;
+  for (const auto& [name, pid] : found) removed += remove_if_abandoned(::dirfd(dir), name, pid) ? 1 : 0;
+  ::closedir(dir);
+  return removed;
+}
+
 // The one temp file a process has open for writing; signal handlers remove it.
 char g_temp_path[PATH_MAX];
 volatile sig_atomic_t g_temp_armed = 0;
@@ -92,15 +193,16 @@ extern "C" void remove_temp_and_reraise(int sig) {
 class TempFile {
  public:
   TempFile(const std::string& dir, const std::string& base, const std::string& shown_name) : shown_(shown_name) {
-    path_ = dir + "/." + base + std::string(kTempInfix) + "XXXXXX";
+    path_ = leftover_template(dir, base);
     if (path_.size() >= sizeof g_temp_path) throw_io("the path is too long", shown_name);
-    fd_ = ::mkstemp(path_.data());
+    fd_ = ::mkostemp(path_.data(), O_CLOEXEC);
     if (fd_ < 0) {
       const int err = errno;
       throw_io("cannot create a temp file next to it: " + std::string(std::strerror(err)), shown_name,
                err == EACCES || err == EROFS ? "the folder must be writable; or write elsewhere with -o"
                                              : "check the folder and the disk");
     }
+    ::flock(fd_, LOCK_EX);  // tells the next editor this temp file is in use (see remove_leftovers)
     std::memcpy(g_temp_path, path_.c_str(), path_.size() + 1);
     g_temp_armed = 1;
     struct sigaction action {};
@@ -194,44 +296,63 @@ bool unchanged(const struct stat& a, const struct stat& b) {
          a.st_mtim.tv_nsec == b.st_mtim.tv_nsec;
 }
 
-// Removes a staging folder: its regular files, then itself. Anything else
-// inside (which we never create) leaves it in place.
-bool remove_staging_folder(int parent_fd, const std::string& name) {
-  const int fd = ::openat(parent_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return false;
-  DIR* dir = ::fdopendir(fd);
-  if (dir == nullptr) {
-    ::close(fd);
-    return false;
-  }
-  while (const dirent* entry = ::readdir(dir)) {
-    if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0) {
-      ::unlinkat(fd, entry->d_name, 0);
+std::string megabytes(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
+
+// libtorch 1.13 does not survive a failed write while it saves: on a full
+// disk its PyTorchStreamWriter throws again from its destructor
+// (std::terminate, a core dump); under a file size limit it writes a
+// truncated file and reports nothing. So a libtorch save starts only when
+// there is room for its copy and for the final temp file, each about
+// `copy_bytes`, and the file size limit allows one.
+void require_room_for_copies(const std::string& dir, uint64_t copy_bytes, const std::string& shown) {
+  const uint64_t copy = copy_bytes + copy_bytes / 16 + (1 << 20);  // a re-save may come out a little larger
+  struct statvfs fs {};
+  if (::statvfs(dir.c_str(), &fs) == 0) {
+    const uint64_t available = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+    if (available < 2 * copy) {
+      throw_io("not enough free space: " + megabytes(available) + " free in " + dir + ", libtorch's copy and the final file need about " +
+                   megabytes(2 * copy),
+               shown, "free some disk space, or write elsewhere with -o");
     }
   }
-  ::closedir(dir);
-  return ::unlinkat(parent_fd, name.c_str(), AT_REMOVEDIR) == 0;
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < copy) {
+    throw_io("the file size limit (" + megabytes(limit.rlim_cur) + ") is below the about " + megabytes(copy) +
+                 " that libtorch's copy needs",
+             shown, "raise it (ulimit -f)");
+  }
 }
 
 }  // namespace
 
-StagingFolder::StagingFolder(const std::string& next_to) {
+StagingFolder::StagingFolder(const std::string& next_to, uint64_t copy_bytes) {
   const auto [dir, base] = split_path(next_to);
   parent_ = dir;
-  path_ = dir + "/." + base + std::string(kTempInfix) + "XXXXXX";
+  remove_leftovers(dir, base);  // what a killed run with the same destination left
+  require_room_for_copies(dir, copy_bytes, next_to);
+  path_ = leftover_template(dir, base);
   if (::mkdtemp(path_.data()) == nullptr) {
     const int err = errno;
     throw_io("cannot create a staging folder next to it: " + std::string(std::strerror(err)), next_to,
              err == EACCES || err == EROFS ? "the folder must be writable; or write elsewhere with -o"
                                            : "check the folder and the disk");
   }
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd_ >= 0) ::flock(fd_, LOCK_EX);  // in use: the next writer leaves it alone
 }
 
 StagingFolder::~StagingFolder() {
   const int parent = ::open(parent_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (parent < 0) return;
-  remove_staging_folder(parent, path_.substr(path_.rfind('/') + 1));
-  ::close(parent);
+  if (parent >= 0) {
+    remove_staging_folder(parent, path_.substr(path_.rfind('/') + 1));
+    ::close(parent);
+  }
+  if (fd_ >= 0) ::close(fd_);
+}
+
+int remove_leftovers_next_to(const std::string& path) {
+  const auto [dir, base] = split_path(path);
+  return remove_leftovers(dir, base);
 }
 
 ArchiveFile::ArchiveFile(const std::string& path, FileAccess access, double lock_timeout_seconds)
@@ -285,21 +406,7 @@ std::unique_ptr<ByteSource> ArchiveFile::source() const {
 std::string ArchiveFile::journal_path() const { return dir_ + "/." + base_ + ".tsarchive-journal"; }
 
 void ArchiveFile::remove_stale_temp_files() {
-  DIR* dir = ::opendir(dir_.c_str());
-  if (dir == nullptr) return;
-  const std::string prefix = "." + base_ + std::string(kTempInfix);
-  int removed = 0;
-  while (const dirent* entry = ::readdir(dir)) {
-    const std::string name = entry->d_name;
-    // mkstemp's six characters; the journal is not a temp file.
-    if (name.size() != prefix.size() + 6 || name.compare(0, prefix.size(), prefix) != 0) continue;
-    if (::unlinkat(::dirfd(dir), name.c_str(), 0) == 0) {
-      ++removed;
-    } else if (errno == EISDIR && remove_staging_folder(::dirfd(dir), name)) {  // a StagingFolder
-      ++removed;
-    }
-  }
-  ::closedir(dir);
+  const int removed = remove_leftovers(dir_, base_);
   if (removed > 0) {
     notes_.push_back("removed " + std::to_string(removed) + " temp file(s) left by an interrupted edit of " + path_);
   }
@@ -391,6 +498,7 @@ WriteResult ArchiveFile::write_new(const ZipRewritePlan& plan, const std::string
     target = out_lock->target_;
   }
   const auto [dir, base] = split_path(target);
+  if (!exists) remove_leftovers(dir, base);  // out_lock did it for an existing file
   TempFile temp(dir, base, out_path);
   if (exists) {
     temp.set_mode(existing.st_mode, &existing);
@@ -494,6 +602,7 @@ void write_file_atomically(const std::string& path, std::string_view bytes) {
   const bool exists = ::stat(path.c_str(), &existing) == 0;
   if (exists && !S_ISREG(existing.st_mode)) throw_io("not a regular file; refusing to replace it", path);
   const auto [dir, base] = split_path(path);
+  remove_leftovers(dir, base);
   TempFile temp(dir, base, path);
   temp.set_mode(exists ? existing.st_mode : 0666 & ~current_umask(), exists ? &existing : nullptr);
   pwrite_all(temp.fd(), bytes, 0, path);

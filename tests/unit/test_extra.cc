@@ -3,6 +3,7 @@
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -273,6 +274,147 @@ TEST_CASE("temp files left by a killed editor are removed by the next edit") {
   REQUIRE(file.notes().size() == 1);
   REQUIRE(files_in(dir) == 2);
   REQUIRE(fs::exists(dir.file("unrelated.tsarchive-Ab12Cd")));
+}
+
+namespace {
+
+// A pid no process has: a child that has exited and been reaped.
+pid_t dead_pid() {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  return child;
+}
+
+std::string leftover_name(const std::string& base, pid_t pid, const std::string& random = "Ab12Cd") {
+  return "." + base + ".tsarchive-" + std::to_string(pid) + "-" + random;
+}
+
+}  // namespace
+
+TEST_CASE("leftovers of dead writers are removed; files of live writers are not") {
+  TempDir dir;
+  const std::string path = copy_model(dir);
+  const pid_t dead = dead_pid();
+  // Dead writers: a temp file, and a staging folder with libtorch's file in it.
+  std::ofstream(dir.file(leftover_name("model.pt", dead))) << "partial";
+  fs::create_directory(dir.file(leftover_name("model.pt", dead, "Xy34Zw")));
+  std::ofstream(dir.file(leftover_name("model.pt", dead, "Xy34Zw") + "/model.pt")) << "staged";
+  // Live writers: one that has made its temp file but not locked it yet (a
+  // live pid, ours), and one whose lock is held (a forked worker that
+  // inherited the descriptor of a parent that died).
+  const std::string unlocked_live = leftover_name("model.pt", ::getpid());
+  std::ofstream(dir.file(unlocked_live)) << "being written";
+  const std::string locked = leftover_name("model.pt", dead, "Lk56Mn");
+  std::ofstream(dir.file(locked)) << "being written";
+  const int holder = ::open(dir.file(locked).c_str(), O_RDONLY);
+  REQUIRE(::flock(holder, LOCK_EX) == 0);
+  // Not ours: another file's leftover, a journal, names that only look alike.
+  const std::vector<std::string> kept_names = {leftover_name("other.pt", dead), leftover_name("model.pt", dead, "Ab12C"), ".model.pt.tsarchive--Ab12Cd",
+                                               ".model.pt.tsarchive-12x-Ab12Cd", "model.pt.tsarchive-Ab12Cd"};
+  for (const std::string& name : kept_names) std::ofstream(dir.file(name)) << "keep";
+
+  {
+    ArchiveFile file(path, FileAccess::Edit, 1);
+    REQUIRE(file.notes().size() == 1);
+    REQUIRE(file.notes()[0].find("removed 2 temp file(s)") != std::string::npos);
+  }
+  REQUIRE_FALSE(fs::exists(dir.file(leftover_name("model.pt", dead))));
+  REQUIRE_FALSE(fs::exists(dir.file(leftover_name("model.pt", dead, "Xy34Zw"))));
+  REQUIRE(fs::exists(dir.file(unlocked_live)));
+  REQUIRE(fs::exists(dir.file(locked)));
+  for (const std::string& name : kept_names) REQUIRE(fs::exists(dir.file(name)));
+
+  ::close(holder);  // that writer is gone now
+  REQUIRE(remove_leftovers_next_to(path) == 1);
+  REQUIRE_FALSE(fs::exists(dir.file(locked)));
+  REQUIRE(fs::exists(dir.file(unlocked_live)));  // our own pid is alive
+  std::ofstream(dir.file(".model.pt.tsarchive-journal")) << "an --in-place edit's: recovery's to handle";
+  REQUIRE(remove_leftovers_next_to(path) == 0);
+  REQUIRE(fs::exists(dir.file(".model.pt.tsarchive-journal")));
+}
+
+TEST_CASE("an editor does not remove the staging folder of a live writer with the same destination") {
+  // Before: `stamp a.pt -o out.pt` removed the staging folder in which a
+  // concurrent `stamp b.pt -o out.pt` (or its own libtorch save) was writing.
+  TempDir dir;
+  const std::string path = copy_model(dir);
+  const StagingFolder stage(path, 1 << 20);
+  std::ofstream(stage.path() + "/model.pt") << "libtorch is writing this";
+  {
+    ArchiveFile file(path, FileAccess::Edit, 1);
+    REQUIRE(file.notes().empty());
+  }
+  const std::string other = dir.file("other.pt");
+  fs::copy_file(testdata("mlp_scripted.pt"), other);
+  {
+    ArchiveFile input(other, FileAccess::Read, 1);
+    const auto archive = open_torchscript_archive(input.source(), "test");
+    input.write_new(plan_extra_edits(*archive, {ExtraEdit{"k", "v"}}, false).zip, path);  // -o model.pt
+  }
+  REQUIRE(fs::exists(stage.path() + "/model.pt"));
+}
+
+TEST_CASE("writing to a new -o path removes what a killed writer of that path left") {
+  // Before: only an edit of an existing file cleaned up, so a `-o out.pt`
+  // killed before its rename left its temp file for good.
+  TempDir dir;
+  const std::string path = copy_model(dir);
+  const std::string out = dir.file("out.pt");
+  const pid_t dead = dead_pid();
+  std::ofstream(dir.file(leftover_name("out.pt", dead))) << "partial";
+  fs::create_directory(dir.file(leftover_name("out.pt", dead, "Stg000")));
+  {
+    ArchiveFile input(path, FileAccess::Read, 1);
+    const auto archive = open_torchscript_archive(input.source(), "test");
+    input.write_new(plan_extra_edits(*archive, {ExtraEdit{"k", "v"}}, false).zip, out);
+  }
+  REQUIRE(files_in(dir) == 2);  // model.pt, out.pt
+
+  std::ofstream(dir.file(leftover_name("labels.json", dead))) << "partial";
+  write_file_atomically(dir.file("labels.json"), "{}");
+  REQUIRE(files_in(dir) == 3);
+  {
+    std::ofstream(dir.file(leftover_name("out.pt", dead, "Stg001"))) << "partial";
+    const StagingFolder stage(out, 1 << 20);  // a libtorch save to out.pt starting
+    REQUIRE_FALSE(fs::exists(dir.file(leftover_name("out.pt", dead, "Stg001"))));
+  }
+  REQUIRE(files_in(dir) == 3);
+}
+
+TEST_CASE("a libtorch save does not start without room for its copy") {
+  // libtorch 1.13 aborts (std::terminate) when a save hits a full disk, and
+  // writes a truncated file under a file size limit; refuse before it starts.
+  TempDir dir;
+  const std::string path = copy_model(dir);
+  const pid_t child = ::fork();
+  if (child == 0) {
+    struct rlimit limit {4 << 20, 4 << 20};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    try {
+      const StagingFolder fits(path, 1 << 20);
+      const StagingFolder too_big(path, 8 << 20);
+    } catch (const Error& e) {
+      ::_exit(std::string(e.what()).find("file size limit") != std::string::npos ? e.exit_code() : 99);
+    }
+    ::_exit(0);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  REQUIRE(WIFEXITED(status));
+  REQUIRE(WEXITSTATUS(status) == static_cast<int>(ErrorKind::Io));
+  REQUIRE(files_in(dir) == 1);  // both folders gone
+  struct statvfs fs {};
+  REQUIRE(::statvfs(dir.path.c_str(), &fs) == 0);
+  const auto available = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+  try {
+    const StagingFolder disk_too_small(path, available);
+    FAIL("made a staging folder for more than the disk holds");
+  } catch (const Error& e) {
+    REQUIRE(e.kind() == ErrorKind::Io);
+    REQUIRE(std::string(e.what()).find("not enough free space") != std::string::npos);
+  }
+  REQUIRE(files_in(dir) == 1);
 }
 
 TEST_CASE("export writes every extra file inside the folder; import reads them back as a no-op") {
