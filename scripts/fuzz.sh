@@ -6,10 +6,15 @@
 # crash, timeout, leak or OOM input to testdata/fuzz-crashes/<target>-<name>,
 # where CTest's fuzz.replay replays it in the normal build. Exit 1 if any.
 #
-#   scripts/fuzz.sh [SECONDS]        (from anywhere; needs clang and libclang-rt)
+#   scripts/fuzz.sh [SECONDS]        (from anywhere)
+# Installs the Debian packages it needs: clang, and libclang-rt-14-dev, which
+# holds libclang_rt.fuzzer-x86_64.a (`dpkg -S libclang_rt.fuzzer`).
 set -euo pipefail
 seconds=${1:-60}
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/scripts/debian.sh"
+install_packages cmake ninja-build clang libclang-rt-14-dev g++ pkg-config libzip-dev zlib1g-dev libssl-dev \
+  nlohmann-json3-dev libcli11-dev python3
 build=${TSARCHIVE_FUZZ_BUILD:-$root/build-fuzz}
 targets=(zip_layer pickle_reader inspect_path)
 
@@ -49,7 +54,9 @@ for t in "${targets[@]}"; do
   corpus=$build/corpus/$t artifacts=$build/artifacts/$t/
   mkdir -p "$corpus" "$artifacts"
   rm -f "$artifacts"*
-  if [ "$t" = pickle_reader ]; then cp "$seeds/pickles/"* "$corpus/"; else cp "$seeds/archives/"* "$corpus/"; fi
+  seed_dir=$seeds/archives
+  [ "$t" = pickle_reader ] && seed_dir=$seeds/pickles
+  cp "$seed_dir/"* "$corpus/"
   log=$build/$t.log
   # -fork keeps going after a crash; each crash leaves a file in $artifacts.
   "$build/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=131072 \
@@ -64,8 +71,8 @@ for t in "${targets[@]}"; do
     cp "$f" "$root/testdata/fuzz-crashes/$t-$(basename "$f")"
   done
   [ "$crashes" -eq 0 ] || status=1
-  summary+=("$(printf '%-14s %4ss  executions %10s  crashes %d  corpus %d  (log %s)' "$t" "$seconds" "${execs:-?}" \
-    "$crashes" "$(ls "$corpus" | wc -l)" "$log")")
+  summary+=("$(printf '%-14s %4ss  seeds %4d  executions %10s  crashes %d  corpus %d  (log %s)' "$t" "$seconds" \
+    "$(ls "$seed_dir" | wc -l)" "${execs:-?}" "$crashes" "$(ls "$corpus" | wc -l)" "$log")")
 done
 printf '%s\n' "${summary[@]}"
 [ "$status" -eq 0 ] || echo "crash inputs copied to testdata/fuzz-crashes/: fix them; CTest fuzz.replay replays them"
