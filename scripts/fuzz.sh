@@ -59,7 +59,11 @@ for t in "${targets[@]}"; do
   cp "$seed_dir/"* "$corpus/"
   log=$build/$t.log
   # -fork keeps going after a crash; each crash leaves a file in $artifacts.
-  "$build/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=131072 \
+  # -timeout is wall time per input and must leave room for bounded but heavy
+  # inputs on a busy machine: the seed testdata/hostile/pkl_deep_nesting.pt
+  # (a million nested lists) needs ~3 s of CPU under ASan and took 21 s of wall
+  # time on a loaded 2-core machine, where -timeout=10 reported it as a hang.
+  "$build/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=60 -rss_limit_mb=2048 -max_len=131072 \
     -print_final_stats=1 -artifact_prefix="$artifacts" -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
     -fork=1 "$corpus" >"$log" 2>&1 || true
   # -fork prints progress lines "#<executions>: cov: ..." and no final stats.
