@@ -3,54 +3,65 @@
 #   scripts/dev.sh demo   install what is missing, build, inspect and run a bundled model
 #   scripts/dev.sh test   install what is missing, build, run the whole test suite
 #   scripts/dev.sh build  install what is missing and build
-# Environment: BUILD_DIR (default build), JOBS (default: number of cores).
+#   scripts/dev.sh sanitize  the same as test, in a Debug build with AddressSanitizer
+#                         and UBSan (build-asan/); any report fails its test
+# Environment: BUILD_DIR (default build, build-asan for sanitize), JOBS (default:
+# number of cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-BUILD_DIR=${BUILD_DIR:-build}
 JOBS=${JOBS:-$(nproc)}
 
 # Debian packages only. python3-torch makes test data and checks our answers
 # against PyTorch; graphviz lets the tests check `inspect --graph --format dot`
-# with dot; the suite does not need either to pass.
-PACKAGES=(cmake ninja-build g++ pkg-config libtorch-dev libzip-dev zlib1g-dev libcli11-dev nlohmann-json3-dev catch2 libssl-dev graphviz)
+# with dot; the suite does not need either to pass. python3 runs the test
+# drivers; time (/usr/bin/time) measures the memory of commands in
+# cli.hostile_all. g++ brings GCC's ASan and UBSan runtimes.
+PACKAGES=(cmake ninja-build g++ pkg-config libtorch-dev libzip-dev zlib1g-dev libcli11-dev nlohmann-json3-dev catch2
+          libssl-dev graphviz python3 time)
+. scripts/debian.sh
 
-install_packages() {
-  local missing=()
-  for p in "${PACKAGES[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-  done
-  [ ${#missing[@]} -eq 0 ] && return
-  echo "==> installing: ${missing[*]}"
-  local sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo=sudo
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
-}
-
+# build BUILD_TYPE [CMAKE_ARGS...]
 build() {
-  install_packages
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo
+  install_packages "${PACKAGES[@]}"
+  local type=$1
+  shift
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$type" "$@"
   cmake --build "$BUILD_DIR" -j "$JOBS"
 }
 
 case ${1:-} in
+  sanitize) BUILD_DIR=${BUILD_DIR:-build-asan} ;;
+  *) BUILD_DIR=${BUILD_DIR:-build} ;;
+esac
+
+case ${1:-} in
   demo)
-    build
+    build RelWithDebInfo
     "$BUILD_DIR/tsarchive" --version
     "$BUILD_DIR/tsarchive" inspect testdata/mlp_scripted.pt
     # Seeded like Python's torch.randn, so the output equals the one Python saved.
     "$BUILD_DIR/tsarchive" run testdata/mlp_scripted.pt --input 2x8 --expect @testdata/run/mlp_out_seed0.pt
     ;;
   test)
-    build
+    build RelWithDebInfo
+    ctest --test-dir "$BUILD_DIR" -j "$JOBS" --output-on-failure
+    ;;
+  sanitize)
+    # Our code is built with -fno-sanitize-recover=undefined, so a UBSan report
+    # aborts like an ASan one; the options say the same for any other code and
+    # print the stack. LeakSanitizer is on (the default on x86-64).
+    build Debug -DTSARCHIVE_SANITIZE=ON
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-halt_on_error=1:detect_leaks=1}
+    export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+    echo "==> the whole suite under AddressSanitizer + UBSan ($BUILD_DIR; ASAN_OPTIONS=$ASAN_OPTIONS)"
     ctest --test-dir "$BUILD_DIR" -j "$JOBS" --output-on-failure
     ;;
   build)
-    build
+    build RelWithDebInfo
     ;;
   *)
-    echo "usage: scripts/dev.sh demo|test|build" >&2
+    echo "usage: scripts/dev.sh demo|test|build|sanitize" >&2
     exit 2
     ;;
 esac

@@ -6,10 +6,15 @@
 # crash, timeout, leak or OOM input to testdata/fuzz-crashes/<target>-<name>,
 # where CTest's fuzz.replay replays it in the normal build. Exit 1 if any.
 #
-#   scripts/fuzz.sh [SECONDS]        (from anywhere; needs clang and libclang-rt)
+#   scripts/fuzz.sh [SECONDS]        (from anywhere)
+# Installs the Debian packages it needs: clang, and libclang-rt-14-dev, which
+# holds libclang_rt.fuzzer-x86_64.a (`dpkg -S libclang_rt.fuzzer`).
 set -euo pipefail
 seconds=${1:-60}
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/scripts/debian.sh"
+install_packages cmake ninja-build clang libclang-rt-14-dev g++ pkg-config libzip-dev zlib1g-dev libssl-dev \
+  nlohmann-json3-dev libcli11-dev python3
 build=${TSARCHIVE_FUZZ_BUILD:-$root/build-fuzz}
 targets=(zip_layer pickle_reader inspect_path)
 
@@ -49,10 +54,16 @@ for t in "${targets[@]}"; do
   corpus=$build/corpus/$t artifacts=$build/artifacts/$t/
   mkdir -p "$corpus" "$artifacts"
   rm -f "$artifacts"*
-  if [ "$t" = pickle_reader ]; then cp "$seeds/pickles/"* "$corpus/"; else cp "$seeds/archives/"* "$corpus/"; fi
+  seed_dir=$seeds/archives
+  [ "$t" = pickle_reader ] && seed_dir=$seeds/pickles
+  cp "$seed_dir/"* "$corpus/"
   log=$build/$t.log
   # -fork keeps going after a crash; each crash leaves a file in $artifacts.
-  "$build/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=131072 \
+  # -timeout is wall time per input and must leave room for bounded but heavy
+  # inputs on a busy machine: the seed testdata/hostile/pkl_deep_nesting.pt
+  # (a million nested lists) needs ~3 s of CPU under ASan and took 21 s of wall
+  # time on a loaded 2-core machine, where -timeout=10 reported it as a hang.
+  "$build/tests/fuzz/fuzz_$t" -max_total_time="$seconds" -timeout=60 -rss_limit_mb=2048 -max_len=131072 \
     -print_final_stats=1 -artifact_prefix="$artifacts" -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
     -fork=1 "$corpus" >"$log" 2>&1 || true
   # -fork prints progress lines "#<executions>: cov: ..." and no final stats.
@@ -64,8 +75,8 @@ for t in "${targets[@]}"; do
     cp "$f" "$root/testdata/fuzz-crashes/$t-$(basename "$f")"
   done
   [ "$crashes" -eq 0 ] || status=1
-  summary+=("$(printf '%-14s %4ss  executions %10s  crashes %d  corpus %d  (log %s)' "$t" "$seconds" "${execs:-?}" \
-    "$crashes" "$(ls "$corpus" | wc -l)" "$log")")
+  summary+=("$(printf '%-14s %4ss  seeds %4d  executions %10s  crashes %d  corpus %d  (log %s)' "$t" "$seconds" \
+    "$(ls "$seed_dir" | wc -l)" "${execs:-?}" "$crashes" "$(ls "$corpus" | wc -l)" "$log")")
 done
 printf '%s\n' "${summary[@]}"
 [ "$status" -eq 0 ] || echo "crash inputs copied to testdata/fuzz-crashes/: fix them; CTest fuzz.replay replays them"

@@ -1,0 +1,20 @@
+# Sourced by scripts/dev.sh and scripts/fuzz.sh: install_packages PKG... installs
+# the Debian packages of the list that are missing (as root, or with sudo).
+# The package lists are refreshed at most once an hour, so one CI run (the
+# test, sanitize and fuzz steps) runs `apt-get update` once.
+install_packages() {
+  local missing=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return
+  echo "==> installing: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo=sudo
+  local stamp=${TMPDIR:-/tmp}/tsarchive-apt-updated
+  if [ -z "$(find "$stamp" -mmin -60 2>/dev/null)" ]; then
+    $sudo apt-get update -qq
+    touch "$stamp"
+  fi
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
