@@ -385,6 +385,9 @@ def make_cases(testdata):
          "references (2**60 leaves if expanded).", build(replace_rec(base, "/data.pkl", data=memo_bomb(60))))
     case("pkl_deep_nesting.pt", "data.pkl is 1000000 lists nested in each other (deflated, which ZIP allows).",
          build(replace_rec(base, "/data.pkl", data=deep_nesting(1000000), method=8)))
+    case("pkl_node_flood.pt", "data.pkl is 20000000 empty lists appended into one (a 20 KB file; one value per "
+         "byte, 5 GB in a reader that does not cap them).",
+         build(replace_rec(base, "/data.pkl", data=pkl(b"]", b"(", b"]" * 20000000, b"e"), method=8)))
     case("pkl_self_cycle.pt", "data.pkl is a list that contains itself.",
          build(replace_rec(base, "/data.pkl", data=self_cycle())))
     assert data_pkl.count(b"h\x06K\x80t") == 1 and data_pkl.count(b"(K\x10K\x08t") == 1

@@ -84,7 +84,9 @@ class PickleGraph {
 };
 
 struct PickleLimits {
-  size_t max_nodes = 50'000'000;
+  // One value can cost one byte of pickle (EMPTY_LIST) and ~160 bytes here:
+  // 4 million is ~650 MB at most, and ~200,000 tensors of a torch.save file.
+  size_t max_nodes = 4'000'000;
 };
 
 // Parses one pickle starting at `offset` of `bytes`; on return `*end` (if given)

@@ -112,6 +112,7 @@ EXPECTED = {
     "pkl_lying_length.pt": allow("inspect --code", EXTRA),
     "pkl_lying_length8.pt": allow("inspect --code", EXTRA),
     "pkl_memo_bomb.pt": allow("inspect --code", EXTRA),
+    "pkl_node_flood.pt": allow("inspect --code", EXTRA),
     "pkl_truncated.pt": allow("inspect --code", EXTRA),
     "pkl_unknown_opcode.pt": allow("inspect --code", EXTRA),
     "ptl_bytecode_truncated.ptl": allow("inspect --code", EXTRA, diff=True),

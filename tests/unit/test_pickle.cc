@@ -92,6 +92,18 @@ TEST_CASE("pickle: memo sharing cannot blow up the walk") {
   CHECK_THAT(model.problems.front(), Catch::Contains("stopped reading tensors"));
 }
 
+TEST_CASE("pickle: a flood of one-byte values stops at the cap, so memory stays bounded") {
+  // EMPTY_LIST is one byte and one node: a pickle of N bytes costs N nodes.
+  // testdata/hostile/pkl_node_flood.pt (27 KB) holds 20 million of them; with
+  // the old cap of 50 million, inspect used 5 GB on it.
+  CHECK(PickleLimits{}.max_nodes * sizeof(PickleNode) < (size_t{1} << 30));
+  const std::string flood = "\x80\x02]("s + std::string(5000, ']') + "e.";
+  PickleLimits limits;
+  limits.max_nodes = 1000;
+  CHECK_THROWS_WITH(parse_pickle(flood, "data.pkl", 0, nullptr, limits), Catch::Contains("more than 1000 values"));
+  CHECK(parse_pickle(flood, "data.pkl").size() == 5001);  // the outer list and its 5000
+}
+
 TEST_CASE("tensors: a tensor that reaches past its storage is reported") {
   // _rebuild_tensor_v2(('storage', FloatStorage, '0', 'cpu', 2), 0, (4,), (1,), False, OrderedDict())
   std::string p = "\x80\x02" "ctorch._utils\n_rebuild_tensor_v2\n((X\x07\x00\x00\x00storage"
