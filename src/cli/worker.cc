@@ -62,6 +62,10 @@ void write_all(int fd, const std::string& bytes) {
   const struct rlimit no_core = {0, 0};
   ::setrlimit(RLIMIT_CORE, &no_core);
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, SIG_DFL);
+  // A crash ends the worker by its signal, which the parent names. (In
+  // sanitizer builds ASan's handler would turn it into a report and exit 1;
+  // what the instrumentation itself finds is still reported.)
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) ::signal(sig, SIG_DFL);
 
   std::string payload;
   try {
