@@ -24,8 +24,8 @@ void print_error(std::ostream& err, const Error& e) {
 int print_version(Context& ctx) {
   ctx.out << "tsarchive " << TSARCHIVE_VERSION << '\n';
   try {
-    const WorkerJob job{"", "reading its version", resolve_worker_limits(WorkerOptions{}, 0)};
-    const auto info = in_worker<TorchRuntimeInfo>(job, [](TorchBackend& torch) { return torch.runtime_info(); });
+    const auto info = in_worker<TorchRuntimeInfo>(worker_job(WorkerOptions{}, "", 0, "reading its version"),
+                                                  [](TorchBackend& torch) { return torch.runtime_info(); });
     ctx.out << "libtorch " << info.libtorch_version << '\n';
     ctx.out << "cuda " << (info.cuda_built ? "built in" : "not built in (CPU-only libtorch)");
     if (info.cuda_built) ctx.out << ", " << info.cuda_device_count << " device(s) visible";

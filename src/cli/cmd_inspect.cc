@@ -53,7 +53,7 @@ int print_jit_view(const InspectOptions& opts, Context& ctx) {
     throw Error(ErrorKind::Usage, "a lite-interpreter archive holds bytecode, not graphs", opts.path,
                 "use --ops for its operators, or --graph on the .pt it was made from");
   }
-  const uint64_t size = file.source()->size();
+  const uint64_t size = archive->zip().source().size();
   if (opts.ops) {
     const OpsReport ops = in_worker<OpsReport>(worker_job(opts.worker, opts.path, size, "listing the operators"),
                                                [&](TorchBackend& torch) { return torch.operators(request); });

@@ -204,7 +204,7 @@ int run_run(const RunOptions& opts, Context& ctx) {
     };
   }
 
-  WorkerJob job = worker_job(opts.worker, opts.model, file.source()->size(), "running " + request.method);
+  WorkerJob job = worker_job(opts.worker, opts.model, archive->zip().source().size(), "running " + request.method);
   if (job.limits.time_s > 0) job.limits.time_s += request.duration_s;  // --duration is time the user asked for
   RunReport report;
   try {

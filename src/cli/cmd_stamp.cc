@@ -90,7 +90,7 @@ Written stamp_by_resave(ArchiveFile& file, const TorchArchive& archive, StampCon
   for (const Record& r : archive.records()) {
     if (r.kind == RecordKind::Extra && r.name != kStampRecord) request.extra_names.push_back(r.name.substr(6));
   }
-  const WorkerJob job = worker_job(opts.worker, opts.model, file.source()->size(), "re-saving the module");
+  const WorkerJob job = worker_job(opts.worker, opts.model, archive.zip().source().size(), "re-saving the module");
   content.libtorch_version = in_worker<std::string>(job, [&](TorchBackend& torch) {
     content.libtorch_version = torch.runtime_info().libtorch_version;
     request.stamp = render_stamp(content);  // what the hook writes: everything but the digests

@@ -28,7 +28,7 @@ int run_verify(const VerifyCliOptions& opts, Context& ctx) {
   // libtorch sees the archive only once the core found nothing wrong with it.
   const bool load = opts.load && report.outcome() != VerifyOutcome::Malformed;
   if (load) {
-    in_worker<std::string>(worker_job(opts.worker, opts.model, file.source()->size(), "loading the module"),
+    in_worker<std::string>(worker_job(opts.worker, opts.model, archive->zip().source().size(), "loading the module"),
                            [&](TorchBackend& torch) {
                              torch.load(file.descriptor_path());
                              return std::string();

@@ -115,7 +115,7 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
   const StagingFolder stage(opts.output, archive->zip().source().size());
   request.output = stage.path() + "/" + top + (request.lite ? ".ptl" : ".pt");
 
-  const WorkerJob job = worker_job(opts.worker, opts.model, file.source()->size(), opts.trace ? "tracing" : "converting");
+  const WorkerJob job = worker_job(opts.worker, opts.model, archive->zip().source().size(), opts.trace ? "tracing" : "converting");
   ConvertReport report;
   try {
     report = in_worker<ConvertReport>(job, [&](TorchBackend& torch) {
