@@ -108,6 +108,7 @@ int run_inspect(const InspectOptions& opts, Context& ctx) {
     return 0;
   }
   const InspectReport report = inspect_file(opts.path);
+  if (const std::string note = interrupted_edit_note(opts.path); !note.empty()) ctx.err << "tsarchive: note: " << note << '\n';
   if (opts.json) {
     ctx.out << inspect_to_json(report).dump(2) << '\n';
   } else {

@@ -95,7 +95,7 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
                 opts.model, "write the new archive to another file, e.g. -o deploy.pt");
   }
 
-  ArchiveFile file(opts.model, FileAccess::Read, 10);  // a shared lock: editors wait, readers do not
+  ArchiveFile file(opts.model, FileAccess::Read, 10);  // a reader: only an --in-place edit waits for it
   const auto archive = open_torchscript_archive(file.source(), std::string("cannot ") + command + " this file");
   check_before_libtorch(*archive, opts.model, "nothing was written", opts.worker.no_validate, ctx.err);
   if (archive->kind() == FileKind::LiteInterpreter) {
