@@ -449,6 +449,36 @@ TEST_CASE("export writes every extra file inside the folder; import reads them b
   REQUIRE_FALSE(fs::exists(dir.file("train.yaml")));
 }
 
+TEST_CASE("export checks every target before it writes any; import never blocks on a FIFO") {
+  TempDir dir;
+  const auto archive = archive_of(slurp(testdata("mlp_scripted.pt")));
+  std::vector<std::string> names;
+  for (const ExtraFileInfo& f : list_extra_files(*archive)) names.push_back(f.name);
+  REQUIRE(names.size() == 3);
+  const std::string out = dir.file("out");
+  fs::create_directory(out);
+  fs::create_symlink("/etc/passwd", out + "/" + names.back());  // the last one written is in the way
+  try {
+    export_extra_files(*archive, out, 1 << 20);
+    FAIL("exported through a symbolic link");
+  } catch (const Error& e) {
+    REQUIRE(std::string(e.what()).find("symbolic link") != std::string::npos);
+  }
+  REQUIRE(files_in(dir) == 1);
+  REQUIRE(std::distance(fs::recursive_directory_iterator(out), fs::recursive_directory_iterator{}) == 1);
+
+  const std::string in = dir.file("in");
+  fs::create_directory(in);
+  std::ofstream(in + "/a.txt") << "a";
+  REQUIRE(::mkfifo((in + "/pipe").c_str(), 0600) == 0);  // nobody writes to it: opening it blocking would hang
+  try {
+    read_extra_folder(in, 1 << 20);
+    FAIL("imported a FIFO");
+  } catch (const Error& e) {
+    REQUIRE(std::string(e.what()).find("not a regular file") != std::string::npos);
+  }
+}
+
 namespace {
 
 // Leaves `path` as a killed --in-place edit leaves it: a journal, and part of
