@@ -396,6 +396,12 @@ ZipLayout read_zip_layout(const ByteSource& source) {
     read_local_header(source, e, end.cd_offset);
     layout.entries.push_back(std::move(e));
   }
+  // Python's zipfile reads central records until the directory's size is used
+  // up, miniz and libzip read as many as the end record counts.
+  if (!r.at_end()) {
+    ambiguous(source, "the central directory holds " + std::to_string(r.remaining()) + " bytes more than its " +
+                          std::to_string(end.entry_count) + " entries");
+  }
   for (const ZipEntry& e : layout.entries) {
     if (!names.insert(e.name).second) invalid(source, "duplicate entry name '" + e.name + "'");
   }
