@@ -418,6 +418,8 @@ def make_cases(testdata):
     struct.pack_into("<Q", gap, len(gap) - 22 - 20 + 8, z64_at + 100)
     case("gap_before_end_records.pt", "100 bytes between the central directory and the ZIP64 end record (Python's "
          "zipfile takes them for a prefix and shifts every offset; miniz does not).", bytes(gap))
+    case("cd_count_short.pt", "Both end records count one entry less than the central directory holds (miniz "
+         "reads the count, Python's zipfile the directory's size).", build(base, entry_count=len(base) - 1))
     classic = bytearray(build(base))
     struct.pack_into("<HH", classic, len(classic) - 22 + 8, len(base) - 1, len(base) - 1)
     case("zip64_classic_disagrees.pt", "The classic end record counts one entry less than the ZIP64 end record "

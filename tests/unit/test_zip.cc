@@ -172,6 +172,8 @@ TEST_CASE("zip: the ZIP64 end record must end at its locator and agree with the 
              Catch::Contains("does not end where its locator starts"));
   CHECK_THAT(what_of(slurp(testdata("hostile/gap_before_end_records.pt"))),
              Catch::Contains("100 bytes lie between the central directory"));
+  CHECK_THAT(what_of(slurp(testdata("hostile/cd_count_short.pt"))),
+             Catch::Contains("the central directory holds 66 bytes more than its 22 entries"));
 }
 
 TEST_CASE("zip: names that differ only in ASCII case are refused, naming both") {
