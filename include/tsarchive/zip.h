@@ -25,6 +25,9 @@
 // - ZIP64: the locator (disk 0 of 1) points at a 44-byte ZIP64 end record that
 //   ends where the locator starts (Python looks there, miniz where the locator
 //   points); each classic end-record field is its ZIP64 value or 0xFF.. .
+// - Central directory: it ends where the (ZIP64) end record starts (Python
+//   shifts every offset by bytes in between) and holds exactly the counted
+//   records (miniz and libzip read the count, Python reads up to the size).
 // - Names: miniz finds records case-insensitively (ASCII tolower, flags 0), so
 //   two names equal after ASCII lower-casing are refused, like exact duplicates.
 // - Local headers: name, compression method and encryption flag equal the
