@@ -380,11 +380,13 @@ def make_cases(testdata):
 
     # Files that ZIP readers read differently (issue 24): what tsarchive checks
     # must be what PyTorch loads, so each is refused (exit 3 everywhere).
-    # Archive B (data/1 zeroed, an extra file) laid out with offsets as if it
-    # started right after ok_rebuilt.pt's end record, where it goes as comment.
-    hidden = build(replace_rec(base, "/data/1", data=b"\x00" * 512) +
-                   [Rec(top + "/extra/payload.txt", b"not what was verified\n")], shift=len(ok))
-    case("comment_hides_archive.pt", "ok_rebuilt.pt whose archive comment is a whole archive B (data/1 zeroed) "
+    # Archive B (the same record names; data/1 zeroed, other labels) laid out
+    # with offsets as if it started right after ok_rebuilt.pt's end record,
+    # where it goes as the comment.
+    hidden = build(replace_rec(replace_rec(base, "/data/1", data=b"\x00" * 512), "/extra/labels.json",
+                               data=b'{"classes": ["not", "what", "was", "verified"]}'), shift=len(ok))
+    case("comment_hides_archive.pt", "ok_rebuilt.pt whose archive comment is a whole archive B (same names, "
+         "data/1 zeroed, other labels.json) "
          "plus 2 bytes: miniz takes B's end record (the last signature with 22 bytes after it), a reader "
          "that trusts comment lengths takes ok_rebuilt.pt's.", build(base, comment=hidden + b"\0\0"))
     case("comment_is_archive.pt", "ok_rebuilt.pt whose archive comment is exactly archive B: two end records "
