@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz) with clang in build-fuzz/ and runs
 # each for SECONDS (default 60), one after another, from a seed corpus made of
-# testdata/ (archives for zip_layer and inspect_path; the pickles inside them
+# testdata/ (archives for zip_layer, inspect_path and zip_structure, which also
+# reads its input as mutations of a built-in archive; the pickles inside them
 # for pickle_reader). Prints executions and crashes per target; copies every
 # crash, timeout, leak or OOM input to testdata/fuzz-crashes/<target>-<name>,
 # where CTest's fuzz.replay replays it in the normal build. Exit 1 if any.
@@ -16,7 +17,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 install_packages cmake ninja-build clang libclang-rt-14-dev g++ pkg-config libzip-dev zlib1g-dev libssl-dev \
   nlohmann-json3-dev libcli11-dev python3
 build=${TSARCHIVE_FUZZ_BUILD:-$root/build-fuzz}
-targets=(zip_layer pickle_reader inspect_path)
+targets=(zip_layer pickle_reader inspect_path zip_structure)
 
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=${CXX_FUZZ:-clang++} -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTSARCHIVE_FUZZ=ON >/dev/null

@@ -96,6 +96,11 @@ EXPECTED = {
     "bad_crc_tensor.pt": allow(INSPECT, EXTRA, diff=True),
     "bad_crc_data_pkl.pt": allow("inspect --code", EXTRA),
     "usize_too_small.pt": allow(INSPECT, EXTRA),
+    # The same lies in the central directory only, with PyTorch 1.13's local
+    # headers (bit 3, zeros): the content reader refuses them, views as above.
+    "bad_crc_data_pkl_descriptor.pt": allow("inspect --code", EXTRA),
+    "usize_too_small_descriptor.pt": allow(INSPECT, EXTRA),
+    "bomb_code_lying_descriptor.pt": allow(EXTRA),
     # Damage in code/: extra/ is readable.
     "bad_crc_code.pt": allow(EXTRA),
     "corrupt_deflate_code.pt": allow(EXTRA),
@@ -138,6 +143,16 @@ EXPECTED = {
     "version_huge.pt": allow("inspect --code", EXTRA, diff=True),
     "version_negative.pt": allow("inspect --code", EXTRA, diff=True),
     "version_not_a_number.pt": allow("inspect --code", EXTRA, diff=True),
+}
+
+# Files ZIP readers read differently (issue 24): the layout parser refuses
+# them before anything else, so every command, --no-validate included, must
+# exit 3 (a 5 would mean libtorch saw the file).
+LAYOUT_REFUSED = {
+    "comment_hides_archive.pt", "comment_is_archive.pt", "comment_end_signature.pt",
+    "case_twin_data_pkl.pt", "case_twin_code.pt", "case_twin_extra.pt",
+    "local_method_differs.pt", "local_encrypted_flag.pt", "local_crc_differs.pt", "local_sizes_differ.pt",
+    "zip64_locator_elsewhere.pt", "zip64_classic_disagrees.pt", "gap_before_end_records.pt", "cd_count_short.pt",
 }
 
 
@@ -195,6 +210,8 @@ def run_one(binary, testdata, path, command):
         problems = []
         allowed = {3, 5} | UNCHECKED.get(name, set())
         allowed |= EXPECTED.get(base, {}).get(name, EXPECTED.get(base, {}).get("*", set()))
+        if base in LAYOUT_REFUSED:
+            allowed = {3}
         if rc < 0 or rc >= 128:
             problems.append("killed by signal %d" % -rc if rc < 0 else "exit %d (signal?)" % rc)
         elif rc not in allowed:
@@ -231,7 +248,7 @@ def main():
     skipped = [c[0] for c in COMMANDS if c not in commands]
     folder = os.path.join(testdata, "hostile")
     files = sorted(os.path.join(folder, n) for n in os.listdir(folder))
-    unknown = set(EXPECTED) - {os.path.basename(f) for f in files}
+    unknown = (set(EXPECTED) | LAYOUT_REFUSED) - {os.path.basename(f) for f in files}
     if unknown:
         print("EXPECTED names files that are not there: %s" % sorted(unknown))
         return 1
