@@ -1,9 +1,38 @@
 #include "output.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <iostream>
+
+#include "commands.h"
+#include "tsarchive/error.h"
+#include "tsarchive/inspect.h"
 
 namespace tsarchive::cli {
+
+void print_note(std::ostream& err, std::string_view note) { err << "tsarchive: note: " << shown(note) << '\n'; }
+
+bool out_is_terminal(const Context& ctx) { return &ctx.out == &std::cout && ::isatty(STDOUT_FILENO) == 1; }
+
+void write_content(Context& ctx, std::string_view bytes, const std::string& what, const std::string& raw_hint) {
+  if (!out_is_terminal(ctx)) {
+    ctx.out << bytes;
+    return;
+  }
+  if (!is_printable_utf8(bytes)) {
+    throw_usage(shown(what) + " is binary (" + std::to_string(bytes.size()) + " bytes); not printing it to a terminal",
+                raw_hint);
+  }
+  if (needs_escape(bytes, TextEscape::Block)) {
+    print_note(ctx.err, what + " has control, C1 or bidi characters: shown escaped (\\x1b, \\r, \\u202e); " + raw_hint +
+                            " for the exact bytes");
+    ctx.out << escape_text(bytes, TextEscape::Block);
+    return;
+  }
+  ctx.out << bytes;
+}
 
 std::string human_size(uint64_t bytes) {
   if (bytes < 1024) return std::to_string(bytes) + " B";
@@ -62,6 +91,7 @@ TextTable::TextTable(std::vector<std::string> headers, std::vector<Align> align)
 
 void TextTable::add_row(std::vector<std::string> cells) {
   cells.resize(headers_.size());
+  for (std::string& cell : cells) cell = shown(cell);
   rows_.push_back(std::move(cells));
 }
 

@@ -3,10 +3,42 @@
 
 #include <cstdint>
 #include <ostream>
+#include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "tsarchive/terminal_text.h"
+
 namespace tsarchive::cli {
+
+struct Context;
+
+// Text from an archive or a model as one field of a line: control, C1 and
+// bidi characters and bytes that are not UTF-8 escaped (terminal_text.h).
+inline std::string shown(std::string_view text) { return escape_text(text, TextEscape::Line); }
+
+// Writes what `render` writes to a buffer, escaped as a block (only \n, \t
+// and \r\n stay): the gate between every text report and the terminal. JSON
+// output does not go through it.
+template <class Render>
+void write_text(std::ostream& out, Render&& render) {
+  std::ostringstream text;
+  render(text);
+  out << escape_text(text.str(), TextEscape::Block);
+}
+
+// "tsarchive: note: NOTE" on `err`, the note escaped as one line.
+void print_note(std::ostream& err, std::string_view note);
+
+// True when ctx.out is the process's stdout and that is a terminal.
+bool out_is_terminal(const Context& ctx);
+
+// The content of a file from an archive (`what`: "extra file 'x'") on
+// ctx.out: its exact bytes to a pipe or a file; to a terminal, binary
+// (not UTF-8 text) is refused (exit 2) and text with control, C1 or bidi
+// characters is written escaped, with a note saying how to get the bytes.
+void write_content(Context& ctx, std::string_view bytes, const std::string& what, const std::string& raw_hint);
 
 // "512 B", "16.1 KiB", "1.3 GiB"
 std::string human_size(uint64_t bytes);
@@ -25,6 +57,8 @@ class TextTable {
  public:
   enum class Align { Left, Right };
   explicit TextTable(std::vector<std::string> headers, std::vector<Align> align = {});
+  // Each cell is escaped as one field (shown()): a name with a line feed
+  // cannot fake a row.
   void add_row(std::vector<std::string> cells);
   bool empty() const { return rows_.empty(); }
   // Writes the table indented by `indent` spaces; no trailing spaces.

@@ -19,7 +19,9 @@ void render_extra_table(const std::vector<ExtraFileInfo>& files, std::ostream& o
 json extra_files_to_json(const std::vector<ExtraFileInfo>& files) {
   json extra = json::array();
   for (const ExtraFileInfo& e : files) {
-    extra.push_back({{"name", e.name}, {"size", e.size}, {"text", e.text}, {"json", e.json}, {"preview", e.preview}});
+    json item = {{"name", e.name}, {"size", e.size}, {"text", e.text}, {"json", e.json}, {"preview", e.preview}};
+    if (!e.json_problem.empty()) item["json_problem"] = e.json_problem;
+    extra.push_back(std::move(item));
   }
   return extra;
 }
