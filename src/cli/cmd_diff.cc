@@ -30,7 +30,7 @@ int run_diff(const DiffCommandOptions& opts, Context& ctx) {
   if (opts.full) options.byte_compare_limit = UINT64_MAX;
   const ArchiveDiff diff = diff_files(opts.old_path, opts.new_path, options);
   if (opts.json) {
-    ctx.out << diff_to_json(diff).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+    ctx.out << json_text(diff_to_json(diff)) << '\n';
   } else if (!opts.quiet) {
     write_text(ctx.out, [&](std::ostream& text) { render_diff_text(diff, text); });
   }

@@ -165,7 +165,7 @@ int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const E
   }
   const ExtraEditReport report{model, flags.output.empty() ? model : flags.output, &plan, result};
   if (flags.json) {
-    ctx.out << extra_edit_to_json(report).dump(2) << '\n';
+    ctx.out << json_text(extra_edit_to_json(report)) << '\n';
   } else {
     write_text(ctx.out, [&](std::ostream& text) { render_extra_edit_text(report, text); });
   }
@@ -186,7 +186,7 @@ int run_list(const ListOptions& opts, Context& ctx) {
   if (opts.json) {
     nlohmann::ordered_json doc = {{"schema", "tsarchive.extra-list/1"}, {"file", opts.model},
                                   {"extra_files", extra_files_to_json(files)}};
-    ctx.out << doc.dump(2) << '\n';
+    ctx.out << json_text(doc) << '\n';
   } else if (files.empty()) {
     ctx.out << shown(opts.model) << ": no extra files\n";
   } else {
@@ -206,7 +206,7 @@ int run_get(const GetOptions& opts, Context& ctx) {
     } else {
       doc["base64"] = base64(bytes);
     }
-    ctx.out << doc.dump(2) << '\n';
+    ctx.out << json_text(doc) << '\n';
   } else if (!opts.output.empty()) {
     write_file_atomically(opts.output, bytes);
   } else {

@@ -61,7 +61,7 @@ int print_jit_view(const InspectOptions& opts, Context& ctx) {
                                                [&](TorchBackend& torch) { return torch.operators(request); });
     for (const std::string& note : ops.notes) print_note(ctx.err, note);
     if (opts.json) {
-      ctx.out << ops_to_json(ops, opts.path).dump(2) << '\n';
+      ctx.out << json_text(ops_to_json(ops, opts.path)) << '\n';
     } else {
       write_text(ctx.out, [&](std::ostream& text) { render_ops_yaml(ops, opts.path, text); });
     }
@@ -71,7 +71,7 @@ int print_jit_view(const InspectOptions& opts, Context& ctx) {
       in_worker<MethodGraph>(worker_job(opts.worker, opts.path, size, "reading the graph"),
                              [&](TorchBackend& torch) { return torch.graph(request); });
   if (opts.json) {
-    ctx.out << graph_to_json(graph, opts.path).dump(2) << '\n';
+    ctx.out << json_text(graph_to_json(graph, opts.path)) << '\n';
   } else if (opts.format == "dot") {
     write_text(ctx.out, [&](std::ostream& text) { render_graph_dot(graph, text); });
   } else {
@@ -96,7 +96,7 @@ int print_extra(const InspectOptions& opts, Context& ctx) {
     } else if (problem != kNotValidJson) {
       doc["json_problem"] = problem;
     }
-    ctx.out << doc.dump(2) << '\n';
+    ctx.out << json_text(doc) << '\n';
     return 0;
   }
   if (const auto pretty = pretty_json(bytes, &problem)) {
@@ -119,7 +119,7 @@ int run_inspect(const InspectOptions& opts, Context& ctx) {
   }
   const InspectReport report = inspect_file(opts.path);
   if (opts.json) {
-    ctx.out << inspect_to_json(report).dump(2) << '\n';
+    ctx.out << json_text(inspect_to_json(report)) << '\n';
   } else {
     write_text(ctx.out, [&](std::ostream& text) { render_inspect_text(report, InspectView{opts.records}, text); });
   }

@@ -234,7 +234,7 @@ int run_run(const RunOptions& opts, Context& ctx) {
     }
   }
   if (opts.json) {
-    ctx.out << run_to_json(report, opts.model, verdict).dump(2) << '\n';
+    ctx.out << json_text(run_to_json(report, opts.model, verdict)) << '\n';
   } else {
     write_text(ctx.out, [&](std::ostream& text) { render_run_text(report, opts.model, verdict, text); });
   }

@@ -152,7 +152,7 @@ int run_stamp(const StampOptions& opts, Context& ctx) {
                                   {"replaced_previous", content.previous.has_value()},
                                   {"size", written.result.size}};
     if (auto parsed = parse_bounded_json<nlohmann::ordered_json>(written.stamp)) doc["stamp"] = std::move(*parsed);
-    ctx.out << doc.dump(2) << '\n';
+    ctx.out << json_text(doc) << '\n';
   } else {
     ctx.out << "stamped " << shown(output) << " (" << (keep_bytes ? "keep-bytes" : "libtorch re-save with the export hook")
             << "): " << stamp.digests.size() << " records, root " << stamp.root.substr(0, 16) << "...\n";

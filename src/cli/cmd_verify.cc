@@ -36,7 +36,7 @@ int run_verify(const VerifyCliOptions& opts, Context& ctx) {
                            });
   }
   if (opts.json) {
-    ctx.out << verify_to_json(report, load).dump(2) << '\n';
+    ctx.out << json_text(verify_to_json(report, load)) << '\n';
   } else {
     write_text(ctx.out, [&](std::ostream& text) { render_verify_text(report, load, text); });
   }

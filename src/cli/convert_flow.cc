@@ -142,7 +142,7 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
     outcome.size = written.result.size;
   }
   if (opts.json) {
-    ctx.out << convert_to_json(report, outcome).dump(2) << '\n';
+    ctx.out << json_text(convert_to_json(report, outcome)) << '\n';
   } else {
     write_text(ctx.out, [&](std::ostream& text) { render_convert_text(report, outcome, text); });
   }

@@ -28,6 +28,15 @@ void write_text(std::ostream& out, Render&& render) {
   out << escape_text(text.str(), TextEscape::Block);
 }
 
+// A JSON document as text (indent 2), strings exact. JSON strings must be
+// UTF-8, so in a string that is not (a hostile entry name), each byte that is
+// not part of valid UTF-8 is written as the escape \udcXX, XX the byte: the
+// lossless rule of Python's "surrogateescape" (man page, TEXT OUTPUT), which
+// json.loads(text) then .encode("utf-8", "surrogateescape") turns back into
+// the bytes. Documents without such strings are nlohmann's dump(2).
+template <class Json>
+std::string json_text(const Json& doc);
+
 // "tsarchive: note: NOTE" on `err`, the note escaped as one line.
 void print_note(std::ostream& err, std::string_view note);
 
@@ -72,5 +81,62 @@ class TextTable {
 
 // Display width of UTF-8 text (code points; good enough for names and previews).
 size_t display_width(const std::string& s);
+
+namespace detail {
+
+// `s` with each byte that is not part of valid UTF-8 replaced by `marker`
+// (UTF-8 of a character no string of the document holds) and two hex digits.
+std::string mark_invalid_utf8(const std::string& s, const std::string& marker);
+// Every marker + two hex digits in `text` as \udcXX.
+std::string unmark_invalid_utf8(const std::string& text, const std::string& marker);
+bool valid_utf8(const std::string& s);
+
+template <class Json, class F>
+void for_each_string(const Json& j, F&& f) {
+  if (j.is_string()) {
+    f(j.template get_ref<const typename Json::string_t&>());
+  } else if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      f(it.key());
+      for_each_string(it.value(), f);
+    }
+  } else if (j.is_array()) {
+    for (const Json& item : j) for_each_string(item, f);
+  }
+}
+
+template <class Json>
+Json marked(const Json& j, const std::string& marker) {
+  if (j.is_string()) return Json(mark_invalid_utf8(j.template get_ref<const typename Json::string_t&>(), marker));
+  if (j.is_array()) {
+    Json out = Json::array();
+    for (const Json& item : j) out.push_back(marked(item, marker));
+    return out;
+  }
+  if (j.is_object()) {
+    Json out = Json::object();
+    for (auto it = j.begin(); it != j.end(); ++it) out[mark_invalid_utf8(it.key(), marker)] = marked(it.value(), marker);
+    return out;
+  }
+  return j;
+}
+
+}  // namespace detail
+
+template <class Json>
+std::string json_text(const Json& doc) {
+  bool all_valid = true;
+  detail::for_each_string(doc, [&](const std::string& s) { all_valid = all_valid && detail::valid_utf8(s); });
+  if (all_valid) return doc.dump(2);
+  // A private-use character no string holds marks the bytes to rewrite.
+  for (uint32_t cp = 0xE000; cp <= 0xF8FF; ++cp) {
+    const std::string marker{static_cast<char>(0xE0 | (cp >> 12)), static_cast<char>(0x80 | ((cp >> 6) & 0x3F)),
+                             static_cast<char>(0x80 | (cp & 0x3F))};
+    bool used = false;
+    detail::for_each_string(doc, [&](const std::string& s) { used = used || s.find(marker) != std::string::npos; });
+    if (!used) return detail::unmark_invalid_utf8(detail::marked(doc, marker).dump(2), marker);
+  }
+  return doc.dump(2, ' ', false, Json::error_handler_t::replace);  // 6400 private-use characters in use: U+FFFD
+}
 
 }  // namespace tsarchive::cli

@@ -11,6 +11,7 @@ void render_extra_table(const std::vector<ExtraFileInfo>& files, std::ostream& o
   for (const ExtraFileInfo& e : files) {
     std::string preview = e.preview;
     if (!e.text) preview = e.size > (1 << 20) ? "(large; not read)" : "(binary)";
+    if (!e.json_problem.empty()) preview = "(" + e.json_problem + ")";
     t.add_row({e.name, human_size(e.size), preview});
   }
   t.print(out);
