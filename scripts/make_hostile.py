@@ -71,6 +71,12 @@ class Rec:
         return self.data
 
 
+def name_bytes(name):
+    """UTF-8; a lone surrogate U+DCXX stands for the byte XX (Python's
+    surrogateescape), for names that are not UTF-8."""
+    return name.encode("utf-8", "surrogateescape")
+
+
 def local_header(name, method, crc, csize, usize, flags, header_at):
     """A local header padded with PyTorch's FB field so data starts on 64 bytes."""
     fixed = 30 + len(name)
@@ -96,7 +102,7 @@ def build(recs, prefix=b"", comment=b"", entry_count=None, cd_offset=None, cd_si
         fields = (crc, len(body), len(r.data))
         if r.descriptor:
             fields = (0, 0, 0)
-        out += local_header((r.local_name or r.name).encode(),
+        out += local_header(name_bytes(r.local_name or r.name),
                             r.method if r.local_method is None else r.local_method,
                             fields[0] if r.local_crc is None else r.local_crc,
                             fields[1] if r.local_csize is None else r.local_csize,
@@ -117,7 +123,7 @@ def build(recs, prefix=b"", comment=b"", entry_count=None, cd_offset=None, cd_si
         if r.zip64_extra is not None:
             extra = struct.pack("<HH", 1, 8 * len(r.zip64_extra)) + b"".join(
                 struct.pack("<Q", v) for v in r.zip64_extra)
-        name = r.name.encode()
+        name = name_bytes(r.name)
         flags = r.flags | (8 if r.descriptor else 0)
         out += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 0x031E, 20, flags, r.method, 0, 0x21,
                            crc, csize & 0xFFFFFFFF, usize & 0xFFFFFFFF, len(name), len(extra), 0, 0, 0,
@@ -511,6 +517,27 @@ def make_cases(testdata):
                            data=b"\x80\x02\x8a\x06" + struct.pack("<q", 1 << 40)[:6] + bytecode[4:])))
     assert bytecode.startswith(b"\x80\x02K\x08")
     case("ptl_truncated.ptl", "mlp.ptl cut in half.", build(lite)[: len(build(lite)) // 2])
+
+    # JSON and text from archives that reach parsers and terminals (issue 24, findings 4 and 5).
+    deep = b"[" * 100000 + b"]" * 100000
+    case("extra_json_deep.pt", "ok_rebuilt.pt plus an extra file `deep.json`: 100000 nested empty JSON arrays (nlohmann's "
+         "serializer recursed once per level and crashed `extra list`, `inspect`, `verify`, `stamp`, `run`).",
+         build(base + [Rec(top + "/extra/deep.json", deep)]))
+    case("stamp_json_deep.pt", "ok_rebuilt.pt plus an `extra/producer_info.json` (the stamp) of 100000 nested empty JSON arrays.",
+         build(base + [Rec(top + "/extra/producer_info.json", deep)]))
+    case("name_control_chars.pt", "ok_rebuilt.pt plus extra files named `red\\x1b[31mtext`, `fake\\rrow` and "
+         "`two\\nlines` (ESC, CR, LF; UTF-8 flag clear): raw on a terminal they recolour it and fake rows.",
+         build(base + [Rec(top + "/extra/red\x1b[31mtext", b"x\n", flags=0),
+                       Rec(top + "/extra/fake\rrow", b"y\n", flags=0),
+                       Rec(top + "/extra/two\nlines", b"z\n", flags=0)]))
+    case("extra_terminal_controls.pt", "ok_rebuilt.pt plus an extra file `notes.txt` whose text has a CR, "
+         "U+009B (the C1 form of ESC [) and U+202E (right-to-left override).",
+         build(base + [Rec(top + "/extra/notes.txt",
+                           "cat\rdog \u009b2J fake \u202eevil.txt\n".encode("utf-8"))]))
+
+    case("name_not_utf8.pt", "ok_rebuilt.pt plus an extra file named `bad\\xffname` (byte 0xff: not UTF-8, "
+         "UTF-8 flag clear): ZIP readers decode it differently (Python's zipfile as CP437), so it is refused.",
+         build(base + [Rec(top + "/extra/bad\udcffname", b"x\n", flags=0)]))
 
     # The plain ZIP, last as before.
     return cases

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
+#include "output.h"
 #include "report_diff.h"
 #include "tsarchive/diff.h"
 #include "tsarchive/error.h"
@@ -33,9 +34,9 @@ int run_diff(const DiffCommandOptions& opts, Context& ctx) {
     if (const std::string note = interrupted_edit_note(path); !note.empty()) ctx.err << "tsarchive: note: " << note << '\n';
   }
   if (opts.json) {
-    ctx.out << diff_to_json(diff).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+    ctx.out << json_text(diff_to_json(diff)) << '\n';
   } else if (!opts.quiet) {
-    render_diff_text(diff, ctx.out);
+    write_text(ctx.out, [&](std::ostream& text) { render_diff_text(diff, text); });
   }
   return diff.same() ? 0 : static_cast<int>(ErrorKind::CheckFailed);
 }

@@ -128,7 +128,7 @@ ExtraEdit parse_assignment(const std::string& text, bool force, bool& stdin_used
 }
 
 void print_notes(const ArchiveFile& file, Context& ctx) {
-  for (const std::string& note : file.notes()) ctx.err << "tsarchive: note: " << note << '\n';
+  for (const std::string& note : file.notes()) print_note(ctx.err, note);
 }
 
 // Opens, plans and writes: the one path every edit takes.
@@ -148,6 +148,13 @@ int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const E
     }
   }
   const ExtraEditPlan plan = plan_extra_edits(*archive, edits, missing_ok);
+  for (const std::string& name : plan.kept_unsafe_names) {
+    const std::string extra = archive->top_folder() + "/extra/";
+    print_note(ctx.err, "kept the entry '" + name + "', whose name has control, bidi or non-UTF-8 characters" +
+                            (name.rfind(extra, 0) == 0 ? "; remove it with: tsarchive extra rm " + model + " '" +
+                                                             escape_text(name.substr(extra.size())) + "'"
+                                                       : ""));
+  }
   WriteResult result;
   if (!flags.output.empty()) {
     result = file.write_new(plan.zip, flags.output);
@@ -158,9 +165,9 @@ int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const E
   }
   const ExtraEditReport report{model, flags.output.empty() ? model : flags.output, &plan, result};
   if (flags.json) {
-    ctx.out << extra_edit_to_json(report).dump(2) << '\n';
+    ctx.out << json_text(extra_edit_to_json(report)) << '\n';
   } else {
-    render_extra_edit_text(report, ctx.out);
+    write_text(ctx.out, [&](std::ostream& text) { render_extra_edit_text(report, text); });
   }
   return 0;
 }
@@ -179,11 +186,11 @@ int run_list(const ListOptions& opts, Context& ctx) {
   if (opts.json) {
     nlohmann::ordered_json doc = {{"schema", "tsarchive.extra-list/1"}, {"file", opts.model},
                                   {"extra_files", extra_files_to_json(files)}};
-    ctx.out << doc.dump(2) << '\n';
+    ctx.out << json_text(doc) << '\n';
   } else if (files.empty()) {
-    ctx.out << opts.model << ": no extra files\n";
+    ctx.out << shown(opts.model) << ": no extra files\n";
   } else {
-    render_extra_table(files, ctx.out);
+    write_text(ctx.out, [&](std::ostream& text) { render_extra_table(files, text); });
   }
   return 0;
 }
@@ -199,15 +206,13 @@ int run_get(const GetOptions& opts, Context& ctx) {
     } else {
       doc["base64"] = base64(bytes);
     }
-    ctx.out << doc.dump(2) << '\n';
+    ctx.out << json_text(doc) << '\n';
   } else if (!opts.output.empty()) {
     write_file_atomically(opts.output, bytes);
-  } else if (!is_printable_utf8(bytes) && &ctx.out == &std::cout && ::isatty(STDOUT_FILENO)) {
-    throw_usage("extra file '" + opts.name + "' is binary (" + std::to_string(bytes.size()) +
-                    " bytes); not printing it to a terminal",
-                "use -o FILE, or redirect the output");
   } else {
-    ctx.out << bytes;
+    // Exact bytes to a pipe or a file; to a terminal, binary is refused and
+    // control, C1 and bidi characters are shown escaped (output.h).
+    write_content(ctx, bytes, "extra file '" + opts.name + "'", "use -o FILE, or a pipe");
   }
   return 0;
 }
@@ -241,7 +246,7 @@ int run_export(const ExportOptions& opts, Context& ctx) {
   TextTable t({"PATH", "SIZE"}, {TextTable::Align::Left, TextTable::Align::Right});
   for (const ExportedFile& f : files) t.add_row({f.path, human_size(f.size)});
   t.print(ctx.out, 0);
-  ctx.out << "exported " << files.size() << " extra file" << (files.size() == 1 ? "" : "s") << " to " << opts.dir
+  ctx.out << "exported " << files.size() << " extra file" << (files.size() == 1 ? "" : "s") << " to " << shown(opts.dir)
           << '\n';
   return 0;
 }

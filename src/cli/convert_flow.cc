@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "gate.h"
+#include "output.h"
 #include "report_jit.h"
 #include "run_options.h"
 #include "staged_stamp.h"
@@ -141,14 +142,14 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
     outcome.size = written.result.size;
   }
   if (opts.json) {
-    ctx.out << convert_to_json(report, outcome).dump(2) << '\n';
+    ctx.out << json_text(convert_to_json(report, outcome)) << '\n';
   } else {
-    render_convert_text(report, outcome, ctx.out);
+    write_text(ctx.out, [&](std::ostream& text) { render_convert_text(report, outcome, text); });
   }
   for (const TraceWarning& w : report.warnings) {
-    ctx.err << "tsarchive: warning: " << w.message << " (" << opts.model << ")\n";
+    ctx.err << "tsarchive: warning: " << shown(w.message) << " (" << shown(opts.model) << ")\n";
   }
-  for (const std::string& note : report.notes) ctx.err << "tsarchive: note: " << note << '\n';
+  for (const std::string& note : report.notes) print_note(ctx.err, note);
   if (!outcome.failure.empty()) {
     ctx.err << "tsarchive: error: " << outcome.failure << " (" << opts.model << "): nothing was written; "
             << (report.checks_passed() ? "leave out --strict to write it with the warning"

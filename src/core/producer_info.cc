@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tsarchive/bounded_json.h"
 #include "tsarchive/error.h"
 #include "tsarchive/inspect.h"
 
@@ -338,8 +339,11 @@ ParsedStamp parse_stamp(const std::string& bytes, const std::string& file) {
   const auto bad = [&](const std::string& what) -> void {
     throw_bad_input("extra/" + std::string(kStampName) + " " + what, file, "re-stamp the archive with 'tsarchive stamp'");
   };
-  nlohmann::json doc = nlohmann::json::parse(bytes, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) bad("is not a JSON object");
+  std::string problem;
+  const std::optional<nlohmann::json> parsed = parse_bounded_json(bytes, &problem);
+  if (!parsed) bad(problem == kNotValidJson ? "is not a JSON object" : "holds " + problem);
+  const nlohmann::json& doc = *parsed;
+  if (!doc.is_object()) bad("is not a JSON object");
   ParsedStamp stamp;
   const auto type = doc.find("_type");
   if (type == doc.end() || !type->is_string()) bad("has no _type");

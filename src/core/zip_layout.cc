@@ -5,6 +5,7 @@
 #include <unordered_set>
 
 #include "tsarchive/error.h"
+#include "tsarchive/utf8.h"
 #include "tsarchive/zip.h"
 #include "zip_format.h"
 
@@ -392,6 +393,11 @@ ZipLayout read_zip_layout(const ByteSource& source) {
     if (e.flags & 0x1) invalid(source, "entry '" + e.name + "' is encrypted");
     if (e.name.empty()) invalid(source, "central directory entry " + std::to_string(i) + " has an empty name");
     if (e.name.find('\0') != std::string::npos) invalid(source, "an entry name contains a NUL byte");
+    // PyTorch writes UTF-8 names; ZIP readers decode other bytes differently
+    // (Python's zipfile as CP437, PyTorch's Python reader not at all).
+    if (!is_valid_utf8(e.name)) {
+      ambiguous(source, "entry name '" + e.name + "' is not UTF-8");
+    }
     check_entry_name(source, e.name);
     read_local_header(source, e, end.cd_offset);
     layout.entries.push_back(std::move(e));

@@ -25,4 +25,10 @@ void inspect_path(const uint8_t* data, size_t size);
 // std::logic_error otherwise).
 void zip_structure(const uint8_t* data, size_t size);
 
+// What tsarchive does to JSON and text taken from an archive: the bounded
+// parse and pretty print (bounded_json.h), an extra file's preview, the stamp
+// and run self-check parsers, and escape_text (terminal_text.h), whose output
+// must need no further escaping (checked; a violation aborts).
+void json_text(const uint8_t* data, size_t size);
+
 }  // namespace tsarchive::fuzz
