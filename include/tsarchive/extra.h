@@ -60,6 +60,9 @@ const Record& find_extra_file(const TorchArchive& archive, std::string_view name
 
 // Reads extra/<name>, refusing content above `max_size`.
 std::string read_extra(const TorchArchive& archive, std::string_view name, uint64_t max_size);
+// The same, in chunks as they are read (bounded memory; see ZipArchive::read_to).
+void stream_extra(const TorchArchive& archive, std::string_view name, uint64_t max_size,
+                  const ZipEntryReader::Sink& sink);
 
 // One requested change: a value to set, or no value to remove the name.
 struct ExtraEdit {

@@ -56,6 +56,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -182,6 +183,12 @@ int remove_leftovers_next_to(const std::string& path);
 // The note a reader prints when an interrupted --in-place edit left a journal
 // next to `path` (which it never applies: see the trust model above), or "".
 std::string interrupted_edit_note(const std::string& path);
+
+// Writes what `produce` hands its writer to `path` atomically (temp file,
+// fsync, rename), for content made or read in chunks: if `produce` throws,
+// nothing is written and the temp file is removed.
+using ChunkWriter = std::function<void(std::string_view chunk)>;
+void write_file_atomically(const std::string& path, const std::function<void(const ChunkWriter&)>& produce);
 
 // Writes `bytes` to `path` atomically (temp file, fsync, rename), for files
 // that are not archives (extra get -o, extra export). New files get 0666 & ~umask.

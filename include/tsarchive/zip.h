@@ -143,6 +143,10 @@ class ZipArchive {
   // shorter than declared (a lying size or a decompression bomb).
   // Calls cross_check() first.
   std::string read(const ZipEntry& entry, uint64_t max_size) const;
+  // The same checks, the content handed to `sink` in chunks as it is read, so
+  // memory stays bounded. The sink may see bytes of a record that then fails
+  // its CRC or size check (the call throws after them).
+  void read_to(const ZipEntry& entry, uint64_t max_size, const ZipEntryReader::Sink& sink) const;
 
   // Opens the file with libzip, a second ZIP parser, and throws Error(BadInput)
   // when its entries (count, names, sizes, CRCs, methods, encryption) or the

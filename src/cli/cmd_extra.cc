@@ -198,7 +198,27 @@ int run_list(const ListOptions& opts, Context& ctx) {
 int run_get(const GetOptions& opts, Context& ctx) {
   std::unique_ptr<ArchiveFile> file;
   const auto archive = open_for_reading(opts.model, ctx, file);
-  const std::string bytes = read_extra(*archive, opts.name, value_limit(opts.force));
+  const uint64_t limit = value_limit(opts.force);
+  // To a file or a pipe the bytes stream as they are inflated (memory stays
+  // bounded; `| head -c 100` gets its bytes at once). A -o file appears only
+  // once the CRC has held; a pipe may have had bytes of a damaged record
+  // when the error comes.
+  if (!opts.json && !opts.output.empty()) {
+    write_file_atomically(opts.output, [&](const ChunkWriter& write) {
+      stream_extra(*archive, opts.name, limit, [&](const unsigned char* data, size_t n) {
+        write(std::string_view(reinterpret_cast<const char*>(data), n));
+      });
+    });
+    return 0;
+  }
+  if (!opts.json && !out_is_terminal(ctx)) {
+    stream_extra(*archive, opts.name, limit, [&](const unsigned char* data, size_t n) {
+      ctx.out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(n));
+    });
+    ctx.out.flush();
+    return 0;
+  }
+  const std::string bytes = read_extra(*archive, opts.name, limit);
   if (opts.json) {
     nlohmann::ordered_json doc = {{"schema", "tsarchive.extra/1"}, {"name", opts.name}, {"size", bytes.size()}};
     if (is_printable_utf8(bytes)) {
@@ -207,11 +227,9 @@ int run_get(const GetOptions& opts, Context& ctx) {
       doc["base64"] = base64(bytes);
     }
     ctx.out << json_text(doc) << '\n';
-  } else if (!opts.output.empty()) {
-    write_file_atomically(opts.output, bytes);
   } else {
-    // Exact bytes to a pipe or a file; to a terminal, binary is refused and
-    // control, C1 and bidi characters are shown escaped (output.h).
+    // To a terminal, binary is refused and control, C1 and bidi characters
+    // are shown escaped (output.h).
     write_content(ctx, bytes, "extra file '" + opts.name + "'", "use -o FILE, or a pipe");
   }
   return 0;

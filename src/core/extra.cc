@@ -124,6 +124,11 @@ std::string read_extra(const TorchArchive& archive, std::string_view name, uint6
   return archive.read(find_extra_file(archive, name), max_size);
 }
 
+void stream_extra(const TorchArchive& archive, std::string_view name, uint64_t max_size,
+                  const ZipEntryReader::Sink& sink) {
+  archive.read_to(find_extra_file(archive, name), max_size, sink);
+}
+
 std::string_view extra_change_id(ExtraChange change) {
   switch (change) {
     case ExtraChange::Added: return "added";

@@ -733,7 +733,7 @@ std::string interrupted_edit_note(const std::string& path) {
          "); commands that only read leave it alone, and the next edit of the file finishes or undoes it";
 }
 
-void write_file_atomically(const std::string& path, std::string_view bytes) {
+void write_file_atomically(const std::string& path, const std::function<void(const ChunkWriter&)>& produce) {
   struct stat existing {};
   const bool exists = ::stat(path.c_str(), &existing) == 0;
   if (exists && !S_ISREG(existing.st_mode)) throw_io("not a regular file; refusing to replace it", path);
@@ -741,8 +741,16 @@ void write_file_atomically(const std::string& path, std::string_view bytes) {
   remove_leftovers(dir, base);
   TempFile temp(dir, base, path);
   temp.set_mode(exists ? existing.st_mode : 0666 & ~current_umask(), exists ? &existing : nullptr);
-  pwrite_all(temp.fd(), bytes, 0, path);
+  uint64_t offset = 0;
+  produce([&](std::string_view chunk) {
+    pwrite_all(temp.fd(), chunk, offset, path);
+    offset += chunk.size();
+  });
   temp.commit(path, dir);
+}
+
+void write_file_atomically(const std::string& path, std::string_view bytes) {
+  write_file_atomically(path, [&](const ChunkWriter& write) { write(bytes); });
 }
 
 }  // namespace tsarchive

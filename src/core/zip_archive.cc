@@ -156,6 +156,17 @@ void ZipArchive::cross_check() const {
 }
 
 std::string ZipArchive::read(const ZipEntry& entry, uint64_t max_size) const {
+  // Deflate expands at most ~1032:1, so a larger declared size is a lie that
+  // the read refuses; no need to reserve it up front.
+  std::string out;
+  if (entry.uncompressed_size <= max_size) {
+    out.reserve(static_cast<size_t>(std::min<uint64_t>(entry.uncompressed_size, entry.compressed_size * 1032 + 1024)));
+  }
+  read_to(entry, max_size, [&](const unsigned char* data, size_t n) { out.append(reinterpret_cast<const char*>(data), n); });
+  return out;
+}
+
+void ZipArchive::read_to(const ZipEntry& entry, uint64_t max_size, const ZipEntryReader::Sink& sink) const {
   const std::string& file = source_->name();
   if (entry.uncompressed_size > max_size) {
     throw_bad_input("record '" + entry.name + "' declares " + std::to_string(entry.uncompressed_size) +
@@ -163,19 +174,12 @@ std::string ZipArchive::read(const ZipEntry& entry, uint64_t max_size) const {
                     file, "the archive is corrupt or hostile");
   }
   cross_check();
-  // Deflate expands at most ~1032:1, so a larger declared size is a lie that
-  // the read refuses; no need to reserve it up front.
-  std::string out;
-  out.reserve(static_cast<size_t>(std::min<uint64_t>(entry.uncompressed_size, entry.compressed_size * 1032 + 1024)));
   ZipEntryReader reader(*source_);
-  const ZipContentCheck check = reader.read(entry, [&](const unsigned char* data, size_t n) {
-    out.append(reinterpret_cast<const char*>(data), n);
-  });
+  const ZipContentCheck check = reader.read(entry, sink);
   if (!check.problem.empty()) {
     throw_bad_input("cannot read record '" + entry.name + "': " + check.problem, file,
                     "the archive is damaged or hostile");
   }
-  return out;
 }
 
 }  // namespace tsarchive
