@@ -15,7 +15,9 @@
 #include "tsarchive/error.h"
 #include "tsarchive/extra.h"
 #include "tsarchive/file_edit.h"
+#include "tsarchive/digest.h"
 #include "tsarchive/inspect.h"
+#include "tsarchive/verify.h"
 
 namespace tsarchive::cli {
 namespace {
@@ -30,6 +32,7 @@ struct EditFlags {
   bool in_place = false;
   bool force = false;
   bool json = false;
+  bool allow_damaged = false;
   double lock_timeout = 10;
 };
 
@@ -147,6 +150,19 @@ int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const E
       if (r.kind == RecordKind::Extra && kept.count(name) == 0) edits.push_back(ExtraEdit{name, std::nullopt});
     }
   }
+  // An edit keeps every other record byte for byte: on a damaged archive it
+  // would carry the damage into a file that looks freshly written.
+  for (const RecordDigest& d : digest_records(*archive)) {
+    if (d.problem.empty()) continue;
+    if (!flags.allow_damaged) {
+      throw_bad_input("the archive is damaged: record '" + d.name + "': " + d.problem, model,
+                      "nothing was written; run 'tsarchive verify' for details, or pass --allow-damaged to edit it "
+                      "anyway");
+    }
+    ctx.err << "tsarchive: note: record '" << d.name << "' is damaged (" << d.problem
+            << "); --allow-damaged: it is kept as it is\n";
+  }
+  const StampPlace stamp = locate_stamp(*archive);
   const ExtraEditPlan plan = plan_extra_edits(*archive, edits, missing_ok);
   WriteResult result;
   if (!flags.output.empty()) {
@@ -161,6 +177,19 @@ int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const E
     ctx.out << extra_edit_to_json(report).dump(2) << '\n';
   } else {
     render_extra_edit_text(report, ctx.out);
+  }
+  // A stamp covers every record: any change but to the stamp itself breaks it.
+  if (stamp.stamp != nullptr) {
+    for (const ExtraChangeInfo& c : plan.changes) {
+      if (c.change == ExtraChange::Unchanged || c.change == ExtraChange::Missing ||
+          "extra/" + c.name == stamp.stamp->name) {
+        continue;
+      }
+      ctx.err << "tsarchive: note: the stamp (" << stamp.stamp->name << ") no longer covers "
+              << (flags.output.empty() ? model : flags.output) << " ('verify' reports extra/" << c.name
+              << " as changed); run 'tsarchive stamp' to stamp it again\n";
+      break;
+    }
   }
   return 0;
 }
@@ -259,6 +288,8 @@ void add_edit_flags(CLI::App& app, EditFlags& flags) {
       ->excludes(out);
   app.add_flag("--force", flags.force, "Allow values above 64 MiB (up to 4 GiB)");
   app.add_flag("--json", flags.json, "One JSON document (schema tsarchive.extra-edit/1) instead of text");
+  app.add_flag("--allow-damaged", flags.allow_damaged,
+               "Edit even when a record fails its CRC-32 (the damaged record is kept as it is); without it, exit 3");
   app.add_option("--lock-timeout", flags.lock_timeout, "Seconds to wait for another tsarchive editing MODEL (default 10)")
       ->type_name("SECONDS")
       ->check(CLI::Range(0.0, 86400.0).description(""));
