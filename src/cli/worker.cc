@@ -20,6 +20,7 @@
 
 #include "output.h"
 #include "tsarchive/error.h"
+#include "tsarchive/file_edit.h"
 
 namespace tsarchive::cli {
 namespace {
@@ -191,9 +192,11 @@ std::string run_in_worker(const WorkerJob& job, const std::function<std::string(
     serve(fds[1], parent, work);
   }
   ::close(fds[1]);
+  StagingFolder::watch_child(pid);  // an interrupt kills it before removing what it writes into
   std::string payload;
   int status = 0;
   const Stop stop = supervise(pid, fds[0], job.limits, payload, status);
+  StagingFolder::watch_child(0);
   ::close(fds[0]);
 
   switch (stop) {

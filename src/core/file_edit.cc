@@ -17,6 +17,8 @@
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cctype>
@@ -182,7 +184,73 @@ int remove_leftovers(const std::string& dir_path, const std::string& base) {
 char g_temp_path[PATH_MAX];
 volatile sig_atomic_t g_temp_armed = 0;
 
+// The one staging folder a process has (stamp, trace, convert), and the
+// child that may be writing into it: on SIGINT, SIGTERM or SIGHUP the child
+// is killed, the folder and any temp file removed, one line printed, and the
+// process exits 128 + the signal. Everything here is async-signal-safe.
+volatile sig_atomic_t g_staging_armed = 0;
+int g_staging_parent_fd = -1;
+char g_staging_name[NAME_MAX + 1];
+char g_staging_message[PATH_MAX + 256];  // what follows "interrupted by SIGxxx"
+size_t g_staging_message_size = 0;
+volatile pid_t g_staging_child = 0;
+
+// struct linux_dirent64 (getdents64(2)): u64 d_ino, s64 d_off, u16 d_reclen, u8 d_type, char d_name[].
+constexpr size_t kDirentReclen = 16;
+constexpr size_t kDirentName = 19;
+
+void write_stderr(const char* text, size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(STDERR_FILENO, text, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    text += n;
+    size -= static_cast<size_t>(n);
+  }
+}
+
+void remove_staging_folder_now() {
+  const int fd = ::openat(g_staging_parent_fd, g_staging_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0) {
+    alignas(8) char buffer[4096];
+    for (;;) {
+      const long n = ::syscall(SYS_getdents64, fd, buffer, sizeof buffer);
+      if (n <= 0) break;
+      for (long at = 0; at < n;) {
+        unsigned short reclen = 0;
+        std::memcpy(&reclen, buffer + at + kDirentReclen, sizeof reclen);
+        const char* entry_name = buffer + at + kDirentName;
+        if (std::strcmp(entry_name, ".") != 0 && std::strcmp(entry_name, "..") != 0) ::unlinkat(fd, entry_name, 0);
+        if (reclen == 0) break;
+        at += reclen;
+      }
+    }
+    ::close(fd);
+  }
+  ::unlinkat(g_staging_parent_fd, g_staging_name, AT_REMOVEDIR);
+}
+
+extern "C" void clean_up_staging_and_exit(int sig) {
+  const int saved_errno = errno;
+  const pid_t child = g_staging_child;
+  if (child > 0) {
+    ::kill(child, SIGKILL);
+    while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+  if (g_temp_armed) ::unlink(g_temp_path);
+  remove_staging_folder_now();
+  const char* name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
+  constexpr char kPrefix[] = "tsarchive: error: interrupted by ";
+  write_stderr(kPrefix, sizeof kPrefix - 1);
+  write_stderr(name, std::strlen(name));
+  write_stderr(g_staging_message, g_staging_message_size);
+  errno = saved_errno;
+  ::_exit(128 + sig);
+}
+
 extern "C" void remove_temp_and_reraise(int sig) {
+  if (g_staging_armed) clean_up_staging_and_exit(sig);  // the final write of a staged archive
   if (g_temp_armed) ::unlink(g_temp_path);
   ::signal(sig, SIG_DFL);
   ::raise(sig);
@@ -339,9 +407,40 @@ StagingFolder::StagingFolder(const std::string& next_to, uint64_t copy_bytes) {
   }
   fd_ = ::open(path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd_ >= 0) ::flock(fd_, LOCK_EX);  // in use: the next writer leaves it alone
+
+  // Interrupted (Ctrl-C, SIGTERM, SIGHUP): remove it and say so (see clean_up_staging_and_exit).
+  const std::string name = path_.substr(path_.rfind('/') + 1);
+  const std::string message = " while writing " + next_to + ": removed its staging folder; nothing was written\n";
+  const int parent_fd = ::open(parent_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (g_staging_armed == 0 && parent_fd >= 0 && name.size() < sizeof g_staging_name &&
+      message.size() < sizeof g_staging_message) {
+    g_staging_parent_fd = parent_fd;
+    std::memcpy(g_staging_name, name.c_str(), name.size() + 1);
+    std::memcpy(g_staging_message, message.data(), message.size());
+    g_staging_message_size = message.size();
+    g_staging_child = 0;
+    struct sigaction action {};
+    action.sa_handler = clean_up_staging_and_exit;
+    sigemptyset(&action.sa_mask);
+    for (int sig : kCleanupSignals) sigaddset(&action.sa_mask, sig);  // one cleanup, not two
+    for (size_t i = 0; i < std::size(kCleanupSignals); ++i) ::sigaction(kCleanupSignals[i], &action, &saved_[i]);
+    g_staging_armed = 1;
+    armed_ = true;
+  } else if (parent_fd >= 0) {
+    ::close(parent_fd);
+  }
 }
 
+void StagingFolder::watch_child(pid_t pid) { g_staging_child = pid; }
+
 StagingFolder::~StagingFolder() {
+  if (armed_) {
+    for (size_t i = 0; i < std::size(kCleanupSignals); ++i) ::sigaction(kCleanupSignals[i], &saved_[i], nullptr);
+    g_staging_armed = 0;
+    g_staging_child = 0;
+    ::close(g_staging_parent_fd);
+    g_staging_parent_fd = -1;
+  }
   const int parent = ::open(parent_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (parent >= 0) {
     remove_staging_folder(parent, path_.substr(path_.rfind('/') + 1));
