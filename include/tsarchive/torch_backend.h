@@ -30,7 +30,8 @@ struct ResaveRequest {
   std::string input;   // an archive the core has validated
   std::string output;  // torch::jit::save names the top folder after its stem
   std::vector<std::string> extra_names;  // extra/ files to carry over (not the stamp)
-  std::string stamp;   // what the hook returns for the stamp
+  std::string stamp;   // what the hook returns for the stamp; empty: no hook (a producer's
+                       // own producer_info.json is among extra_names)
 };
 
 class TorchBackend {

@@ -334,6 +334,15 @@ std::string render_stamp(const StampContent& c) {
   return doc.dump();  // std::map keys: sorted; no spaces
 }
 
+bool is_tsarchive_stamp(const std::string& bytes) {
+  const std::string base = std::string(kStampType).substr(0, std::string(kStampType).rfind('/') + 1);
+  const nlohmann::json doc = nlohmann::json::parse(bytes, nullptr, false);
+  if (doc.is_discarded()) return bytes.find(base) != std::string::npos;
+  if (!doc.is_object()) return false;
+  const auto type = doc.find("_type");
+  return type != doc.end() && type->is_string() && type->get<std::string>().rfind(base, 0) == 0;
+}
+
 ParsedStamp parse_stamp(const std::string& bytes, const std::string& file) {
   const auto bad = [&](const std::string& what) -> void {
     throw_bad_input("extra/" + std::string(kStampName) + " " + what, file, "re-stamp the archive with 'tsarchive stamp'");

@@ -1,0 +1,297 @@
+#!/usr/bin/python3
+"""Real workflows on archives real PyTorch writes (issue 17): what a user keeps
+in an archive survives every command that writes one, and what a command
+reports about an archive is true.
+
+Run by CTest with Debian's python3 (exit 77, skipped, when torch is missing):
+
+    /usr/bin/python3 tests/pytorch/check_workflows.py TSARCHIVE
+
+The archives are made here, at test time, with Python's torch.jit:
+- convert (--freeze, --mobile, --lite) and trace carry every extra file over
+  and keep the exported methods (Python loads them back and calls them); a
+  trace, which records one method, refuses to drop the others (exit 1,
+  nothing written) unless --allow-drop; the original's stamp is replaced with
+  a note;
+- a producer's own extra/producer_info.json (the PyTorch note's export-hook
+  example) is never changed: verify says "not stamped by tsarchive; producer
+  info present" (exit 0; --require-stamp: exit 1), stamp and convert put the
+  stamp in extra/tsarchive/producer_info.json beside it.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+from harness import check, finish
+
+try:
+    import torch
+    from torch.jit.mobile import _load_for_lite_interpreter
+except ImportError:
+    print("torch is not installed for this python; skipping")
+    sys.exit(77)
+
+TSARCHIVE = sys.argv[1]
+WORK = tempfile.mkdtemp(prefix="tsarchive-workflows-")
+
+LABELS = '["cat", "dog", "bird"]'
+TRAIN = "lr: 0.1\nepochs: 3\n"
+PRODUCER = json.dumps({"user": "trainer", "run": 17})
+
+
+def tsarchive(*args):
+    return subprocess.run([TSARCHIVE, *args], capture_output=True, text=True)
+
+
+def path(name):
+    return os.path.join(WORK, name)
+
+
+def extra_files(p):
+    """name -> bytes of every extra/ record."""
+    with zipfile.ZipFile(p) as z:
+        out = {}
+        for n in z.namelist():
+            parts = n.split("/", 2)
+            if len(parts) == 3 and parts[1] == "extra" and not n.endswith("/"):
+                out[parts[2]] = z.read(n)
+        return out
+
+
+def one_error_line(r, what):
+    lines = r.stderr.strip().splitlines()
+    errors = [l for l in lines if l.startswith("tsarchive: error: ")]
+    check(len(errors) == 1, f"{what}: one error line, got {lines}")
+
+
+class Classifier(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(10, 3)
+
+    def forward(self, x):
+        return self.fc(x)
+
+    @torch.jit.export
+    def probs(self, x):
+        return torch.softmax(self.forward(x), dim=-1)
+
+    @torch.jit.export
+    def topk(self, x, k: int = 2):
+        return torch.topk(self.forward(x), k)[1]
+
+
+torch.manual_seed(0)
+clf = torch.jit.script(Classifier().eval())
+torch.jit.save(clf, path("clf.pt"), _extra_files={"labels.json": LABELS, "config/train.yaml": TRAIN})
+X = torch.randn(2, 10)
+
+
+def user_files_kept(p, what):
+    files = extra_files(p)
+    check(files.get("labels.json") == LABELS.encode(), f"{what}: extra/labels.json kept ({sorted(files)})")
+    check(files.get("config/train.yaml") == TRAIN.encode(), f"{what}: extra/config/train.yaml kept ({sorted(files)})")
+    listing = tsarchive("extra", "list", p)
+    check("labels.json" in listing.stdout and "config/train.yaml" in listing.stdout,
+          f"{what}: extra list shows the user's files:\n{listing.stdout}")
+
+
+def methods_kept(p, what, lite=False):
+    if lite:
+        m = _load_for_lite_interpreter(p)
+        got = {name: m.run_method(name, X) for name in ("forward", "probs", "topk")}
+    else:
+        extra = {"labels.json": "", "config/train.yaml": ""}
+        m = torch.jit.load(p, _extra_files=extra)
+        check(extra["labels.json"] == LABELS.encode(), f"{what}: torch.jit.load reads extra/labels.json")
+        got = {name: getattr(m, name)(X) for name in ("forward", "probs", "topk")}
+    for name, value in got.items():
+        want = getattr(clf, name)(X)
+        check(value.shape == want.shape and torch.allclose(value.float(), want.float(), atol=1e-5),
+              f"{what}: method {name} computes what the original's does")
+
+
+# --- 1. convert and trace keep extra files and exported methods ---------------------
+
+for flags, out, lite in ((["--freeze"], "frozen.pt", False), (["--mobile"], "mobile.pt", False),
+                         (["--lite"], "lite.ptl", True), (["--mobile", "--lite"], "mobile.ptl", True),
+                         ([], "plain.pt", False)):
+    what = "convert " + " ".join(flags)
+    r = tsarchive("convert", path("clf.pt"), "--input", "2x10", *flags, "-o", path(out))
+    check(r.returncode == 0, f"{what}: exit {r.returncode}\n{r.stderr}")
+    if r.returncode == 0:
+        user_files_kept(path(out), what)
+        methods_kept(path(out), what, lite)
+        v = tsarchive("verify", path(out))
+        check(v.returncode == 0 and "matches its stamp" in v.stdout, f"{what}: verify after it:\n{v.stdout}{v.stderr}")
+
+# A trace records forward only: dropping probs and topk is an error unless --allow-drop.
+r = tsarchive("trace", path("clf.pt"), "--input", "2x10", "-o", path("traced.pt"))
+check(r.returncode == 1, f"trace of a module with exported methods: exit {r.returncode}, wanted 1\n{r.stderr}")
+one_error_line(r, "trace dropping methods")
+check("probs" in r.stderr and "topk" in r.stderr and "--allow-drop" in r.stderr,
+      f"trace names the dropped methods and --allow-drop: {r.stderr}")
+check(not os.path.exists(path("traced.pt")), "trace refusing to drop methods writes nothing")
+check(not [n for n in os.listdir(WORK) if ".tsarchive-" in n], f"no staging folder left: {os.listdir(WORK)}")
+r = tsarchive("trace", path("clf.pt"), "--input", "2x10", "--allow-drop", "-o", path("traced.pt"))
+check(r.returncode == 0, f"trace --allow-drop: exit {r.returncode}\n{r.stderr}")
+if r.returncode == 0:
+    check("probs" in r.stderr and "topk" in r.stderr, f"trace --allow-drop names what it dropped: {r.stderr}")
+    user_files_kept(path("traced.pt"), "trace --allow-drop")
+    t = torch.jit.load(path("traced.pt"))
+    check(torch.allclose(t(X), clf(X), atol=1e-5), "the trace computes forward")
+
+# The original's stamp is replaced, and a note says so.
+r = tsarchive("stamp", path("clf.pt"), "-o", path("clf_stamped.pt"), "--no-git", "--no-host")
+check(r.returncode == 0, f"stamp clf.pt: {r.stderr}")
+r = tsarchive("convert", path("clf_stamped.pt"), "--input", "2x10", "--freeze", "-o", path("frozen2.pt"))
+check(r.returncode == 0, f"convert a stamped archive: exit {r.returncode}\n{r.stderr}")
+check("stamp" in r.stderr and "not carried over" in r.stderr, f"convert says the old stamp is replaced: {r.stderr}")
+if r.returncode == 0:
+    user_files_kept(path("frozen2.pt"), "convert of a stamped archive")
+    stamp = json.loads(extra_files(path("frozen2.pt"))["producer_info.json"])
+    check(stamp.get("conversion", "").find("freeze") >= 0, f"the new stamp names the conversion: {stamp}")
+
+# --- 2. a producer's own producer_info.json ------------------------------------------
+
+torch.jit.save(clf, path("fleet.pt"), _extra_files={"producer_info.json": PRODUCER, "labels.json": LABELS})
+r = tsarchive("verify", path("fleet.pt"))
+check(r.returncode == 0, f"verify of a producer's producer_info.json: exit {r.returncode}\n{r.stdout}{r.stderr}")
+check("not stamped by tsarchive; producer info present" in r.stdout, f"verify says whose file it is:\n{r.stdout}")
+check("UNREADABLE" not in r.stdout, f"verify does not call it an unreadable stamp:\n{r.stdout}")
+r = tsarchive("verify", path("fleet.pt"), "--require-stamp")
+check(r.returncode == 1, f"verify --require-stamp of an unstamped archive: exit {r.returncode}")
+one_error_line(r, "verify --require-stamp")
+r = tsarchive("verify", path("clf_stamped.pt"), "--require-stamp")
+check(r.returncode == 0, f"verify --require-stamp of a stamped archive: exit {r.returncode}\n{r.stderr}")
+j = json.loads(tsarchive("verify", path("fleet.pt"), "--json").stdout)
+check(j["stamp"] is None and j["producer_info"] == "extra/producer_info.json", f"verify --json: {j.get('producer_info')}")
+
+for flags, out in (([], "fleet_stamped.pt"), (["--keep-bytes"], "fleet_kept.pt")):
+    what = "stamp " + " ".join(flags)
+    r = tsarchive("stamp", path("fleet.pt"), *flags, "-o", path(out), "--no-git", "--no-host")
+    check(r.returncode == 0, f"{what}: exit {r.returncode}\n{r.stderr}")
+    if r.returncode != 0:
+        continue
+    files = extra_files(path(out))
+    check(files.get("producer_info.json") == PRODUCER.encode(), f"{what}: the producer's file is kept byte for byte")
+    check(files.get("labels.json") == LABELS.encode(), f"{what}: extra/labels.json kept")
+    ours = json.loads(files.get("tsarchive/producer_info.json", b"{}"))
+    check(ours.get("_type", "").startswith("https://tsarchive.dev/"), f"{what}: the stamp beside it: {sorted(files)}")
+    extra = {"producer_info.json": ""}
+    torch.jit.load(path(out), _extra_files=extra)
+    check(json.loads(extra["producer_info.json"]) == {"user": "trainer", "run": 17},
+          f"{what}: Python reads the producer's file back")
+    v = tsarchive("verify", path(out), "--require-stamp")
+    check(v.returncode == 0 and "matches its stamp" in v.stdout, f"verify after {what}:\n{v.stdout}{v.stderr}")
+    # Stamping again replaces our stamp, not theirs.
+    r = tsarchive("stamp", path(out), *flags, "--no-git", "--no-host")
+    check(r.returncode == 0, f"{what} again: {r.stderr}")
+    files = extra_files(path(out))
+    check(files.get("producer_info.json") == PRODUCER.encode(), f"{what} again: the producer's file is kept")
+    again = json.loads(files.get("tsarchive/producer_info.json", b"{}"))
+    check("previous" in again, f"{what} again: the stamp chains the previous one")
+    # Changing their file is a change the stamp sees.
+    r = tsarchive("extra", "set", path(out), "producer_info.json=" + json.dumps({"user": "mallory"}))
+    v = tsarchive("verify", path(out))
+    check(v.returncode == 1 and "producer_info.json" in v.stdout, f"verify sees the producer's file changed:\n{v.stdout}")
+
+r = tsarchive("convert", path("fleet.pt"), "--input", "2x10", "--freeze", "-o", path("fleet_frozen.pt"))
+check(r.returncode == 0, f"convert of a producer-stamped archive: exit {r.returncode}\n{r.stderr}")
+if r.returncode == 0:
+    files = extra_files(path("fleet_frozen.pt"))
+    check(files.get("producer_info.json") == PRODUCER.encode(), "convert keeps the producer's file")
+    check("tsarchive/producer_info.json" in files, f"convert stamps beside it: {sorted(files)}")
+    v = tsarchive("verify", path("fleet_frozen.pt"), "--require-stamp")
+    check(v.returncode == 0, f"verify after convert of a producer-stamped archive:\n{v.stdout}{v.stderr}")
+
+# --- 3. edits refuse a damaged archive; diff calls damage damage ---------------------
+
+
+def damage(src, dst, record_suffix):
+    """A copy of src with one byte of a stored record flipped (its CRC-32 no longer matches)."""
+    data = bytearray(open(src, "rb").read())
+    with zipfile.ZipFile(src) as z:
+        info = next(i for i in z.infolist() if i.filename.endswith(record_suffix))
+    start = info.header_offset
+    name_len = int.from_bytes(data[start + 26:start + 28], "little")
+    extra_len = int.from_bytes(data[start + 28:start + 30], "little")
+    at = start + 30 + name_len + extra_len + info.file_size // 2
+    data[at] ^= 0xFF
+    open(dst, "wb").write(bytes(data))
+
+
+damage(path("clf.pt"), path("damaged.pt"), "/data/0")
+before = open(path("damaged.pt"), "rb").read()
+for args in (["extra", "set", path("damaged.pt"), "note.txt=hi"], ["extra", "rm", path("damaged.pt"), "labels.json"],
+             ["extra", "set", path("damaged.pt"), "note.txt=hi", "-o", path("damaged_edit.pt")],
+             ["extra", "set", path("damaged.pt"), "note.txt=hi", "--in-place"]):
+    r = tsarchive(*args)
+    check(r.returncode == 3, f"{' '.join(args[:2])} on a damaged archive: exit {r.returncode}, wanted 3\n{r.stdout}{r.stderr}")
+    one_error_line(r, f"{' '.join(args[:2])} on a damaged archive")
+    check("data/0" in r.stderr and "damaged" in r.stderr, f"the error names the damaged record: {r.stderr}")
+check(open(path("damaged.pt"), "rb").read() == before, "a refused edit leaves the damaged archive as it was")
+check(not os.path.exists(path("damaged_edit.pt")), "a refused edit writes no -o file")
+r = tsarchive("extra", "set", path("damaged.pt"), "note.txt=hi", "--allow-damaged", "-o", path("damaged_edit.pt"))
+check(r.returncode == 0 and "data/0" in r.stderr, f"--allow-damaged edits and says what is damaged: {r.stderr}")
+for a, b in ((path("clf.pt"), path("damaged.pt")), (path("damaged.pt"), path("clf.pt"))):
+    r = tsarchive("diff", a, b)
+    check(r.returncode == 3, f"diff with a damaged archive: exit {r.returncode}, wanted 3\n{r.stdout}{r.stderr}")
+    one_error_line(r, "diff with a damaged archive")
+    check("data/0" in r.stderr and "damaged" in r.stderr and path("damaged.pt") in r.stderr,
+          f"diff names the damaged record and file: {r.stderr}")
+
+# --- 4. interrupted writes leave nothing behind ------------------------------------
+
+
+class Slow(torch.nn.Module):
+    """About a second a call: time to interrupt convert while its worker runs."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.randn(384, 384) / 20)
+
+    def forward(self, x):
+        for _ in range(120):
+            x = torch.tanh(x @ self.w)
+        return x
+
+
+torch.jit.save(torch.jit.script(Slow().eval()), path("slow.pt"))
+
+
+def staging_folders():
+    return [n for n in os.listdir(WORK) if ".tsarchive-" in n]
+
+
+import signal
+import time
+
+for sig, want, group in ((signal.SIGTERM, 143, False), (signal.SIGINT, 130, True), (signal.SIGHUP, 129, False)):
+    for n in staging_folders():
+        check(False, f"a staging folder before the interrupt test: {n}")
+    out = path("slow_frozen.pt")
+    p = subprocess.Popen([TSARCHIVE, "convert", path("slow.pt"), "--input", "384x384", "--freeze", "-o", out],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.time() + 60
+    while not staging_folders() and p.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.3)  # the worker is loading or running the model
+    check(p.poll() is None, f"convert of the slow model still runs when {sig.name} is sent")
+    if group:
+        os.killpg(p.pid, sig)  # Ctrl-C: the whole foreground process group
+    else:
+        os.kill(p.pid, sig)
+    _, err = p.communicate(timeout=60)
+    check(p.returncode == want, f"convert interrupted by {sig.name}: exit {p.returncode}, wanted {want}\n{err}")
+    lines = err.strip().splitlines()
+    check(len(lines) == 1 and lines[0].startswith("tsarchive: error: interrupted by " + sig.name),
+          f"one line after {sig.name}: {lines}")
+    check(not staging_folders(), f"no staging folder after {sig.name}: {staging_folders()}")
+    check(not os.path.exists(out), f"nothing written after {sig.name}")
+
+finish("check_workflows: every check passed")
