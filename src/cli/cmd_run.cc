@@ -25,6 +25,7 @@
 #include "tsarchive/file_edit.h"
 #include "tsarchive/host_value.h"
 #include "tsarchive/producer_info.h"
+#include "tsarchive/verify.h"
 #include "tsarchive/profile.h"
 #include "tsarchive/run_check.h"
 #include "tsarchive/torch_backend.h"
@@ -77,11 +78,9 @@ HostValue read_expected(const std::string& text) {
   if (text.empty() || text[0] != '@') {
     throw_usage("--expect '" + text.substr(0, 60) + "' is not a file", "write it as --expect @golden.pt or @golden.npy");
   }
-  HostValue v = parse_input_argument(text);
-  if (v.kind != HostValue::Kind::Tensor && v.kind != HostValue::Kind::List && v.kind != HostValue::Kind::Dict) {
-    throw_usage("--expect " + text.substr(0, 60) + " holds no tensors");
-  }
-  return v;
+  // Any value: tensors, and scalars (torch.save(9.0), a str, a bool, None),
+  // lists, tuples and dicts of them, compared leaf by leaf.
+  return parse_input_argument(text);
 }
 
 // --check: the request comes from the archive's recorded check.
@@ -227,8 +226,16 @@ int run_run(const RunOptions& opts, Context& ctx) {
   if (opts.record) {
     if (verdict.passed(report)) {
       record_check(file, *archive, report, request);
-      report.notes.push_back("recorded this run's inputs and outputs in extra/tsarchive/; replay with: tsarchive run " +
-                             opts.model + " --check");
+      report.notes.push_back("recorded this run's check in " + opts.model + ": extra/" + kRunCheckName + ", extra/" +
+                             kRunCheckInputsName + " (" + human_size(report.saved_inputs.size()) + "), extra/" +
+                             kRunCheckOutputsName + " (" + human_size(report.saved_outputs.size()) +
+                             "); replay with: tsarchive run " + opts.model + " --check");
+      const StampPlace place = locate_stamp(*archive);
+      if (place.stamp != nullptr) {
+        report.notes.push_back("the stamp (" + place.stamp->name + ") no longer covers " + opts.model +
+                               " ('verify' reports the recorded files as added or changed); run 'tsarchive stamp' "
+                               "to stamp it again");
+      }
     } else {
       report.notes.push_back("nothing was recorded: the run failed its checks");
     }

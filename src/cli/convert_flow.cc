@@ -6,6 +6,7 @@
 
 #include "gate.h"
 #include "report_jit.h"
+#include "report_run.h"
 #include "run_options.h"
 #include "staged_stamp.h"
 #include "tsarchive/error.h"
@@ -147,8 +148,12 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
   outcome.file = opts.model;
   outcome.output = opts.output;
   outcome.failure = convert_failure(report, opts.strict);
-  std::string failure_hint = report.checks_passed() ? "leave out --strict to write it with the warning"
-                                                    : "raise --atol/--rtol if the difference is acceptable";
+  std::string failure_hint = "leave out --strict to write it with the warning";
+  for (const OutputCheck& c : report.checks) {
+    if (c.passed) continue;
+    failure_hint = failed_check_hint(c);
+    break;
+  }
   if (outcome.failure.empty() && !report.dropped_methods.empty()) {
     std::string names;
     for (const std::string& m : report.dropped_methods) names += (names.empty() ? "" : ", ") + m;

@@ -21,10 +21,13 @@ The archives are made here, at test time, with Python's torch.jit:
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 import zipfile
+from typing import Dict, List, Optional, Tuple
 
 from harness import check, finish
 
@@ -268,9 +271,6 @@ def staging_folders():
     return [n for n in os.listdir(WORK) if ".tsarchive-" in n]
 
 
-import signal
-import time
-
 for sig, want, group in ((signal.SIGTERM, 143, False), (signal.SIGINT, 130, True), (signal.SIGHUP, 129, False)):
     for n in staging_folders():
         check(False, f"a staging folder before the interrupt test: {n}")
@@ -293,5 +293,151 @@ for sig, want, group in ((signal.SIGTERM, 143, False), (signal.SIGINT, 130, True
           f"one line after {sig.name}: {lines}")
     check(not staging_folders(), f"no staging folder after {sig.name}: {staging_folders()}")
     check(not os.path.exists(out), f"nothing written after {sig.name}")
+
+# --- 5-7. run: every value kind round-trips; scalar goldens; class objects ------------
+
+
+@torch.jit.script
+class Box(object):
+    def __init__(self, score: float, label: str, data: torch.Tensor):
+        self.score = score
+        self.label = label
+        self.data = data
+
+
+class Kinds(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    @torch.jit.export
+    def integer(self, n: int) -> int:
+        return n + 1
+
+    @torch.jit.export
+    def real(self, x: float) -> float:
+        return x * 2.0
+
+    @torch.jit.export
+    def flag(self, b: bool) -> bool:
+        return not b
+
+    @torch.jit.export
+    def text(self, s: str) -> str:
+        return s + "!"
+
+    @torch.jit.export
+    def maybe(self, x: Optional[torch.Tensor]) -> Optional[torch.Tensor]:
+        return x
+
+    @torch.jit.export
+    def floats(self, xs: List[float]) -> List[float]:
+        return [v * 2.0 for v in xs]
+
+    @torch.jit.export
+    def strs(self, s: List[str]) -> List[str]:
+        return s + ["z"]
+
+    @torch.jit.export
+    def tensors(self, t: List[torch.Tensor]) -> List[torch.Tensor]:
+        return [v + 1 for v in t]
+
+    @torch.jit.export
+    def nested(self, x: List[List[int]]) -> List[List[int]]:
+        return x + [[0]]
+
+    @torch.jit.export
+    def pair(self, p: Tuple[torch.Tensor, int]) -> Tuple[torch.Tensor, int]:
+        return p[0] * p[1], p[1]
+
+    @torch.jit.export
+    def table(self, d: Dict[str, torch.Tensor]) -> Dict[str, torch.Tensor]:
+        return {k + "2": v * 2 for k, v in d.items()}
+
+    @torch.jit.export
+    def maybe_list(self, x: Optional[List[int]]) -> int:
+        return -1 if x is None else len(x)
+
+    @torch.jit.export
+    def two(self, x: torch.Tensor, k: int) -> torch.Tensor:
+        return x * k
+
+    @torch.jit.export
+    def box(self, x: torch.Tensor) -> Box:
+        return Box(float(x.sum()), "cat", x + 1)
+
+
+torch.jit.save(torch.jit.script(Kinds()), path("kinds.pt"))
+kinds = torch.jit.load(path("kinds.pt"))
+
+
+def same(a, b):
+    if isinstance(a, torch.Tensor):
+        return isinstance(b, torch.Tensor) and a.shape == b.shape and torch.allclose(a, b)
+    if isinstance(a, (list, tuple)):
+        return isinstance(b, (list, tuple)) and len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return isinstance(b, dict) and list(a) == list(b) and all(same(a[k], b[k]) for k in a)
+    return a == b
+
+
+CASES = [("forward", ["2x3"]), ("integer", ["json:3"]), ("real", ["json:1.5"]), ("flag", ["json:true"]),
+         ("text", ['json:"ab"']), ("maybe", ["json:null"]), ("floats", ["json:[1.5,2.0,3]"]),
+         ("strs", ['json:["a","b"]']), ("tensors", ['json:["2x3","2x3"]']), ("nested", ["json:[[1,2],[3]]"]),
+         ("pair", ['json:["2x2",3]']), ("table", ['json:{"a":"2x2","b":"3"}']), ("maybe_list", ["json:null"]),
+         ("two", ["2x3", "json:2"])]
+for method, inputs in CASES:
+    what = f"run -m {method}"
+    saved_in, saved_out = path(f"{method}_in.pt"), path(f"{method}_out.pt")
+    args = [a for i in inputs for a in ("--input", i)]
+    r = tsarchive("run", path("kinds.pt"), "-m", method, *args, "--save-inputs", saved_in, "--save-outputs", saved_out)
+    check(r.returncode == 0, f"{what} --save-inputs/--save-outputs: exit {r.returncode}\n{r.stderr}")
+    if r.returncode != 0:
+        continue
+    py_args = torch.load(saved_in)
+    py_out = getattr(kinds, method)(*py_args)
+    check(same(py_out, torch.load(saved_out)), f"{what}: Python computes the saved outputs from the saved inputs")
+    r = tsarchive("run", path("kinds.pt"), "-m", method, "--input", "@" + saved_in, "--expect", "@" + saved_out)
+    check(r.returncode == 0, f"{what} --input @saved --expect @saved: exit {r.returncode}\n{r.stderr}")
+    golden = path(f"{method}_golden.pt")
+    torch.save(py_out, golden)  # what Python computes, as Python saves it
+    r = tsarchive("run", path("kinds.pt"), "-m", method, *args, "--expect", "@" + golden)
+    check(r.returncode == 0, f"{what} --expect @(torch.save of Python's result): exit {r.returncode}\n{r.stderr}")
+    recorded = path(f"kinds_{method}.pt")
+    open(recorded, "wb").write(open(path("kinds.pt"), "rb").read())
+    r = tsarchive("run", recorded, "-m", method, *args, "--record")
+    check(r.returncode == 0 and "extra/tsarchive/check.json" in r.stdout, f"{what} --record says what it wrote: {r.stdout[-300:]}{r.stderr}")
+    r = tsarchive("run", recorded, "--check")
+    check(r.returncode == 0, f"{what} --record, then --check: exit {r.returncode}\n{r.stderr}")
+
+# Goldens that are plain values, as torch.save writes them.
+for value, method, arg in ((9.0, "real", "json:4.5"), ("ab!", "text", 'json:"ab"'), (False, "flag", "json:true"),
+                           (4, "integer", "json:3")):
+    torch.save(value, path("plain_golden.pt"))
+    r = tsarchive("run", path("kinds.pt"), "-m", method, "--input", arg, "--expect", "@" + path("plain_golden.pt"))
+    check(r.returncode == 0, f"--expect @torch.save({value!r}): exit {r.returncode}\n{r.stderr}")
+torch.save("other", path("plain_golden.pt"))
+r = tsarchive("run", path("kinds.pt"), "-m", "text", "--input", 'json:"ab"', "--expect", "@" + path("plain_golden.pt"))
+check(r.returncode == 1 and "--atol" not in r.stderr, f"a str that differs fails without a tolerance hint: {r.stderr}")
+torch.save(torch.zeros(3, 2), path("shape_golden.pt"))
+r = tsarchive("run", path("kinds.pt"), "--input", "2x3", "--expect", "@" + path("shape_golden.pt"))
+check(r.returncode == 1 and "--atol" not in r.stderr, f"a shape mismatch gives no tolerance hint: {r.stderr}")
+
+# A method returning a TorchScript class object: compared by its attributes.
+r = tsarchive("run", path("kinds.pt"), "-m", "box", "--input", "2x2", "--save-outputs", path("box_out.pt"))
+check(r.returncode == 0, f"run -m box --save-outputs: {r.stderr}")
+r = tsarchive("run", path("kinds.pt"), "-m", "box", "--input", "2x2", "--expect", "@" + path("box_out.pt"))
+check(r.returncode == 0 and r.stdout.count(" ok ") >= 3, f"run -m box --expect its own outputs: exit {r.returncode}\n{r.stdout[-400:]}{r.stderr}")
+open(path("kinds_box.pt"), "wb").write(open(path("kinds.pt"), "rb").read())
+r = tsarchive("run", path("kinds_box.pt"), "-m", "box", "--input", "2x2", "--record")
+check(r.returncode == 0, f"run -m box --record: {r.stderr}")
+r = tsarchive("run", path("kinds_box.pt"), "--check")
+check(r.returncode == 0, f"run -m box --record, then --check: exit {r.returncode}\n{r.stderr}")
+
+# run --record on a stamped archive says the stamp no longer covers it.
+r = tsarchive("stamp", path("kinds_box.pt"), "--no-git", "--no-host")
+r = tsarchive("run", path("kinds_box.pt"), "-m", "box", "--input", "2x2", "--record")
+check(r.returncode == 0 and "no longer covers" in r.stdout + r.stderr, f"--record on a stamped archive says so: {r.stdout[-300:]}")
+r = tsarchive("extra", "set", path("kinds_box.pt"), "owner=me")
+check(r.returncode == 0 and "no longer covers" in r.stderr, f"extra set on a stamped archive says so: {r.stderr}")
 
 finish("check_workflows: every check passed")
