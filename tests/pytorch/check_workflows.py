@@ -440,4 +440,42 @@ check(r.returncode == 0 and "no longer covers" in r.stdout + r.stderr, f"--recor
 r = tsarchive("extra", "set", path("kinds_box.pt"), "owner=me")
 check(r.returncode == 0 and "no longer covers" in r.stderr, f"extra set on a stamped archive says so: {r.stderr}")
 
+# --- 8. per-channel quantized tensors: every storage record accounted for ------------
+
+QPC = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "testdata",
+                   "quant_per_channel.pt")
+r = tsarchive("inspect", QPC, "--json")
+check(r.returncode == 0, f"inspect quant_per_channel.pt: {r.stderr}")
+doc = json.loads(r.stdout)
+with zipfile.ZipFile(QPC) as z:
+    data_records = sorted(n.split("/", 1)[1] for n in z.namelist() if n.split("/")[1:2] == ["data"])
+check(sorted(st["record"] for st in doc["storages"]) == data_records,
+      f"inspect reaches every storage record: {len(doc['storages'])} of {len(data_records)}")
+paths = {t["path"]: t for t in doc["tensors"]}
+torch.backends.quantized.engine = "qnnpack"
+qmodel = torch.jit.load(QPC)
+weights = {"conv.10": torch.ops.quantized.conv2d_unpack(qmodel.conv._packed_params)[0],
+           "fc._packed_params._packed_params.0":
+               torch.ops.quantized.linear_unpack(qmodel.fc._packed_params._packed_params)[0]}
+with zipfile.ZipFile(QPC) as z:
+    for name, w in weights.items():
+        for what, want in (("q_per_channel_scales", w.q_per_channel_scales()),
+                           ("q_per_channel_zero_points", w.q_per_channel_zero_points())):
+            t = paths.get(name + "." + what)
+            check(t is not None, f"inspect lists {name}.{what}: {sorted(paths)}")
+            if t is None:
+                continue
+            raw = bytearray(z.read("quant_per_channel/" + t["storage"]))
+            got = torch.frombuffer(raw, dtype=want.dtype)[:t["numel"]]
+            check(list(t["shape"]) == list(want.shape) and torch.equal(got, want),
+                  f"{name}.{what}: the storage inspect names holds PyTorch's values")
+# A storage record no tensor reaches is a note.
+stray = path("stray.pt")
+open(stray, "wb").write(open(QPC, "rb").read())
+with zipfile.ZipFile(stray, "a") as z:
+    z.writestr("quant_per_channel/data/99", b"\0" * 16)
+r = tsarchive("inspect", stray)
+check(r.returncode == 0 and "data/99" in r.stdout and "no tensor of the pickles reaches" in r.stdout,
+      f"inspect notes a storage record no tensor reaches:\n{r.stdout[:1500]}")
+
 finish("check_workflows: every check passed")
