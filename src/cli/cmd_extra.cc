@@ -130,6 +130,15 @@ ExtraEdit parse_assignment(const std::string& text, bool force, bool& stdin_used
   return edit;
 }
 
+// Names are relative to extra/: "extra/labels.json" would name
+// extra/extra/labels.json. Taken as "labels.json", with a note.
+std::string without_extra_prefix(const std::string& name, Context& ctx) {
+  if (name.rfind("extra/", 0) != 0 || name.size() == 6) return name;
+  ctx.err << "tsarchive: note: '" << name << "' is taken as '" << name.substr(6)
+          << "' (extra file names are relative to extra/)\n";
+  return name.substr(6);
+}
+
 void print_notes(const ArchiveFile& file, Context& ctx) {
   for (const std::string& note : file.notes()) ctx.err << "tsarchive: note: " << note << '\n';
 }
@@ -244,13 +253,16 @@ int run_get(const GetOptions& opts, Context& ctx) {
 int run_set(const SetOptions& opts, Context& ctx) {
   std::vector<ExtraEdit> edits;
   bool stdin_used = false;
-  for (const std::string& a : opts.assignments) edits.push_back(parse_assignment(a, opts.flags.force, stdin_used));
+  for (const std::string& a : opts.assignments) {
+    edits.push_back(parse_assignment(a, opts.flags.force, stdin_used));
+    edits.back().name = without_extra_prefix(edits.back().name, ctx);
+  }
   return edit_archive(opts.model, std::move(edits), opts.flags, false, false, ctx);
 }
 
 int run_remove(const RemoveOptions& opts, Context& ctx) {
   std::vector<ExtraEdit> edits;
-  for (const std::string& name : opts.names) edits.push_back(ExtraEdit{name, std::nullopt});
+  for (const std::string& name : opts.names) edits.push_back(ExtraEdit{without_extra_prefix(name, ctx), std::nullopt});
   return edit_archive(opts.model, std::move(edits), opts.flags, opts.missing_ok, false, ctx);
 }
 

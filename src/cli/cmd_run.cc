@@ -42,7 +42,6 @@ struct RunOptions {
   std::string device = "cpu";
   uint64_t seed = 0;
   int threads = 0;
-  std::vector<std::string> libraries;
   std::string expect;
   std::vector<std::string> atol, rtol;
   bool allow_nonfinite = false;
@@ -153,7 +152,7 @@ int run_run(const RunOptions& opts, Context& ctx) {
   request.device = opts.device;
   request.seed = opts.seed;
   request.threads = opts.threads;
-  request.libraries = opts.libraries;
+  request.libraries = opts.worker.libraries;  // also loaded by the worker (load_job_libraries): a second dlopen is a no-op
   request.iterations = opts.iterations;
   request.duration_s = opts.duration;
   request.batch_sizes = opts.batch_sizes;
@@ -273,7 +272,6 @@ Runner setup_run(CLI::App& app, Context& ctx) {
   app.add_option("--device", opts->device, "cpu, cuda or cuda:N (default: cpu)");
   app.add_option("--seed", opts->seed, "Seed of generated inputs (default: 0; same values as Python's torch.manual_seed)");
   app.add_option("--threads", opts->threads, "Intra-op threads (default: libtorch's choice)")->check(CLI::Range(1, 1024));
-  app.add_option("--load-library", opts->libraries, "Shared library of custom operators to load first (repeatable)");
   app.add_option("--expect", opts->expect, "Compare the outputs with @golden.pt or @golden.npy");
   app.add_option("--atol", opts->atol, "Absolute tolerance (default 1e-5); PATH=A for one output, e.g. out[1]=1e-3");
   app.add_option("--rtol", opts->rtol, "Relative tolerance (default 1e-3); PATH=R for one output");

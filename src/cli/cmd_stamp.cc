@@ -90,6 +90,7 @@ Written stamp_by_resave(ArchiveFile& file, const TorchArchive& archive, const St
   const StagingFolder stage(opts.output.empty() ? opts.model : opts.output, archive.zip().source().size());
   ResaveRequest request;
   request.input = file.descriptor_path();
+  request.display_name = opts.model;
   request.output = stage.path() + "/" + top + ".pt";  // torch::jit::save names the top folder after the stem
   // Every extra file but our stamp goes through the save; a producer's own
   // producer_info.json among them, so the hook (which would write that name)

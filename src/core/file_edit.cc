@@ -260,15 +260,18 @@ extern "C" void remove_temp_and_reraise(int sig) {
 // SIGTERM and SIGHUP.
 class TempFile {
  public:
-  TempFile(const std::string& dir, const std::string& base, const std::string& shown_name) : shown_(shown_name) {
+  // `elsewhere`: how to write elsewhere instead, for the hint when the folder is not writable.
+  TempFile(const std::string& dir, const std::string& base, const std::string& shown_name,
+           const char* elsewhere = "or write elsewhere with -o")
+      : shown_(shown_name) {
     path_ = leftover_template(dir, base);
     if (path_.size() >= sizeof g_temp_path) throw_io("the path is too long", shown_name);
     fd_ = ::mkostemp(path_.data(), O_CLOEXEC);
     if (fd_ < 0) {
       const int err = errno;
       throw_io("cannot create a temp file next to it: " + std::string(std::strerror(err)), shown_name,
-               err == EACCES || err == EROFS ? "the folder must be writable; or write elsewhere with -o"
-                                             : "check the folder and the disk");
+               err == EACCES || err == EROFS ? std::string("the folder must be writable; ") + elsewhere
+                                             : std::string("check the folder and the disk"));
     }
     ::flock(fd_, LOCK_EX);  // tells the next editor this temp file is in use (see remove_leftovers)
     std::memcpy(g_temp_path, path_.c_str(), path_.size() + 1);
@@ -702,7 +705,7 @@ void write_file_atomically(const std::string& path, std::string_view bytes) {
   if (exists && !S_ISREG(existing.st_mode)) throw_io("not a regular file; refusing to replace it", path);
   const auto [dir, base] = split_path(path);
   remove_leftovers(dir, base);
-  TempFile temp(dir, base, path);
+  TempFile temp(dir, base, path, "or give a path in a folder you can write to");
   temp.set_mode(exists ? existing.st_mode : 0666 & ~current_umask(), exists ? &existing : nullptr);
   pwrite_all(temp.fd(), bytes, 0, path);
   temp.commit(path, dir);

@@ -478,4 +478,17 @@ r = tsarchive("inspect", stray)
 check(r.returncode == 0 and "data/99" in r.stdout and "no tensor of the pickles reaches" in r.stdout,
       f"inspect notes a storage record no tensor reaches:\n{r.stdout[:1500]}")
 
+# --- 9. hints that point the right way -------------------------------------------------
+
+r = tsarchive("run", path("clf.pt"), "--input", "2x10:float64")
+check(r.returncode == 5 and "input 'x' is float64" in r.stderr and "parameters are float32" in r.stderr,
+      f"a dtype mismatch inside the model names the input and the parameters' dtype: {r.stderr}")
+r = tsarchive("extra", "set", path("clf.pt"), "extra/owner.txt=me", "-o", path("prefixed.pt"))
+check(r.returncode == 0 and "taken as 'owner.txt'" in r.stderr, f"extra set extra/NAME strips the prefix with a note: {r.stderr}")
+files = extra_files(path("prefixed.pt")) if r.returncode == 0 else {}
+check("owner.txt" in files and "extra/owner.txt" not in files, f"no extra/extra/ record: {sorted(files)}")
+r = tsarchive("extra", "export", path("clf.pt"), path("meta") + "/")
+check(r.returncode == 0 and "//" not in r.stdout and os.path.join(path("meta"), "config/train.yaml") in r.stdout,
+      f"extra export DIR/ prints single slashes: {r.stdout}")
+
 finish("check_workflows: every check passed")
