@@ -8,7 +8,7 @@ Run by CTest with Debian's python3 (exit 77, skipped, when torch is missing):
     /usr/bin/python3 tests/pytorch/check_workflows.py TSARCHIVE
 
 The archives are made here, at test time, with Python's torch.jit:
-- convert (--freeze, --mobile, --lite) and trace carry every extra file over
+- convert (--freeze, --optimize-for-inference, --mobile, --lite) and trace carry every extra file over
   and keep the exported methods (Python loads them back and calls them); a
   trace, which records one method, refuses to drop the others (exit 1,
   nothing written) unless --allow-drop; the original's stamp is replaced with
@@ -19,8 +19,10 @@ The archives are made here, at test time, with Python's torch.jit:
   stamp in extra/tsarchive/producer_info.json beside it.
 """
 
+import atexit
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -40,6 +42,7 @@ except ImportError:
 
 TSARCHIVE = sys.argv[1]
 WORK = tempfile.mkdtemp(prefix="tsarchive-workflows-")
+atexit.register(shutil.rmtree, WORK, True)
 
 LABELS = '["cat", "dog", "bird"]'
 TRAIN = "lr: 0.1\nepochs: 3\n"
@@ -122,7 +125,7 @@ def methods_kept(p, what, lite=False):
 
 for flags, out, lite in ((["--freeze"], "frozen.pt", False), (["--mobile"], "mobile.pt", False),
                          (["--lite"], "lite.ptl", True), (["--mobile", "--lite"], "mobile.ptl", True),
-                         ([], "plain.pt", False)):
+                         ([], "plain.pt", False), (["--optimize-for-inference"], "inference.pt", False)):
     what = "convert " + " ".join(flags)
     r = tsarchive("convert", path("clf.pt"), "--input", "2x10", *flags, "-o", path(out))
     check(r.returncode == 0, f"{what}: exit {r.returncode}\n{r.stderr}")
