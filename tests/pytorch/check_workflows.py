@@ -274,28 +274,43 @@ def staging_folders():
     return [n for n in os.listdir(WORK) if ".tsarchive-" in n]
 
 
-for sig, want, group in ((signal.SIGTERM, 143, False), (signal.SIGINT, 130, True), (signal.SIGHUP, 129, False)):
+open(path("slow_stamp.pt"), "wb").write(open(path("slow.pt"), "rb").read())
+slow_before = open(path("slow_stamp.pt"), "rb").read()
+INTERRUPTED = [
+    # (command, output it must not leave, signal, exit, to the process group as Ctrl-C does, delay)
+    (["convert", path("slow.pt"), "--input", "384x384", "--freeze", "-o", path("slow_frozen.pt")],
+     path("slow_frozen.pt"), signal.SIGTERM, 143, False, 0.3),
+    (["convert", path("slow.pt"), "--input", "384x384", "--freeze", "-o", path("slow_frozen.pt")],
+     path("slow_frozen.pt"), signal.SIGINT, 130, True, 0.3),
+    (["trace", path("slow.pt"), "--input", "384x384", "-o", path("slow_traced.pt")],
+     path("slow_traced.pt"), signal.SIGHUP, 129, False, 0.3),
+    # The worker forks and loads libtorch (over half a second) before it re-saves.
+    (["stamp", path("slow_stamp.pt"), "--no-git", "--no-host"], None, signal.SIGTERM, 143, False, 0.1),
+]
+for command, out, sig, want, group, delay in INTERRUPTED:
     for n in staging_folders():
         check(False, f"a staging folder before the interrupt test: {n}")
-    out = path("slow_frozen.pt")
-    p = subprocess.Popen([TSARCHIVE, "convert", path("slow.pt"), "--input", "384x384", "--freeze", "-o", out],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    p = subprocess.Popen([TSARCHIVE, *command], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
     deadline = time.time() + 60
     while not staging_folders() and p.poll() is None and time.time() < deadline:
-        time.sleep(0.02)
-    time.sleep(0.3)  # the worker is loading or running the model
-    check(p.poll() is None, f"convert of the slow model still runs when {sig.name} is sent")
+        time.sleep(0.01)
+    time.sleep(delay)  # the worker is loading libtorch, or running the model
+    check(p.poll() is None, f"{command[0]} of the slow model still runs when {sig.name} is sent")
     if group:
         os.killpg(p.pid, sig)  # Ctrl-C: the whole foreground process group
     else:
         os.kill(p.pid, sig)
     _, err = p.communicate(timeout=60)
-    check(p.returncode == want, f"convert interrupted by {sig.name}: exit {p.returncode}, wanted {want}\n{err}")
+    what = f"{command[0]} interrupted by {sig.name}"
+    check(p.returncode == want, f"{what}: exit {p.returncode}, wanted {want}\n{err}")
     lines = err.strip().splitlines()
     check(len(lines) == 1 and lines[0].startswith("tsarchive: error: interrupted by " + sig.name),
-          f"one line after {sig.name}: {lines}")
-    check(not staging_folders(), f"no staging folder after {sig.name}: {staging_folders()}")
-    check(not os.path.exists(out), f"nothing written after {sig.name}")
+          f"{what}: one line: {lines}")
+    check(not staging_folders(), f"{what}: no staging folder: {staging_folders()}")
+    if out is not None:
+        check(not os.path.exists(out), f"{what}: nothing written")
+check(open(path("slow_stamp.pt"), "rb").read() == slow_before, "an interrupted stamp leaves the archive as it was")
 
 # --- 5-7. run: every value kind round-trips; scalar goldens; class objects ------------
 
