@@ -509,4 +509,13 @@ r = tsarchive("extra", "export", path("clf.pt"), path("meta") + "/")
 check(r.returncode == 0 and "//" not in r.stdout and os.path.join(path("meta"), "config/train.yaml") in r.stdout,
       f"extra export DIR/ prints single slashes: {r.stdout}")
 
+# A binary copied without its torch layer says where it looked.
+os.makedirs(path("bin"), exist_ok=True)
+shutil.copy(TSARCHIVE, path("bin"))
+r = subprocess.run([os.path.join(path("bin"), os.path.basename(TSARCHIVE)), "verify", "--load", path("clf.pt")],
+                   capture_output=True, text=True,
+                   env={k: v for k, v in os.environ.items() if k != "TSARCHIVE_TORCH_LIBRARY"})
+check(r.returncode == 5 and "looked for " + os.path.join(path("bin"), "libtsarchive_torch.so") in r.stderr,
+      f"a copied binary without its torch layer says where it looked: {r.stderr}")
+
 finish("check_workflows: every check passed")
