@@ -12,13 +12,15 @@ cd "$(dirname "$0")/.."
 
 JOBS=${JOBS:-$(nproc)}
 
-# Debian packages only. python3-torch makes test data and checks our answers
-# against PyTorch; graphviz lets the tests check `inspect --graph --format dot`
-# with dot; the suite does not need either to pass. python3 runs the test
-# drivers; time (/usr/bin/time) measures the memory of commands in
-# cli.hostile_all. g++ brings GCC's ASan and UBSan runtimes.
+# Debian packages only. python3-torch (with python3-numpy) makes test data and
+# checks our answers against PyTorch: without it the pytorch.* tests would skip,
+# so a fresh machine installs it. graphviz lets the tests check
+# `inspect --graph --format dot` with dot. python3 runs the test drivers; time
+# (/usr/bin/time) measures the memory of commands in cli.hostile_all. g++
+# brings GCC's ASan and UBSan runtimes. ccache, when there, caches compiles
+# across the build folders (build/, build-asan/, ...).
 PACKAGES=(cmake ninja-build g++ pkg-config libtorch-dev libzip-dev zlib1g-dev libcli11-dev nlohmann-json3-dev catch2
-          libssl-dev graphviz python3 time)
+          libssl-dev graphviz python3 python3-torch python3-numpy time ccache)
 . scripts/debian.sh
 
 # build BUILD_TYPE [CMAKE_ARGS...]
@@ -26,7 +28,11 @@ build() {
   install_packages "${PACKAGES[@]}"
   local type=$1
   shift
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$type" "$@"
+  local launcher=()
+  if [ -z "${CMAKE_CXX_COMPILER_LAUNCHER:-}" ] && command -v ccache >/dev/null; then
+    launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+  fi
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$type" "${launcher[@]}" "$@"
   cmake --build "$BUILD_DIR" -j "$JOBS"
 }
 

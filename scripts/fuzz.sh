@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz) with clang in build-fuzz/ and runs
 # each for SECONDS (default 60), one after another, from a seed corpus made of
-# testdata/ (archives for zip_layer and inspect_path; the pickles inside them
-# for pickle_reader). Prints executions and crashes per target; copies every
+# testdata/ (archives for zip_layer, inspect_path and zip_structure, which also
+# reads its input as mutations of a built-in archive; the pickles inside them
+# for pickle_reader; the extra/ files inside them and testdata's JSON files
+# for json_text). Prints executions and crashes per target; copies every
 # crash, timeout, leak or OOM input to testdata/fuzz-crashes/<target>-<name>,
 # where CTest's fuzz.replay replays it in the normal build. Exit 1 if any.
 #
@@ -16,7 +18,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 install_packages cmake ninja-build clang libclang-rt-14-dev g++ pkg-config libzip-dev zlib1g-dev libssl-dev \
   nlohmann-json3-dev libcli11-dev python3
 build=${TSARCHIVE_FUZZ_BUILD:-$root/build-fuzz}
-targets=(zip_layer pickle_reader inspect_path)
+targets=(zip_layer pickle_reader inspect_path zip_structure json_text)
 
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=${CXX_FUZZ:-clang++} -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTSARCHIVE_FUZZ=ON >/dev/null
@@ -25,13 +27,12 @@ ninja -C "$build" -j"${JOBS:-2}" "${targets[@]/#/fuzz_}" >/dev/null
 # Seeds: copied into the working corpus, which libFuzzer grows in place.
 seeds=$build/seeds
 rm -rf "$seeds"
-mkdir -p "$seeds/archives" "$seeds/pickles"
+mkdir -p "$seeds/archives" "$seeds/pickles" "$seeds/json"
 find "$root/testdata" -maxdepth 2 -type f \( -name '*.pt' -o -name '*.ptl' -o -name '*.pth' -o -name '*.bin' \
   -o -name '*.zip' -o -name '*.onnx' \) -exec cp {} "$seeds/archives/" \;
-python3 - "$root/testdata" "$seeds/pickles" <<'PY'
+python3 - "$root/testdata" "$seeds/pickles" "$seeds/json" <<'PY'
 import os, sys, zipfile
-src, out = sys.argv[1:]
-n = 0
+src, out, json_out = sys.argv[1:]
 for name in sorted(os.listdir(src)):
     path = os.path.join(src, name)
     if not zipfile.is_zipfile(path):
@@ -39,13 +40,18 @@ for name in sorted(os.listdir(src)):
     try:
         with zipfile.ZipFile(path) as z:
             for info in z.infolist():
+                to = None
                 if info.filename.endswith(".pkl"):
-                    n += 1
-                    with open(os.path.join(out, "%s-%s" % (name, info.filename.replace("/", "_"))), "wb") as f:
+                    to = out
+                elif "/extra/" in info.filename and info.file_size <= 65536:
+                    to = json_out
+                if to:
+                    with open(os.path.join(to, "%s-%s" % (name, info.filename.replace("/", "_"))), "wb") as f:
                         f.write(z.read(info))
     except Exception:
         pass
 PY
+find "$root/testdata" -maxdepth 2 -type f -name '*.json' -size -64k -exec cp {} "$seeds/json/" \;
 cp "$root/testdata/legacy_state_dict.pth" "$seeds/pickles/"
 
 status=0
@@ -56,6 +62,7 @@ for t in "${targets[@]}"; do
   rm -f "$artifacts"*
   seed_dir=$seeds/archives
   [ "$t" = pickle_reader ] && seed_dir=$seeds/pickles
+  [ "$t" = json_text ] && seed_dir=$seeds/json
   cp "$seed_dir/"* "$corpus/"
   log=$build/$t.log
   # -fork keeps going after a crash; each crash leaves a file in $artifacts.

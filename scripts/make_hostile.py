@@ -20,6 +20,7 @@ Run from the repository root (needs no torch; Debian's python3 is enough):
     /usr/bin/python3 scripts/make_hostile.py [TESTDATA_DIR]
 """
 
+import copy
 import os
 import random
 import struct
@@ -50,6 +51,15 @@ class Rec:
         self.zip64_extra = lie.pop("zip64_extra", None)  # (usize, csize, offset) or None
         self.offset = lie.pop("offset", None)      # central local-header offset
         self.central_only = lie.pop("central_only", False)
+        # The local header's own fields (None: what the central header says).
+        self.local_method = lie.pop("local_method", None)
+        self.local_flags = lie.pop("local_flags", None)
+        self.local_crc = lie.pop("local_crc", None)
+        self.local_csize = lie.pop("local_csize", None)
+        self.local_usize = lie.pop("local_usize", None)
+        # PyTorch 1.13's shape: flag bit 3, zero CRC and sizes locally, a data
+        # descriptor with the real ones after the data.
+        self.descriptor = lie.pop("descriptor", False)
         assert not lie, lie
 
     def compressed(self):
@@ -59,6 +69,12 @@ class Rec:
             c = zlib.compressobj(9, zlib.DEFLATED, -15)
             return c.compress(self.data) + c.flush()
         return self.data
+
+
+def name_bytes(name):
+    """UTF-8; a lone surrogate U+DCXX stands for the byte XX (Python's
+    surrogateescape), for names that are not UTF-8."""
+    return name.encode("utf-8", "surrogateescape")
 
 
 def local_header(name, method, crc, csize, usize, flags, header_at):
@@ -83,9 +99,19 @@ def build(recs, prefix=b"", comment=b"", entry_count=None, cd_offset=None, cd_si
         body = r.compressed()
         crc = zlib.crc32(r.data) & 0xFFFFFFFF
         offsets.append(len(out))
-        out += local_header((r.local_name or r.name).encode(), r.method, crc, len(body),
-                            len(r.data), r.flags, len(out))
+        fields = (crc, len(body), len(r.data))
+        if r.descriptor:
+            fields = (0, 0, 0)
+        out += local_header(name_bytes(r.local_name or r.name),
+                            r.method if r.local_method is None else r.local_method,
+                            fields[0] if r.local_crc is None else r.local_crc,
+                            fields[1] if r.local_csize is None else r.local_csize,
+                            fields[2] if r.local_usize is None else r.local_usize,
+                            (r.flags | (8 if r.descriptor else 0)) if r.local_flags is None else r.local_flags,
+                            len(out))
         out += body
+        if r.descriptor:
+            out += struct.pack("<IIII", 0x08074B50, crc, len(body), len(r.data))
     cd_start = len(out)
     for r, off in zip(recs, offsets):
         body = r.compressed()
@@ -97,8 +123,9 @@ def build(recs, prefix=b"", comment=b"", entry_count=None, cd_offset=None, cd_si
         if r.zip64_extra is not None:
             extra = struct.pack("<HH", 1, 8 * len(r.zip64_extra)) + b"".join(
                 struct.pack("<Q", v) for v in r.zip64_extra)
-        name = r.name.encode()
-        out += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 0x031E, 20, r.flags, r.method, 0, 0x21,
+        name = name_bytes(r.name)
+        flags = r.flags | (8 if r.descriptor else 0)
+        out += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 0x031E, 20, flags, r.method, 0, 0x21,
                            crc, csize & 0xFFFFFFFF, usize & 0xFFFFFFFF, len(name), len(extra), 0, 0, 0,
                            0, lho & 0xFFFFFFFF) + name + extra
     cd_len = len(out) - cd_start
@@ -167,6 +194,16 @@ def replace_rec(recs, suffix, **changes):
 def drop_rec(recs, suffix):
     out = [r for r in recs if not r.name.endswith(suffix)]
     assert len(out) == len(recs) - 1, suffix
+    return out
+
+
+def with_descriptors(recs):
+    """The same records (lies included) with PyTorch 1.13's local headers."""
+    out = []
+    for r in recs:
+        r = copy.copy(r)
+        r.descriptor = True
+        out.append(r)
     return out
 
 
@@ -347,6 +384,66 @@ def make_cases(testdata):
          "that points at a one-entry central directory at offset 0.",
          build(base, comment=b"z" * 10 + fake))
 
+    # Files that ZIP readers read differently (issue 24): what tsarchive checks
+    # must be what PyTorch loads, so each is refused (exit 3 everywhere).
+    # Archive B (the same record names; data/1 zeroed, other labels) laid out
+    # with offsets as if it started right after ok_rebuilt.pt's end record,
+    # where it goes as the comment.
+    hidden = build(replace_rec(replace_rec(base, "/data/1", data=b"\x00" * 512), "/extra/labels.json",
+                               data=b'{"classes": ["not", "what", "was", "verified"]}'), shift=len(ok))
+    case("comment_hides_archive.pt", "ok_rebuilt.pt whose archive comment is a whole archive B (same names, "
+         "data/1 zeroed, other labels.json) "
+         "plus 2 bytes: miniz takes B's end record (the last signature with 22 bytes after it), a reader "
+         "that trusts comment lengths takes ok_rebuilt.pt's.", build(base, comment=hidden + b"\0\0"))
+    case("comment_is_archive.pt", "ok_rebuilt.pt whose archive comment is exactly archive B: two end records "
+         "reach the end of the file.", build(base, comment=hidden))
+    case("comment_end_signature.pt", "The archive comment ends with `PK\\5\\6` and 10 bytes (Python's zipfile "
+         "takes that signature and fails; miniz skips it).", build(base, comment=b"x" * 8 + b"PK\x05\x06" + b"\0" * 10))
+    case("case_twin_data_pkl.pt", "A second module pickle `DATA.pkl` beside data.pkl (miniz finds names "
+         "case-insensitively).", build(base + [Rec(top + "/DATA.pkl", pkl(b"N"))]))
+    case("case_twin_code.pt", "`CODE/__torch__/models.py` (forward returns its input) beside "
+         "code/__torch__/models.py.", build(base + [Rec(top + "/CODE/__torch__/models.py", models_py.replace(
+             b"return torch.add(_0, offset)", b"return x"), 8)]))
+    case("case_twin_extra.pt", "`extra/LABELS.json` beside extra/labels.json, other content.",
+         build(base + [Rec(top + "/extra/LABELS.json", b'{"classes": ["evil"]}')]))
+    case("local_method_differs.pt", "data.pkl is stored; its local header says deflated.",
+         build(replace_rec(base, "/data.pkl", local_method=8)))
+    case("local_encrypted_flag.pt", "data.pkl's local header has the encryption flag, the central one not.",
+         build(replace_rec(base, "/data.pkl", local_flags=0x0801)))
+    case("local_crc_differs.pt", "data/1's local CRC-32 off by one (flag bit 3 clear).",
+         build(replace_rec(base, "/data/1", local_crc=(zlib.crc32(d1.data) + 1) & 0xFFFFFFFF)))
+    case("local_sizes_differ.pt", "data/1's local header (flag bit 3 set) says 100 bytes, not zero or 512.",
+         build(replace_rec(base, "/data/1", descriptor=True, local_csize=100, local_usize=100)))
+    z64 = bytearray(build(base))
+    z64_at = len(z64) - 22 - 20 - 56
+    assert z64[z64_at:z64_at + 4] == b"PK\x06\x06"
+    z64[z64_at:z64_at] = z64[z64_at:z64_at + 56]  # the locator still points at the first copy
+    case("zip64_locator_elsewhere.pt", "Two copies of the ZIP64 end record; the locator points at the first, "
+         "56 bytes before the one that ends at the locator (miniz reads the first, Python's zipfile the second).",
+         bytes(z64))
+    gap = bytearray(build(base))
+    gap[z64_at:z64_at] = b"g" * 100
+    struct.pack_into("<Q", gap, len(gap) - 22 - 20 + 8, z64_at + 100)
+    case("gap_before_end_records.pt", "100 bytes between the central directory and the ZIP64 end record (Python's "
+         "zipfile takes them for a prefix and shifts every offset; miniz does not).", bytes(gap))
+    case("cd_count_short.pt", "Both end records count one entry less than the central directory holds (miniz "
+         "reads the count, Python's zipfile the directory's size).", build(base, entry_count=len(base) - 1))
+    classic = bytearray(build(base))
+    struct.pack_into("<HH", classic, len(classic) - 22 + 8, len(base) - 1, len(base) - 1)
+    case("zip64_classic_disagrees.pt", "The classic end record counts one entry less than the ZIP64 end record "
+         "(readers without ZIP64 see another directory).", bytes(classic))
+    # The same lies as bad_crc_data_pkl.pt, usize_too_small.pt and
+    # bomb_code_lying.pt, made in the central directory only, with PyTorch
+    # 1.13's local headers (bit 3, zeros): the content reader must refuse them.
+    case("bad_crc_data_pkl_descriptor.pt", "bad_crc_data_pkl.pt with PyTorch's local headers (flag bit 3, "
+         "zero CRC and sizes, data descriptors).",
+         build(with_descriptors(replace_rec(base, "/data.pkl", data=bytes(flipped),
+                                            crc=zlib.crc32(data_pkl) & 0xFFFFFFFF))))
+    case("usize_too_small_descriptor.pt", "usize_too_small.pt with PyTorch's local headers.",
+         build(with_descriptors(replace_rec(base, "/data/1", usize=100))))
+    case("bomb_code_lying_descriptor.pt", "bomb_code_lying.pt with PyTorch's local headers.",
+         build(with_descriptors(base + [Rec(top + "/code/__torch__/bomb.py", bomb, 8, usize=900)])))
+
     # Version records.
     case("version_missing.pt", "No `version` record.", build(drop_rec(base, "/version")))
     case("version_not_a_number.pt", "`version` holds `three`.",
@@ -420,6 +517,27 @@ def make_cases(testdata):
                            data=b"\x80\x02\x8a\x06" + struct.pack("<q", 1 << 40)[:6] + bytecode[4:])))
     assert bytecode.startswith(b"\x80\x02K\x08")
     case("ptl_truncated.ptl", "mlp.ptl cut in half.", build(lite)[: len(build(lite)) // 2])
+
+    # JSON and text from archives that reach parsers and terminals (issue 24, findings 4 and 5).
+    deep = b"[" * 100000 + b"]" * 100000
+    case("extra_json_deep.pt", "ok_rebuilt.pt plus an extra file `deep.json`: 100000 nested empty JSON arrays (nlohmann's "
+         "serializer recursed once per level and crashed `extra list`, `inspect`, `verify`, `stamp`, `run`).",
+         build(base + [Rec(top + "/extra/deep.json", deep)]))
+    case("stamp_json_deep.pt", "ok_rebuilt.pt plus an `extra/producer_info.json` (the stamp) of 100000 nested empty JSON arrays.",
+         build(base + [Rec(top + "/extra/producer_info.json", deep)]))
+    case("name_control_chars.pt", "ok_rebuilt.pt plus extra files named `red\\x1b[31mtext`, `fake\\rrow` and "
+         "`two\\nlines` (ESC, CR, LF; UTF-8 flag clear): raw on a terminal they recolour it and fake rows.",
+         build(base + [Rec(top + "/extra/red\x1b[31mtext", b"x\n", flags=0),
+                       Rec(top + "/extra/fake\rrow", b"y\n", flags=0),
+                       Rec(top + "/extra/two\nlines", b"z\n", flags=0)]))
+    case("extra_terminal_controls.pt", "ok_rebuilt.pt plus an extra file `notes.txt` whose text has a CR, "
+         "U+009B (the C1 form of ESC [) and U+202E (right-to-left override).",
+         build(base + [Rec(top + "/extra/notes.txt",
+                           "cat\rdog \u009b2J fake \u202eevil.txt\n".encode("utf-8"))]))
+
+    case("name_not_utf8.pt", "ok_rebuilt.pt plus an extra file named `bad\\xffname` (byte 0xff: not UTF-8, "
+         "UTF-8 flag clear): ZIP readers decode it differently (Python's zipfile as CP437), so it is refused.",
+         build(base + [Rec(top + "/extra/bad\udcffname", b"x\n", flags=0)]))
 
     # The plain ZIP, last as before.
     return cases

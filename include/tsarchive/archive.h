@@ -86,6 +86,8 @@ class TorchArchive {
 
   const Record* find(std::string_view relative_name) const;
   std::string read(const Record& record, uint64_t max_size) const;
+  // The same, in chunks (see ZipArchive::read_to).
+  void read_to(const Record& record, uint64_t max_size, const ZipEntryReader::Sink& sink) const;
   // Reads a record if present; empty optional if not.
   std::optional<std::string> read_optional(std::string_view relative_name, uint64_t max_size) const;
 

@@ -8,9 +8,10 @@
 // relative to the archive's top folder.
 //
 // Records are independent, so they are hashed on several threads, largest
-// first; each record is read once, in chunks, feeding SHA-256 and CRC-32
-// together (deflated records through zlib's inflate, bounded by the declared
-// size, so a decompression bomb costs no more than its declared size).
+// first; each record is read once, in chunks, by ZipEntryReader (zip.h: the
+// bytes our layout points at, inflated, bounded by the declared size, so a
+// decompression bomb costs no more than its declared size, CRC-checked) while
+// SHA-256 is fed. libzip must agree with the layout first (cross_check).
 #pragma once
 
 #include <cstdint>

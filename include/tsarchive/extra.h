@@ -44,9 +44,13 @@ struct ExtraFileInfo {
   std::string name;  // without the "extra/" prefix
   uint64_t size = 0;
   bool text = false;    // valid UTF-8 without control bytes other than whitespace
-  bool json = false;    // parses as JSON
+  bool json = false;    // parses as JSON (within JsonLimits, bounded_json.h)
+  std::string json_problem;  // why JSON-looking text was not parsed ("JSON nested deeper than 512 levels")
   std::string preview;  // first line of text, shortened; empty for binary
 };
+
+// Fills text, json, json_problem and preview of `info` from a file's bytes.
+void describe_extra_content(std::string_view bytes, ExtraFileInfo& info);
 
 // The extra files in file order, with a preview of those up to 1 MiB.
 std::vector<ExtraFileInfo> list_extra_files(const TorchArchive& archive);
@@ -56,6 +60,9 @@ const Record& find_extra_file(const TorchArchive& archive, std::string_view name
 
 // Reads extra/<name>, refusing content above `max_size`.
 std::string read_extra(const TorchArchive& archive, std::string_view name, uint64_t max_size);
+// The same, in chunks as they are read (bounded memory; see ZipArchive::read_to).
+void stream_extra(const TorchArchive& archive, std::string_view name, uint64_t max_size,
+                  const ZipEntryReader::Sink& sink);
 
 // One requested change: a value to set, or no value to remove the name.
 struct ExtraEdit {
@@ -76,11 +83,18 @@ struct ExtraChangeInfo {
 struct ExtraEditPlan {
   std::vector<ExtraChangeInfo> changes;  // in the order requested
   ZipRewritePlan zip;
+  // Entries kept as they are whose names have characters escape_text
+  // escapes (control, C1, bidi, not UTF-8): full ZIP names, in file order.
+  std::vector<std::string> kept_unsafe_names;
 };
 
 // Plans `edits` (applied in order; a later edit of a name wins). Removing a
 // name the archive lacks is Error(BadInput) unless `missing_ok`. Names must
-// pass extra_name_problem (Error(Usage) otherwise).
+// pass extra_name_problem (Error(Usage) otherwise), except a removal of a
+// name the archive has. A removal may also give a name as escape_text shows
+// it ("a\x1bb" for a, ESC, b) when no extra file has that exact name; two
+// files shown alike are Error(BadInput). A value for a name ending in ".json"
+// must be within JsonLimits::kDepth (bounded_json.h; Error(Usage)).
 ExtraEditPlan plan_extra_edits(const TorchArchive& archive, const std::vector<ExtraEdit>& edits, bool missing_ok);
 
 struct ExportedFile {

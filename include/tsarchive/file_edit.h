@@ -1,12 +1,17 @@
 // Changing an archive on disk without ever losing it.
 //
-// ArchiveFile opens a file for an edit:
-//  1. It takes flock(2) on it (exclusive to edit, shared to read), waiting up
-//     to a timeout, then checks that the path still names the file it locked
-//     (an editor that finished meanwhile renamed a new file over it) and
-//     starts again if not. Symbolic links are followed: the file they point
-//     to is edited and the link stays.
-//  2. It finishes or undoes an --in-place edit that was killed (see below).
+// ArchiveFile opens a file for an edit, or to read it:
+//  1. It locks it, waiting up to a timeout: editors take flock(2) LOCK_EX, so
+//     two editors take turns; readers take no flock, because an edit replaces
+//     the file by rename and a reader keeps reading the inode it opened. Only
+//     an --in-place edit changes bytes a reader may be reading: it also takes
+//     an open-file-description write lock (fcntl F_OFD_SETLK) on byte 0, where
+//     readers take a read lock. Then it checks that the path still names the
+//     file it locked (an editor that finished meanwhile renamed a new file
+//     over it) and starts again if not. Symbolic links are followed: the file
+//     they point to is edited and the link stays.
+//  2. Opened to edit, it finishes or undoes an --in-place edit that was killed
+//     (see below). Opened to read, it never does: it only notes the journal.
 //  3. When editing, it removes temp files and staging folders a killed
 //     writer left behind: ".<name>.tsarchive-<pid>-XXXXXX" next to the file.
 //     Each writer holds flock(2) on its own while it works; one is removed
@@ -24,20 +29,36 @@
 //  - write_new(): the same, to another path (-o).
 //  - write_in_place(): rewrites only the bytes from the first change on. The
 //    old bytes it overwrites go first into a journal
-//    ".<name>.tsarchive-journal" (written to a temp file, fsync'd, renamed),
-//    then the new bytes are written and fsync'd, then the journal is removed.
-//    Signals are held off meanwhile. After a kill -9 or a crash, the next
-//    ArchiveFile on that file sees the journal and either keeps the new bytes
-//    (all of them were written) or puts the old ones back: the file is then
-//    exactly the old or exactly the new archive. Until that happens, readers
-//    that do not know the journal may see a damaged archive.
+//    ".<name>.tsarchive-journal" (mode 0600, the archive's owner; written to a
+//    temp file, fsync'd, renamed), then the new bytes are written and
+//    fsync'd, then the journal is removed. Signals are held off meanwhile.
+//    After a kill -9 or a crash, the next edit of that file sees the journal
+//    and either keeps the new bytes (all of them were written) or puts the old
+//    ones back: the file is then exactly the old or exactly the new archive.
+//    Until that happens, readers may see a damaged archive.
+//
+// Trust model of the journal. Applying a journal writes its "old bytes" into
+// the archive, so a journal someone else planted would turn the archive into
+// their model. A journal is applied only when all of these hold, and is
+// otherwise left alone and named in an error (exit 4):
+//  - the command edits the archive (extra set/rm/import, stamp, run --record);
+//    inspect, verify, diff, run, extra list/get/export never apply one;
+//  - the folder is writable only by its owner (or has the sticky bit, as /tmp
+//    does), and that owner is the archive's owner or root; --in-place refuses
+//    to write a journal in any other folder, so none of ours is ever there;
+//  - the journal is a regular file, opened without following links, with one
+//    link, owned by the archive's owner and writable by nobody else;
+//  - it names the archive's device and inode, its CRC holds, and the archive's
+//    size is its old size, its new size or between them.
 #pragma once
 
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -86,8 +107,17 @@ class ArchiveFile {
 
  private:
   friend class InPlaceEdit;
+  struct Journal {
+    uint64_t offset = 0, old_size = 0, new_size = 0;
+    uint32_t new_crc = 0;
+    std::string old_tail;
+  };
+
   void open_and_lock(double lock_timeout_seconds);
+  template <class TryLock>
+  void wait_for_lock(TryLock try_lock, const char* busy, const char* hint) const;
   void recover_interrupted_edit();
+  Journal read_trusted_journal(const std::string& journal_path) const;
   void remove_stale_temp_files();
   std::string journal_path() const;
 
@@ -98,6 +128,7 @@ class ArchiveFile {
   FileAccess access_;
   int fd_ = -1;
   struct stat opened_ {};
+  std::chrono::steady_clock::time_point lock_deadline_;
   std::vector<std::string> notes_;
 };
 
@@ -159,6 +190,16 @@ class StagingFolder {
 // only those whose lock nobody holds and whose pid is not a live process.
 // Returns how many it removed. Every writer calls it before it writes.
 int remove_leftovers_next_to(const std::string& path);
+
+// The note a reader prints when an interrupted --in-place edit left a journal
+// next to `path` (which it never applies: see the trust model above), or "".
+std::string interrupted_edit_note(const std::string& path);
+
+// Writes what `produce` hands its writer to `path` atomically (temp file,
+// fsync, rename), for content made or read in chunks: if `produce` throws,
+// nothing is written and the temp file is removed.
+using ChunkWriter = std::function<void(std::string_view chunk)>;
+void write_file_atomically(const std::string& path, const std::function<void(const ChunkWriter&)>& produce);
 
 // Writes `bytes` to `path` atomically (temp file, fsync, rename), for files
 // that are not archives (extra get -o, extra export). New files get 0666 & ~umask.

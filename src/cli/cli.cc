@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
+#include "output.h"
 #include "tsarchive/error.h"
 #include "tsarchive/torch_backend.h"
 #include "tsarchive_config.h"
@@ -13,10 +14,12 @@
 namespace tsarchive::cli {
 namespace {
 
+// The one place error lines are printed: every part escaped as one field
+// (output.h, shown()), since messages quote names and text from archives.
 void print_error(std::ostream& err, const Error& e) {
-  err << "tsarchive: error: " << e.what();
-  if (!e.file().empty()) err << " (" << e.file() << ")";
-  if (!e.hint().empty()) err << ": " << e.hint();
+  err << "tsarchive: error: " << shown(e.what());
+  if (!e.file().empty()) err << " (" << shown(e.file()) << ")";
+  if (!e.hint().empty()) err << ": " << shown(e.hint());
   err << '\n';
 }
 
@@ -32,7 +35,7 @@ int print_version(Context& ctx) {
     ctx.out << '\n';
     for (size_t i = 0; i < info.cuda_devices.size(); ++i) ctx.out << "  cuda:" << i << "  " << info.cuda_devices[i] << '\n';
   } catch (const Error& e) {
-    ctx.out << "libtorch unavailable: " << e.what() << '\n';
+    ctx.out << "libtorch unavailable: " << shown(e.what()) << '\n';
   }
   return 0;
 }
@@ -67,7 +70,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e, out, err);  // --help
-    err << "tsarchive: error: " << e.what() << ": see 'tsarchive ";
+    err << "tsarchive: error: " << shown(e.what()) << ": see 'tsarchive ";
     for (const CLI::App* sub = &app; sub != nullptr;) {  // the deepest subcommand named
       const CLI::App* next = nullptr;
       for (const CLI::App* child : sub->get_subcommands()) {
@@ -96,7 +99,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
     err << "tsarchive: error: out of memory: the input may be hostile; report it if it is not\n";
     return static_cast<int>(ErrorKind::BadInput);
   } catch (const std::exception& e) {
-    err << "tsarchive: error: internal error: " << e.what() << ": please report this with the input file\n";
+    err << "tsarchive: error: internal error: " << shown(e.what()) << ": please report this with the input file\n";
     return static_cast<int>(ErrorKind::BadInput);
   }
   err << app.help();

@@ -4,9 +4,11 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
+#include "output.h"
 #include "report_diff.h"
 #include "tsarchive/diff.h"
 #include "tsarchive/error.h"
+#include "tsarchive/file_edit.h"
 
 namespace tsarchive::cli {
 namespace {
@@ -28,10 +30,13 @@ int run_diff(const DiffCommandOptions& opts, Context& ctx) {
   options.code = !opts.no_code && !opts.quiet;
   if (opts.full) options.byte_compare_limit = UINT64_MAX;
   const ArchiveDiff diff = diff_files(opts.old_path, opts.new_path, options);
+  for (const std::string& path : {opts.old_path, opts.new_path}) {
+    if (const std::string note = interrupted_edit_note(path); !note.empty()) ctx.err << "tsarchive: note: " << note << '\n';
+  }
   if (opts.json) {
-    ctx.out << diff_to_json(diff).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << '\n';
+    ctx.out << json_text(diff_to_json(diff)) << '\n';
   } else if (!opts.quiet) {
-    render_diff_text(diff, ctx.out);
+    write_text(ctx.out, [&](std::ostream& text) { render_diff_text(diff, text); });
   }
   return diff.same() ? 0 : static_cast<int>(ErrorKind::CheckFailed);
 }

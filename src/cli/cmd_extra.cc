@@ -131,26 +131,30 @@ ExtraEdit parse_assignment(const std::string& text, bool force, bool& stdin_used
 }
 
 // Names are relative to extra/: "extra/labels.json" would name
-// extra/extra/labels.json. Taken as "labels.json", with a note.
-std::string without_extra_prefix(const std::string& name, Context& ctx) {
-  if (name.rfind("extra/", 0) != 0 || name.size() == 6) return name;
+// extra/extra/labels.json. Unless the archive has that file, it is taken as
+// "labels.json", with a note (set and rm: names typed by the user).
+std::string without_extra_prefix(const TorchArchive& archive, const std::string& name, Context& ctx) {
+  if (name.rfind("extra/", 0) != 0 || name.size() == 6 || archive.find("extra/" + name) != nullptr) return name;
   ctx.err << "tsarchive: note: '" << name << "' is taken as '" << name.substr(6)
           << "' (extra file names are relative to extra/)\n";
   return name.substr(6);
 }
 
 void print_notes(const ArchiveFile& file, Context& ctx) {
-  for (const std::string& note : file.notes()) ctx.err << "tsarchive: note: " << note << '\n';
+  for (const std::string& note : file.notes()) print_note(ctx.err, note);
 }
 
 // Opens, plans and writes: the one path every edit takes.
 int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const EditFlags& flags, bool missing_ok,
-                 bool prune, Context& ctx) {
+                 bool prune, Context& ctx, bool typed_names = false) {
   const FileAccess access = flags.in_place ? FileAccess::EditInPlace : flags.output.empty() ? FileAccess::Edit
                                                                                           : FileAccess::Read;
   ArchiveFile file(model, access, flags.lock_timeout);
   print_notes(file, ctx);
   const auto archive = open_torchscript_archive(file.source(), kRefusal);
+  if (typed_names) {
+    for (ExtraEdit& e : edits) e.name = without_extra_prefix(*archive, e.name, ctx);
+  }
   if (prune) {
     std::set<std::string> kept;
     for (const ExtraEdit& e : edits) kept.insert(e.name);
@@ -173,6 +177,13 @@ int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const E
   }
   const StampPlace stamp = locate_stamp(*archive);
   const ExtraEditPlan plan = plan_extra_edits(*archive, edits, missing_ok);
+  for (const std::string& name : plan.kept_unsafe_names) {
+    const std::string extra = archive->top_folder() + "/extra/";
+    print_note(ctx.err, "kept the entry '" + name + "', whose name has control, bidi or non-UTF-8 characters" +
+                            (name.rfind(extra, 0) == 0 ? "; remove it with: tsarchive extra rm " + model + " '" +
+                                                             escape_text(name.substr(extra.size())) + "'"
+                                                       : ""));
+  }
   WriteResult result;
   if (!flags.output.empty()) {
     result = file.write_new(plan.zip, flags.output);
@@ -183,9 +194,9 @@ int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const E
   }
   const ExtraEditReport report{model, flags.output.empty() ? model : flags.output, &plan, result};
   if (flags.json) {
-    ctx.out << extra_edit_to_json(report).dump(2) << '\n';
+    ctx.out << json_text(extra_edit_to_json(report)) << '\n';
   } else {
-    render_extra_edit_text(report, ctx.out);
+    write_text(ctx.out, [&](std::ostream& text) { render_extra_edit_text(report, text); });
   }
   // A stamp covers every record: any change but to the stamp itself breaks it.
   if (stamp.stamp != nullptr) {
@@ -217,11 +228,11 @@ int run_list(const ListOptions& opts, Context& ctx) {
   if (opts.json) {
     nlohmann::ordered_json doc = {{"schema", "tsarchive.extra-list/1"}, {"file", opts.model},
                                   {"extra_files", extra_files_to_json(files)}};
-    ctx.out << doc.dump(2) << '\n';
+    ctx.out << json_text(doc) << '\n';
   } else if (files.empty()) {
-    ctx.out << opts.model << ": no extra files\n";
+    ctx.out << shown(opts.model) << ": no extra files\n";
   } else {
-    render_extra_table(files, ctx.out);
+    write_text(ctx.out, [&](std::ostream& text) { render_extra_table(files, text); });
   }
   return 0;
 }
@@ -229,7 +240,27 @@ int run_list(const ListOptions& opts, Context& ctx) {
 int run_get(const GetOptions& opts, Context& ctx) {
   std::unique_ptr<ArchiveFile> file;
   const auto archive = open_for_reading(opts.model, ctx, file);
-  const std::string bytes = read_extra(*archive, opts.name, value_limit(opts.force));
+  const uint64_t limit = value_limit(opts.force);
+  // To a file or a pipe the bytes stream as they are inflated (memory stays
+  // bounded; `| head -c 100` gets its bytes at once). A -o file appears only
+  // once the CRC has held; a pipe may have had bytes of a damaged record
+  // when the error comes.
+  if (!opts.json && !opts.output.empty()) {
+    write_file_atomically(opts.output, [&](const ChunkWriter& write) {
+      stream_extra(*archive, opts.name, limit, [&](const unsigned char* data, size_t n) {
+        write(std::string_view(reinterpret_cast<const char*>(data), n));
+      });
+    });
+    return 0;
+  }
+  if (!opts.json && !out_is_terminal(ctx)) {
+    stream_extra(*archive, opts.name, limit, [&](const unsigned char* data, size_t n) {
+      ctx.out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(n));
+    });
+    ctx.out.flush();
+    return 0;
+  }
+  const std::string bytes = read_extra(*archive, opts.name, limit);
   if (opts.json) {
     nlohmann::ordered_json doc = {{"schema", "tsarchive.extra/1"}, {"name", opts.name}, {"size", bytes.size()}};
     if (is_printable_utf8(bytes)) {
@@ -237,15 +268,11 @@ int run_get(const GetOptions& opts, Context& ctx) {
     } else {
       doc["base64"] = base64(bytes);
     }
-    ctx.out << doc.dump(2) << '\n';
-  } else if (!opts.output.empty()) {
-    write_file_atomically(opts.output, bytes);
-  } else if (!is_printable_utf8(bytes) && &ctx.out == &std::cout && ::isatty(STDOUT_FILENO)) {
-    throw_usage("extra file '" + opts.name + "' is binary (" + std::to_string(bytes.size()) +
-                    " bytes); not printing it to a terminal",
-                "use -o FILE, or redirect the output");
+    ctx.out << json_text(doc) << '\n';
   } else {
-    ctx.out << bytes;
+    // To a terminal, binary is refused and control, C1 and bidi characters
+    // are shown escaped (output.h).
+    write_content(ctx, bytes, "extra file '" + opts.name + "'", "use -o FILE, or a pipe");
   }
   return 0;
 }
@@ -255,15 +282,14 @@ int run_set(const SetOptions& opts, Context& ctx) {
   bool stdin_used = false;
   for (const std::string& a : opts.assignments) {
     edits.push_back(parse_assignment(a, opts.flags.force, stdin_used));
-    edits.back().name = without_extra_prefix(edits.back().name, ctx);
   }
-  return edit_archive(opts.model, std::move(edits), opts.flags, false, false, ctx);
+  return edit_archive(opts.model, std::move(edits), opts.flags, false, false, ctx, true);
 }
 
 int run_remove(const RemoveOptions& opts, Context& ctx) {
   std::vector<ExtraEdit> edits;
-  for (const std::string& name : opts.names) edits.push_back(ExtraEdit{without_extra_prefix(name, ctx), std::nullopt});
-  return edit_archive(opts.model, std::move(edits), opts.flags, opts.missing_ok, false, ctx);
+  for (const std::string& name : opts.names) edits.push_back(ExtraEdit{name, std::nullopt});
+  return edit_archive(opts.model, std::move(edits), opts.flags, opts.missing_ok, false, ctx, true);
 }
 
 int run_export(const ExportOptions& opts, Context& ctx) {
@@ -282,7 +308,7 @@ int run_export(const ExportOptions& opts, Context& ctx) {
   TextTable t({"PATH", "SIZE"}, {TextTable::Align::Left, TextTable::Align::Right});
   for (const ExportedFile& f : files) t.add_row({f.path, human_size(f.size)});
   t.print(ctx.out, 0);
-  ctx.out << "exported " << files.size() << " extra file" << (files.size() == 1 ? "" : "s") << " to " << opts.dir
+  ctx.out << "exported " << files.size() << " extra file" << (files.size() == 1 ? "" : "s") << " to " << shown(opts.dir)
           << '\n';
   return 0;
 }

@@ -11,8 +11,10 @@
 
 #include "commands.h"
 #include "gate.h"
+#include "output.h"
 #include "report_inspect.h"
 #include "report_jit.h"
+#include "tsarchive/bounded_json.h"
 #include "tsarchive/error.h"
 #include "tsarchive/file_edit.h"
 #include "tsarchive/inspect.h"
@@ -57,11 +59,11 @@ int print_jit_view(const InspectOptions& opts, Context& ctx) {
   if (opts.ops) {
     const OpsReport ops = in_worker<OpsReport>(worker_job(opts.worker, opts.path, size, "listing the operators"),
                                                [&](TorchBackend& torch) { return torch.operators(request); });
-    for (const std::string& note : ops.notes) ctx.err << "tsarchive: note: " << note << '\n';
+    for (const std::string& note : ops.notes) print_note(ctx.err, note);
     if (opts.json) {
-      ctx.out << ops_to_json(ops, opts.path).dump(2) << '\n';
+      ctx.out << json_text(ops_to_json(ops, opts.path)) << '\n';
     } else {
-      render_ops_yaml(ops, opts.path, ctx.out);
+      write_text(ctx.out, [&](std::ostream& text) { render_ops_yaml(ops, opts.path, text); });
     }
     return 0;
   }
@@ -69,34 +71,42 @@ int print_jit_view(const InspectOptions& opts, Context& ctx) {
       in_worker<MethodGraph>(worker_job(opts.worker, opts.path, size, "reading the graph"),
                              [&](TorchBackend& torch) { return torch.graph(request); });
   if (opts.json) {
-    ctx.out << graph_to_json(graph, opts.path).dump(2) << '\n';
+    ctx.out << json_text(graph_to_json(graph, opts.path)) << '\n';
   } else if (opts.format == "dot") {
-    render_graph_dot(graph, ctx.out);
+    write_text(ctx.out, [&](std::ostream& text) { render_graph_dot(graph, text); });
   } else {
-    ctx.out << graph.text;
+    ctx.out << escape_text(graph.text, TextEscape::Block);
   }
   return 0;
 }
 
 int print_extra(const InspectOptions& opts, Context& ctx) {
   const std::string bytes = read_extra_file(opts.path, opts.extra);
+  const std::string what = "extra file '" + opts.extra + "'";
+  std::string problem;
   if (opts.json) {
     nlohmann::json doc = {{"schema", "tsarchive.extra/1"}, {"name", opts.extra}, {"size", bytes.size()}};
     if (!is_printable_utf8(bytes)) {
-      throw_bad_input("extra file '" + opts.extra + "' is binary and cannot be shown as JSON text", opts.path,
+      throw_bad_input(what + " is binary and cannot be shown as JSON text", opts.path,
                       "print it without --json and redirect it to a file");
     }
     doc["text"] = bytes;
-    if (nlohmann::json::accept(bytes)) doc["json"] = nlohmann::json::parse(bytes);
-    ctx.out << doc.dump(2) << '\n';
-  } else if (nlohmann::json::accept(bytes)) {
-    ctx.out << nlohmann::json::parse(bytes).dump(2) << '\n';
-  } else if (!is_printable_utf8(bytes) && &ctx.out == &std::cout && ::isatty(STDOUT_FILENO)) {
-    throw_usage("extra file '" + opts.extra + "' is binary (" + std::to_string(bytes.size()) +
-                " bytes); not printing it to a terminal", "redirect the output to a file");
-  } else {
-    ctx.out << bytes;
+    if (auto parsed = parse_json_for_display(bytes, &problem)) {
+      doc["json"] = std::move(*parsed);
+    } else if (problem != kNotValidJson) {
+      doc["json_problem"] = problem;
+    }
+    ctx.out << json_text(doc) << '\n';
+    return 0;
   }
+  if (const auto pretty = pretty_json(bytes, &problem)) {
+    // Still the same JSON: escape_text writes C1 and bidi characters inside
+    // strings as \uHHHH, which JSON reads back as the same characters.
+    ctx.out << escape_text(*pretty, TextEscape::Block) << '\n';
+    return 0;
+  }
+  if (problem != kNotValidJson) print_note(ctx.err, what + " is printed as stored, not pretty-printed: " + problem);
+  write_content(ctx, bytes, what, "redirect the output to a file");
   return 0;
 }
 
@@ -104,14 +114,15 @@ int run_inspect(const InspectOptions& opts, Context& ctx) {
   if (!opts.extra.empty()) return print_extra(opts, ctx);
   if (opts.graph || opts.ops) return print_jit_view(opts, ctx);
   if (opts.code) {
-    ctx.out << read_code(opts.path, opts.code_class);
+    ctx.out << escape_text(read_code(opts.path, opts.code_class), TextEscape::Block);
     return 0;
   }
   const InspectReport report = inspect_file(opts.path);
+  if (const std::string note = interrupted_edit_note(opts.path); !note.empty()) ctx.err << "tsarchive: note: " << note << '\n';
   if (opts.json) {
-    ctx.out << inspect_to_json(report).dump(2) << '\n';
+    ctx.out << json_text(inspect_to_json(report)) << '\n';
   } else {
-    render_inspect_text(report, InspectView{opts.records}, ctx.out);
+    write_text(ctx.out, [&](std::ostream& text) { render_inspect_text(report, InspectView{opts.records}, text); });
   }
   return 0;
 }

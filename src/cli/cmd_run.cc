@@ -175,7 +175,7 @@ int run_run(const RunOptions& opts, Context& ctx) {
   if (!opts.expect.empty()) request.expect = read_expected(opts.expect);
 
   ArchiveFile file(opts.model, opts.record ? FileAccess::Edit : FileAccess::Read, opts.lock_timeout);
-  for (const std::string& note : file.notes()) ctx.err << "tsarchive: note: " << note << '\n';
+  for (const std::string& note : file.notes()) print_note(ctx.err, note);
   const auto archive = open_torchscript_archive(file.source(), "cannot run this file");
   check_before_libtorch(*archive, opts.model, "nothing was run", opts.worker.no_validate, ctx.err);
   request.lite = archive->kind() == FileKind::LiteInterpreter;
@@ -240,9 +240,9 @@ int run_run(const RunOptions& opts, Context& ctx) {
     }
   }
   if (opts.json) {
-    ctx.out << run_to_json(report, opts.model, verdict).dump(2) << '\n';
+    ctx.out << json_text(run_to_json(report, opts.model, verdict)) << '\n';
   } else {
-    render_run_text(report, opts.model, verdict, ctx.out);
+    write_text(ctx.out, [&](std::ostream& text) { render_run_text(report, opts.model, verdict, text); });
   }
   return report_run_failures(report, opts.model, verdict, ctx.err);
 }

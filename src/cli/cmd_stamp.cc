@@ -15,8 +15,10 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
+#include "output.h"
 #include "report_verify.h"
 #include "staged_stamp.h"
+#include "tsarchive/bounded_json.h"
 #include "tsarchive/error.h"
 #include "tsarchive/extra.h"
 #include "tsarchive/file_edit.h"
@@ -123,7 +125,7 @@ int run_stamp(const StampOptions& opts, Context& ctx) {
   content.context = collect_producer_context(context_options);
 
   ArchiveFile file(opts.model, opts.output.empty() ? FileAccess::Edit : FileAccess::Read, opts.lock_timeout);
-  for (const std::string& note : file.notes()) ctx.err << "tsarchive: note: " << note << '\n';
+  for (const std::string& note : file.notes()) print_note(ctx.err, note);
   const auto archive = open_torchscript_archive(file.source(), kRefusal);
   bool keep_bytes = opts.keep_bytes;
   if (!keep_bytes && archive->kind() == FileKind::LiteInterpreter) {
@@ -158,7 +160,7 @@ int run_stamp(const StampOptions& opts, Context& ctx) {
   }
   const std::string stamp_record = keep_bytes ? place.record() : place.producer != nullptr ? kStampAltRecord : kStampRecord;
 
-  for (const std::string& note : content.context.notes) ctx.err << "tsarchive: note: " << note << '\n';
+  for (const std::string& note : content.context.notes) print_note(ctx.err, note);
   const ParsedStamp stamp = parse_stamp(written.stamp, opts.model);
   const std::string& output = opts.output.empty() ? opts.model : opts.output;
   if (opts.json) {
@@ -168,10 +170,10 @@ int run_stamp(const StampOptions& opts, Context& ctx) {
                                   {"stamp_record", stamp_record},
                                   {"producer_info_kept", place.producer != nullptr},
                                   {"size", written.result.size}};
-    doc["stamp"] = nlohmann::ordered_json::parse(written.stamp);
-    ctx.out << doc.dump(2) << '\n';
+    if (auto parsed = parse_bounded_json<nlohmann::ordered_json>(written.stamp)) doc["stamp"] = std::move(*parsed);
+    ctx.out << json_text(doc) << '\n';
   } else {
-    ctx.out << "stamped " << output << " (" << (keep_bytes ? "keep-bytes" : "libtorch re-save with the export hook")
+    ctx.out << "stamped " << shown(output) << " (" << (keep_bytes ? "keep-bytes" : "libtorch re-save with the export hook")
             << "): " << stamp.digests.size() << " records, root " << stamp.root.substr(0, 16) << "...\n";
     if (stamp_record != kStampRecord) {
       ctx.out << "  stamp in " << stamp_record << ": extra/" << kStampName

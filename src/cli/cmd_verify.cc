@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.h"
+#include "output.h"
 #include "report_verify.h"
 #include "tsarchive/error.h"
 #include "tsarchive/file_edit.h"
@@ -23,7 +24,7 @@ struct VerifyCliOptions {
 
 int run_verify(const VerifyCliOptions& opts, Context& ctx) {
   ArchiveFile file(opts.model, FileAccess::Read, 10.0);
-  for (const std::string& note : file.notes()) ctx.err << "tsarchive: note: " << note << '\n';
+  for (const std::string& note : file.notes()) print_note(ctx.err, note);
   const auto archive = open_torchscript_archive(file.source(), "cannot verify this file");
   const VerifyReport report = verify_archive(*archive, VerifyOptions{opts.threads, built_libtorch_versions()});
   // libtorch sees the archive only once the core found nothing wrong with it.
@@ -36,9 +37,9 @@ int run_verify(const VerifyCliOptions& opts, Context& ctx) {
                            });
   }
   if (opts.json) {
-    ctx.out << verify_to_json(report, load).dump(2) << '\n';
+    ctx.out << json_text(verify_to_json(report, load)) << '\n';
   } else {
-    render_verify_text(report, load, ctx.out);
+    write_text(ctx.out, [&](std::ostream& text) { render_verify_text(report, load, text); });
   }
   if (report.outcome() == VerifyOutcome::Malformed) {
     ctx.err << "tsarchive: error: the archive is damaged: " << report.problems.front() << " (" << opts.model

@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "gate.h"
+#include "output.h"
 #include "report_jit.h"
 #include "report_run.h"
 #include "run_options.h"
@@ -101,7 +102,7 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
                 opts.model, "write the new archive to another file, e.g. -o deploy.pt");
   }
 
-  ArchiveFile file(opts.model, FileAccess::Read, 10);  // a shared lock: editors wait, readers do not
+  ArchiveFile file(opts.model, FileAccess::Read, 10);  // a reader: only an --in-place edit waits for it
   const auto archive = open_torchscript_archive(file.source(), std::string("cannot ") + command + " this file");
   check_before_libtorch(*archive, opts.model, "nothing was written", opts.worker.no_validate, ctx.err);
   if (archive->kind() == FileKind::LiteInterpreter) {
@@ -190,14 +191,14 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
     outcome.stamp_record = "extra/" + extras.stamp_name;
   }
   if (opts.json) {
-    ctx.out << convert_to_json(report, outcome).dump(2) << '\n';
+    ctx.out << json_text(convert_to_json(report, outcome)) << '\n';
   } else {
-    render_convert_text(report, outcome, ctx.out);
+    write_text(ctx.out, [&](std::ostream& text) { render_convert_text(report, outcome, text); });
   }
   for (const TraceWarning& w : report.warnings) {
-    ctx.err << "tsarchive: warning: " << w.message << " (" << opts.model << ")\n";
+    ctx.err << "tsarchive: warning: " << shown(w.message) << " (" << shown(opts.model) << ")\n";
   }
-  for (const std::string& note : report.notes) ctx.err << "tsarchive: note: " << note << '\n';
+  for (const std::string& note : report.notes) print_note(ctx.err, note);
   if (!outcome.failure.empty()) {
     ctx.err << "tsarchive: error: " << outcome.failure << " (" << opts.model << "): nothing was written; "
             << failure_hint << '\n';

@@ -2,6 +2,7 @@
 
 #include <ostream>
 
+#include "output.h"
 #include "report_verify.h"
 #include "tsarchive/error.h"
 
@@ -22,8 +23,8 @@ void check_before_libtorch(const TorchArchive& archive, const std::string& file,
     require_intact(archive, file, consequence);
     return;
   }
-  err << "tsarchive: note: --no-validate: libtorch reads " << file
-      << " unchecked (in its worker, within --memory-limit and --time-limit)\n";
+  print_note(err, "--no-validate: libtorch reads " + file +
+                      " unchecked (in its worker, within --memory-limit and --time-limit)");
 }
 
 }  // namespace tsarchive::cli

@@ -1,9 +1,38 @@
 #include "output.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <iostream>
+
+#include "commands.h"
+#include "tsarchive/error.h"
+#include "tsarchive/inspect.h"
 
 namespace tsarchive::cli {
+
+void print_note(std::ostream& err, std::string_view note) { err << "tsarchive: note: " << shown(note) << '\n'; }
+
+bool out_is_terminal(const Context& ctx) { return &ctx.out == &std::cout && ::isatty(STDOUT_FILENO) == 1; }
+
+void write_content(Context& ctx, std::string_view bytes, const std::string& what, const std::string& raw_hint) {
+  if (!out_is_terminal(ctx)) {
+    ctx.out << bytes;
+    return;
+  }
+  if (!is_printable_utf8(bytes)) {
+    throw_usage(shown(what) + " is binary (" + std::to_string(bytes.size()) + " bytes); not printing it to a terminal",
+                raw_hint);
+  }
+  if (needs_escape(bytes, TextEscape::Block)) {
+    print_note(ctx.err, what + " has control, C1 or bidi characters: shown escaped (\\x1b, \\r, \\u202e); " + raw_hint +
+                            " for the exact bytes");
+    ctx.out << escape_text(bytes, TextEscape::Block);
+    return;
+  }
+  ctx.out << bytes;
+}
 
 std::string human_size(uint64_t bytes) {
   if (bytes < 1024) return std::to_string(bytes) + " B";
@@ -49,6 +78,80 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
+namespace detail {
+
+namespace {
+
+// Length of the valid UTF-8 sequence at s[i], or 0.
+size_t utf8_length(const std::string& s, size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  if (c < 0x80) return 1;
+  size_t len = 0;
+  uint32_t cp = 0;
+  if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F;
+  else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F;
+  else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07;
+  else return 0;
+  if (i + len > s.size()) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    const auto cc = static_cast<unsigned char>(s[i + k]);
+    if ((cc & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (cc & 0x3F);
+  }
+  static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return len;
+}
+
+constexpr char kHex[] = "0123456789abcdef";
+
+}  // namespace
+
+bool valid_utf8(const std::string& s) {
+  for (size_t i = 0; i < s.size();) {
+    const size_t len = utf8_length(s, i);
+    if (len == 0) return false;
+    i += len;
+  }
+  return true;
+}
+
+std::string mark_invalid_utf8(const std::string& s, const std::string& marker) {
+  if (valid_utf8(s)) return s;
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    const size_t len = utf8_length(s, i);
+    if (len == 0) {
+      const auto b = static_cast<unsigned char>(s[i]);
+      out += marker;
+      out += kHex[b >> 4];
+      out += kHex[b & 15];
+      ++i;
+    } else {
+      out.append(s, i, len);
+      i += len;
+    }
+  }
+  return out;
+}
+
+std::string unmark_invalid_utf8(const std::string& text, const std::string& marker) {
+  std::string out;
+  size_t at = 0;
+  while (true) {
+    const size_t m = text.find(marker, at);
+    if (m == std::string::npos || m + marker.size() + 2 > text.size()) break;
+    out.append(text, at, m - at);
+    out += "\\udc";
+    out.append(text, m + marker.size(), 2);
+    at = m + marker.size() + 2;
+  }
+  out.append(text, at, std::string::npos);
+  return out;
+}
+
+}  // namespace detail
+
 size_t display_width(const std::string& s) {
   size_t w = 0;
   for (unsigned char c : s) w += (c & 0xC0) != 0x80 ? 1 : 0;
@@ -62,6 +165,7 @@ TextTable::TextTable(std::vector<std::string> headers, std::vector<Align> align)
 
 void TextTable::add_row(std::vector<std::string> cells) {
   cells.resize(headers_.size());
+  for (std::string& cell : cells) cell = shown(cell);
   rows_.push_back(std::move(cells));
 }
 

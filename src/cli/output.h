@@ -3,10 +3,51 @@
 
 #include <cstdint>
 #include <ostream>
+#include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "tsarchive/terminal_text.h"
+
 namespace tsarchive::cli {
+
+struct Context;
+
+// Text from an archive or a model as one field of a line: control, C1 and
+// bidi characters and bytes that are not UTF-8 escaped (terminal_text.h).
+inline std::string shown(std::string_view text) { return escape_text(text, TextEscape::Line); }
+
+// Writes what `render` writes to a buffer, escaped as a block (only \n, \t
+// and \r\n stay): the gate between every text report and the terminal. JSON
+// output does not go through it.
+template <class Render>
+void write_text(std::ostream& out, Render&& render) {
+  std::ostringstream text;
+  render(text);
+  out << escape_text(text.str(), TextEscape::Block);
+}
+
+// A JSON document as text (indent 2), strings exact. JSON strings must be
+// UTF-8, so in a string that is not (a hostile entry name), each byte that is
+// not part of valid UTF-8 is written as the escape \udcXX, XX the byte: the
+// lossless rule of Python's "surrogateescape" (man page, TEXT OUTPUT), which
+// json.loads(text) then .encode("utf-8", "surrogateescape") turns back into
+// the bytes. Documents without such strings are nlohmann's dump(2).
+template <class Json>
+std::string json_text(const Json& doc);
+
+// "tsarchive: note: NOTE" on `err`, the note escaped as one line.
+void print_note(std::ostream& err, std::string_view note);
+
+// True when ctx.out is the process's stdout and that is a terminal.
+bool out_is_terminal(const Context& ctx);
+
+// The content of a file from an archive (`what`: "extra file 'x'") on
+// ctx.out: its exact bytes to a pipe or a file; to a terminal, binary
+// (not UTF-8 text) is refused (exit 2) and text with control, C1 or bidi
+// characters is written escaped, with a note saying how to get the bytes.
+void write_content(Context& ctx, std::string_view bytes, const std::string& what, const std::string& raw_hint);
 
 // "512 B", "16.1 KiB", "1.3 GiB"
 std::string human_size(uint64_t bytes);
@@ -25,6 +66,8 @@ class TextTable {
  public:
   enum class Align { Left, Right };
   explicit TextTable(std::vector<std::string> headers, std::vector<Align> align = {});
+  // Each cell is escaped as one field (shown()): a name with a line feed
+  // cannot fake a row.
   void add_row(std::vector<std::string> cells);
   bool empty() const { return rows_.empty(); }
   // Writes the table indented by `indent` spaces; no trailing spaces.
@@ -38,5 +81,62 @@ class TextTable {
 
 // Display width of UTF-8 text (code points; good enough for names and previews).
 size_t display_width(const std::string& s);
+
+namespace detail {
+
+// `s` with each byte that is not part of valid UTF-8 replaced by `marker`
+// (UTF-8 of a character no string of the document holds) and two hex digits.
+std::string mark_invalid_utf8(const std::string& s, const std::string& marker);
+// Every marker + two hex digits in `text` as \udcXX.
+std::string unmark_invalid_utf8(const std::string& text, const std::string& marker);
+bool valid_utf8(const std::string& s);
+
+template <class Json, class F>
+void for_each_string(const Json& j, F&& f) {
+  if (j.is_string()) {
+    f(j.template get_ref<const typename Json::string_t&>());
+  } else if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      f(it.key());
+      for_each_string(it.value(), f);
+    }
+  } else if (j.is_array()) {
+    for (const Json& item : j) for_each_string(item, f);
+  }
+}
+
+template <class Json>
+Json marked(const Json& j, const std::string& marker) {
+  if (j.is_string()) return Json(mark_invalid_utf8(j.template get_ref<const typename Json::string_t&>(), marker));
+  if (j.is_array()) {
+    Json out = Json::array();
+    for (const Json& item : j) out.push_back(marked(item, marker));
+    return out;
+  }
+  if (j.is_object()) {
+    Json out = Json::object();
+    for (auto it = j.begin(); it != j.end(); ++it) out[mark_invalid_utf8(it.key(), marker)] = marked(it.value(), marker);
+    return out;
+  }
+  return j;
+}
+
+}  // namespace detail
+
+template <class Json>
+std::string json_text(const Json& doc) {
+  bool all_valid = true;
+  detail::for_each_string(doc, [&](const std::string& s) { all_valid = all_valid && detail::valid_utf8(s); });
+  if (all_valid) return doc.dump(2);
+  // A private-use character no string holds marks the bytes to rewrite.
+  for (uint32_t cp = 0xE000; cp <= 0xF8FF; ++cp) {
+    const std::string marker{static_cast<char>(0xE0 | (cp >> 12)), static_cast<char>(0x80 | ((cp >> 6) & 0x3F)),
+                             static_cast<char>(0x80 | (cp & 0x3F))};
+    bool used = false;
+    detail::for_each_string(doc, [&](const std::string& s) { used = used || s.find(marker) != std::string::npos; });
+    if (!used) return detail::unmark_invalid_utf8(detail::marked(doc, marker).dump(2), marker);
+  }
+  return doc.dump(2, ' ', false, Json::error_handler_t::replace);  // 6400 private-use characters in use: U+FFFD
+}
 
 }  // namespace tsarchive::cli

@@ -11,6 +11,7 @@ void render_extra_table(const std::vector<ExtraFileInfo>& files, std::ostream& o
   for (const ExtraFileInfo& e : files) {
     std::string preview = e.preview;
     if (!e.text) preview = e.size > (1 << 20) ? "(large; not read)" : "(binary)";
+    if (!e.json_problem.empty()) preview = "(" + e.json_problem + ")";
     t.add_row({e.name, human_size(e.size), preview});
   }
   t.print(out);
@@ -19,7 +20,9 @@ void render_extra_table(const std::vector<ExtraFileInfo>& files, std::ostream& o
 json extra_files_to_json(const std::vector<ExtraFileInfo>& files) {
   json extra = json::array();
   for (const ExtraFileInfo& e : files) {
-    extra.push_back({{"name", e.name}, {"size", e.size}, {"text", e.text}, {"json", e.json}, {"preview", e.preview}});
+    json item = {{"name", e.name}, {"size", e.size}, {"text", e.text}, {"json", e.json}, {"preview", e.preview}};
+    if (!e.json_problem.empty()) item["json_problem"] = e.json_problem;
+    extra.push_back(std::move(item));
   }
   return extra;
 }

@@ -164,11 +164,11 @@ std::string first_nonfinite(const RunReport& r) {
 }  // namespace
 
 void render_run_text(const RunReport& r, const std::string& file, const RunVerdict& verdict, std::ostream& out) {
-  out << file << ": " << r.schema << '\n';
+  out << shown(file) << ": " << shown(r.schema) << '\n';
   out << "  device      " << r.device << " (" << r.device_name << "), " << plural(static_cast<uint64_t>(r.threads), "thread") << ", libtorch "
       << r.libtorch_version << '\n';
   out << "  first call  " << ms_text(r.first_call_ms) << " ms\n";
-  for (const std::string& note : r.notes) out << "  note: " << note << '\n';
+  for (const std::string& note : r.notes) out << "  note: " << shown(note) << '\n';
   render_values("Inputs", r.inputs, out);
   render_values("Outputs", r.outputs, out);
   render_checks(r, verdict, out);

@@ -124,6 +124,10 @@ std::string TorchArchive::read(const Record& record, uint64_t max_size) const {
   return zip_.read(*record.entry, max_size);
 }
 
+void TorchArchive::read_to(const Record& record, uint64_t max_size, const ZipEntryReader::Sink& sink) const {
+  zip_.read_to(*record.entry, max_size, sink);
+}
+
 std::optional<std::string> TorchArchive::read_optional(std::string_view relative_name, uint64_t max_size) const {
   const Record* r = find(relative_name);
   if (r == nullptr) return std::nullopt;

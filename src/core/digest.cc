@@ -1,7 +1,6 @@
 #include "tsarchive/digest.h"
 
 #include <openssl/evp.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <atomic>
@@ -15,8 +14,6 @@
 
 namespace tsarchive {
 namespace {
-
-constexpr size_t kChunk = 1 << 20;
 
 std::string to_hex(const unsigned char* bytes, size_t n) {
   static constexpr char kDigits[] = "0123456789abcdef";
@@ -46,94 +43,19 @@ class Sha256 {
   std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx_;
 };
 
-// Both checks over the uncompressed bytes, as they come.
-struct ContentSink {
-  Sha256 sha;
-  uLong crc = crc32(0, nullptr, 0);
-  uint64_t size = 0;
-  void add(const unsigned char* data, size_t n) {
-    sha.update(data, n);
-    crc = crc32_z(crc, data, n);
-    size += n;
-  }
-};
-
-void read_stored(const ByteSource& source, const ZipEntry& e, std::vector<unsigned char>& buf, ContentSink& sink,
-                 RecordDigest& out) {
-  if (e.compressed_size != e.uncompressed_size) {
-    out.problem = "stored record's sizes differ (" + std::to_string(e.compressed_size) + " stored, " +
-                  std::to_string(e.uncompressed_size) + " declared)";
-    return;
-  }
-  for (uint64_t done = 0; done < e.compressed_size;) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), e.compressed_size - done));
-    source.read_at(e.data_offset + done, buf.data(), n);
-    sink.add(buf.data(), n);
-    done += n;
-  }
-}
-
-void read_deflated(const ByteSource& source, const ZipEntry& e, std::vector<unsigned char>& buf, ContentSink& sink,
-                   RecordDigest& out) {
-  z_stream z{};
-  if (inflateInit2(&z, -MAX_WBITS) != Z_OK) throw std::bad_alloc();
-  std::unique_ptr<z_stream, int (*)(z_stream*)> guard(&z, inflateEnd);
-  std::vector<unsigned char> in(std::min<uint64_t>(kChunk / 4, std::max<uint64_t>(e.compressed_size, 1)));
-  uint64_t consumed = 0;
-  int status = Z_OK;
-  while (status != Z_STREAM_END) {
-    if (z.avail_in == 0) {
-      if (consumed == e.compressed_size) {
-        out.problem = "compressed data ends early";
-        return;
-      }
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(in.size(), e.compressed_size - consumed));
-      source.read_at(e.data_offset + consumed, in.data(), n);
-      consumed += n;
-      z.next_in = in.data();
-      z.avail_in = static_cast<uInt>(n);
-    }
-    z.next_out = buf.data();
-    z.avail_out = static_cast<uInt>(buf.size());
-    status = inflate(&z, Z_NO_FLUSH);
-    if (status != Z_OK && status != Z_STREAM_END && status != Z_BUF_ERROR) {
-      out.problem = std::string("compressed data is corrupt (") + (z.msg != nullptr ? z.msg : "inflate failed") + ")";
-      return;
-    }
-    const size_t produced = buf.size() - z.avail_out;
-    if (sink.size + produced > e.uncompressed_size) {
-      out.problem = "inflates to more than its declared " + std::to_string(e.uncompressed_size) + " bytes";
-      return;
-    }
-    sink.add(buf.data(), produced);
-    if (status == Z_BUF_ERROR && produced == 0 && z.avail_in == 0 && consumed == e.compressed_size) {
-      out.problem = "compressed data ends early";
-      return;
-    }
-  }
-}
-
-RecordDigest digest_one(const ByteSource& source, const Record& record, std::vector<unsigned char>& buf) {
-  const ZipEntry& e = *record.entry;
+// The content comes from ZipEntryReader (zip_content.cc), the reader every
+// content read shares: exactly the bytes our layout points at, inflated,
+// bounded by the declared size, CRC-checked; SHA-256 is taken as it streams.
+RecordDigest digest_one(ZipEntryReader& reader, const Record& record) {
   RecordDigest out;
   out.name = record.name;
-  ContentSink sink;
-  if (e.method == 0) {
-    read_stored(source, e, buf, sink, out);
-  } else if (e.method == 8) {
-    read_deflated(source, e, buf, sink, out);
-  } else {
-    out.problem = "compression method '" + zip_method_name(e.method) + "' is not one PyTorch reads";
-  }
-  out.size = sink.size;
-  if (!out.problem.empty()) return out;
-  if (sink.size != e.uncompressed_size) {
-    out.problem = "holds " + std::to_string(sink.size) + " bytes, not its declared " + std::to_string(e.uncompressed_size);
-    return out;
-  }
-  out.sha256 = sink.sha.hex();
-  out.crc_ok = sink.crc == e.crc32;
-  if (!out.crc_ok) out.problem = "CRC-32 does not match its content (the bytes changed after it was written)";
+  Sha256 sha;
+  const ZipContentCheck check =
+      reader.read(*record.entry, [&](const unsigned char* data, size_t n) { sha.update(data, n); });
+  out.size = check.size;
+  out.crc_ok = check.crc_ok;
+  out.problem = check.problem;
+  if (out.problem.empty()) out.sha256 = sha.hex();
   return out;
 }
 
@@ -158,11 +80,13 @@ std::vector<RecordDigest> digest_records(const TorchArchive& archive, const Dige
   std::exception_ptr failure;
   std::mutex failure_mutex;
   const ByteSource& source = archive.zip().source();
+  // libzip must see the records this digests (and PyTorch loads) too.
+  archive.zip().cross_check();
   auto worker = [&] {
-    std::vector<unsigned char> buf(kChunk);
+    ZipEntryReader reader(source);
     for (size_t i; (i = next.fetch_add(1)) < order.size();) {
       try {
-        results[order[i]] = digest_one(source, *todo[order[i]], buf);
+        results[order[i]] = digest_one(reader, *todo[order[i]]);
       } catch (...) {
         std::lock_guard<std::mutex> lock(failure_mutex);
         if (!failure) failure = std::current_exception();

@@ -4,10 +4,10 @@
 #include <cctype>
 #include <map>
 
-#include <nlohmann/json.hpp>
-
+#include "tsarchive/bounded_json.h"
 #include "tsarchive/error.h"
 #include "tsarchive/inspect.h"
+#include "tsarchive/terminal_text.h"
 
 namespace tsarchive {
 namespace {
@@ -34,6 +34,10 @@ std::string extra_names(const TorchArchive& archive) {
     if (r.kind == RecordKind::Extra) names += (names.empty() ? "" : ", ") + r.name.substr(kExtraPrefix.size());
   }
   return names;
+}
+
+bool json_name(std::string_view name) {
+  return name.size() >= 5 && name.compare(name.size() - 5, 5, ".json") == 0;
 }
 
 bool same_content(const TorchArchive& archive, const Record& record, const std::string& value) {
@@ -75,6 +79,24 @@ std::optional<std::string> extra_name_problem(std::string_view name) {
   return std::nullopt;
 }
 
+void describe_extra_content(std::string_view bytes, ExtraFileInfo& info) {
+  info.text = is_printable_utf8(bytes);
+  info.json = false;
+  info.json_problem.clear();
+  info.preview.clear();
+  if (!info.text) return;
+  // JSON gets a compact one-line preview, parsed within JsonLimits; JSON
+  // over them is previewed as text and says why.
+  std::string problem;
+  if (const auto doc = parse_bounded_json(bytes, &problem)) {
+    info.json = true;
+    info.preview = first_line(doc->dump(), 72);
+    return;
+  }
+  if (problem != kNotValidJson) info.json_problem = problem;
+  info.preview = first_line(bytes, 72);
+}
+
 std::vector<ExtraFileInfo> list_extra_files(const TorchArchive& archive) {
   std::vector<ExtraFileInfo> out;
   for (const Record& r : archive.records()) {
@@ -82,15 +104,7 @@ std::vector<ExtraFileInfo> list_extra_files(const TorchArchive& archive) {
     ExtraFileInfo info;
     info.name = r.name.substr(kExtraPrefix.size());
     info.size = r.entry->uncompressed_size;
-    if (info.size <= kPreviewLimit) {
-      const std::string bytes = archive.read(r, kPreviewLimit);
-      info.text = is_printable_utf8(bytes);
-      if (info.text) {
-        info.json = nlohmann::json::accept(bytes);
-        // JSON gets a compact one-line preview.
-        info.preview = first_line(info.json ? nlohmann::json::parse(bytes).dump() : bytes, 72);
-      }
-    }
+    if (info.size <= kPreviewLimit) describe_extra_content(archive.read(r, kPreviewLimit), info);
     out.push_back(std::move(info));
   }
   return out;
@@ -110,6 +124,11 @@ std::string read_extra(const TorchArchive& archive, std::string_view name, uint6
   return archive.read(find_extra_file(archive, name), max_size);
 }
 
+void stream_extra(const TorchArchive& archive, std::string_view name, uint64_t max_size,
+                  const ZipEntryReader::Sink& sink) {
+  archive.read_to(find_extra_file(archive, name), max_size, sink);
+}
+
 std::string_view extra_change_id(ExtraChange change) {
   switch (change) {
     case ExtraChange::Added: return "added";
@@ -121,15 +140,51 @@ std::string_view extra_change_id(ExtraChange change) {
   return "unknown";
 }
 
-ExtraEditPlan plan_extra_edits(const TorchArchive& archive, const std::vector<ExtraEdit>& edits, bool missing_ok) {
+namespace {
+
+// `name`, or the extra file that escape_text shows as `name` (see plan_extra_edits).
+std::string resolve_extra_name(const TorchArchive& archive, const std::string& name) {
+  if (archive.find(std::string(kExtraPrefix) + name) != nullptr) return name;
+  std::vector<std::string> matches;
+  for (const Record& r : archive.records()) {
+    if (r.kind != RecordKind::Extra) continue;
+    const std::string stored = r.name.substr(kExtraPrefix.size());
+    if (escape_text(stored) == name) matches.push_back(stored);
+  }
+  if (matches.size() > 1) {
+    throw_bad_input("'" + name + "' is how " + std::to_string(matches.size()) + " extra files' names are shown",
+                    archive.path(), "rename them with a tool that edits ZIP entries by index");
+  }
+  return matches.empty() ? name : matches.front();
+}
+
+}  // namespace
+
+ExtraEditPlan plan_extra_edits(const TorchArchive& archive, const std::vector<ExtraEdit>& asked_edits, bool missing_ok) {
+  // Removals may name an extra file by how it is shown (`extra list`), so
+  // that names with control characters, which nothing else accepts, can go.
+  std::vector<ExtraEdit> edits = asked_edits;
+  for (ExtraEdit& edit : edits) {
+    if (!edit.value) edit.name = resolve_extra_name(archive, edit.name);
+  }
   // The wanted end state per name (last edit wins), and the order names were first asked for.
   std::map<std::string, std::optional<std::string>> wanted;
   std::vector<std::string> asked;
   for (const ExtraEdit& edit : edits) {
-    if (auto problem = extra_name_problem(edit.name)) {
+    const bool existing_removal = !edit.value && archive.find(std::string(kExtraPrefix) + edit.name) != nullptr;
+    if (auto problem = existing_removal ? std::nullopt : extra_name_problem(edit.name)) {
       throw_usage("cannot use '" + edit.name.substr(0, 80) + (edit.name.size() > 80 ? "...'" : "'") +
                       " as an extra file name: " + *problem,
                   "names are relative paths like labels.json or config/train.yaml");
+    }
+    if (edit.value && json_name(edit.name)) {
+      // A .json value tsarchive (and most JSON readers) would refuse to parse
+      // is refused here rather than written; any other name stores any bytes.
+      if (auto problem = json_limit_problem(*edit.value, JsonLimits::kDepth, UINT64_MAX)) {
+        throw_usage("cannot set '" + edit.name + "': its value is " + *problem,
+                    "a .json extra file must be readable as JSON; flatten it, or store it under a name "
+                    "that does not end in .json");
+      }
     }
     if (wanted.find(edit.name) == wanted.end()) asked.push_back(edit.name);
     wanted[edit.name] = edit.value;
@@ -151,12 +206,14 @@ ExtraEditPlan plan_extra_edits(const TorchArchive& archive, const std::vector<Ex
     const Record* record = rec == record_of.end() ? nullptr : rec->second;
     if (record == nullptr || record->kind != RecordKind::Extra) {
       specs.push_back(ZipEntrySpec::keep(*e));
+      if (needs_escape(e->name)) plan.kept_unsafe_names.push_back(e->name);
       continue;
     }
     const std::string name = record->name.substr(kExtraPrefix.size());
     const auto want = wanted.find(name);
     if (want == wanted.end()) {
       specs.push_back(ZipEntrySpec::keep(*e));
+      if (needs_escape(e->name)) plan.kept_unsafe_names.push_back(e->name);
       continue;
     }
     ExtraChangeInfo info{name, ExtraChange::Removed, e->uncompressed_size, 0};

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <random>
 
+#include "posix_fd.h"
 #include "tsarchive/error.h"
 #include "tsarchive/extra.h"
 
@@ -24,24 +25,6 @@ namespace {
 constexpr size_t kMaxImportFiles = 10000;
 constexpr int kMaxImportDepth = 32;
 
-class Fd {
- public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(Fd&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
-  Fd& operator=(Fd&& other) noexcept {
-    std::swap(fd_, other.fd_);
-    return *this;
-  }
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-std::string errno_text() { return std::strerror(errno); }
 
 void make_dirs(const std::string& dir) {
   std::string path;
@@ -56,6 +39,14 @@ void make_dirs(const std::string& dir) {
   }
 }
 
+// A link or a special file where export writes: refused, never replaced.
+[[noreturn]] void refuse_in_the_way(const struct stat& st, bool want_folder, const std::string& shown) {
+  throw_io(S_ISLNK(st.st_mode)  ? "refusing to write through or replace a symbolic link"
+           : want_folder        ? "refusing to write through a file where a folder should be"
+                                : "refusing to replace something that is not a file",
+           shown, "nothing was exported; remove it, or export into an empty folder");
+}
+
 // Opens (creating if needed) the folder `part` below `parent`, refusing links.
 Fd open_subdir(int parent, const std::string& part, const std::string& shown) {
   if (::mkdirat(parent, part.c_str(), 0777) != 0 && errno != EEXIST) {
@@ -63,20 +54,38 @@ Fd open_subdir(int parent, const std::string& part, const std::string& shown) {
   }
   const int fd = ::openat(parent, part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) {
-    if (errno == ELOOP || errno == ENOTDIR) {
-      throw_io("refusing to write through a link or a file where a folder should be", shown,
-               "remove it, or export into an empty folder");
+    struct stat st {};
+    if ((errno == ELOOP || errno == ENOTDIR) && ::fstatat(parent, part.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      refuse_in_the_way(st, true, shown);
     }
     throw_io("cannot open the folder: " + errno_text(), shown);
   }
   return Fd(fd);
 }
 
+// Before anything is written: every folder on the way to DIR/name that exists
+// is a real folder, and DIR/name is absent or a regular file.
+void check_export_target(int root_fd, const std::string& dir, const std::string& name) {
+  Fd current(::dup(root_fd));
+  size_t begin = 0;
+  for (size_t slash = name.find('/');; slash = name.find('/', begin)) {
+    const bool folder = slash != std::string::npos;
+    const std::string part = name.substr(begin, folder ? slash - begin : std::string::npos);
+    const std::string shown = dir + "/" + name.substr(0, folder ? slash : std::string::npos);
+    struct stat st {};
+    if (::fstatat(current.get(), part.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return;  // made fresh
+    if (folder ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) refuse_in_the_way(st, folder, shown);
+    if (!folder) return;
+    current = Fd(::openat(current.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (current.get() < 0) throw_io("cannot open the folder: " + errno_text(), shown);
+    begin = slash + 1;
+  }
+}
+
 void write_below(int dir_fd, const std::string& leaf, const std::string& bytes, const std::string& shown) {
   struct stat st {};
   if (::fstatat(dir_fd, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
-    throw_io(S_ISLNK(st.st_mode) ? "refusing to replace a symbolic link" : "refusing to replace something that is not a file",
-             shown, "remove it, or export into an empty folder");
+    refuse_in_the_way(st, false, shown);
   }
   static std::mt19937_64 rng(std::random_device{}());
   const std::string temp = "." + leaf.substr(0, 200) + ".tsarchive-" + std::to_string(rng() % 1000000000);
@@ -116,30 +125,39 @@ void read_tree(int dir_fd, const std::string& prefix, const std::string& root, i
   for (const std::string& name : names) {
     const std::string rel = prefix + name;
     const std::string shown = root + "/" + rel;
+    // Look, then open without following links and without blocking (a FIFO
+    // swapped in meanwhile opens at once), then check what was opened.
     struct stat st {};
     if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) throw_io("cannot stat: " + errno_text(), shown);
     if (S_ISLNK(st.st_mode)) {
       throw_bad_input("refusing to import a symbolic link", shown, "import reads regular files only; copy the target in");
     }
-    if (S_ISDIR(st.st_mode)) {
-      Fd sub(::openat(dir_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-      if (sub.get() < 0) throw_io("cannot open the folder: " + errno_text(), shown);
-      read_tree(sub.get(), rel + "/", root, depth + 1, max_size, out);
+    if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+      throw_bad_input("refusing to import something that is not a regular file", shown);
+    }
+    Fd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+    struct stat opened {};
+    if (fd.get() < 0 || ::fstat(fd.get(), &opened) != 0) throw_io("cannot open: " + errno_text(), shown);
+    if (opened.st_dev != st.st_dev || opened.st_ino != st.st_ino) {
+      throw_io("the file was replaced while the folder was being read", shown, "run the command again");
+    }
+    if (S_ISDIR(opened.st_mode)) {
+      read_tree(fd.get(), rel + "/", root, depth + 1, max_size, out);
       continue;
     }
-    if (!S_ISREG(st.st_mode)) throw_bad_input("refusing to import something that is not a regular file", shown);
     if (auto problem = extra_name_problem(rel)) {
       throw_bad_input("cannot import this file as an extra file: " + *problem, shown, "rename it");
     }
-    if (static_cast<uint64_t>(st.st_size) > max_size) {
-      throw_usage("'" + shown + "' is " + std::to_string(st.st_size) + " bytes, above the " + std::to_string(max_size) +
+    const auto too_large = [&](uint64_t size) {
+      throw_usage("'" + shown + "' is " + std::to_string(size) + " bytes, above the " + std::to_string(max_size) +
                       "-byte limit for an extra file",
                   "pass --force to store it anyway");
-    }
+    };
+    if (static_cast<uint64_t>(opened.st_size) > max_size) too_large(static_cast<uint64_t>(opened.st_size));
     if (out.size() >= kMaxImportFiles) throw_bad_input("more than " + std::to_string(kMaxImportFiles) + " files to import", root);
-    Fd fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-    if (fd.get() < 0) throw_io("cannot open: " + errno_text(), shown);
-    std::string bytes(static_cast<size_t>(st.st_size), '\0');
+    // Read what is there, up to one byte past the limit: a file that grows
+    // meanwhile cannot make us read without bound.
+    std::string bytes(static_cast<size_t>(std::min<uint64_t>(max_size + 1, static_cast<uint64_t>(opened.st_size) + 1)), '\0');
     size_t done = 0;
     while (done < bytes.size()) {
       const ssize_t n = ::read(fd.get(), bytes.data() + done, bytes.size() - done);
@@ -148,6 +166,7 @@ void read_tree(int dir_fd, const std::string& prefix, const std::string& root, i
       if (n == 0) break;
       done += static_cast<size_t>(n);
     }
+    if (done > max_size) too_large(done);
     bytes.resize(done);
     out.push_back(ExtraEdit{rel, std::move(bytes)});
   }
@@ -181,6 +200,7 @@ std::vector<ExportedFile> export_extra_files(const TorchArchive& archive, const 
   make_dirs(dir);
   Fd root(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (root.get() < 0) throw_io("cannot open the folder: " + errno_text(), dir);
+  for (const std::string& name : names) check_export_target(root.get(), dir, name);
   std::vector<ExportedFile> out;
   std::string base = dir;  // "meta/" names files meta/config/train.yaml, not meta//config/train.yaml
   while (base.size() > 1 && base.back() == '/') base.pop_back();

@@ -1,7 +1,8 @@
 // Safe writes (see include/tsarchive/file_edit.h for the protocol).
 //
 // Journal of an --in-place edit, ".<name>.tsarchive-journal":
-//   "tsarchive-journal 1\n"
+//   "tsarchive-journal 2\n"
+//   u64 dev, u64 ino  the archive it belongs to (st_dev, st_ino)
 //   u64 offset      first byte the edit rewrites
 //   u64 old_size    of the file before the edit
 //   u64 new_size    of the file after it
@@ -9,7 +10,10 @@
 //   u64 n           length of the old bytes that follow
 //   n bytes         the old bytes [offset, old_size)
 //   u32 crc         CRC-32 of everything above
-// All integers little-endian.
+// All integers little-endian. The CRC only detects a torn journal: anyone who
+// can write the folder can make one that matches. So a journal is applied only
+// by a command that edits (never by one that reads), and only when it passes
+// trusted_journal_problem(): see file_edit.h for the trust model.
 #include "tsarchive/file_edit.h"
 
 #include <dirent.h>
@@ -21,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -32,18 +37,18 @@
 #include <utility>
 #include <vector>
 
+#include "posix_fd.h"
 #include "tsarchive/error.h"
 #include "zip_format.h"
 
 namespace tsarchive {
 namespace {
 
-constexpr std::string_view kJournalMagic = "tsarchive-journal 1\n";
+constexpr std::string_view kJournalMagic = "tsarchive-journal 2\n";
+constexpr std::string_view kJournalMagicV1 = "tsarchive-journal 1\n";
 constexpr std::string_view kTempInfix = ".tsarchive-";
 constexpr size_t kRandomChars = 6;  // mkstemp's and mkdtemp's XXXXXX
 constexpr int kCleanupSignals[] = {SIGINT, SIGTERM, SIGHUP};
-
-std::string errno_text() { return std::strerror(errno); }
 
 void fsync_or_throw(int fd, const std::string& name) {
   if (::fsync(fd) != 0) throw_io("cannot flush to disk: " + errno_text(), name, "check the disk");
@@ -83,6 +88,10 @@ std::pair<std::string, std::string> split_path(const std::string& path) {
   const size_t slash = path.rfind('/');
   if (slash == std::string::npos) return {".", path};
   return {slash == 0 ? "/" : path.substr(0, slash), path.substr(slash + 1)};
+}
+
+std::string journal_path_of(const std::string& dir, const std::string& base) {
+  return dir + "/." + base + ".tsarchive-journal";
 }
 
 // Temp files and staging folders: ".<base>.tsarchive-<pid>-XXXXXX", made by
@@ -394,6 +403,46 @@ void require_room_for_copies(const std::string& dir, uint64_t copy_bytes, const 
   }
 }
 
+// No journal tsarchive writes is larger: --in-place rewrites at most what the
+// caller allows (64 MiB for extra), plus the header.
+constexpr uint64_t kJournalMaxSize = (1ull << 32);
+
+// Editors hold flock(2) LOCK_EX on the archive, so they take turns. Readers
+// take no flock: an edit replaces the file by rename, and a reader keeps the
+// inode it opened. Only an --in-place edit (and its recovery) changes bytes a
+// reader may be reading, so it also takes an open-file-description write lock
+// on byte 0, where readers take a read lock.
+// Why a journal in folder `dir` could have been written by someone other than
+// `owner` (the archive's owner), or "" when it could not: a folder others can
+// write to without the sticky bit lets them replace any file in it, and the
+// owner of a folder may do anything in it.
+std::string journal_folder_problem(const struct stat& dir, uid_t owner) {
+  if ((dir.st_mode & (S_IWGRP | S_IWOTH)) != 0 && (dir.st_mode & S_ISVTX) == 0) {
+    return "its folder is writable by others and has no sticky bit";
+  }
+  if (dir.st_uid != owner && dir.st_uid != 0) {
+    return "its folder belongs to uid " + std::to_string(dir.st_uid) + ", not to the archive's owner";
+  }
+  return "";
+}
+
+bool try_flock(int fd, const std::string& path) {
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return true;
+  if (errno != EWOULDBLOCK && errno != EINTR) throw_io("cannot lock the file: " + errno_text(), path);
+  return false;
+}
+
+bool try_content_lock(int fd, short type, const std::string& path) {
+  struct flock lock {};
+  lock.l_type = type;
+  lock.l_whence = SEEK_SET;
+  lock.l_start = 0;
+  lock.l_len = 1;
+  if (::fcntl(fd, F_OFD_SETLK, &lock) == 0) return true;
+  if (errno != EAGAIN && errno != EACCES && errno != EINTR) throw_io("cannot lock the file: " + errno_text(), path);
+  return false;
+}
+
 }  // namespace
 
 StagingFolder::StagingFolder(const std::string& next_to, uint64_t copy_bytes) {
@@ -460,17 +509,27 @@ int remove_leftovers_next_to(const std::string& path) {
 ArchiveFile::ArchiveFile(const std::string& path, FileAccess access, double lock_timeout_seconds)
     : path_(path), access_(access) {
   open_and_lock(lock_timeout_seconds);
-  if (::access(journal_path().c_str(), F_OK) == 0) recover_interrupted_edit();
+  struct stat journal {};
+  if (::lstat(journal_path().c_str(), &journal) == 0) {
+    if (access_ == FileAccess::Read) {
+      notes_.push_back(interrupted_edit_note(path_));
+    } else {
+      recover_interrupted_edit();
+    }
+  }
   if (access_ != FileAccess::Read) remove_stale_temp_files();
 }
 
 ArchiveFile::~ArchiveFile() {
-  if (fd_ >= 0) ::close(fd_);  // also releases the lock
+  if (fd_ >= 0) ::close(fd_);  // also releases the locks
 }
 
 void ArchiveFile::open_and_lock(double lock_timeout_seconds) {
   const int flags = access_ == FileAccess::EditInPlace ? O_RDWR : O_RDONLY;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(lock_timeout_seconds);
+  lock_deadline_ = std::chrono::steady_clock::now() +
+                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                       std::chrono::duration<double>(lock_timeout_seconds));
+  const char* wait_hint = "wait for it to finish, or give it longer with --lock-timeout SECONDS";
   while (true) {
     fd_ = open_regular_file(path_, flags, &opened_);
     char resolved[PATH_MAX];
@@ -478,14 +537,18 @@ void ArchiveFile::open_and_lock(double lock_timeout_seconds) {
     target_ = resolved;
     std::tie(dir_, base_) = split_path(target_);
 
-    const int op = access_ == FileAccess::Read ? LOCK_SH : LOCK_EX;
-    while (::flock(fd_, op | LOCK_NB) != 0) {
-      if (errno != EWOULDBLOCK && errno != EINTR) throw_io("cannot lock the file: " + errno_text(), path_);
-      if (std::chrono::steady_clock::now() >= deadline) {
-        throw_io("another process is editing this file (it holds the lock)", path_,
-                 "wait for it to finish, or give it longer with --lock-timeout SECONDS");
+    if (access_ == FileAccess::Read) {
+      wait_for_lock([&] { return try_content_lock(fd_, F_RDLCK, path_); },
+                    "another process is editing this file in place (it holds the write lock)", wait_hint);
+    } else {
+      wait_for_lock([&] { return try_flock(fd_, path_); }, "another process is editing this file (it holds the lock)",
+                    wait_hint);
+      if (access_ == FileAccess::EditInPlace) {
+        wait_for_lock([&] { return try_content_lock(fd_, F_WRLCK, path_); },
+                      "another process is reading this file (it holds a read lock), and --in-place changes bytes it "
+                      "may be reading",
+                      "wait for it to finish, give it longer with --lock-timeout SECONDS, or leave out --in-place");
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     // The lock is on the inode we opened; an editor that held it may have
     // renamed a new file over the path. Then lock that one instead.
@@ -499,13 +562,21 @@ void ArchiveFile::open_and_lock(double lock_timeout_seconds) {
   }
 }
 
+template <class TryLock>
+void ArchiveFile::wait_for_lock(TryLock try_lock, const char* busy, const char* hint) const {
+  while (!try_lock()) {
+    if (std::chrono::steady_clock::now() >= lock_deadline_) throw_io(busy, path_, hint);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 std::unique_ptr<ByteSource> ArchiveFile::source() const {
   const int fd = ::fcntl(fd_, F_DUPFD_CLOEXEC, 0);
   if (fd < 0) throw_io("cannot read: " + errno_text(), path_);
   return make_fd_source(fd, static_cast<uint64_t>(opened_.st_size), path_);
 }
 
-std::string ArchiveFile::journal_path() const { return dir_ + "/." + base_ + ".tsarchive-journal"; }
+std::string ArchiveFile::journal_path() const { return journal_path_of(dir_, base_); }
 
 void ArchiveFile::remove_stale_temp_files() {
   const int removed = remove_leftovers(dir_, base_);
@@ -516,59 +587,102 @@ void ArchiveFile::remove_stale_temp_files() {
 
 void ArchiveFile::recover_interrupted_edit() {
   const std::string journal_path = this->journal_path();
-  // Recovery writes, whatever this ArchiveFile was opened for.
-  struct stat st {};
-  const int fd = open_regular_file(target_, O_RDWR, &st);
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { ::close(fd); }
-  } closer{fd};
-  if (access_ == FileAccess::Read && ::flock(fd_, LOCK_EX) != 0) throw_io("cannot lock the file: " + errno_text(), path_);
-  if (::access(journal_path.c_str(), F_OK) != 0) return;  // another process recovered it meanwhile
-
-  struct stat jst {};
-  const int jfd = open_regular_file(journal_path, O_RDONLY, &jst);
-  std::string journal;
-  try {
-    journal = pread_exact(jfd, 0, static_cast<uint64_t>(jst.st_size), journal_path);
-  } catch (...) {
-    ::close(jfd);
-    throw;
+  // The bytes readers may be reading change: take the write lock they respect.
+  // An in-place editor holds it on fd_ already (a second open file would
+  // conflict with it); any other editor opens the file for writing here.
+  Fd own;
+  int fd = fd_;
+  if (access_ != FileAccess::EditInPlace) {
+    struct stat st {};
+    own = Fd(open_regular_file(target_, O_RDWR, &st));
+    if (!same_file(st, opened_)) throw_io("the file was replaced while it was being opened", path_, "run the command again");
+    fd = own.get();
+    wait_for_lock([&] { return try_content_lock(fd, F_WRLCK, path_); },
+                  "another process is reading this file, and finishing an interrupted --in-place edit changes its bytes",
+                  "wait for it to finish, or give it longer with --lock-timeout SECONDS");
   }
-  ::close(jfd);
-  const auto damaged = [&] {
-    throw_bad_input("the journal of an interrupted --in-place edit is damaged", journal_path,
-                    "check the archive with 'tsarchive inspect', then remove the journal by hand");
-  };
-  if (journal.size() < kJournalMagic.size() + 8 * 4 + 4 * 2 || journal.compare(0, kJournalMagic.size(), kJournalMagic) != 0) {
-    damaged();
-  }
-  ByteReader r(journal, "journal");
-  r.skip(kJournalMagic.size());
-  const uint64_t offset = r.u64(), old_size = r.u64(), new_size = r.u64();
-  const uint32_t new_crc = r.u32();
-  const uint64_t n = r.u64();
-  if (n > r.remaining() || r.remaining() - n != 4) damaged();
-  const std::string_view old_tail = r.bytes(n);
-  const uint32_t crc = r.u32();
-  if (crc != zipfmt::crc32(std::string_view(journal).substr(0, journal.size() - 4)) || offset + n != old_size) damaged();
 
-  const auto size = static_cast<uint64_t>(st.st_size);
+  const Journal journal = read_trusted_journal(journal_path);
+  const auto size = static_cast<uint64_t>(opened_.st_size);
   bool completed = false;
-  if (size == new_size && new_size >= offset) {
-    completed = zipfmt::crc32(pread_exact(fd, offset, new_size - offset, path_)) == new_crc;
+  if (size == journal.new_size && journal.new_size >= journal.offset) {
+    completed = zipfmt::crc32(pread_exact(fd, journal.offset, journal.new_size - journal.offset, path_)) == journal.new_crc;
   }
   if (!completed) {
-    pwrite_all(fd, old_tail, offset, path_);
-    if (::ftruncate(fd, static_cast<off_t>(old_size)) != 0) throw_io("cannot restore the file: " + errno_text(), path_);
+    pwrite_all(fd, journal.old_tail, journal.offset, path_);
+    if (::ftruncate(fd, static_cast<off_t>(journal.old_size)) != 0) {
+      throw_io("cannot restore the file: " + errno_text(), path_);
+    }
     fsync_or_throw(fd, path_);
   }
   if (::unlink(journal_path.c_str()) != 0) throw_io("cannot remove the journal: " + errno_text(), journal_path);
   fsync_dir(dir_);
   notes_.push_back(completed ? "an interrupted --in-place edit of " + path_ + " had finished writing; kept it"
                              : "undid an interrupted --in-place edit of " + path_ + "; it is as it was before");
-  if (access_ == FileAccess::Read) ::flock(fd_, LOCK_SH);
   ::fstat(fd_, &opened_);
+}
+
+// A journal is trusted only when nobody but the archive's owner could have
+// written it: see file_edit.h. Anything else is left where it is and named.
+ArchiveFile::Journal ArchiveFile::read_trusted_journal(const std::string& journal_path) const {
+  const auto untrusted = [&](const std::string& why) {
+    throw_io("found the journal of an --in-place edit that tsarchive cannot trust (" + why + "); left it alone",
+             journal_path,
+             "if no --in-place edit of yours was interrupted, remove it by hand; otherwise check the archive with "
+             "'tsarchive verify' first");
+  };
+  struct stat dir {};
+  if (::stat(dir_.c_str(), &dir) != 0) throw_io("cannot check the folder: " + errno_text(), dir_);
+  const std::string folder = journal_folder_problem(dir, opened_.st_uid);
+  if (!folder.empty()) untrusted(folder);
+
+  Fd jfd(::open(journal_path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (jfd.get() < 0) {
+    if (errno == ELOOP) untrusted("it is a symbolic link");
+    throw_io("cannot open the journal: " + errno_text(), journal_path);
+  }
+  struct stat jst {};
+  if (::fstat(jfd.get(), &jst) != 0) throw_io("cannot read the journal: " + errno_text(), journal_path);
+  if (!S_ISREG(jst.st_mode)) untrusted("it is not a regular file");
+  if (jst.st_uid != opened_.st_uid) {
+    untrusted("it belongs to uid " + std::to_string(jst.st_uid) + ", the archive to uid " +
+              std::to_string(opened_.st_uid));
+  }
+  if (jst.st_nlink != 1) untrusted("it has " + std::to_string(jst.st_nlink) + " hard links");
+  if ((jst.st_mode & (S_IWGRP | S_IWOTH)) != 0) untrusted("others may write to it");
+  if (static_cast<uint64_t>(jst.st_size) > kJournalMaxSize) untrusted("it is larger than any journal tsarchive writes");
+  const std::string bytes = pread_exact(jfd.get(), 0, static_cast<uint64_t>(jst.st_size), journal_path);
+
+  if (bytes.compare(0, kJournalMagicV1.size(), kJournalMagicV1) == 0) {
+    untrusted("an older tsarchive wrote it, without the archive's identity");
+  }
+  const auto damaged = [&] { untrusted("it is damaged or not a tsarchive journal"); };
+  if (bytes.size() < kJournalMagic.size() + 8 * 6 + 4 * 2 || bytes.compare(0, kJournalMagic.size(), kJournalMagic) != 0) {
+    damaged();
+  }
+  ByteReader r(bytes, "journal");
+  r.skip(kJournalMagic.size());
+  Journal j;
+  const uint64_t dev = r.u64(), ino = r.u64();
+  j.offset = r.u64();
+  j.old_size = r.u64();
+  j.new_size = r.u64();
+  j.new_crc = r.u32();
+  const uint64_t n = r.u64();
+  if (n > r.remaining() || r.remaining() - n != 4) damaged();
+  j.old_tail = std::string(r.bytes(n));
+  const uint32_t crc = r.u32();
+  if (crc != zipfmt::crc32(std::string_view(bytes).substr(0, bytes.size() - 4)) || j.offset + n != j.old_size) damaged();
+  if (dev != static_cast<uint64_t>(opened_.st_dev) || ino != static_cast<uint64_t>(opened_.st_ino)) {
+    untrusted("it belongs to another file (device " + std::to_string(dev) + ", inode " + std::to_string(ino) + ")");
+  }
+  // Killed while writing, the file is between its old and its new size.
+  const auto size = static_cast<uint64_t>(opened_.st_size);
+  if (size < std::min(j.old_size, j.new_size) || size > std::max(j.old_size, j.new_size) || j.new_size < j.offset) {
+    untrusted("the archive's size, " + std::to_string(size) + " bytes, is neither its old " +
+              std::to_string(j.old_size) + " nor its new " + std::to_string(j.new_size) + " nor between them");
+  }
+  return j;
 }
 
 WriteResult ArchiveFile::replace(const ZipRewritePlan& plan, int plan_source_fd) {
@@ -615,6 +729,14 @@ WriteResult ArchiveFile::write_new(const ZipRewritePlan& plan, const std::string
 InPlaceEdit ArchiveFile::prepare_in_place(const ZipRewritePlan& plan, uint64_t max_rewrite) {
   // Only old bytes are counted: they are read, journaled and rewritten.
   if (access_ != FileAccess::EditInPlace) throw_usage("internal: file not opened for an in-place edit");
+  struct stat dir {};
+  if (::stat(dir_.c_str(), &dir) != 0) throw_io("cannot check the folder: " + errno_text(), dir_);
+  const std::string folder = journal_folder_problem(dir, opened_.st_uid);
+  if (!folder.empty()) {
+    throw_usage("--in-place keeps a journal next to the file, and here nobody could trust it: " + folder + " (" +
+                    dir_ + ")",
+                "leave out --in-place: the edit then replaces the file atomically");
+  }
   const auto old_size = static_cast<uint64_t>(opened_.st_size);
   const uint64_t offset = plan.first_change;
   if (old_size - offset > max_rewrite) {
@@ -652,6 +774,8 @@ WriteResult ArchiveFile::write_in_place(const ZipRewritePlan& plan, uint64_t max
 
 void InPlaceEdit::write_journal() {
   std::string journal(kJournalMagic);
+  zipfmt::put64(journal, static_cast<uint64_t>(file_->opened_.st_dev));
+  zipfmt::put64(journal, static_cast<uint64_t>(file_->opened_.st_ino));
   zipfmt::put64(journal, offset_);
   zipfmt::put64(journal, old_size_);
   zipfmt::put64(journal, offset_ + new_tail_.size());
@@ -661,6 +785,7 @@ void InPlaceEdit::write_journal() {
   zipfmt::put32(journal, zipfmt::crc32(journal));
   const std::string journal_path = file_->journal_path();
   TempFile temp(file_->dir_, file_->base_, file_->path_);
+  temp.set_mode(S_IRUSR | S_IWUSR, &file_->opened_);  // the archive's owner's alone: see the trust model
   pwrite_all(temp.fd(), journal, 0, journal_path);
   temp.commit(journal_path, file_->dir_);
 }
@@ -699,7 +824,18 @@ void InPlaceEdit::finish() {
   fsync_dir(file_->dir_);
 }
 
-void write_file_atomically(const std::string& path, std::string_view bytes) {
+std::string interrupted_edit_note(const std::string& path) {
+  char resolved[PATH_MAX];
+  if (::realpath(path.c_str(), resolved) == nullptr) return "";
+  const auto [dir, base] = split_path(resolved);
+  const std::string journal = journal_path_of(dir, base);
+  struct stat st {};
+  if (::lstat(journal.c_str(), &st) != 0) return "";
+  return "an interrupted --in-place edit left a journal next to " + path + " (" + journal +
+         "); commands that only read leave it alone, and the next edit of the file finishes or undoes it";
+}
+
+void write_file_atomically(const std::string& path, const std::function<void(const ChunkWriter&)>& produce) {
   struct stat existing {};
   const bool exists = ::stat(path.c_str(), &existing) == 0;
   if (exists && !S_ISREG(existing.st_mode)) throw_io("not a regular file; refusing to replace it", path);
@@ -707,8 +843,16 @@ void write_file_atomically(const std::string& path, std::string_view bytes) {
   remove_leftovers(dir, base);
   TempFile temp(dir, base, path, "or give a path in a folder you can write to");
   temp.set_mode(exists ? existing.st_mode : 0666 & ~current_umask(), exists ? &existing : nullptr);
-  pwrite_all(temp.fd(), bytes, 0, path);
+  uint64_t offset = 0;
+  produce([&](std::string_view chunk) {
+    pwrite_all(temp.fd(), chunk, offset, path);
+    offset += chunk.size();
+  });
   temp.commit(path, dir);
+}
+
+void write_file_atomically(const std::string& path, std::string_view bytes) {
+  write_file_atomically(path, [&](const ChunkWriter& write) { write(bytes); });
 }
 
 }  // namespace tsarchive

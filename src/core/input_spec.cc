@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tsarchive/archive.h"
+#include "tsarchive/bounded_json.h"
 #include "tsarchive/error.h"
 #include "tsarchive/host_value.h"
 
@@ -237,25 +238,10 @@ class SpecParser {
 }
 
 // nlohmann's parser is not recursive, but converting and destroying deep
-// trees is; refuse deep nesting before parsing.
+// trees is; refuse deep nesting before parsing (the shared pre-scan of
+// bounded_json.h, with this argument's own, lower, depth limit).
 void check_json_depth(std::string_view text) {
-  size_t depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth) {
-        fail_json("nested deeper than " + std::to_string(kMaxJsonDepth) + " levels at byte " + std::to_string(i));
-      }
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
+  if (auto problem = json_limit_problem(text, kMaxJsonDepth, kMaxInputFileBytes)) fail_json(*problem);
 }
 
 HostValue from_json(const nlohmann::json& j) {

@@ -8,6 +8,7 @@
 
 #include "tsarchive/error.h"
 #include "tsarchive/pickle.h"
+#include "tsarchive/utf8.h"
 
 namespace tsarchive {
 namespace {
@@ -309,30 +310,10 @@ TorchScriptModel read_torchscript_model(const TorchArchive& archive) {
 }
 
 bool is_printable_utf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    size_t len = 0;
-    uint32_t cp = 0;
-    if (c < 0x80) {
-      if (c < 0x20 && c != '\t' && c != '\n' && c != '\r') return false;
-      if (c == 0x7f) return false;
-      ++i;
-      continue;
-    }
-    if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F;
-    else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F;
-    else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07;
-    else return false;
-    if (i + len > s.size()) return false;
-    for (size_t k = 1; k < len; ++k) {
-      const unsigned char cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    const uint32_t min_cp[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < min_cp[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
-    i += len;
+  uint32_t cp = 0;
+  for (size_t i = 0, len = 0; i < s.size(); i += len) {
+    if ((len = utf8_sequence_at(s, i, cp)) == 0) return false;
+    if ((cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || cp == 0x7f) return false;
   }
   return true;
 }

@@ -16,6 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tsarchive/bounded_json.h"
 #include "tsarchive/error.h"
 #include "tsarchive/inspect.h"
 
@@ -336,8 +337,11 @@ std::string render_stamp(const StampContent& c) {
 
 bool is_tsarchive_stamp(const std::string& bytes) {
   const std::string base = std::string(kStampType).substr(0, std::string(kStampType).rfind('/') + 1);
-  const nlohmann::json doc = nlohmann::json::parse(bytes, nullptr, false);
-  if (doc.is_discarded()) return bytes.find(base) != std::string::npos;
+  // Not JSON, or JSON past the limits (bounded_json.h): ours only if it names our schema.
+  std::string problem;
+  const std::optional<nlohmann::json> parsed = parse_bounded_json(bytes, &problem);
+  if (!parsed) return bytes.find(base) != std::string::npos;
+  const nlohmann::json& doc = *parsed;
   if (!doc.is_object()) return false;
   const auto type = doc.find("_type");
   return type != doc.end() && type->is_string() && type->get<std::string>().rfind(base, 0) == 0;
@@ -347,8 +351,11 @@ ParsedStamp parse_stamp(const std::string& bytes, const std::string& file) {
   const auto bad = [&](const std::string& what) -> void {
     throw_bad_input("extra/" + std::string(kStampName) + " " + what, file, "re-stamp the archive with 'tsarchive stamp'");
   };
-  nlohmann::json doc = nlohmann::json::parse(bytes, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) bad("is not a JSON object");
+  std::string problem;
+  const std::optional<nlohmann::json> parsed = parse_bounded_json(bytes, &problem);
+  if (!parsed) bad(problem == kNotValidJson ? "is not a JSON object" : "holds " + problem);
+  const nlohmann::json& doc = *parsed;
+  if (!doc.is_object()) bad("is not a JSON object");
   ParsedStamp stamp;
   const auto type = doc.find("_type");
   if (type == doc.end() || !type->is_string()) bad("has no _type");

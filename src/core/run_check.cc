@@ -1,7 +1,6 @@
 #include "tsarchive/run_check.h"
 
-#include <nlohmann/json.hpp>
-
+#include "tsarchive/bounded_json.h"
 #include "tsarchive/error.h"
 
 namespace tsarchive {
@@ -38,8 +37,11 @@ RunCheck parse_run_check(const std::string& json, const std::string& file) {
     throw_bad_input("extra/" + std::string(kRunCheckName) + " " + what, file,
                     "record it again with 'tsarchive run --record'");
   };
-  const nlohmann::json doc = nlohmann::json::parse(json, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object()) return bad("is not JSON");
+  std::string problem;
+  const std::optional<nlohmann::json> parsed = parse_bounded_json(json, &problem);
+  if (!parsed) return bad(problem == kNotValidJson ? "is not JSON" : "holds " + problem);
+  const nlohmann::json& doc = *parsed;
+  if (!doc.is_object()) return bad("is not JSON");
   if (doc.value("_type", "") != kRunCheckType) return bad("is not a run check this tsarchive reads (_type)");
   RunCheck c;
   try {

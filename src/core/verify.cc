@@ -103,8 +103,8 @@ VerifyReport verify_archive(const TorchArchive& archive, const VerifyOptions& op
     if (!d.problem.empty()) report.problems.push_back("record '" + d.name + "': " + d.problem);
   }
 
-  // Content checks read records through libzip, which would stop at the first
-  // damaged one; they add nothing when records are already known damaged.
+  // Content checks read records one by one and stop at the first damaged one;
+  // they add nothing when records are already known damaged.
   if (report.problems.empty()) {
     InspectReport contents;
     contents.path = report.path;

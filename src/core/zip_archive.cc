@@ -1,9 +1,12 @@
-// Content reads through libzip over our ByteSource (see zip.h for why the
-// layout itself is parsed by us).
+// ZipArchive: our layout, content through ZipEntryReader (zip_content.cc), and
+// libzip over the same ByteSource as an independent second parser whose view
+// must agree with ours (see zip.h).
 #include <zip.h>
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <string_view>
 
 #include "tsarchive/error.h"
 #include "tsarchive/zip.h"
@@ -72,14 +75,50 @@ zip_int64_t source_callback(void* userdata, void* data, zip_uint64_t len, zip_so
 
 std::string libzip_message(zip_error_t* error) { return zip_error_strerror(error); }
 
+// libzip finds its own end record (it tries every candidate and keeps the most
+// consistent one) and reads the central directory itself; any difference from
+// our layout means two ZIP readers see different archives in this file.
+void compare_with_libzip(zip_t* za, const ZipLayout& layout, const std::string& file) {
+  auto disagree = [&](const std::string& what) {
+    throw_bad_input("invalid ZIP archive: libzip reads it differently (" + what + ")", file,
+                    "ZIP readers could disagree on what this file holds, so PyTorch might load other records than "
+                    "the ones checked; re-export it with torch.jit.save");
+  };
+  const zip_int64_t count = zip_get_num_entries(za, 0);
+  if (count < 0 || static_cast<uint64_t>(count) != layout.entries.size()) {
+    disagree(std::to_string(count) + " entries, not " + std::to_string(layout.entries.size()));
+  }
+  int comment_len = 0;
+  const char* comment = zip_get_archive_comment(za, &comment_len, ZIP_FL_ENC_RAW);
+  if (std::string_view(comment != nullptr ? comment : "", comment != nullptr ? static_cast<size_t>(comment_len) : 0) !=
+      layout.comment) {
+    disagree("another archive comment");
+  }
+  constexpr zip_uint64_t kWanted = ZIP_STAT_NAME | ZIP_STAT_SIZE | ZIP_STAT_COMP_SIZE | ZIP_STAT_CRC |
+                                   ZIP_STAT_COMP_METHOD | ZIP_STAT_ENCRYPTION_METHOD;
+  for (const ZipEntry& e : layout.entries) {
+    zip_stat_t st;
+    zip_stat_init(&st);
+    if (zip_stat_index(za, e.index, ZIP_FL_ENC_RAW, &st) != 0 || (st.valid & kWanted) != kWanted) {
+      disagree("entry " + std::to_string(e.index) + " cannot be read");
+    }
+    if (st.name == nullptr || e.name != st.name) {
+      disagree("entry " + std::to_string(e.index) + " is named '" + (st.name != nullptr ? st.name : "") + "', not '" +
+               e.name + "'");
+    }
+    if (st.size != e.uncompressed_size || st.comp_size != e.compressed_size || st.crc != e.crc32 ||
+        st.comp_method != static_cast<zip_int32_t>(e.method) || st.encryption_method != ZIP_EM_NONE) {
+      disagree("sizes, CRC, method or encryption of '" + e.name + "'");
+    }
+  }
+}
+
 }  // namespace
 
 ZipArchive::ZipArchive(std::unique_ptr<ByteSource> source)
     : source_(std::move(source)), layout_(read_zip_layout(*source_)) {}
 
-ZipArchive::~ZipArchive() {
-  if (zip_ != nullptr) zip_discard(zip_);
-}
+ZipArchive::~ZipArchive() = default;
 
 const ZipEntry* ZipArchive::find(std::string_view name) const {
   for (const ZipEntry& e : layout_.entries) {
@@ -88,8 +127,9 @@ const ZipEntry* ZipArchive::find(std::string_view name) const {
   return nullptr;
 }
 
-zip_t* ZipArchive::libzip() const {
-  if (zip_ != nullptr) return zip_;
+void ZipArchive::cross_check() const {
+  std::lock_guard<std::mutex> lock(cross_check_mutex_);
+  if (cross_checked_) return;
   auto* state = new SourceState{source_.get(), 0, {}};
   zip_error_init(&state->error);
   zip_error_t error;
@@ -110,53 +150,36 @@ zip_t* ZipArchive::libzip() const {
     throw_bad_input("invalid ZIP archive: " + msg, source_->name(), "the file is damaged or truncated");
   }
   zip_error_fini(&error);
-  if (static_cast<uint64_t>(zip_get_num_entries(za, 0)) != layout_.entries.size()) {
-    zip_discard(za);
-    throw_bad_input("invalid ZIP archive: entry counts disagree", source_->name(), "the file is damaged");
-  }
-  zip_ = za;
-  return zip_;
+  std::unique_ptr<zip_t, void (*)(zip_t*)> guard(za, zip_discard);
+  compare_with_libzip(za, layout_, source_->name());
+  cross_checked_ = true;
 }
 
 std::string ZipArchive::read(const ZipEntry& entry, uint64_t max_size) const {
+  // Deflate expands at most ~1032:1, so a larger declared size is a lie that
+  // the read refuses; no need to reserve it up front.
+  std::string out;
+  if (entry.uncompressed_size <= max_size) {
+    out.reserve(static_cast<size_t>(std::min<uint64_t>(entry.uncompressed_size, entry.compressed_size * 1032 + 1024)));
+  }
+  read_to(entry, max_size, [&](const unsigned char* data, size_t n) { out.append(reinterpret_cast<const char*>(data), n); });
+  return out;
+}
+
+void ZipArchive::read_to(const ZipEntry& entry, uint64_t max_size, const ZipEntryReader::Sink& sink) const {
   const std::string& file = source_->name();
   if (entry.uncompressed_size > max_size) {
     throw_bad_input("record '" + entry.name + "' declares " + std::to_string(entry.uncompressed_size) +
                         " bytes, above the " + std::to_string(max_size) + "-byte limit for this kind of record",
                     file, "the archive is corrupt or hostile");
   }
-  zip_t* za = libzip();
-  const char* libzip_name = zip_get_name(za, entry.index, ZIP_FL_ENC_RAW);
-  if (libzip_name == nullptr || entry.name != libzip_name) {
-    throw_bad_input("invalid ZIP archive: entry " + std::to_string(entry.index) + " names disagree", file);
+  cross_check();
+  ZipEntryReader reader(*source_);
+  const ZipContentCheck check = reader.read(entry, sink);
+  if (!check.problem.empty()) {
+    throw_bad_input("cannot read record '" + entry.name + "': " + check.problem, file,
+                    "the archive is damaged or hostile");
   }
-  zip_file_t* zf = zip_fopen_index(za, entry.index, 0);
-  if (zf == nullptr) {
-    throw_bad_input("cannot read record '" + entry.name + "': " + libzip_message(zip_get_error(za)), file,
-                    "the archive is damaged");
-  }
-  // Read one byte past the declared size so content longer than declared is caught.
-  std::string out(static_cast<size_t>(entry.uncompressed_size) + 1, '\0');
-  uint64_t got = 0;
-  while (got < out.size()) {
-    const zip_int64_t n = zip_fread(zf, out.data() + got, out.size() - got);
-    if (n < 0) {
-      std::string msg = libzip_message(zip_file_get_error(zf));
-      zip_fclose(zf);
-      throw_bad_input("cannot read record '" + entry.name + "': " + msg, file,
-                      "the archive is damaged (a CRC or size does not match its data)");
-    }
-    if (n == 0) break;
-    got += static_cast<uint64_t>(n);
-  }
-  zip_fclose(zf);
-  if (got != entry.uncompressed_size) {
-    throw_bad_input("record '" + entry.name + "' holds " + (got > entry.uncompressed_size ? "more" : "fewer") +
-                        " bytes than its declared " + std::to_string(entry.uncompressed_size),
-                    file, "the archive is damaged or hostile");
-  }
-  out.resize(static_cast<size_t>(got));
-  return out;
 }
 
 }  // namespace tsarchive

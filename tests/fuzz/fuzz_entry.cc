@@ -1,12 +1,18 @@
 #include "fuzz_entry.h"
 
+#include <cstdlib>
 #include <string>
 
 #include "tsarchive/archive.h"
+#include "tsarchive/bounded_json.h"
 #include "tsarchive/error.h"
+#include "tsarchive/extra.h"
 #include "tsarchive/inspect.h"
 #include "tsarchive/model.h"
 #include "tsarchive/pickle.h"
+#include "tsarchive/producer_info.h"
+#include "tsarchive/run_check.h"
+#include "tsarchive/terminal_text.h"
 #include "tsarchive/verify.h"
 #include "tsarchive/zip.h"
 
@@ -72,6 +78,33 @@ void inspect_path(const uint8_t* data, size_t size) {
     verify_archive(*archive, VerifyOptions{1, std::nullopt});
   } catch (const Error&) {
   }
+}
+
+void json_text(const uint8_t* data, size_t size) {
+  const std::string bytes = bytes_of(data, size);
+  if (const auto doc = parse_bounded_json(bytes)) {
+    (void)doc->dump();
+  }
+  (void)pretty_json(bytes);
+  ExtraFileInfo info;
+  describe_extra_content(bytes, info);
+  try {
+    parse_stamp(bytes, "fuzz.pt");
+  } catch (const Error&) {
+  }
+  try {
+    parse_run_check(bytes, "fuzz.pt");
+  } catch (const Error&) {
+  }
+  for (const TextEscape mode : {TextEscape::Line, TextEscape::Block}) {
+    const std::string shown = escape_text(bytes, mode);
+    // What is shown has nothing left to escape, so escaping is idempotent.
+    if (needs_escape(shown, mode) || escape_text(shown, mode) != shown) std::abort();
+    if (mode == TextEscape::Line && shown.find_first_of("\r\n") != std::string::npos) std::abort();
+    if (needs_escape(bytes, mode) == (shown == bytes)) std::abort();
+  }
+  const std::string preview = escape_text(info.preview);
+  if (needs_escape(preview)) std::abort();
 }
 
 }  // namespace tsarchive::fuzz

@@ -18,5 +18,17 @@ void pickle_reader(const uint8_t* data, size_t size);
 // What `inspect` and the validation gate do to a file: inspect_source, then
 // open_torchscript_archive + verify_archive.
 void inspect_path(const uint8_t* data, size_t size);
+// ZIP structure (zip_structure.cc): the bytes as an archive, and as mutations
+// of a small PyTorch-shaped one (end records, comments, names, case, local vs
+// central fields); wherever our layout parser accepts, miniz's end-record
+// choice, Python's zipfile's and libzip's view must agree with it (a
+// std::logic_error otherwise).
+void zip_structure(const uint8_t* data, size_t size);
+
+// What tsarchive does to JSON and text taken from an archive: the bounded
+// parse and pretty print (bounded_json.h), an extra file's preview, the stamp
+// and run self-check parsers, and escape_text (terminal_text.h), whose output
+// must need no further escaping (checked; a violation aborts).
+void json_text(const uint8_t* data, size_t size);
 
 }  // namespace tsarchive::fuzz

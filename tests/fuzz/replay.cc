@@ -23,7 +23,9 @@ using Target = void (*)(const uint8_t*, size_t);
 int main(int argc, char** argv) {
   const std::pair<const char*, Target> targets[] = {{"zip_layer", tsarchive::fuzz::zip_layer},
                                                     {"pickle_reader", tsarchive::fuzz::pickle_reader},
-                                                    {"inspect_path", tsarchive::fuzz::inspect_path}};
+                                                    {"inspect_path", tsarchive::fuzz::inspect_path},
+                                                    {"zip_structure", tsarchive::fuzz::zip_structure},
+                                                    {"json_text", tsarchive::fuzz::json_text}};
   std::vector<std::filesystem::path> files;
   for (int i = 1; i < argc; ++i) {
     for (const auto& entry : std::filesystem::recursive_directory_iterator(argv[i])) {

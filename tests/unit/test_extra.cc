@@ -205,7 +205,7 @@ TEST_CASE("a write that fails half-way (file size limit, as on a full disk) chan
   }
 }
 
-TEST_CASE("an in-place edit killed half-way is undone by the next open; a finished one is kept") {
+TEST_CASE("an in-place edit killed half-way is undone by the next edit; a finished one is kept") {
   TempDir dir;
   const std::string path = copy_model(dir);
   const std::string original = slurp(path);
@@ -220,9 +220,17 @@ TEST_CASE("an in-place edit killed half-way is undone by the next open; a finish
     REQUIRE(::pwrite(fd, "PK\x03\x04garbage", 11, static_cast<off_t>(original.size() - 100)) == 11);
     ::close(fd);
   }
-  REQUIRE(slurp(path) != original);
+  const std::string torn = slurp(path);
+  REQUIRE(torn != original);
   {
-    ArchiveFile file(path, FileAccess::Read, 1);
+    ArchiveFile file(path, FileAccess::Read, 1);  // a reader only notes the journal
+    REQUIRE(file.notes().size() == 1);
+    REQUIRE(file.notes()[0].find("leave it alone") != std::string::npos);
+  }
+  REQUIRE(slurp(path) == torn);
+  REQUIRE(files_in(dir) == 2);
+  {
+    ArchiveFile file(path, FileAccess::Edit, 1);
     REQUIRE(file.notes().size() == 1);
     REQUIRE(file.notes()[0].find("undid") != std::string::npos);
   }
@@ -439,4 +447,176 @@ TEST_CASE("export writes every extra file inside the folder; import reads them b
   fs::create_directory_symlink(dir.path, out + "/config");
   REQUIRE_THROWS_AS(export_extra_files(*archive, out, 1 << 20), Error);
   REQUIRE_FALSE(fs::exists(dir.file("train.yaml")));
+}
+
+TEST_CASE("export checks every target before it writes any; import never blocks on a FIFO") {
+  TempDir dir;
+  const auto archive = archive_of(slurp(testdata("mlp_scripted.pt")));
+  std::vector<std::string> names;
+  for (const ExtraFileInfo& f : list_extra_files(*archive)) names.push_back(f.name);
+  REQUIRE(names.size() == 3);
+  const std::string out = dir.file("out");
+  fs::create_directory(out);
+  fs::create_symlink("/etc/passwd", out + "/" + names.back());  // the last one written is in the way
+  try {
+    export_extra_files(*archive, out, 1 << 20);
+    FAIL("exported through a symbolic link");
+  } catch (const Error& e) {
+    REQUIRE(std::string(e.what()).find("symbolic link") != std::string::npos);
+  }
+  REQUIRE(files_in(dir) == 1);
+  REQUIRE(std::distance(fs::recursive_directory_iterator(out), fs::recursive_directory_iterator{}) == 1);
+
+  const std::string in = dir.file("in");
+  fs::create_directory(in);
+  std::ofstream(in + "/a.txt") << "a";
+  REQUIRE(::mkfifo((in + "/pipe").c_str(), 0600) == 0);  // nobody writes to it: opening it blocking would hang
+  try {
+    read_extra_folder(in, 1 << 20);
+    FAIL("imported a FIFO");
+  } catch (const Error& e) {
+    REQUIRE(std::string(e.what()).find("not a regular file") != std::string::npos);
+  }
+}
+
+namespace {
+
+// Leaves `path` as a killed --in-place edit leaves it: a journal, and part of
+// the new bytes written. Returns the torn bytes.
+std::string interrupt_in_place_edit(const std::string& path) {
+  {
+    ArchiveFile file(path, FileAccess::EditInPlace, 1);
+    const auto archive = open_torchscript_archive(file.source(), "no");
+    InPlaceEdit edit =
+        file.prepare_in_place(plan_extra_edits(*archive, {{"n.txt", std::string(3000, 'n')}}, false).zip, 1 << 20);
+    edit.write_journal();
+  }
+  const int fd = ::open(path.c_str(), O_WRONLY);  // part of the new tail written, over the old one
+  REQUIRE(::pwrite(fd, "PK\x03\x04garbage", 11, static_cast<off_t>(fs::file_size(path) - 100)) == 11);
+  ::close(fd);
+  return slurp(path);
+}
+
+// Opening `path` to edit refuses the journal, and changes nothing.
+void require_journal_refused(const std::string& path, const std::string& why) {
+  const std::string before = slurp(path);
+  const std::string journal = fs::path(path).parent_path() / ".model.pt.tsarchive-journal";
+  try {
+    ArchiveFile file(path, FileAccess::Edit, 1);
+    FAIL("applied a journal it cannot trust");
+  } catch (const Error& e) {
+    INFO(e.what());
+    REQUIRE(e.kind() == ErrorKind::Io);
+    REQUIRE(std::string(e.what()).find("cannot trust") != std::string::npos);
+    REQUIRE(std::string(e.what()).find(why) != std::string::npos);
+  }
+  REQUIRE(slurp(path) == before);
+  REQUIRE(fs::exists(fs::symlink_status(journal)));
+}
+
+}  // namespace
+
+TEST_CASE("commands that only read never apply a journal, also a valid one") {
+  TempDir dir;
+  const std::string path = copy_model(dir);
+  const std::string torn = interrupt_in_place_edit(path);
+  for (int i = 0; i < 2; ++i) {
+    ArchiveFile file(path, FileAccess::Read, 1);
+    REQUIRE(file.notes().at(0).find("journal") != std::string::npos);
+  }
+  REQUIRE(slurp(path) == torn);
+}
+
+TEST_CASE("a journal someone else could have written is left alone and named") {
+  TempDir dir;
+  const std::string path = copy_model(dir);
+  const std::string journal = dir.file(".model.pt.tsarchive-journal");
+
+  SECTION("owned by another user") {
+    interrupt_in_place_edit(path);
+    if (::geteuid() != 0) return;  // only root can give a file away
+    REQUIRE(::chown(journal.c_str(), 65534, 65534) == 0);
+    require_journal_refused(path, "belongs to uid 65534");
+  }
+  SECTION("a symbolic link") {
+    interrupt_in_place_edit(path);
+    fs::rename(journal, dir.file("elsewhere"));
+    fs::create_symlink(dir.file("elsewhere"), journal);
+    require_journal_refused(path, "symbolic link");
+  }
+  SECTION("a second hard link") {
+    interrupt_in_place_edit(path);
+    REQUIRE(::link(journal.c_str(), dir.file("other-link").c_str()) == 0);
+    require_journal_refused(path, "2 hard links");
+  }
+  SECTION("writable by the group") {
+    interrupt_in_place_edit(path);
+    REQUIRE(::chmod(journal.c_str(), 0660) == 0);
+    require_journal_refused(path, "others may write");
+  }
+  SECTION("made for another file") {
+    interrupt_in_place_edit(path);
+    fs::copy_file(path, dir.file("copy.pt"));
+    fs::rename(dir.file("copy.pt"), path);  // same bytes, another inode
+    require_journal_refused(path, "another file");
+  }
+  SECTION("a folder anyone can replace files in") {
+    interrupt_in_place_edit(path);
+    REQUIRE(::chmod(dir.path.c_str(), 0777) == 0);
+    require_journal_refused(path, "writable by others");
+  }
+  SECTION("written by an older tsarchive, without the archive's identity") {
+    const std::string original = slurp(path);
+    std::ofstream(journal, std::ios::binary) << "tsarchive-journal 1\n" << std::string(60, '\0');
+    ::chmod(journal.c_str(), 0600);
+    require_journal_refused(path, "older tsarchive");
+  }
+  SECTION("a size the edit cannot have left") {
+    interrupt_in_place_edit(path);
+    std::ofstream(path, std::ios::binary | std::ios::app) << std::string(100000, 'x');
+    require_journal_refused(path, "size");
+  }
+}
+
+TEST_CASE("a sticky folder such as /tmp is trusted; --in-place refuses a folder others can write to") {
+  TempDir dir;
+  const std::string path = copy_model(dir);
+  const std::string original = slurp(path);
+  interrupt_in_place_edit(path);
+  REQUIRE(::chmod(dir.path.c_str(), 01777) == 0);
+  {
+    ArchiveFile file(path, FileAccess::Edit, 1);
+    REQUIRE(file.notes().at(0).find("undid") != std::string::npos);
+  }
+  REQUIRE(slurp(path) == original);
+
+  REQUIRE(::chmod(dir.path.c_str(), 0777) == 0);
+  ArchiveFile file(path, FileAccess::EditInPlace, 1);
+  const auto archive = open_torchscript_archive(file.source(), "no");
+  try {
+    file.prepare_in_place(plan_extra_edits(*archive, {{"n.txt", "n"}}, false).zip, 1 << 20);
+    FAIL("wrote a journal nobody could trust");
+  } catch (const Error& e) {
+    REQUIRE(e.kind() == ErrorKind::Usage);
+    REQUIRE(std::string(e.what()).find("writable by others") != std::string::npos);
+  }
+}
+
+TEST_CASE("a reader does not hold up an edit that replaces the file, only one in place") {
+  TempDir dir;
+  const std::string path = copy_model(dir);
+  {
+    ArchiveFile reader(path, FileAccess::Read, 1);
+    ArchiveFile editor(path, FileAccess::Edit, 0.1);  // would time out if the reader blocked it
+    const auto archive = open_torchscript_archive(editor.source(), "no");
+    editor.replace(plan_extra_edits(*archive, {{"n.txt", "n"}}, false).zip);
+  }
+  ArchiveFile reader(path, FileAccess::Read, 1);  // of the new file
+  try {
+    ArchiveFile in_place(path, FileAccess::EditInPlace, 0.1);
+    FAIL("edited in place under a reader");
+  } catch (const Error& e) {
+    REQUIRE(e.kind() == ErrorKind::Io);
+    REQUIRE(std::string(e.what()).find("another process is reading") != std::string::npos);
+  }
 }

@@ -67,6 +67,8 @@ TEST_CASE("zip: an end record that claims more entries than fit is refused") {
   const size_t z64 = bytes.size() - 22 - 20 - 56;
   REQUIRE(bytes.compare(z64, 4, "PK\x06\x06") == 0);
   for (size_t field : {24u, 32u}) bytes[z64 + field + 5] = '\x01';  // 2^40 entries
+  // The classic counts say "see ZIP64" (0xFFFF), or the two records would disagree.
+  for (size_t field : {8u, 9u, 10u, 11u}) bytes[bytes.size() - 22 + field] = '\xff';
   CHECK_THROWS_WITH(open_bytes(bytes), Catch::Contains("more than the"));
 }
 
@@ -83,4 +85,187 @@ TEST_CASE("zip: signature sniffing") {
   CHECK(has_zip_signature(*make_memory_source("PK\x03\x04rest")));
   CHECK_FALSE(has_zip_signature(*make_memory_source("PK")));
   CHECK_FALSE(has_zip_signature(*make_memory_source("hello world")));
+}
+
+// ---------------------------------------------------------------------------
+// Issue 24: what tsarchive describes must be what PyTorch (miniz) loads.
+
+namespace {
+
+void put16_at(std::string& s, size_t at, uint16_t v) {
+  s[at] = static_cast<char>(v & 0xFF);
+  s[at + 1] = static_cast<char>(v >> 8);
+}
+void put32_at(std::string& s, size_t at, uint32_t v) {
+  put16_at(s, at, static_cast<uint16_t>(v & 0xFFFF));
+  put16_at(s, at + 2, static_cast<uint16_t>(v >> 16));
+}
+
+// mlp_scripted.pt with `comment` as its archive comment (comment length set).
+std::string with_comment(const std::string& comment) {
+  std::string bytes = slurp(testdata("mlp_scripted.pt"));
+  REQUIRE(bytes.compare(bytes.size() - 22, 4, "PK\x05\x06") == 0);
+  put16_at(bytes, bytes.size() - 2, static_cast<uint16_t>(comment.size()));
+  return bytes + comment;
+}
+
+std::string what_of(const std::string& bytes) {
+  try {
+    open_bytes(bytes);
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::BadInput);
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("zip: an honest archive comment is read") {
+  const ZipArchive zip = open_bytes(with_comment("release 3, signed off"));
+  CHECK(zip.layout().comment == "release 3, signed off");
+  CHECK(zip.read(*zip.find("mlp_scripted/version"), 100) == "3\n");
+}
+
+TEST_CASE("zip: bytes after the archive are refused (miniz would ignore them, others not)") {
+  const std::string bytes = slurp(testdata("mlp_scripted.pt"));
+  CHECK_THAT(what_of(bytes + "xy"), Catch::Contains("invalid ZIP archive") && Catch::Contains("2 bytes follow it"));
+  // A comment length that claims more than there is.
+  CHECK_THAT(what_of(with_comment("abc").substr(0, bytes.size() + 2)), Catch::Contains("3-byte comment"));
+}
+
+TEST_CASE("zip: an archive hidden in the comment is refused, with or without trailing bytes") {
+  // miniz takes the hidden archive's end record (the last signature with 22
+  // bytes after it); a reader that trusts comment lengths takes the outer one.
+  const std::string inner = slurp(testdata("tensor.pt"));
+  CHECK_THAT(what_of(with_comment(inner + std::string(2, '\0'))), Catch::Contains("2 bytes follow it"));
+  CHECK_THAT(what_of(with_comment(inner)), Catch::Contains("two end records"));
+  CHECK_THAT(what_of(slurp(testdata("hostile/comment_hides_archive.pt"))), Catch::Contains("bytes follow it"));
+  CHECK_THAT(what_of(slurp(testdata("hostile/comment_is_archive.pt"))), Catch::Contains("two end records"));
+}
+
+TEST_CASE("zip: an end signature inside the comment is refused") {
+  // Python's zipfile takes the last signature (rfind), even with < 22 bytes after it.
+  CHECK_THAT(what_of(with_comment(std::string("ab") + "PK\x05\x06" + "0123456789")),
+             Catch::Contains("comment holds an end record signature"));
+  CHECK_THAT(what_of(with_comment("PK\x05\x06")), Catch::Contains("comment holds an end record signature"));
+}
+
+TEST_CASE("zip: the ZIP64 end record must end at its locator and agree with the classic one") {
+  const std::string good = slurp(testdata("mlp_scripted.pt"));
+  const size_t end = good.size() - 22, locator = end - 20, z64 = locator - 56;
+  REQUIRE(good.compare(z64, 4, "PK\x06\x06") == 0);
+  REQUIRE(good.compare(locator, 4, "PK\x06\x07") == 0);
+  std::string disks = good;
+  put32_at(disks, locator + 16, 0);  // total disks 0: miniz refuses, Python reads it
+  CHECK_THAT(what_of(disks), Catch::Contains("multi-disk"));
+  std::string count = good;
+  const uint16_t n = static_cast<uint16_t>(open_bytes(good).entries().size());
+  put16_at(count, end + 8, static_cast<uint16_t>(n - 1));
+  put16_at(count, end + 10, static_cast<uint16_t>(n - 1));
+  CHECK_THAT(what_of(count), Catch::Contains("end record and the ZIP64 end record disagree"));
+  std::string placeholder = good;  // 0xFFFF stands for "see ZIP64": fine
+  put16_at(placeholder, end + 8, 0xFFFF);
+  put16_at(placeholder, end + 10, 0xFFFF);
+  CHECK(open_bytes(placeholder).entries().size() == n);
+  CHECK_THAT(what_of(slurp(testdata("hostile/zip64_locator_elsewhere.pt"))),
+             Catch::Contains("does not end where its locator starts"));
+  CHECK_THAT(what_of(slurp(testdata("hostile/gap_before_end_records.pt"))),
+             Catch::Contains("100 bytes lie between the central directory"));
+  CHECK_THAT(what_of(slurp(testdata("hostile/cd_count_short.pt"))),
+             Catch::Contains("the central directory holds 66 bytes more than its 22 entries"));
+}
+
+TEST_CASE("zip: names that differ only in ASCII case are refused, naming both") {
+  for (const char* file : {"case_twin_data_pkl.pt", "case_twin_code.pt", "case_twin_extra.pt"}) {
+    INFO(file);
+    CHECK_THAT(what_of(slurp(testdata(std::string("hostile/") + file))), Catch::Contains("differ only in case"));
+  }
+  CHECK_THAT(what_of(slurp(testdata("hostile/case_twin_data_pkl.pt"))),
+             Catch::Contains("'mlp_scripted/data.pkl' and 'mlp_scripted/DATA.pkl'"));
+}
+
+TEST_CASE("zip: local headers must agree with the central directory") {
+  const std::string good = slurp(testdata("mlp_scripted.pt"));
+  const ZipArchive zip = open_bytes(good);
+  const ZipEntry& pkl = *zip.find("mlp_scripted/data.pkl");
+  const size_t at = static_cast<size_t>(pkl.local_header_offset);
+  // PyTorch 1.13 writes bit 3 and zero CRC and sizes locally: accepted.
+  REQUIRE((pkl.flags & 0x8) != 0);
+  REQUIRE(good.compare(at + 14, 12, std::string(12, '\0')) == 0);
+
+  std::string method = good;
+  put16_at(method, at + 8, 8);
+  CHECK_THAT(what_of(method), Catch::Contains("local header says compression method 'deflated'"));
+  std::string encrypted = good;
+  put16_at(encrypted, at + 6, 0x0809);
+  CHECK_THAT(what_of(encrypted), Catch::Contains("disagree on encryption"));
+  std::string real = good;  // the real values locally, as other writers do: accepted
+  put32_at(real, at + 14, pkl.crc32);
+  put32_at(real, at + 18, static_cast<uint32_t>(pkl.compressed_size));
+  put32_at(real, at + 22, static_cast<uint32_t>(pkl.uncompressed_size));
+  CHECK(open_bytes(real).read(*open_bytes(real).find("mlp_scripted/data.pkl"), 1 << 20).size() == 1096);
+  std::string crc = real;
+  put32_at(crc, at + 14, pkl.crc32 ^ 1);
+  CHECK_THAT(what_of(crc), Catch::Contains("local header's CRC-32 differs"));
+  std::string size = good;  // bit 3 excuses zeros, not other values
+  put32_at(size, at + 22, 100);
+  CHECK_THAT(what_of(size), Catch::Contains("local header's sizes"));
+  std::string no_bit3 = good;  // zeros without bit 3 are sizes, and wrong
+  put16_at(no_bit3, at + 6, 0x0800);
+  CHECK_THAT(what_of(no_bit3), Catch::Contains("differs"));
+  for (const char* file : {"local_method_differs.pt", "local_encrypted_flag.pt", "local_crc_differs.pt",
+                           "local_sizes_differ.pt"}) {
+    INFO(file);
+    CHECK_THAT(what_of(slurp(testdata(std::string("hostile/") + file))), Catch::Contains("local header"));
+  }
+}
+
+TEST_CASE("zip: every real archive in testdata opens and reads (no false refusals)") {
+  for (const char* file : {"mlp_scripted.pt", "mlp_scripted_v2.pt", "mlp.ptl", "convnet_traced.pt", "dtypes.pt",
+                           "dtypes_v2.pt", "frozen.pt", "gru_scripted.pt", "quant_dynamic.pt", "state_dict.pth",
+                           "tensor.pt", "inputs/short_storage.pt", "hostile/ok_rebuilt.pt",
+                           "hostile/junk_after_in_comment.pt", "hostile/plain_zip.zip"}) {
+    INFO(file);
+    const ZipArchive zip = open_bytes(slurp(testdata(file)));
+    for (const ZipEntry& e : zip.entries()) CHECK(zip.read(e, 1 << 24).size() == e.uncompressed_size);
+  }
+}
+
+TEST_CASE("zip: ZipEntryReader streams exactly the layout's bytes, bounded and CRC-checked") {
+  const std::string bytes = slurp(testdata("mlp_scripted.pt"));
+  const ZipArchive zip = open_bytes(bytes);
+  ZipEntryReader reader(zip.source());
+  for (const ZipEntry& e : zip.entries()) {
+    INFO(e.name);
+    std::string got;
+    const ZipContentCheck check =
+        reader.read(e, [&](const unsigned char* p, size_t n) { got.append(reinterpret_cast<const char*>(p), n); });
+    CHECK(check.problem.empty());
+    CHECK(check.crc_ok);
+    CHECK(check.size == e.uncompressed_size);
+    CHECK(got == zip.read(e, 1 << 24));
+  }
+  // A deflated record whose declared size is smaller than its content stops there.
+  ZipEntry code = *zip.find("mlp_scripted/code/__torch__/models.py");
+  ZipEntry lying = code;
+  lying.uncompressed_size = 100;
+  size_t seen = 0;
+  ZipContentCheck check = reader.read(lying, [&](const unsigned char*, size_t n) { seen += n; });
+  CHECK_THAT(check.problem, Catch::Contains("inflates to more than its declared 100 bytes"));
+  CHECK(seen <= 100);
+  // A deflate stream cut short.
+  ZipEntry cut = code;
+  cut.compressed_size -= 20;
+  CHECK_THAT(reader.read(cut, [](const unsigned char*, size_t) {}).problem, Catch::Contains("ends early"));
+  // Content longer than declared but a correct CRC of the declared prefix is still refused.
+  ZipEntry longer = code;
+  longer.uncompressed_size += 1;
+  CHECK_THAT(reader.read(longer, [](const unsigned char*, size_t) {}).problem, Catch::Contains("holds 649 bytes"));
+}
+
+TEST_CASE("zip: libzip's view is cross-checked once and agrees on real archives") {
+  const ZipArchive zip = open_bytes(slurp(testdata("gru_scripted.pt")));
+  CHECK_NOTHROW(zip.cross_check());
+  CHECK_NOTHROW(zip.cross_check());
 }

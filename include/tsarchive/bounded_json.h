@@ -1,0 +1,74 @@
+// The one way to parse JSON that came from an archive or a user: extra file
+// previews, extra/producer_info.json (the stamp), extra/tsarchive/check.json
+// (run's self-check), `inspect --extra`, `extra set` of a .json name, json:
+// arguments.
+//
+// nlohmann's parser keeps its own stack, but dumping, comparing and
+// converting a parsed value recurse once per level: 100,000 nested '[' crash
+// the process, and pretty printing indents by the depth (depth 10,000 gives
+// 200 MB of output). So the depth and the size are measured on the bytes,
+// before nlohmann sees them, and anything over the limits is refused as data
+// ("JSON nested deeper than 512 levels"), never parsed.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+namespace tsarchive {
+
+// Documented limits (man page, "JSON FROM ARCHIVES").
+struct JsonLimits {
+  static constexpr size_t kDepth = 512;                // nesting of [ and {
+  static constexpr uint64_t kBytes = 16ull << 20;      // input size
+  static constexpr uint64_t kPrettyBytes = 16ull << 20;  // pretty-printed output (indent 2)
+};
+
+// What parse_bounded_json says of text that is within the limits but not JSON.
+inline constexpr std::string_view kNotValidJson = "not valid JSON";
+
+struct JsonShape {
+  size_t depth = 0;           // deepest nesting of [ and { outside strings
+  uint64_t pretty_bytes = 0;  // about what dump(2) would write (an upper estimate)
+};
+
+// Measures `text` in one pass without parsing it (it need not be valid JSON).
+// Stops early once the depth passes `stop_depth`.
+JsonShape measure_json(std::string_view text, size_t stop_depth = SIZE_MAX);
+
+// Why `text` is over the limits ("JSON nested deeper than 512 levels", "JSON
+// larger than 16 MiB (N bytes)"), or nothing when nlohmann may parse it.
+std::optional<std::string> json_limit_problem(std::string_view text, size_t max_depth = JsonLimits::kDepth,
+                                              uint64_t max_bytes = JsonLimits::kBytes);
+
+// `text` parsed, when it is within the limits and valid JSON; otherwise
+// nothing, and *problem (when given) says why: the limit, or "not valid JSON".
+// Never throws for content.
+template <class Json = nlohmann::json>
+std::optional<Json> parse_bounded_json(std::string_view text, std::string* problem = nullptr,
+                                       size_t max_depth = JsonLimits::kDepth, uint64_t max_bytes = JsonLimits::kBytes) {
+  if (auto why = json_limit_problem(text, max_depth, max_bytes)) {
+    if (problem != nullptr) *problem = *why;
+    return std::nullopt;
+  }
+  Json doc = Json::parse(text.begin(), text.end(), nullptr, false);
+  if (doc.is_discarded()) {
+    if (problem != nullptr) *problem = std::string(kNotValidJson);
+    return std::nullopt;
+  }
+  return doc;
+}
+
+// `text` parsed, as parse_bounded_json, when it also stays within
+// JsonLimits::kPrettyBytes pretty-printed (what shows it indented: `inspect
+// --extra NAME`, with or without --json); otherwise nothing, and *problem
+// says why.
+std::optional<nlohmann::json> parse_json_for_display(std::string_view text, std::string* problem = nullptr);
+
+// parse_json_for_display(text) pretty-printed (indent 2, UTF-8 kept).
+std::optional<std::string> pretty_json(std::string_view text, std::string* problem = nullptr);
+
+}  // namespace tsarchive

@@ -1,0 +1,37 @@
+// Text that came from an archive or a model, made safe to show on a terminal.
+//
+// Record names, extra file names and contents, class names, code, stamp fields
+// and error messages that quote them are attacker-controlled: an ESC starts a
+// terminal escape sequence, a CR or LF fakes a table row, U+009B is the C1
+// form of ESC [, and the Unicode Bidi_Control characters reorder what the
+// reader sees. Every text renderer passes what it prints through escape_text;
+// JSON output does not (JSON escapes control characters itself, and stays
+// exact). The spellings (documented in the man page, "TEXT OUTPUT"):
+//   \t \n \r          tab, line feed, carriage return
+//   \xHH              any other C0 control, DEL, and each byte that is not
+//                     part of valid UTF-8 (HH: two lowercase hex digits)
+//   \uHHHH            C1 controls U+0080..U+009F and the Bidi_Control
+//                     characters U+061C, U+200E, U+200F, U+202A..U+202E,
+//                     U+2066..U+2069
+// A backslash is left as it is, so text without those characters prints
+// unchanged and escaping twice changes nothing.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace tsarchive {
+
+enum class TextEscape {
+  Line,   // one field (a name, a value, an error line): every control is escaped
+  Block,  // multi-line text (code, a report, a file's content): \n, \t and the
+          // \r of a \r\n pair are kept, everything else as for Line
+};
+
+// `text` with every byte or character named above written as its escape.
+std::string escape_text(std::string_view text, TextEscape mode = TextEscape::Line);
+
+// True when escape_text(text, mode) would change `text`.
+bool needs_escape(std::string_view text, TextEscape mode = TextEscape::Line);
+
+}  // namespace tsarchive

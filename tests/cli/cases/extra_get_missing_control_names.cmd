@@ -1,0 +1,1 @@
+extra get testdata/hostile/name_control_chars.pt nope

@@ -1,0 +1,1 @@
+extra list testdata/hostile/name_control_chars.pt

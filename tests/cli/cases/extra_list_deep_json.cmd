@@ -1,0 +1,1 @@
+extra list testdata/hostile/extra_json_deep.pt

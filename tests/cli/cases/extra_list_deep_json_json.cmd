@@ -1,0 +1,1 @@
+extra list --json testdata/hostile/extra_json_deep.pt

@@ -1,0 +1,1 @@
+inspect --records testdata/hostile/name_control_chars.pt

@@ -1,0 +1,1 @@
+verify testdata/hostile/stamp_json_deep.pt
