@@ -172,7 +172,7 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
   if (outcome.failure.empty()) {
     for (const Record& r : archive->records()) {
       if (r.kind != RecordKind::Extra || &r == place.stamp) continue;
-      extras.carried.push_back(ExtraEdit{r.name.substr(6), archive->read(r, ExtraLimits::kValueForced)});
+      extras.carried.push_back(ExtraEdit{r.name.substr(6), archive->read(r, ExtraLimits::kValueForced), true});
       outcome.carried.push_back(r.name.substr(6));
     }
     if (place.stamp != nullptr) {

@@ -56,7 +56,8 @@ COMMANDS = [
     ("run", ["run", "{f}", "--input", "1x8"], True, None),
     ("stamp -o", ["stamp", "--no-git", "--no-host", "{f}", "-o", "{out}"], True, None),
     ("stamp in place", ["stamp", "--no-git", "--no-host", "{f}"], True, None),
-    ("trace", ["trace", "{f}", "--input", "1x8", "-o", "{out}"], True, "trace"),
+    # --allow-drop: most hostile files are the MLP with its exported `scaled`, which a trace cannot keep.
+    ("trace", ["trace", "{f}", "--input", "1x8", "--allow-drop", "-o", "{out}"], True, "trace"),
     ("convert", ["convert", "{f}", "--input", "1x8", "--freeze", "-o", "{out}"], True, "convert"),
     # Past the gate: libtorch itself gets every file, in its worker process.
     ("run --no-validate", ["run", "{f}", "--input", "1x8", "--no-validate", "--memory-limit", "1G"], True, None),
