@@ -55,6 +55,9 @@ sys.dont_write_bytecode = True  # no __pycache__ inside testdata/
 # in a fresh interpreter whose `models` is testdata/models_v2/models.py, so
 # TorchScript names its class __torch__.models.MLP like the first release
 # (in this process that name is taken, and a second MLP would be mangled).
+# `make_testdata.py --quant-per-channel OUT` writes only quant_per_channel.pt
+# (make_all writes it too), so it can be added without regenerating the rest.
+QUANT_PER_CHANNEL_ONLY = len(sys.argv) == 3 and sys.argv[1] == "--quant-per-channel"
 MLP_V2_CHILD = len(sys.argv) == 3 and sys.argv[1] == "--mlp-v2"
 if MLP_V2_CHILD:
     sys.path.insert(0, os.path.join(REPO_ROOT, "testdata", "models_v2"))
@@ -379,6 +382,23 @@ def build_mlp():
     return torch.jit.script(m)
 
 
+def write_quant_per_channel(path):
+    """Static quantization with per-channel weights (qnnpack engine: Debian's
+    torch has no fbgemm): data.pkl rebuilds each weight with
+    torch._utils._rebuild_qtensor((torch.per_channel_affine, scales,
+    zero_points, axis)), the scales and zero points tensors with storages of
+    their own (10 storage records for 6 module tensors)."""
+    torch.backends.quantized.engine = "qnnpack"
+    torch.manual_seed(0)
+    m = models.QuantStatic().eval()
+    default = torch.ao.quantization.get_default_qconfig("qnnpack")
+    m.qconfig = torch.ao.quantization.QConfig(
+        activation=default.activation, weight=torch.ao.quantization.default_per_channel_weight_observer)
+    prepared = torch.ao.quantization.prepare(m)
+    prepared(torch.randn(2, 3, 8, 8))
+    torch.jit.script(torch.ao.quantization.convert(prepared)).save(path)
+
+
 def write_mlp_v2(path):
     """The second release of the MLP (run in the --mlp-v2 child, see the top).
 
@@ -527,6 +547,12 @@ def make_all(outdir):
     build_dtypes_v2().save(p("dtypes_v2.pt"))
     describe(outdir, "dtypes_v2.pt", "torchscript")
 
+    # 13. quant_per_channel.pt, in a fresh interpreter (the mangled names of the
+    # others stay as they were). No expected/*.json: tests/unit/test_inspect.cc
+    # and tests/pytorch/check_workflows.py check it against PyTorch.
+    subprocess.run([sys.executable, os.path.abspath(__file__), "--quant-per-channel", p("quant_per_channel.pt")],
+                   check=True)
+
     write_readme(outdir, skipped)
     return skipped
 
@@ -544,6 +570,10 @@ README_FILES = [
     ("quant_dynamic.pt", "quantize_dynamic(models.QuantMLP, {Linear}, qint8) (qnnpack engine) "
      "then torch.jit.script: quantized weights in a torchbind LinearPackedParamsBase, "
      "QInt8Storage and torch._utils._rebuild_qtensor in data.pkl."),
+    ("quant_per_channel.pt", "Static quantization of models.QuantStatic (Conv2d, Linear) with "
+     "per-channel weights (qnnpack engine) then torch.jit.script: each _rebuild_qtensor carries "
+     "(per_channel_affine, scales, zero_points, axis), the scales and zero points with storages "
+     "of their own (10 storage records, 6 module tensors)."),
     ("frozen.pt", "torch.jit.freeze of scripted models.LinearBN (eval): no parameters left; "
      "folded weights are tensor constants in constants.pkl with storages under constants/."),
     ("mlp.ptl", "The MLP saved with _save_for_lite_interpreter (+ extra/labels.json): "
@@ -621,6 +651,9 @@ def write_readme(outdir, skipped):
 def main():
     if MLP_V2_CHILD:
         write_mlp_v2(sys.argv[2])
+        return
+    if QUANT_PER_CHANNEL_ONLY:
+        write_quant_per_channel(sys.argv[2])
         return
     outdir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(REPO_ROOT, "testdata")
     skipped = make_all(os.path.abspath(outdir))

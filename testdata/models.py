@@ -101,6 +101,25 @@ class QuantMLP(nn.Module):
         return self.fc2(self.relu(self.fc1(x)))
 
 
+class QuantStatic(nn.Module):
+    """Conv2d and Linear to be statically quantized with per-channel weights
+    (torch.ao.quantization prepare/convert): each quantized weight keeps its
+    scales and zero points in tensors of their own."""
+
+    def __init__(self):
+        super().__init__()
+        self.quant = torch.ao.quantization.QuantStub()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.fc = nn.Linear(4 * 6 * 6, 5)
+        self.dequant = torch.ao.quantization.DeQuantStub()
+
+    def forward(self, x: Tensor) -> Tensor:
+        x = self.quant(x)
+        x = torch.relu(self.conv(x))
+        x = self.fc(x.reshape(x.shape[0], -1))
+        return self.dequant(x)
+
+
 class LinearBN(nn.Module):
     """Linear + BatchNorm1d, scripted in eval mode and then frozen."""
 

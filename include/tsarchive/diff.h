@@ -7,7 +7,9 @@
 //   padding) are not content: a different top folder or order is a note.
 //   A record changed when its uncompressed size or CRC-32 differs (read from
 //   the central directory: an intact record whose CRC differs cannot hold the
-//   same bytes; a damaged one is an error on read, as everywhere). When both
+//   same bytes; a damaged one is an error on read, as everywhere, and two
+//   records of the same size and CRC-32 whose bytes differ are damage in one
+//   of them: Error(BadInput) naming it, never a change). When both
 //   match, equality is not taken from a 32-bit checksum for what we can
 //   afford to read: records up to DiffOptions::byte_compare_limit (64 MiB;
 //   `--full`: no limit) are compared byte for byte, stored ones in 1 MiB

@@ -68,6 +68,9 @@ void stream_extra(const TorchArchive& archive, std::string_view name, uint64_t m
 struct ExtraEdit {
   std::string name;
   std::optional<std::string> value;
+  // Carried as it is from another archive (trace, convert): the name and a
+  // .json value are not checked, since nothing about them is new.
+  bool carried = false;
 };
 
 enum class ExtraChange { Added, Replaced, Unchanged, Removed, Missing };

@@ -52,7 +52,9 @@
 //    size is its old size, its new size or between them.
 #pragma once
 
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 
 #include <chrono>
 #include <cstdint>
@@ -168,10 +170,19 @@ class StagingFolder {
   StagingFolder& operator=(const StagingFolder&) = delete;
   const std::string& path() const { return path_; }
 
+  // SIGINT, SIGTERM and SIGHUP while a staging folder lives: the child given
+  // here (a worker writing into the folder; 0: none) is killed, the folder
+  // and any temp file are removed, one line "tsarchive: error: interrupted by
+  // SIGxxx ..." is printed, and the process exits 128 + the signal (130, 143,
+  // 129).
+  static void watch_child(pid_t pid);
+
  private:
   std::string parent_;
   std::string path_;
   int fd_ = -1;  // holds the folder's flock while it is in use
+  bool armed_ = false;  // owns the signal handlers (one staging folder per process)
+  struct sigaction saved_[3] {};
 };
 
 // Removes the temp files and staging folders that killed writers left next to

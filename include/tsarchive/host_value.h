@@ -70,6 +70,7 @@ struct HostValue {
   // A list or tuple read from a file (@x.pt): supplies several consecutive
   // arguments unless the parameter at its position is itself a list or tuple.
   bool spreads = false;
+  bool tuple = false;  // a List read from a Python tuple (torch.save, --save-inputs' argument tuple)
   std::string origin;                                    // "--input 2", "@x.npy": for messages
 };
 

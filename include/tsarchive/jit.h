@@ -51,6 +51,11 @@ struct ConvertReport {
   std::vector<std::string> notes;
   uint64_t nodes_before = 0;              // nodes of the method's inlined graph
   uint64_t nodes_after = 0;
+  // The root module's methods in the original, and those the written archive
+  // lacks (a trace records one method; every other step keeps them all, as
+  // freeze(preserved_attrs) and optimize_for_mobile(preserved_methods) do).
+  std::vector<std::string> methods;
+  std::vector<std::string> dropped_methods;
 
   bool checks_passed() const {
     for (const OutputCheck& c : checks) {

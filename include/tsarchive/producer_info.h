@@ -36,6 +36,19 @@ namespace tsarchive {
 inline constexpr const char* kStampName = "producer_info.json";  // under extra/
 inline constexpr const char* kStampRecord = "extra/producer_info.json";
 inline constexpr const char* kStampType = "https://tsarchive.dev/producer-info/v1";
+// PyTorch's deployment note has host programs attach their own
+// extra/producer_info.json through the export hook, with whatever a fleet
+// puts there. Such a file (one tsarchive did not write: no tsarchive _type)
+// belongs to the producer and is never changed; tsarchive's stamp then lives
+// beside it under this name.
+inline constexpr const char* kStampAltName = "tsarchive/producer_info.json";  // under extra/
+inline constexpr const char* kStampAltRecord = "extra/tsarchive/producer_info.json";
+
+// Whether a producer_info.json was written by tsarchive: a JSON object whose
+// _type is tsarchive's schema (any major version), or, when it is not JSON,
+// bytes naming that schema (a damaged stamp of ours). Anything else is a
+// producer's own file.
+bool is_tsarchive_stamp(const std::string& bytes);
 
 // Reads one environment variable; empty optional when unset.
 using EnvLookup = std::function<std::optional<std::string>(const std::string& name)>;

@@ -27,10 +27,12 @@ struct TorchRuntimeInfo {
 // torch::jit's export hook (SetExportModuleExtraFilesHook), the mechanism a
 // host program uses to stamp every archive it saves.
 struct ResaveRequest {
-  std::string input;   // an archive the core has validated
+  std::string input;   // an archive the core has validated (/proc/self/fd/N)
+  std::string display_name;  // the user's path, for messages
   std::string output;  // torch::jit::save names the top folder after its stem
   std::vector<std::string> extra_names;  // extra/ files to carry over (not the stamp)
-  std::string stamp;   // what the hook returns for the stamp
+  std::string stamp;   // what the hook returns for the stamp; empty: no hook (a producer's
+                       // own producer_info.json is among extra_names)
 };
 
 class TorchBackend {
@@ -77,4 +79,4 @@ TorchBackend& load_torch_backend();
 
 // The one symbol the torch layer exports; versioned so a stale library is
 // refused instead of misused.
-extern "C" tsarchive::TorchBackend* tsarchive_torch_backend_v4();
+extern "C" tsarchive::TorchBackend* tsarchive_torch_backend_v5();

@@ -25,6 +25,18 @@
 
 namespace tsarchive {
 
+// Where an archive's stamp is (producer_info.h): extra/producer_info.json
+// when tsarchive wrote that file; extra/tsarchive/producer_info.json when the
+// producer's own extra/producer_info.json is there.
+struct StampPlace {
+  const Record* stamp = nullptr;     // tsarchive's stamp, if any
+  const Record* producer = nullptr;  // a producer's own extra/producer_info.json, if any
+  // Where a new stamp goes (under extra/): kStampAltName beside a producer's file, else kStampName.
+  std::string name() const;
+  std::string record() const { return "extra/" + name(); }
+};
+StampPlace locate_stamp(const TorchArchive& archive);
+
 // The format versions a libtorch reads (caffe2/serialize/versions.h).
 struct ReadableVersions {
   std::string libtorch;  // "1.13.1"
@@ -64,6 +76,8 @@ struct VerifyReport {
   uint64_t bytes_hashed = 0;
   std::vector<std::string> problems;  // damage and unreadable versions: Malformed
   std::optional<StampCheck> stamp;    // present when the archive has a stamp
+  std::string stamp_record;           // where it is (or would be written)
+  bool producer_info = false;         // a producer's own extra/producer_info.json is present
   std::vector<std::string> notes;
 
   VerifyOutcome outcome() const;

@@ -15,7 +15,9 @@
 #include "tsarchive/error.h"
 #include "tsarchive/extra.h"
 #include "tsarchive/file_edit.h"
+#include "tsarchive/digest.h"
 #include "tsarchive/inspect.h"
+#include "tsarchive/verify.h"
 
 namespace tsarchive::cli {
 namespace {
@@ -30,6 +32,7 @@ struct EditFlags {
   bool in_place = false;
   bool force = false;
   bool json = false;
+  bool allow_damaged = false;
   double lock_timeout = 10;
 };
 
@@ -127,18 +130,31 @@ ExtraEdit parse_assignment(const std::string& text, bool force, bool& stdin_used
   return edit;
 }
 
+// Names are relative to extra/: "extra/labels.json" would name
+// extra/extra/labels.json. Unless the archive has that file, it is taken as
+// "labels.json", with a note (set and rm: names typed by the user).
+std::string without_extra_prefix(const TorchArchive& archive, const std::string& name, Context& ctx) {
+  if (name.rfind("extra/", 0) != 0 || name.size() == 6 || archive.find("extra/" + name) != nullptr) return name;
+  ctx.err << "tsarchive: note: '" << name << "' is taken as '" << name.substr(6)
+          << "' (extra file names are relative to extra/)\n";
+  return name.substr(6);
+}
+
 void print_notes(const ArchiveFile& file, Context& ctx) {
   for (const std::string& note : file.notes()) print_note(ctx.err, note);
 }
 
 // Opens, plans and writes: the one path every edit takes.
 int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const EditFlags& flags, bool missing_ok,
-                 bool prune, Context& ctx) {
+                 bool prune, Context& ctx, bool typed_names = false) {
   const FileAccess access = flags.in_place ? FileAccess::EditInPlace : flags.output.empty() ? FileAccess::Edit
                                                                                           : FileAccess::Read;
   ArchiveFile file(model, access, flags.lock_timeout);
   print_notes(file, ctx);
   const auto archive = open_torchscript_archive(file.source(), kRefusal);
+  if (typed_names) {
+    for (ExtraEdit& e : edits) e.name = without_extra_prefix(*archive, e.name, ctx);
+  }
   if (prune) {
     std::set<std::string> kept;
     for (const ExtraEdit& e : edits) kept.insert(e.name);
@@ -147,6 +163,19 @@ int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const E
       if (r.kind == RecordKind::Extra && kept.count(name) == 0) edits.push_back(ExtraEdit{name, std::nullopt});
     }
   }
+  // An edit keeps every other record byte for byte: on a damaged archive it
+  // would carry the damage into a file that looks freshly written.
+  for (const RecordDigest& d : digest_records(*archive)) {
+    if (d.problem.empty()) continue;
+    if (!flags.allow_damaged) {
+      throw_bad_input("the archive is damaged: record '" + d.name + "': " + d.problem, model,
+                      "nothing was written; run 'tsarchive verify' for details, or pass --allow-damaged to edit it "
+                      "anyway");
+    }
+    ctx.err << "tsarchive: note: record '" << d.name << "' is damaged (" << d.problem
+            << "); --allow-damaged: it is kept as it is\n";
+  }
+  const StampPlace stamp = locate_stamp(*archive);
   const ExtraEditPlan plan = plan_extra_edits(*archive, edits, missing_ok);
   for (const std::string& name : plan.kept_unsafe_names) {
     const std::string extra = archive->top_folder() + "/extra/";
@@ -168,6 +197,19 @@ int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const E
     ctx.out << json_text(extra_edit_to_json(report)) << '\n';
   } else {
     write_text(ctx.out, [&](std::ostream& text) { render_extra_edit_text(report, text); });
+  }
+  // A stamp covers every record: any change but to the stamp itself breaks it.
+  if (stamp.stamp != nullptr) {
+    for (const ExtraChangeInfo& c : plan.changes) {
+      if (c.change == ExtraChange::Unchanged || c.change == ExtraChange::Missing ||
+          "extra/" + c.name == stamp.stamp->name) {
+        continue;
+      }
+      ctx.err << "tsarchive: note: the stamp (" << stamp.stamp->name << ") no longer covers "
+              << (flags.output.empty() ? model : flags.output) << " ('verify' reports extra/" << c.name
+              << " as changed); run 'tsarchive stamp' to stamp it again\n";
+      break;
+    }
   }
   return 0;
 }
@@ -238,14 +280,16 @@ int run_get(const GetOptions& opts, Context& ctx) {
 int run_set(const SetOptions& opts, Context& ctx) {
   std::vector<ExtraEdit> edits;
   bool stdin_used = false;
-  for (const std::string& a : opts.assignments) edits.push_back(parse_assignment(a, opts.flags.force, stdin_used));
-  return edit_archive(opts.model, std::move(edits), opts.flags, false, false, ctx);
+  for (const std::string& a : opts.assignments) {
+    edits.push_back(parse_assignment(a, opts.flags.force, stdin_used));
+  }
+  return edit_archive(opts.model, std::move(edits), opts.flags, false, false, ctx, true);
 }
 
 int run_remove(const RemoveOptions& opts, Context& ctx) {
   std::vector<ExtraEdit> edits;
   for (const std::string& name : opts.names) edits.push_back(ExtraEdit{name, std::nullopt});
-  return edit_archive(opts.model, std::move(edits), opts.flags, opts.missing_ok, false, ctx);
+  return edit_archive(opts.model, std::move(edits), opts.flags, opts.missing_ok, false, ctx, true);
 }
 
 int run_export(const ExportOptions& opts, Context& ctx) {
@@ -282,6 +326,8 @@ void add_edit_flags(CLI::App& app, EditFlags& flags) {
       ->excludes(out);
   app.add_flag("--force", flags.force, "Allow values above 64 MiB (up to 4 GiB)");
   app.add_flag("--json", flags.json, "One JSON document (schema tsarchive.extra-edit/1) instead of text");
+  app.add_flag("--allow-damaged", flags.allow_damaged,
+               "Edit even when a record fails its CRC-32 (the damaged record is kept as it is); without it, exit 3");
   app.add_option("--lock-timeout", flags.lock_timeout, "Seconds to wait for another tsarchive editing MODEL (default 10)")
       ->type_name("SECONDS")
       ->check(CLI::Range(0.0, 86400.0).description(""));

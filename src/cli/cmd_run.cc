@@ -25,6 +25,7 @@
 #include "tsarchive/file_edit.h"
 #include "tsarchive/host_value.h"
 #include "tsarchive/producer_info.h"
+#include "tsarchive/verify.h"
 #include "tsarchive/profile.h"
 #include "tsarchive/run_check.h"
 #include "tsarchive/torch_backend.h"
@@ -41,7 +42,6 @@ struct RunOptions {
   std::string device = "cpu";
   uint64_t seed = 0;
   int threads = 0;
-  std::vector<std::string> libraries;
   std::string expect;
   std::vector<std::string> atol, rtol;
   bool allow_nonfinite = false;
@@ -77,11 +77,9 @@ HostValue read_expected(const std::string& text) {
   if (text.empty() || text[0] != '@') {
     throw_usage("--expect '" + text.substr(0, 60) + "' is not a file", "write it as --expect @golden.pt or @golden.npy");
   }
-  HostValue v = parse_input_argument(text);
-  if (v.kind != HostValue::Kind::Tensor && v.kind != HostValue::Kind::List && v.kind != HostValue::Kind::Dict) {
-    throw_usage("--expect " + text.substr(0, 60) + " holds no tensors");
-  }
-  return v;
+  // Any value: tensors, and scalars (torch.save(9.0), a str, a bool, None),
+  // lists, tuples and dicts of them, compared leaf by leaf.
+  return parse_input_argument(text);
 }
 
 // --check: the request comes from the archive's recorded check.
@@ -154,7 +152,7 @@ int run_run(const RunOptions& opts, Context& ctx) {
   request.device = opts.device;
   request.seed = opts.seed;
   request.threads = opts.threads;
-  request.libraries = opts.libraries;
+  request.libraries = opts.worker.libraries;  // also loaded by the worker (load_job_libraries): a second dlopen is a no-op
   request.iterations = opts.iterations;
   request.duration_s = opts.duration;
   request.batch_sizes = opts.batch_sizes;
@@ -227,8 +225,16 @@ int run_run(const RunOptions& opts, Context& ctx) {
   if (opts.record) {
     if (verdict.passed(report)) {
       record_check(file, *archive, report, request);
-      report.notes.push_back("recorded this run's inputs and outputs in extra/tsarchive/; replay with: tsarchive run " +
-                             opts.model + " --check");
+      report.notes.push_back("recorded this run's check in " + opts.model + ": extra/" + kRunCheckName + ", extra/" +
+                             kRunCheckInputsName + " (" + human_size(report.saved_inputs.size()) + "), extra/" +
+                             kRunCheckOutputsName + " (" + human_size(report.saved_outputs.size()) +
+                             "); replay with: tsarchive run " + opts.model + " --check");
+      const StampPlace place = locate_stamp(*archive);
+      if (place.stamp != nullptr) {
+        report.notes.push_back("the stamp (" + place.stamp->name + ") no longer covers " + opts.model +
+                               " ('verify' reports the recorded files as added or changed); run 'tsarchive stamp' "
+                               "to stamp it again");
+      }
     } else {
       report.notes.push_back("nothing was recorded: the run failed its checks");
     }
@@ -266,7 +272,6 @@ Runner setup_run(CLI::App& app, Context& ctx) {
   app.add_option("--device", opts->device, "cpu, cuda or cuda:N (default: cpu)");
   app.add_option("--seed", opts->seed, "Seed of generated inputs (default: 0; same values as Python's torch.manual_seed)");
   app.add_option("--threads", opts->threads, "Intra-op threads (default: libtorch's choice)")->check(CLI::Range(1, 1024));
-  app.add_option("--load-library", opts->libraries, "Shared library of custom operators to load first (repeatable)");
   app.add_option("--expect", opts->expect, "Compare the outputs with @golden.pt or @golden.npy");
   app.add_option("--atol", opts->atol, "Absolute tolerance (default 1e-5); PATH=A for one output, e.g. out[1]=1e-3");
   app.add_option("--rtol", opts->rtol, "Relative tolerance (default 1e-3); PATH=R for one output");

@@ -70,14 +70,18 @@ struct Written {
   std::string stamp;
 };
 
-WriteResult write_stamp(ArchiveFile& file, const TorchArchive& archive, const std::string& stamp,
+WriteResult write_stamp(ArchiveFile& file, const TorchArchive& archive, const StampPlace& place, const std::string& stamp,
                         const std::string& output, int plan_source_fd = -1) {
-  const ExtraEditPlan plan = plan_extra_edits(archive, {ExtraEdit{kStampName, stamp}}, false);
+  std::vector<ExtraEdit> edits = {ExtraEdit{place.name(), stamp}};
+  // A stamp of ours left at the other name (its producer's file since removed) goes.
+  if (place.stamp != nullptr && place.stamp->name != place.record()) edits.push_back(ExtraEdit{place.stamp->name.substr(6), {}});
+  const ExtraEditPlan plan = plan_extra_edits(archive, edits, false);
   return output.empty() ? file.replace(plan.zip, plan_source_fd) : file.write_new(plan.zip, output, plan_source_fd);
 }
 
 // Through libtorch and its export hook; see the top of this file.
-Written stamp_by_resave(ArchiveFile& file, const TorchArchive& archive, StampContent content, const StampOptions& opts) {
+Written stamp_by_resave(ArchiveFile& file, const TorchArchive& archive, const StampPlace& place, StampContent content,
+                        const StampOptions& opts) {
   const std::string& top = archive.top_folder();
   if (top == "." || top == ".." || top.size() > 200) {
     throw_bad_input("libtorch cannot save an archive whose top folder is '" + top.substr(0, 40) + "'", opts.model,
@@ -88,19 +92,26 @@ Written stamp_by_resave(ArchiveFile& file, const TorchArchive& archive, StampCon
   const StagingFolder stage(opts.output.empty() ? opts.model : opts.output, archive.zip().source().size());
   ResaveRequest request;
   request.input = file.descriptor_path();
+  request.display_name = opts.model;
   request.output = stage.path() + "/" + top + ".pt";  // torch::jit::save names the top folder after the stem
+  // Every extra file but our stamp goes through the save; a producer's own
+  // producer_info.json among them, so the hook (which would write that name)
+  // is not installed then, and the stamp goes in beside it afterwards.
   for (const Record& r : archive.records()) {
-    if (r.kind == RecordKind::Extra && r.name != kStampRecord) request.extra_names.push_back(r.name.substr(6));
+    if (r.kind == RecordKind::Extra && &r != place.stamp) request.extra_names.push_back(r.name.substr(6));
   }
   const WorkerJob job = worker_job(opts.worker, opts.model, archive.zip().source().size(), "re-saving the module");
   content.libtorch_version = in_worker<std::string>(job, [&](TorchBackend& torch) {
     content.libtorch_version = torch.runtime_info().libtorch_version;
-    request.stamp = render_stamp(content);  // what the hook writes: everything but the digests
+    // What the hook writes: everything but the digests (empty: no hook).
+    request.stamp = place.producer != nullptr ? std::string() : render_stamp(content);
     torch.resave_with_stamp(request);       // and loads the copy back to compare
     return content.libtorch_version;
   });
 
-  const StagedStamp staged = write_staged_with_stamp(file, request.output, content, opts.output, top, opts.model);
+  StagedExtras extras;
+  extras.stamp_name = place.producer != nullptr ? kStampAltName : kStampName;
+  const StagedStamp staged = write_staged_with_stamp(file, request.output, content, opts.output, top, opts.model, extras);
   return Written{staged.result, staged.stamp};
 }
 
@@ -131,17 +142,23 @@ int run_stamp(const StampOptions& opts, Context& ctx) {
 
   content.archive_name = archive->top_folder();
   content.format_version = gate.format_version;
-  if (const Record* old = archive->find(kStampRecord)) content.previous = archive->read(*old, 16ull << 20);
+  const StampPlace place = locate_stamp(*archive);
+  if (place.stamp != nullptr) content.previous = archive->read(*place.stamp, 16ull << 20);
 
   Written written;
   if (keep_bytes) {
     content.method = "keep-bytes";
-    content.digests = digests_without_stamp(gate.records, opts.model);
+    std::vector<RecordDigest> records;
+    for (const RecordDigest& d : gate.records) {
+      if (place.stamp == nullptr || d.name != place.stamp->name) records.push_back(d);
+    }
+    content.digests = digests_without_stamp(records, opts.model, place.record());
     written.stamp = render_stamp(content);
-    written.result = write_stamp(file, *archive, written.stamp, opts.output);
+    written.result = write_stamp(file, *archive, place, written.stamp, opts.output);
   } else {
-    written = stamp_by_resave(file, *archive, content, opts);
+    written = stamp_by_resave(file, *archive, place, content, opts);
   }
+  const std::string stamp_record = keep_bytes ? place.record() : place.producer != nullptr ? kStampAltRecord : kStampRecord;
 
   for (const std::string& note : content.context.notes) print_note(ctx.err, note);
   const ParsedStamp stamp = parse_stamp(written.stamp, opts.model);
@@ -150,12 +167,18 @@ int run_stamp(const StampOptions& opts, Context& ctx) {
     nlohmann::ordered_json doc = {{"schema", "tsarchive.stamp/1"}, {"file", opts.model}, {"output", output},
                                   {"method", keep_bytes ? "keep-bytes" : "export-hook"},
                                   {"replaced_previous", content.previous.has_value()},
+                                  {"stamp_record", stamp_record},
+                                  {"producer_info_kept", place.producer != nullptr},
                                   {"size", written.result.size}};
     if (auto parsed = parse_bounded_json<nlohmann::ordered_json>(written.stamp)) doc["stamp"] = std::move(*parsed);
     ctx.out << json_text(doc) << '\n';
   } else {
     ctx.out << "stamped " << shown(output) << " (" << (keep_bytes ? "keep-bytes" : "libtorch re-save with the export hook")
             << "): " << stamp.digests.size() << " records, root " << stamp.root.substr(0, 16) << "...\n";
+    if (stamp_record != kStampRecord) {
+      ctx.out << "  stamp in " << stamp_record << ": extra/" << kStampName
+              << " is the producer's own and was kept as it is\n";
+    }
     if (content.previous) ctx.out << "  replaced the previous stamp (its digest is kept under \"previous\")\n";
   }
   return 0;

@@ -17,6 +17,7 @@ struct VerifyCliOptions {
   std::string model;
   bool json = false;
   bool load = false;
+  bool require_stamp = false;
   unsigned threads = 0;
   WorkerOptions worker;
 };
@@ -44,6 +45,12 @@ int run_verify(const VerifyCliOptions& opts, Context& ctx) {
     ctx.err << "tsarchive: error: the archive is damaged: " << report.problems.front() << " (" << opts.model
             << "): do not deploy it; re-export it or fetch it again\n";
   }
+  if (report.outcome() == VerifyOutcome::Intact && opts.require_stamp && !report.stamp) {
+    ctx.err << "tsarchive: error: not stamped by tsarchive"
+            << (report.producer_info ? " (extra/" + std::string(kStampName) + " is the producer's own)" : std::string())
+            << " (" << opts.model << "): stamp it with 'tsarchive stamp', or leave out --require-stamp\n";
+    return static_cast<int>(VerifyOutcome::Mismatch);
+  }
   return static_cast<int>(report.outcome());
 }
 
@@ -55,10 +62,13 @@ Runner setup_verify(CLI::App& app, Context& ctx) {
       "Check that an archive is intact: ZIP structure, every record's CRC-32 and size, tensor records that hold\n"
       "their storages, a format version libtorch reads, and, when it is stamped, every record's SHA-256 against\n"
       "the stamp. Does not load libtorch unless --load.\n"
-      "Exit 0 intact, 1 changed since it was stamped, 3 damaged or unreadable.");
+      "Exit 0 intact, 1 changed since it was stamped (or not stamped, with --require-stamp), 3 damaged or\n"
+      "unreadable.");
   app.add_option("model", opts->model, "TorchScript archive (.pt, .ptl)")->required();
   app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.verify/1)");
   app.add_flag("--load", opts->load, "Also load the module with libtorch (after the checks pass); runs nothing");
+  app.add_flag("--require-stamp", opts->require_stamp,
+               "Exit 1 when the archive carries no tsarchive stamp (a producer's own producer_info.json is not one)");
   app.add_option("--threads", opts->threads, "Hashing threads (default: one per core)")->check(CLI::Range(1u, 256u));
   add_worker_options(app, opts->worker, false, "With --load: ");  // verify never skips its checks
   return [opts, &ctx] { return run_verify(*opts, ctx); };

@@ -7,14 +7,17 @@
 #include "gate.h"
 #include "output.h"
 #include "report_jit.h"
+#include "report_run.h"
 #include "run_options.h"
 #include "staged_stamp.h"
 #include "tsarchive/error.h"
+#include "tsarchive/extra.h"
 #include "tsarchive/file_edit.h"
 #include "tsarchive/host_value.h"
 #include "tsarchive/jit.h"
 #include "tsarchive/producer_info.h"
 #include "tsarchive/torch_backend.h"
+#include "tsarchive/verify.h"
 #include "tsarchive_config.h"
 #include "worker.h"
 
@@ -58,6 +61,9 @@ void add_convert_options(CLI::App& app, ConvertOptions& opts) {
   app.add_flag("--json", opts.json,
                std::string("One JSON document (schema tsarchive.") + (opts.trace ? "trace" : "convert") + "/1)");
   app.add_flag("-v,--verbose", opts.verbose, "On a libtorch error, also print its full message");
+  app.add_flag("--allow-drop", opts.allow_drop,
+               "Write the archive even though it lacks methods of the original (a trace records one method); "
+               "without it that is an error and nothing is written");
   add_worker_options(app, opts.worker, true);
 }
 
@@ -113,6 +119,14 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
   content.context = collect_producer_context(context_options);
   content.method = "export-hook";
 
+  // Extra files are not the module's: libtorch's save writes only the stamp.
+  // Every other extra file of the original goes into the new archive as it
+  // was (after the save, by the core); a stamp of ours is replaced by the new
+  // one, a producer's own producer_info.json is kept and the stamp goes beside it.
+  const StampPlace place = locate_stamp(*archive);
+  StagedExtras extras;
+  if (place.producer != nullptr) extras.stamp_name = kStampAltName;
+
   const StagingFolder stage(opts.output, archive->zip().source().size());
   request.output = stage.path() + "/" + top + (request.lite ? ".ptl" : ".pt");
 
@@ -135,11 +149,46 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
   outcome.file = opts.model;
   outcome.output = opts.output;
   outcome.failure = convert_failure(report, opts.strict);
+  std::string failure_hint = "leave out --strict to write it with the warning";
+  for (const OutputCheck& c : report.checks) {
+    if (c.passed) continue;
+    failure_hint = failed_check_hint(c);
+    break;
+  }
+  if (outcome.failure.empty() && !report.dropped_methods.empty()) {
+    std::string names;
+    for (const std::string& m : report.dropped_methods) names += (names.empty() ? "" : ", ") + m;
+    const std::string why = opts.trace ? "a trace records only '" + report.method + "'" : "a conversion step dropped them";
+    if (opts.allow_drop) {
+      report.notes.push_back("the written archive lacks the original's method(s) " + names + " (" + why +
+                             "); --allow-drop let it be written without them");
+    } else {
+      outcome.failure = "the written archive would lack the original's method(s) " + names + " (" + why + ")";
+      failure_hint = opts.trace ? "convert the scripted archive without tracing to keep them, or pass --allow-drop to "
+                                  "write the trace without them"
+                                : "pass --allow-drop to write it without them";
+    }
+  }
   if (outcome.failure.empty()) {
+    for (const Record& r : archive->records()) {
+      if (r.kind != RecordKind::Extra || &r == place.stamp) continue;
+      extras.carried.push_back(ExtraEdit{r.name.substr(6), archive->read(r, ExtraLimits::kValueForced), true});
+      outcome.carried.push_back(r.name.substr(6));
+    }
+    if (place.stamp != nullptr) {
+      report.notes.push_back("the original's stamp (" + place.stamp->name + ") is not carried over: the new archive has "
+                             "its own, naming what was done; the original keeps its stamp");
+    }
+    if (place.producer != nullptr) {
+      report.notes.push_back("extra/" + std::string(kStampName) + " is the producer's own and was kept as it is; the "
+                             "stamp went to " + kStampAltRecord);
+    }
     content.fields["conversion"] = steps_text(report.steps);
-    const StagedStamp written = write_staged_with_stamp(file, request.output, content, opts.output, top, opts.model);
+    const StagedStamp written =
+        write_staged_with_stamp(file, request.output, content, opts.output, top, opts.model, extras);
     outcome.written = true;
     outcome.size = written.result.size;
+    outcome.stamp_record = "extra/" + extras.stamp_name;
   }
   if (opts.json) {
     ctx.out << json_text(convert_to_json(report, outcome)) << '\n';
@@ -152,9 +201,7 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
   for (const std::string& note : report.notes) print_note(ctx.err, note);
   if (!outcome.failure.empty()) {
     ctx.err << "tsarchive: error: " << outcome.failure << " (" << opts.model << "): nothing was written; "
-            << (report.checks_passed() ? "leave out --strict to write it with the warning"
-                                       : "raise --atol/--rtol if the difference is acceptable")
-            << '\n';
+            << failure_hint << '\n';
     return static_cast<int>(ErrorKind::CheckFailed);
   }
   return 0;

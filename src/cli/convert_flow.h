@@ -31,6 +31,7 @@ struct ConvertOptions {
   bool no_git = false;
   bool json = false;
   bool verbose = false;
+  bool allow_drop = false;  // write even when a step cannot keep an exported method
   WorkerOptions worker;
 };
 

@@ -80,7 +80,13 @@ void render_convert_text(const ConvertReport& r, const ConvertOutcome& o, std::o
   }
   out << '\n';
   if (o.written) {
-    out << "wrote " << o.output << " (" << human_size(o.size) << "), stamped in extra/producer_info.json\n";
+    out << "wrote " << o.output << " (" << human_size(o.size) << "), stamped in " << o.stamp_record << '\n';
+    if (!o.carried.empty()) {
+      out << "  kept " << o.carried.size() << " extra file(s) of the original:";
+      for (size_t i = 0; i < o.carried.size() && i < 20; ++i) out << ' ' << o.carried[i];
+      if (o.carried.size() > 20) out << " ... and " << o.carried.size() - 20 << " more";
+      out << '\n';
+    }
   } else {
     out << "nothing written\n";
   }
@@ -106,8 +112,14 @@ nlohmann::ordered_json convert_to_json(const ConvertReport& r, const ConvertOutc
                                 {"checks", checks_to_json(r.checks)},
                                 {"fresh_inputs", {{"compared", r.fresh_inputs}, {"mismatched", r.fresh_mismatches}}},
                                 {"warnings", warnings},
+                                {"methods", r.methods},
+                                {"dropped_methods", r.dropped_methods},
                                 {"notes", r.notes}};
-  if (o.written) doc["size"] = o.size;
+  if (o.written) {
+    doc["size"] = o.size;
+    doc["stamp_record"] = o.stamp_record;
+    doc["extra_files_kept"] = o.carried;
+  }
   if (!o.failure.empty()) doc["failure"] = o.failure;
   return doc;
 }

@@ -22,6 +22,8 @@ struct ConvertOutcome {
   bool written = false;
   uint64_t size = 0;
   std::string failure;  // why nothing was written (a check failed); empty when written
+  std::string stamp_record = "extra/producer_info.json";  // where the stamp went
+  std::vector<std::string> carried;  // extra files carried over from the original (names under extra/)
 };
 
 // "trace forward > eval > freeze > save TorchScript (.pt)"

@@ -206,6 +206,12 @@ nlohmann::ordered_json run_to_json(const RunReport& r, const std::string& file, 
   return doc;
 }
 
+std::string failed_check_hint(const OutputCheck& c) {
+  if (c.problem.empty()) return "raise --atol/--rtol if the difference is acceptable";
+  return "the output's shape, type or structure differs from the expected value, which no tolerance changes: check "
+         "that the expected value is of this method and these inputs";
+}
+
 int report_run_failures(const RunReport& r, const std::string& file, const RunVerdict& verdict, std::ostream& err) {
   int code = 0;
   if (verdict.nonfinite_fails(r)) {
@@ -216,7 +222,7 @@ int report_run_failures(const RunReport& r, const std::string& file, const RunVe
   for (const OutputCheck& c : r.checks) {
     if (c.passed) continue;
     err << "tsarchive: error: " << c.path << " differs from " << verdict.expect << ": " << check_text(c) << " (" << file
-        << "): raise --atol/--rtol if the difference is acceptable\n";
+        << "): " << failed_check_hint(c) << '\n';
     code = 1;
     break;  // the table shows the rest
   }

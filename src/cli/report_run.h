@@ -22,6 +22,9 @@ struct RunVerdict {
 void render_values(const char* title, const std::vector<ValueSummary>& values, std::ostream& out);
 std::string tolerance_text(const Tolerance& t);
 std::string check_text(const OutputCheck& c);  // "3 of 20 values outside tolerance; max abs error ..."
+// What to do about a failed check: raise the tolerances only where values
+// differ; a shape, type or missing value is no matter of tolerance.
+std::string failed_check_hint(const OutputCheck& c);
 nlohmann::ordered_json values_to_json(const std::vector<ValueSummary>& values);
 nlohmann::ordered_json checks_to_json(const std::vector<OutputCheck>& checks);
 

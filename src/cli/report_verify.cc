@@ -18,7 +18,8 @@ void print_names(std::ostream& out, const char* label, const std::vector<std::st
 std::string headline(const VerifyReport& r) {
   switch (r.outcome()) {
     case VerifyOutcome::Intact:
-      return r.stamp && r.stamp->stamp.has_digests ? "intact, matches its stamp" : "intact";
+      if (r.stamp && r.stamp->stamp.has_digests) return "intact, matches its stamp";
+      return !r.stamp && r.producer_info ? "intact; not stamped by tsarchive; producer info present" : "intact";
     case VerifyOutcome::Mismatch:
       return r.stamp && !r.stamp->problem.empty() ? "STAMP UNREADABLE" : "CHANGED since it was stamped";
     case VerifyOutcome::Malformed:
@@ -56,8 +57,10 @@ void render_verify_text(const VerifyReport& r, bool loaded, std::ostream& out) {
     out << '\n';
   }
   for (const std::string& p : r.problems) out << "  problem   " << shown(p) << '\n';
+  if (r.producer_info) out << "  producer  extra/" << kStampName << " (the producer's own; tsarchive leaves it as it is)\n";
   if (r.stamp) {
     const StampCheck& s = *r.stamp;
+    if (r.stamp_record != kStampRecord) out << "  stamp in  " << r.stamp_record << '\n';
     if (!s.problem.empty()) {
       out << "  stamp     unreadable: " << shown(s.problem) << '\n';
     } else {
@@ -113,10 +116,12 @@ nlohmann::ordered_json verify_to_json(const VerifyReport& r, bool loaded) {
       j["missing"] = s.missing;
       j["added"] = s.added;
     }
+    j["record"] = r.stamp_record;
     doc["stamp"] = std::move(j);
   } else {
     doc["stamp"] = nullptr;
   }
+  doc["producer_info"] = r.producer_info ? nlohmann::ordered_json("extra/" + std::string(kStampName)) : nlohmann::ordered_json();
   doc["loaded"] = loaded;
   doc["notes"] = r.notes;
   return doc;

@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <map>
+
 #include "gate.h"
 #include "tsarchive/archive.h"
 #include "tsarchive/error.h"
@@ -12,17 +14,19 @@
 namespace tsarchive::cli {
 
 std::vector<std::pair<std::string, std::string>> digests_without_stamp(const std::vector<RecordDigest>& records,
-                                                                       const std::string& file) {
+                                                                       const std::string& file,
+                                                                       const std::string& stamp_record) {
   std::vector<std::pair<std::string, std::string>> out;
   for (const RecordDigest& d : records) {
     if (!d.problem.empty()) throw_bad_input("record '" + d.name + "': " + d.problem, file, "nothing was written");
-    if (d.name != kStampRecord) out.emplace_back(d.name, d.sha256);
+    if (d.name != stamp_record) out.emplace_back(d.name, d.sha256);
   }
   return out;
 }
 
 StagedStamp write_staged_with_stamp(ArchiveFile& file, const std::string& staged, StampContent content,
-                                    const std::string& output, const std::string& expected_top, const std::string& display) {
+                                    const std::string& output, const std::string& expected_top, const std::string& display,
+                                    const StagedExtras& extras) {
   struct stat st {};
   const int fd = open_regular_file(staged, O_RDONLY | O_CLOEXEC, &st);
   const int source_fd = ::dup(fd);
@@ -35,9 +39,19 @@ StagedStamp write_staged_with_stamp(ArchiveFile& file, const std::string& staged
     const VerifyReport gate = require_intact(copy, display, "nothing was written (the archive libtorch wrote is damaged)");
     if (content.archive_name.empty()) content.archive_name = copy.top_folder();
     if (!content.format_version) content.format_version = gate.format_version;
-    content.digests = digests_without_stamp(gate.records, display);  // verify digested every record
+    // verify digested every record; the carried extra files replace or join them.
+    const std::string stamp_record = "extra/" + extras.stamp_name;
+    std::map<std::string, std::string> digests;
+    for (const auto& [name, hex] : digests_without_stamp(gate.records, display, stamp_record)) digests[name] = hex;
+    for (const ExtraEdit& e : extras.carried) {
+      if (e.value) digests["extra/" + e.name] = sha256_hex(*e.value);
+    }
+    digests.erase(stamp_record);
+    content.digests.emplace(digests.begin(), digests.end());
     StagedStamp written{{}, render_stamp(content)};
-    const ExtraEditPlan plan = plan_extra_edits(copy, {ExtraEdit{kStampName, written.stamp}}, false);
+    std::vector<ExtraEdit> edits = extras.carried;
+    edits.push_back(ExtraEdit{extras.stamp_name, written.stamp});
+    const ExtraEditPlan plan = plan_extra_edits(copy, edits, false);
     written.result = output.empty() ? file.replace(plan.zip, source_fd) : file.write_new(plan.zip, output, source_fd);
     ::close(source_fd);
     return written;

@@ -12,15 +12,27 @@
 #include <vector>
 
 #include "tsarchive/digest.h"
+#include "tsarchive/extra.h"
 #include "tsarchive/file_edit.h"
 #include "tsarchive/producer_info.h"
 
 namespace tsarchive::cli {
 
-// (name, sha256) of every record but the stamp; Error(BadInput) for a record
-// that could not be read.
+// (name, sha256) of every record but the stamp (`stamp_record`, e.g.
+// "extra/producer_info.json"); Error(BadInput) for a record that could not be
+// read.
 std::vector<std::pair<std::string, std::string>> digests_without_stamp(const std::vector<RecordDigest>& records,
-                                                                       const std::string& file);
+                                                                       const std::string& file,
+                                                                       const std::string& stamp_record = kStampRecord);
+
+// What goes into the staged copy besides the stamp: the extra files carried
+// over from the original (convert, trace: libtorch's save wrote none of them),
+// and where the stamp goes (kStampAltName beside a producer's own
+// producer_info.json).
+struct StagedExtras {
+  std::vector<ExtraEdit> carried;
+  std::string stamp_name = kStampName;
+};
 
 struct StagedStamp {
   WriteResult result;
@@ -32,6 +44,7 @@ struct StagedStamp {
 // `expected_top`: the top folder the copy must have (libtorch names it after
 // the staged file's stem); `display`: the name for messages.
 StagedStamp write_staged_with_stamp(ArchiveFile& file, const std::string& staged, StampContent content,
-                                    const std::string& output, const std::string& expected_top, const std::string& display);
+                                    const std::string& output, const std::string& expected_top, const std::string& display,
+                                    const StagedExtras& extras = {});
 
 }  // namespace tsarchive::cli

@@ -1,6 +1,7 @@
 // The libtorch worker process; see worker.h for why.
 #include "worker.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
@@ -20,6 +21,7 @@
 
 #include "output.h"
 #include "tsarchive/error.h"
+#include "tsarchive/file_edit.h"
 
 namespace tsarchive::cli {
 namespace {
@@ -191,9 +193,11 @@ std::string run_in_worker(const WorkerJob& job, const std::function<std::string(
     serve(fds[1], parent, work);
   }
   ::close(fds[1]);
+  StagingFolder::watch_child(pid);  // an interrupt kills it before removing what it writes into
   std::string payload;
   int status = 0;
   const Stop stop = supervise(pid, fds[0], job.limits, payload, status);
+  StagingFolder::watch_child(0);
   ::close(fds[0]);
 
   switch (stop) {
@@ -267,7 +271,21 @@ WorkerLimits resolve_worker_limits(const WorkerOptions& options, uint64_t archiv
 
 WorkerJob worker_job(const WorkerOptions& options, const std::string& file, uint64_t archive_size,
                      std::string activity) {
-  return WorkerJob{file, std::move(activity), resolve_worker_limits(options, archive_size), !options.no_validate};
+  return WorkerJob{file, std::move(activity), resolve_worker_limits(options, archive_size), !options.no_validate,
+                   options.libraries};
+}
+
+void load_job_libraries(const WorkerJob& job) {
+  for (const std::string& path : job.libraries) {
+    // RTLD_GLOBAL: operator libraries may depend on each other's symbols.
+    if (::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+      const char* why = ::dlerror();
+      std::string reason = why ? why : "unknown error";
+      if (reason.rfind(path + ": ", 0) == 0) reason = reason.substr(path.size() + 2);  // the file goes in ( ) once
+      throw Error(ErrorKind::Torch, "cannot load --load-library: " + reason, path,
+                  "give the path of a shared library of custom operators or classes built against this libtorch");
+    }
+  }
 }
 
 void add_worker_options(CLI::App& app, WorkerOptions& options, bool validate_flag, const std::string& when) {
@@ -282,6 +300,9 @@ void add_worker_options(CLI::App& app, WorkerOptions& options, bool validate_fla
   app.add_option("--time-limit", options.time_limit_s, help("Seconds libtorch's worker may run (default 600; 0: none)"))
       ->type_name("SECONDS")
       ->check(CLI::Range(0.0, 1e7));
+  app.add_option("--load-library", options.libraries,
+                 help("Shared library of custom operators or classes to load before the model (repeatable)"))
+      ->type_name("LIB");
   if (validate_flag) {
     app.add_flag("--no-validate", options.no_validate,
                  help("Hand the archive to libtorch without verify's checks (experts; still in the worker)"));

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "tsarchive/torch_backend.h"
 #include "worker_codec.h"
@@ -41,6 +42,7 @@ struct WorkerJob {
   std::string activity;  // "loading the module", "running forward", ...
   WorkerLimits limits;
   bool validated = true;  // false with --no-validate: the message says so
+  std::vector<std::string> libraries;  // --load-library: dlopen()ed in the worker after the torch layer
 };
 
 // Runs `work` in a worker process and returns the payload it returned
@@ -52,10 +54,17 @@ std::string run_in_worker(const WorkerJob& job, const std::function<std::string(
 // What commands call: `work(TorchBackend&)` runs in a worker that loads the
 // torch layer; its `Result` travels back through worker_codec.h, and an Error
 // it throws is thrown again here as it was.
+// Loads the job's --load-library libraries (RTLD_GLOBAL, after libtorch);
+// Error(Torch) naming the one that does not load.
+void load_job_libraries(const WorkerJob& job);
+
 template <class Result, class Work>
 Result in_worker(const WorkerJob& job, Work&& work) {
-  const std::string payload =
-      run_in_worker(job, [&] { return encode_result(Result(work(load_torch_backend()))); });
+  const std::string payload = run_in_worker(job, [&] {
+    TorchBackend& torch = load_torch_backend();
+    load_job_libraries(job);
+    return encode_result(Result(work(torch)));
+  });
   return decode_result<Result>(payload);
 }
 
@@ -64,6 +73,7 @@ struct WorkerOptions {
   std::string memory_limit = "auto";  // SIZE (512M, 8G, 1.5GiB, bytes), "auto" or "none"
   double time_limit_s = 600;          // 0: none
   bool no_validate = false;
+  std::vector<std::string> libraries;  // --load-library
 };
 
 // Adds --memory-limit and --time-limit, and --no-validate when

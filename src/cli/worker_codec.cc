@@ -51,7 +51,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ProfileReport, observed, model_id, calls, wal
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TraceWarning, kind, message)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ConvertReport, libtorch_version, method, schema, steps, reloaded_with, inputs,
                                    outputs, checks, fresh_inputs, fresh_mismatches, warnings, notes, nodes_before,
-                                   nodes_after)
+                                   nodes_after, methods, dropped_methods)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GraphValue, name, type)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GraphNode, kind, detail, source, inputs, outputs, parent, block)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MethodGraph, method, schema, inlined, text, values, nodes)

@@ -5,6 +5,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include <zlib.h>
+
 #include "tsarchive/error.h"
 #include "tsarchive/inspect.h"
 
@@ -37,6 +39,30 @@ bool plain_stored(const ZipEntry& e) { return e.stored() && e.compressed_size ==
 
 enum class Equality { Equal, EqualByCrc, Different };
 
+// Two records with the same size and CRC-32 but other bytes: one of them
+// does not hold what its CRC-32 says. That is damage, not a change: it is
+// reported as such, naming the record and the file.
+void throw_if_damaged(const TorchArchive& a, const Record& ra, const TorchArchive& b, const Record& rb) {
+  const auto crc_ok = [](const TorchArchive& t, const Record& r) {
+    const ZipEntry& e = *r.entry;
+    uLong crc = ::crc32(0L, Z_NULL, 0);
+    for (uint64_t at = 0; at < e.uncompressed_size; at += kChunk) {
+      const size_t n = static_cast<size_t>(std::min(kChunk, e.uncompressed_size - at));
+      const std::string bytes = t.zip().source().read_string(e.data_offset + at, n);
+      crc = ::crc32(crc, reinterpret_cast<const Bytef*>(bytes.data()), static_cast<uInt>(bytes.size()));
+    }
+    return static_cast<uint32_t>(crc) == e.crc32;
+  };
+  const bool a_ok = crc_ok(a, ra);
+  if (a_ok && crc_ok(b, rb)) return;  // a CRC-32 collision: both intact, they differ
+  const TorchArchive& damaged = a_ok ? b : a;
+  const Record& record = a_ok ? rb : ra;
+  throw Error(ErrorKind::BadInput,
+              "the archive is damaged: record '" + record.name + "' does not match its CRC-32 (" +
+                  std::to_string(record.entry->uncompressed_size) + " bytes)",
+              damaged.path(), "run 'tsarchive verify' on it; re-export it or fetch it again");
+}
+
 // Size and CRC-32 first; then the bytes, when affordable (diff.h).
 Equality compare_record(const TorchArchive& a, const Record& ra, const TorchArchive& b, const Record& rb,
                         uint64_t limit) {
@@ -49,6 +75,7 @@ Equality compare_record(const TorchArchive& a, const Record& ra, const TorchArch
     for (uint64_t at = 0; at < size; at += kChunk) {
       const size_t n = static_cast<size_t>(std::min(kChunk, size - at));
       if (a.zip().source().read_string(ea.data_offset + at, n) != b.zip().source().read_string(eb.data_offset + at, n)) {
+        throw_if_damaged(a, ra, b, rb);  // same size and CRC-32, other bytes
         return Equality::Different;
       }
     }

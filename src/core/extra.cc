@@ -172,12 +172,12 @@ ExtraEditPlan plan_extra_edits(const TorchArchive& archive, const std::vector<Ex
   std::vector<std::string> asked;
   for (const ExtraEdit& edit : edits) {
     const bool existing_removal = !edit.value && archive.find(std::string(kExtraPrefix) + edit.name) != nullptr;
-    if (auto problem = existing_removal ? std::nullopt : extra_name_problem(edit.name)) {
+    if (auto problem = existing_removal || edit.carried ? std::nullopt : extra_name_problem(edit.name)) {
       throw_usage("cannot use '" + edit.name.substr(0, 80) + (edit.name.size() > 80 ? "...'" : "'") +
                       " as an extra file name: " + *problem,
                   "names are relative paths like labels.json or config/train.yaml");
     }
-    if (edit.value && json_name(edit.name)) {
+    if (edit.value && json_name(edit.name) && !edit.carried) {
       // A .json value tsarchive (and most JSON readers) would refuse to parse
       // is refused here rather than written; any other name stores any bytes.
       if (auto problem = json_limit_problem(*edit.value, JsonLimits::kDepth, UINT64_MAX)) {

@@ -202,14 +202,17 @@ std::vector<ExportedFile> export_extra_files(const TorchArchive& archive, const 
   if (root.get() < 0) throw_io("cannot open the folder: " + errno_text(), dir);
   for (const std::string& name : names) check_export_target(root.get(), dir, name);
   std::vector<ExportedFile> out;
+  std::string base = dir;  // "meta/" names files meta/config/train.yaml, not meta//config/train.yaml
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  const std::string prefix = base == "/" ? base : base + "/";
   for (size_t i = 0; i < records.size(); ++i) {
     const std::string& name = names[i];
-    const std::string shown = dir + "/" + name;
+    const std::string shown = prefix + name;
     const std::string bytes = archive.read(*records[i], max_size);
     Fd current(::dup(root.get()));
     size_t begin = 0;
     for (size_t slash = name.find('/'); slash != std::string::npos; slash = name.find('/', begin)) {
-      current = open_subdir(current.get(), name.substr(begin, slash - begin), dir + "/" + name.substr(0, slash));
+      current = open_subdir(current.get(), name.substr(begin, slash - begin), prefix + name.substr(0, slash));
       begin = slash + 1;
     }
     write_below(current.get(), name.substr(begin), bytes, shown);

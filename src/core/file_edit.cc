@@ -21,6 +21,8 @@
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -191,7 +193,73 @@ int remove_leftovers(const std::string& dir_path, const std::string& base) {
 char g_temp_path[PATH_MAX];
 volatile sig_atomic_t g_temp_armed = 0;
 
+// The one staging folder a process has (stamp, trace, convert), and the
+// child that may be writing into it: on SIGINT, SIGTERM or SIGHUP the child
+// is killed, the folder and any temp file removed, one line printed, and the
+// process exits 128 + the signal. Everything here is async-signal-safe.
+volatile sig_atomic_t g_staging_armed = 0;
+int g_staging_parent_fd = -1;
+char g_staging_name[NAME_MAX + 1];
+char g_staging_message[PATH_MAX + 256];  // what follows "interrupted by SIGxxx"
+size_t g_staging_message_size = 0;
+volatile pid_t g_staging_child = 0;
+
+// struct linux_dirent64 (getdents64(2)): u64 d_ino, s64 d_off, u16 d_reclen, u8 d_type, char d_name[].
+constexpr size_t kDirentReclen = 16;
+constexpr size_t kDirentName = 19;
+
+void write_stderr(const char* text, size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(STDERR_FILENO, text, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    text += n;
+    size -= static_cast<size_t>(n);
+  }
+}
+
+void remove_staging_folder_now() {
+  const int fd = ::openat(g_staging_parent_fd, g_staging_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0) {
+    alignas(8) char buffer[4096];
+    for (;;) {
+      const long n = ::syscall(SYS_getdents64, fd, buffer, sizeof buffer);
+      if (n <= 0) break;
+      for (long at = 0; at < n;) {
+        unsigned short reclen = 0;
+        std::memcpy(&reclen, buffer + at + kDirentReclen, sizeof reclen);
+        const char* entry_name = buffer + at + kDirentName;
+        if (std::strcmp(entry_name, ".") != 0 && std::strcmp(entry_name, "..") != 0) ::unlinkat(fd, entry_name, 0);
+        if (reclen == 0) break;
+        at += reclen;
+      }
+    }
+    ::close(fd);
+  }
+  ::unlinkat(g_staging_parent_fd, g_staging_name, AT_REMOVEDIR);
+}
+
+extern "C" void clean_up_staging_and_exit(int sig) {
+  const int saved_errno = errno;
+  const pid_t child = g_staging_child;
+  if (child > 0) {
+    ::kill(child, SIGKILL);
+    while (::waitpid(child, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+  if (g_temp_armed) ::unlink(g_temp_path);
+  remove_staging_folder_now();
+  const char* name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
+  constexpr char kPrefix[] = "tsarchive: error: interrupted by ";
+  write_stderr(kPrefix, sizeof kPrefix - 1);
+  write_stderr(name, std::strlen(name));
+  write_stderr(g_staging_message, g_staging_message_size);
+  errno = saved_errno;
+  ::_exit(128 + sig);
+}
+
 extern "C" void remove_temp_and_reraise(int sig) {
+  if (g_staging_armed) clean_up_staging_and_exit(sig);  // the final write of a staged archive
   if (g_temp_armed) ::unlink(g_temp_path);
   ::signal(sig, SIG_DFL);
   ::raise(sig);
@@ -201,15 +269,18 @@ extern "C" void remove_temp_and_reraise(int sig) {
 // SIGTERM and SIGHUP.
 class TempFile {
  public:
-  TempFile(const std::string& dir, const std::string& base, const std::string& shown_name) : shown_(shown_name) {
+  // `elsewhere`: how to write elsewhere instead, for the hint when the folder is not writable.
+  TempFile(const std::string& dir, const std::string& base, const std::string& shown_name,
+           const char* elsewhere = "or write elsewhere with -o")
+      : shown_(shown_name) {
     path_ = leftover_template(dir, base);
     if (path_.size() >= sizeof g_temp_path) throw_io("the path is too long", shown_name);
     fd_ = ::mkostemp(path_.data(), O_CLOEXEC);
     if (fd_ < 0) {
       const int err = errno;
       throw_io("cannot create a temp file next to it: " + std::string(std::strerror(err)), shown_name,
-               err == EACCES || err == EROFS ? "the folder must be writable; or write elsewhere with -o"
-                                             : "check the folder and the disk");
+               err == EACCES || err == EROFS ? std::string("the folder must be writable; ") + elsewhere
+                                             : std::string("check the folder and the disk"));
     }
     ::flock(fd_, LOCK_EX);  // tells the next editor this temp file is in use (see remove_leftovers)
     std::memcpy(g_temp_path, path_.c_str(), path_.size() + 1);
@@ -388,9 +459,40 @@ StagingFolder::StagingFolder(const std::string& next_to, uint64_t copy_bytes) {
   }
   fd_ = ::open(path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd_ >= 0) ::flock(fd_, LOCK_EX);  // in use: the next writer leaves it alone
+
+  // Interrupted (Ctrl-C, SIGTERM, SIGHUP): remove it and say so (see clean_up_staging_and_exit).
+  const std::string name = path_.substr(path_.rfind('/') + 1);
+  const std::string message = " while writing " + next_to + ": removed its staging folder; nothing was written\n";
+  const int parent_fd = ::open(parent_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (g_staging_armed == 0 && parent_fd >= 0 && name.size() < sizeof g_staging_name &&
+      message.size() < sizeof g_staging_message) {
+    g_staging_parent_fd = parent_fd;
+    std::memcpy(g_staging_name, name.c_str(), name.size() + 1);
+    std::memcpy(g_staging_message, message.data(), message.size());
+    g_staging_message_size = message.size();
+    g_staging_child = 0;
+    struct sigaction action {};
+    action.sa_handler = clean_up_staging_and_exit;
+    sigemptyset(&action.sa_mask);
+    for (int sig : kCleanupSignals) sigaddset(&action.sa_mask, sig);  // one cleanup, not two
+    for (size_t i = 0; i < std::size(kCleanupSignals); ++i) ::sigaction(kCleanupSignals[i], &action, &saved_[i]);
+    g_staging_armed = 1;
+    armed_ = true;
+  } else if (parent_fd >= 0) {
+    ::close(parent_fd);
+  }
 }
 
+void StagingFolder::watch_child(pid_t pid) { g_staging_child = pid; }
+
 StagingFolder::~StagingFolder() {
+  if (armed_) {
+    for (size_t i = 0; i < std::size(kCleanupSignals); ++i) ::sigaction(kCleanupSignals[i], &saved_[i], nullptr);
+    g_staging_armed = 0;
+    g_staging_child = 0;
+    ::close(g_staging_parent_fd);
+    g_staging_parent_fd = -1;
+  }
   const int parent = ::open(parent_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (parent >= 0) {
     remove_staging_folder(parent, path_.substr(path_.rfind('/') + 1));
@@ -739,7 +841,7 @@ void write_file_atomically(const std::string& path, const std::function<void(con
   if (exists && !S_ISREG(existing.st_mode)) throw_io("not a regular file; refusing to replace it", path);
   const auto [dir, base] = split_path(path);
   remove_leftovers(dir, base);
-  TempFile temp(dir, base, path);
+  TempFile temp(dir, base, path, "or give a path in a folder you can write to");
   temp.set_mode(exists ? existing.st_mode : 0666 & ~current_umask(), exists ? &existing : nullptr);
   uint64_t offset = 0;
   produce([&](std::string_view chunk) {

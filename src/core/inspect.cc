@@ -63,6 +63,25 @@ PickleGraph read_pickle(const TorchArchive& archive, const Record& r) {
 }
 
 void check_storage_records(const TorchArchive& archive, const ModelContents& model, InspectReport& report) {
+  // Every storage record should be reached by a tensor of the pickles: one
+  // that is not is either something this reader does not understand or
+  // bytes nothing loads. Lite archives share storages with bytecode.pkl, which
+  // is not walked, so they are left out.
+  if (report.kind == FileKind::TorchScript || report.kind == FileKind::TorchSave) {
+    std::vector<std::string> unreached;
+    for (const Record& r : archive.records()) {
+      if ((r.kind == RecordKind::TensorData || r.kind == RecordKind::ConstantData) && model.storages.count(r.name) == 0) {
+        unreached.push_back(r.name);
+      }
+    }
+    if (!unreached.empty()) {
+      std::string names;
+      for (size_t i = 0; i < unreached.size() && i < 5; ++i) names += (i ? ", " : "") + unreached[i];
+      if (unreached.size() > 5) names += ", ...";
+      report.notes.push_back(std::to_string(unreached.size()) + " storage record(s) that no tensor of the pickles "
+                             "reaches (" + names + "): not counted among the tensors");
+    }
+  }
   for (const auto& [name, storage] : model.storages) {
     const Record* r = archive.find(name);
     if (r == nullptr) {

@@ -205,7 +205,10 @@ class Walker {
   }
 
   void walk_call(PickleRef ref, const std::string& path, TensorRole role, size_t depth) {
-    if (tensor(ref, path, role)) return;
+    if (tensor(ref, path, role)) {
+      quantizer_tensors(ref, path, role);
+      return;
+    }
     const PickleNode& n = g_.at(ref);
     const std::string target = g_.call_target(ref);
     const auto& args = g_.call_args(ref);
@@ -220,6 +223,23 @@ class Walker {
     walk_entries(n, path, role, depth);
     for (size_t i = 0; i < n.items.size(); ++i) walk(n.items[i], join_path(path, std::to_string(i)), role, depth + 1);
     if (n.state != kNoPickleRef) walk(n.state, path, role, depth + 1);
+  }
+
+  // A per-channel quantized tensor (_rebuild_qtensor) keeps its scales and
+  // zero points in tensors of their own, with storages of their own:
+  // (torch.per_channel_affine, scales, zero_points, axis). Named as PyTorch's
+  // accessors name them.
+  void quantizer_tensors(PickleRef ref, const std::string& path, TensorRole role) {
+    if (g_.call_target(ref) != "torch._utils._rebuild_qtensor") return;
+    const auto& args = g_.call_args(ref);
+    if (args.size() <= 4 || args[4] >= g_.size()) return;
+    const PickleNode& params = g_.at(args[4]);
+    if (params.kind != PickleKind::Tuple || params.items.size() < 3) return;
+    const char* names[] = {"q_per_channel_scales", "q_per_channel_zero_points"};
+    for (size_t i = 0; i < 2; ++i) {
+      const PickleRef item = params.items[i + 1];
+      if (item < g_.size() && g_.at(item).kind == PickleKind::Call) tensor(item, path + "." + names[i], role);
+    }
   }
 
   void walk_object(PickleRef ref, const std::string& path, TensorRole role, size_t depth) {

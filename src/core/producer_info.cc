@@ -335,6 +335,18 @@ std::string render_stamp(const StampContent& c) {
   return doc.dump();  // std::map keys: sorted; no spaces
 }
 
+bool is_tsarchive_stamp(const std::string& bytes) {
+  const std::string base = std::string(kStampType).substr(0, std::string(kStampType).rfind('/') + 1);
+  // Not JSON, or JSON past the limits (bounded_json.h): ours only if it names our schema.
+  std::string problem;
+  const std::optional<nlohmann::json> parsed = parse_bounded_json(bytes, &problem);
+  if (!parsed) return bytes.find(base) != std::string::npos;
+  const nlohmann::json& doc = *parsed;
+  if (!doc.is_object()) return false;
+  const auto type = doc.find("_type");
+  return type != doc.end() && type->is_string() && type->get<std::string>().rfind(base, 0) == 0;
+}
+
 ParsedStamp parse_stamp(const std::string& bytes, const std::string& file) {
   const auto bad = [&](const std::string& what) -> void {
     throw_bad_input("extra/" + std::string(kStampName) + " " + what, file, "re-stamp the archive with 'tsarchive stamp'");

@@ -52,6 +52,15 @@ Error condense_torch_message(const std::string& raw, const std::string& file, co
                 "libtorch)");
   }
 
+  // A custom class (torchbind) no loaded library registers.
+  const std::string custom_class =
+      match(raw, std::regex(R"(Unknown type name '(__torch__\.torch\.classes\.[A-Za-z0-9_.]+)')"));
+  if (!custom_class.empty()) {
+    return make("the model uses custom class " + custom_class + ", which no library loaded in this process registers",
+                "load the library that defines it with --load-library LIB.so (a C++ extension built against this "
+                "libtorch)");
+  }
+
   // Format versions newer than this libtorch.
   const std::string version = match(raw, std::regex(R"(PyTorch file with version (\d+), but the maximum supported version for reading is (\d+))"));
   if (!version.empty()) {

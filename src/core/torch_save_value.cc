@@ -67,6 +67,7 @@ class ValueBuilder {
       case PickleKind::Tuple:
       case PickleKind::List:
         v.kind = HostValue::Kind::List;
+        v.tuple = n.kind == PickleKind::Tuple;
         v.items.reserve(n.items.size());
         for (size_t i = 0; i < n.items.size(); ++i) {
           v.items.push_back(build(n.items[i], where + "[" + std::to_string(i) + "]", depth + 1));

@@ -25,6 +25,7 @@ void check_versions(const VerifyReport& report, const ReadableVersions& readable
 }
 
 StampCheck check_stamp(const TorchArchive& archive, const Record& record, const std::vector<RecordDigest>& digests) {
+  const std::string& stamp_name = record.name;
   StampCheck check;
   try {
     check.stamp = parse_stamp(archive.read(record, 16ull << 20), archive.path());
@@ -36,7 +37,7 @@ StampCheck check_stamp(const TorchArchive& archive, const Record& record, const 
   std::map<std::string, const RecordDigest*> actual;
   std::vector<std::pair<std::string, std::string>> pairs;
   for (const RecordDigest& d : digests) {
-    if (d.name == kStampRecord) continue;
+    if (d.name == stamp_name) continue;
     actual.emplace(d.name, &d);
     pairs.emplace_back(d.name, d.sha256);
   }
@@ -56,6 +57,31 @@ StampCheck check_stamp(const TorchArchive& archive, const Record& record, const 
 }
 
 }  // namespace
+
+std::string StampPlace::name() const {
+  if (producer != nullptr) return kStampAltName;
+  if (stamp != nullptr) return stamp->name.substr(6);  // "extra/"
+  return kStampName;
+}
+
+StampPlace locate_stamp(const TorchArchive& archive) {
+  StampPlace place;
+  if (const Record* main = archive.find(kStampRecord)) {
+    bool ours = true;  // unreadable or too large to be ours: the damage is reported elsewhere
+    if (main->entry->uncompressed_size <= (16ull << 20)) {
+      try {
+        ours = is_tsarchive_stamp(archive.read(*main, 16ull << 20));
+      } catch (const Error& e) {
+        if (e.kind() == ErrorKind::Io) throw;
+      }
+    } else {
+      ours = false;
+    }
+    (ours ? place.stamp : place.producer) = main;
+  }
+  if (place.stamp == nullptr) place.stamp = archive.find(kStampAltRecord);
+  return place;
+}
 
 VerifyOutcome VerifyReport::outcome() const {
   if (!problems.empty()) return VerifyOutcome::Malformed;
@@ -97,12 +123,19 @@ VerifyReport verify_archive(const TorchArchive& archive, const VerifyOptions& op
   }
   if (options.readable) check_versions(report, *options.readable, report.problems);
 
-  if (const Record* stamp = archive.find(kStampRecord)) {
+  const StampPlace place = locate_stamp(archive);
+  report.stamp_record = place.record();
+  report.producer_info = place.producer != nullptr;
+  if (const Record* stamp = place.stamp) {
     report.stamp = check_stamp(archive, *stamp, report.records);
     if (report.stamp->problem.empty() && !report.stamp->stamp.has_digests) {
       report.notes.push_back("the stamp carries no digests (an export hook wrote it while saving); "
                              "'tsarchive stamp' adds them");
     }
+  } else if (report.producer_info) {
+    report.notes.push_back("not stamped by tsarchive; producer info present (extra/" + std::string(kStampName) +
+                           ", the producer's own): only structure and CRCs were checked ('tsarchive stamp' adds "
+                           "digests in " + kStampAltRecord + " and leaves the producer's file as it is)");
   } else {
     report.notes.push_back("not stamped: only structure and CRCs were checked ('tsarchive stamp' adds digests)");
   }

@@ -41,9 +41,9 @@ TorchBackend* open_backend() {
                   "check that libtorch is installed (Debian: apt-get install libtorch-dev)");
     }
     using Entry = TorchBackend* (*)();
-    auto entry = reinterpret_cast<Entry>(::dlsym(handle, "tsarchive_torch_backend_v4"));
+    auto entry = reinterpret_cast<Entry>(::dlsym(handle, "tsarchive_torch_backend_v5"));
     if (entry == nullptr) {
-      throw Error(ErrorKind::Torch, "the libtorch layer has no tsarchive_torch_backend_v4 entry point", path,
+      throw Error(ErrorKind::Torch, "the libtorch layer has no tsarchive_torch_backend_v5 entry point", path,
                   "it is from another tsarchive version; rebuild or reinstall tsarchive");
     }
     return entry();  // the handle stays open for the life of the process
@@ -52,8 +52,12 @@ TorchBackend* open_backend() {
     throw Error(ErrorKind::Torch, "the libtorch layer named by TSARCHIVE_TORCH_LIBRARY does not exist", env,
                 "fix or unset TSARCHIVE_TORCH_LIBRARY");
   }
-  throw Error(ErrorKind::Torch, "this tsarchive was built without its libtorch layer (looked for " + tried + ")", {},
-              "rebuild with libtorch installed, or set TSARCHIVE_TORCH_LIBRARY");
+  // A binary copied on its own, or one built without libtorch: say where we looked.
+  throw Error(ErrorKind::Torch,
+              "cannot find the libtorch layer " TSARCHIVE_TORCH_LIBRARY_NAME " (looked for " + tried + ")", {},
+              "install tsarchive with 'cmake --install' or copy " TSARCHIVE_TORCH_LIBRARY_NAME
+              " next to the binary; if it was built without libtorch, rebuild with libtorch installed; or set "
+              "TSARCHIVE_TORCH_LIBRARY to its path");
 }
 
 }  // namespace

@@ -31,6 +31,11 @@ std::map<std::string, torch::Tensor> named_state(const torch::jit::Module& modul
   return state;
 }
 
+// The user's path: errors never name /proc/self/fd/N or the staging folder.
+const std::string& shown(const ResaveRequest& request) {
+  return request.display_name.empty() ? request.input : request.display_name;
+}
+
 class LibtorchBackend final : public TorchBackend {
  public:
   TorchRuntimeInfo runtime_info() const override {
@@ -59,10 +64,12 @@ class LibtorchBackend final : public TorchBackend {
     torch::NoGradGuard no_grad;
     torch::jit::ExtraFilesMap extra = wanted_extra_files(request.extra_names);
     torch::jit::Module module =
-        torch_call(request.input, "load the module", [&] { return torch::jit::load(request.input, torch::kCPU, extra); });
-    torch_layer::install_stamp_hook([&request](const std::string&) { return request.stamp; });
+        torch_call(shown(request), "load the module", [&] { return torch::jit::load(request.input, torch::kCPU, extra); });
+    // No stamp: the archive's producer_info.json is its producer's own, and
+    // passes through `extra` like any extra file (the stamp goes in beside it).
+    if (!request.stamp.empty()) torch_layer::install_stamp_hook([&request](const std::string&) { return request.stamp; });
     try {
-      torch_call(request.output, "save the module", [&] {
+      torch_call(shown(request), "save the module", [&] {
         module.save(request.output, extra);
         return 0;
       });
@@ -78,12 +85,12 @@ class LibtorchBackend final : public TorchBackend {
   static void check_copy(const ResaveRequest& request, const torch::jit::Module& original,
                          torch::jit::ExtraFilesMap& original_extra) {
     torch::jit::ExtraFilesMap copy_extra = wanted_extra_files(request.extra_names);
-    copy_extra[kStampName] = "";
-    const torch::jit::Module copy = torch_call(request.output, "load the re-saved module", [&] {
+    if (!request.stamp.empty()) copy_extra[kStampName] = "";
+    const torch::jit::Module copy = torch_call(shown(request), "load the re-saved module", [&] {
       return torch::jit::load(request.output, torch::kCPU, copy_extra);
     });
     const auto fail = [&](const std::string& what) {
-      throw Error(ErrorKind::CheckFailed, "the re-saved archive differs from the original: " + what, request.input,
+      throw Error(ErrorKind::CheckFailed, "the re-saved archive differs from the original: " + what, shown(request),
                   "nothing was written; use --keep-bytes to add the stamp without re-saving");
     };
     const auto a = named_state(original), b = named_state(copy);
@@ -98,14 +105,14 @@ class LibtorchBackend final : public TorchBackend {
     for (const std::string& name : request.extra_names) {
       if (copy_extra[name] != original_extra[name]) fail("extra/" + name + " changed");
     }
-    if (copy_extra[kStampName] != request.stamp) fail("extra/" + std::string(kStampName) + " is not the stamp");
+    if (!request.stamp.empty() && copy_extra[kStampName] != request.stamp) fail("extra/" + std::string(kStampName) + " is not the stamp");
   }
 };
 
 }  // namespace
 }  // namespace tsarchive
 
-extern "C" __attribute__((visibility("default"))) tsarchive::TorchBackend* tsarchive_torch_backend_v4() {
+extern "C" __attribute__((visibility("default"))) tsarchive::TorchBackend* tsarchive_torch_backend_v5() {
   static tsarchive::LibtorchBackend backend;
   return &backend;
 }

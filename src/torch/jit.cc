@@ -282,6 +282,7 @@ ConvertReport convert_module(const ConvertRequest& request) {
   }
   torch::jit::Module module = *original.script_module();
   const torch::jit::Method method = module.get_method(source.method);
+  for (const torch::jit::Method& m : module.get_methods()) report.methods.push_back(m.name());
   report.nodes_before = count_nodes(method_graph(method, true)->block());
 
   Arguments args = torch_call(file, "make the inputs", [&] { return build_arguments(original, source, 0); });
@@ -301,14 +302,24 @@ ConvertReport convert_module(const ConvertRequest& request) {
     report.warnings = control_flow_warnings(method, report.notes);
   }
   const bool freeze = (request.freeze || request.optimize_for_inference) && !request.optimize_for_mobile;
-  const std::vector<std::string> kept = {source.method};
+  // Every method the module (still) has is kept, the chosen one first, as
+  // Python's torch.jit.freeze(preserved_attrs=...) and
+  // optimize_for_mobile(preserved_methods=...) keep the methods named to them.
+  std::vector<std::string> kept = {source.method};
+  for (const torch::jit::Method& m : module.get_methods()) {
+    if (m.name() != source.method) kept.push_back(m.name());
+  }
+  std::vector<std::string> not_forward;
+  for (const std::string& name : kept) {
+    if (name != "forward") not_forward.push_back(name);
+  }
   if (freeze) {
     module = torch_call(file, "freeze the module", [&] { return torch::jit::freeze(module, kept); });
     report.steps.push_back(request.freeze ? "freeze" : "freeze (for optimize-for-inference)");
   }
   if (request.optimize_for_inference) {
     module = torch_call(file, "optimize for inference", [&] {
-      return torch::jit::optimize_for_inference(module, source.method == "forward" ? std::vector<std::string>() : kept);
+      return torch::jit::optimize_for_inference(module, not_forward);
     });
     report.steps.push_back("optimize-for-inference");
   }
@@ -317,6 +328,9 @@ ConvertReport convert_module(const ConvertRequest& request) {
     report.steps.push_back("optimize-for-mobile (folds conv+batchnorm, freezes, prepacks for XNNPACK)");
   }
   report.nodes_after = count_nodes(method_graph(module.get_method(source.method), true)->block());
+  for (const std::string& name : report.methods) {
+    if (!module.find_method(name)) report.dropped_methods.push_back(name);
+  }
 
   save_with_stamp(module, request);
   report.steps.push_back(request.lite ? "save lite-interpreter (.ptl)" : "save TorchScript (.pt)");

@@ -10,7 +10,9 @@
 #include <torch/script.h>
 #include <torch/version.h>
 
+#include <algorithm>
 #include <chrono>
+#include <map>
 #include <cmath>
 
 #include "run_module.h"
@@ -168,6 +170,46 @@ void load_libraries(const std::vector<std::string>& libraries) {
   }
 }
 
+std::string float_dtype_name(c10::ScalarType t) {
+  switch (t) {
+    case c10::ScalarType::Float: return "float32";
+    case c10::ScalarType::Double: return "float64";
+    case c10::ScalarType::Half: return "float16";
+    case c10::ScalarType::BFloat16: return "bfloat16";
+    default: return c10::toString(t);
+  }
+}
+
+// "mat1 and mat2 must have the same dtype", "expected scalar type Float but
+// found Double": an input of another floating dtype than the model's
+// parameters. Names the input and the dtype the parameters have.
+Error with_dtype_hint(const Error& e, LoadedModel& model,
+                      const std::vector<std::pair<std::string, c10::ScalarType>>& inputs) {
+  const std::string what = e.what();
+  if (what.find("same dtype") == std::string::npos && what.find("expected scalar type") == std::string::npos &&
+      what.find("should be the same") == std::string::npos) {
+    return e;
+  }
+  torch::jit::Module* module = model.script_module();
+  if (module == nullptr) return e;
+  std::map<c10::ScalarType, size_t> counts;
+  for (const auto& p : module->parameters(/*recurse=*/true)) {
+    if (p.is_floating_point()) counts[p.scalar_type()] += 1;
+  }
+  if (counts.empty()) return e;
+  const auto most = std::max_element(counts.begin(), counts.end(),
+                                     [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+  for (const auto& [name, dtype] : inputs) {
+    if (dtype == most) continue;
+    const std::string want = float_dtype_name(most), got = float_dtype_name(dtype);
+    return Error(e.kind(), what, e.file(),
+                 "input '" + name + "' is " + got + ", but the model's parameters are " + want + ": give it as " + want +
+                     " (e.g. --input SHAPE:" + want + ", or save it as " + want + ")")
+        .with_detail(e.detail());
+  }
+  return e;
+}
+
 }  // namespace
 
 std::string device_description(int cuda_index) { return cuda_device_name(cuda_index); }
@@ -193,9 +235,16 @@ RunReport run_module(const RunRequest& request) {
   if (request.lite) report.notes.push_back("run by the lite interpreter (_load_for_mobile), as on a phone");
 
   std::vector<c10::IValue> args;
+  std::vector<std::pair<std::string, c10::ScalarType>> input_dtypes;  // floating tensor inputs, for a dtype mismatch
   {
     Arguments built = torch_call(file, "make the inputs", [&] { return build_arguments(model, request, 0); });
     for (size_t i = 0; i < built.values.size(); ++i) describe(built.values[i], built.names[i], 0, report.inputs);
+    for (size_t i = 0; i < built.given && i < built.values.size(); ++i) {
+      const c10::IValue& v = built.values[i];
+      if (v.isTensor() && v.toTensor().defined() && v.toTensor().is_floating_point()) {
+        input_dtypes.emplace_back(built.names[i], v.toTensor().scalar_type());
+      }
+    }
     if (request.save_inputs != SaveFormat::None) {
       report.saved_inputs = serialize(c10::ivalue::Tuple::create(built.values), request.save_inputs, "inputs", file);
     }
@@ -204,11 +253,16 @@ RunReport run_module(const RunRequest& request) {
 
   const std::string doing = "run " + request.method;
   const Clock::time_point t0 = Clock::now();
-  const c10::IValue output = torch_call(file, doing, [&] {
-    c10::IValue out = model.call(args);
-    synchronize(device);
-    return out;
-  });
+  c10::IValue output;
+  try {
+    output = torch_call(file, doing, [&] {
+      c10::IValue out = model.call(args);
+      synchronize(device);
+      return out;
+    });
+  } catch (const Error& e) {
+    throw with_dtype_hint(e, model, input_dtypes);
+  }
   report.first_call_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   describe(output, "out", 0, report.outputs);
   if (request.expect) report.checks = compare_outputs(output, request);

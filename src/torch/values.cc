@@ -253,8 +253,18 @@ Arguments build_arguments(const LoadedModel& model, const RunRequest& request, i
   std::vector<HostValue> inputs;
   for (const HostValue& v : request.inputs) {
     const size_t at = inputs.size();
-    const bool spread = v.spreads && v.kind == HostValue::Kind::List &&
-                        !(at < params.size() && params[at].type && is_sequence_type(params[at].type));
+    const bool sequence_parameter = at < params.size() && params[at].type && is_sequence_type(params[at].type);
+    // The argument tuple --save-inputs and --record write: one item per
+    // parameter, so where the parameter is itself a list or tuple the first
+    // item is one too (or None for an Optional one): ([1.5, 2.0],) for
+    // List[float]. A tuple of plain values, (t1, t2), is the list itself.
+    const auto argument_tuple = [&] {
+      if (!v.tuple || v.items.empty() || v.items.size() > params.size() - at) return false;
+      const HostValue& first = v.items.front();
+      return first.kind == HostValue::Kind::List ||
+             (first.kind == HostValue::Kind::None && params[at].type->kind() == c10::TypeKind::OptionalType);
+    };
+    const bool spread = v.spreads && v.kind == HostValue::Kind::List && (!sequence_parameter || argument_tuple());
     if (spread) {
       for (HostValue item : v.items) {
         if (item.origin.empty()) item.origin = v.origin;
@@ -661,6 +671,57 @@ c10::IValue to_cpu(const c10::IValue& v) { return to_device(v, c10::Device(c10::
 
 }  // namespace
 
+namespace {
+
+bool holds_object(const c10::IValue& v) {
+  if (v.isObject()) return true;
+  if (v.isTuple()) {
+    for (const c10::IValue& item : v.toTupleRef().elements()) {
+      if (holds_object(item)) return true;
+    }
+  } else if (v.isList()) {
+    for (const c10::IValue& item : v.toListRef()) {
+      if (holds_object(item)) return true;
+    }
+  } else if (v.isGenericDict()) {
+    for (const auto& e : v.toGenericDict()) {
+      if (holds_object(e.value())) return true;
+    }
+  }
+  return false;
+}
+
+// TorchScript class objects as dicts of their attributes, in declaration
+// order: what the core reads back from a torch.save file (it never
+// instantiates classes), and the leaves run compares, in the same order.
+c10::IValue objects_as_dicts(const c10::IValue& v) {
+  if (v.isObject()) {
+    const auto& object = v.toObjectRef();
+    c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
+    for (size_t i = 0; i < object.type()->numAttributes(); ++i) {
+      dict.insert(object.type()->getAttributeName(i), objects_as_dicts(object.getSlot(i)));
+    }
+    return dict;
+  }
+  if (!holds_object(v)) return v;
+  if (v.isTuple()) {
+    std::vector<c10::IValue> items;
+    for (const c10::IValue& item : v.toTupleRef().elements()) items.push_back(objects_as_dicts(item));
+    return c10::ivalue::Tuple::create(std::move(items));
+  }
+  if (v.isList()) {
+    c10::impl::GenericList list(c10::AnyType::get());
+    for (const c10::IValue& item : v.toListRef()) list.push_back(objects_as_dicts(item));
+    return list;
+  }
+  const auto source = v.toGenericDict();
+  c10::impl::GenericDict dict(source.keyType(), c10::AnyType::get());
+  for (const auto& e : source) dict.insert(e.key(), objects_as_dicts(e.value()));
+  return dict;
+}
+
+}  // namespace
+
 std::string serialize(const c10::IValue& value, SaveFormat format, const std::string& what, const std::string& file) {
   if (format == SaveFormat::Npy) {
     c10::IValue single = value;
@@ -671,7 +732,8 @@ std::string serialize(const c10::IValue& value, SaveFormat format, const std::st
     }
     return write_npy(host_tensor(single.toTensor()));
   }
-  const std::vector<char> bytes = torch_call(file, "serialize the " + what, [&] { return torch::jit::pickle_save(to_cpu(value)); });
+  const std::vector<char> bytes =
+      torch_call(file, "serialize the " + what, [&] { return torch::jit::pickle_save(to_cpu(objects_as_dicts(value))); });
   return std::string(bytes.begin(), bytes.end());
 }
 

@@ -162,9 +162,15 @@ with tempfile.TemporaryDirectory() as tmp:
               f"trace {name}: control flow left in the trace")
 
     # A method whose float parameter keeps its default: the trace takes the tensor only, named as declared.
+    # A trace records that method alone: dropping forward needs --allow-drop (exit 1, nothing written without).
     dest = out("scaled_traced.pt")
     r = tsarchive("trace", os.path.join(TESTDATA, "mlp_scripted.pt"), "--method", "scaled", "--input", "2x8", "-o", dest)
+    check(r.returncode == 1 and "forward" in r.stderr and "--allow-drop" in r.stderr and not os.path.exists(dest),
+          f"trace scaled without --allow-drop: exit {r.returncode} {r.stderr}")
+    r = tsarchive("trace", os.path.join(TESTDATA, "mlp_scripted.pt"), "--method", "scaled", "--input", "2x8", "-o", dest,
+                  "--allow-drop")
     check(r.returncode == 0, f"trace scaled: exit {r.returncode} {r.stderr}")
+    check("lacks the original's method(s) forward" in r.stderr, f"trace scaled names the dropped method: {r.stderr}")
     if r.returncode == 0:
         traced, original = torch.jit.load(dest), torch.jit.load(os.path.join(TESTDATA, "mlp_scripted.pt")).eval()
         check([a.name for a in traced.scaled.schema.arguments] == ["self", "x"], f"trace scaled: {traced.scaled.schema}")

@@ -79,6 +79,30 @@ lines=$(wc -l <"$work/missing_lib.err")
 [[ $lines == 1 ]] || fail "missing_lib: $lines lines on stderr, want one"
 grep -qF '/nonexistent.so' "$work/missing_lib.err" || fail "missing_lib: the message does not name /nonexistent.so"
 
+# 4. Every command that loads libtorch takes --load-library (issue 17): without
+#    it each fails naming the operator; with it each succeeds.
+cmd_case() {
+  local want=$1 name=$2 rc=0
+  shift 2
+  "$tsarchive" "$@" >"$work/$name.out" 2>"$work/$name.err" || rc=$?
+  echo "== $name: tsarchive $* -> exit $rc"
+  sed 's/^/   stderr: /' "$work/$name.err" | head -5
+  [[ $rc == "$want" ]] || fail "$name: exit $rc, want $want"
+}
+cp "$work/model.pt" "$work/stamp_me.pt"
+cmd_case 5 verify_no_lib verify --load "$work/model.pt"
+grep -qF -- '--load-library' "$work/verify_no_lib.err" || fail "verify --load without the library: no --load-library hint"
+cmd_case 0 verify_lib verify --load "$work/model.pt" --load-library "$lib"
+cmd_case 0 ops_lib inspect --ops "$work/model.pt" --load-library "$lib"
+grep -qF 'tsarchive_test::add_one' "$work/ops_lib.out" || fail "inspect --ops does not list tsarchive_test::add_one"
+cmd_case 0 graph_lib inspect --graph "$work/model.pt" --load-library "$lib"
+cmd_case 0 stamp_lib stamp "$work/stamp_me.pt" --load-library "$lib" --no-git --no-host
+cmd_case 5 stamp_no_lib stamp "$work/stamp_me.pt" --no-git --no-host
+grep -qF "$work/stamp_me.pt" "$work/stamp_no_lib.err" || fail "stamp names the user's path, not /proc/self/fd"
+grep -qF '/proc/self/fd' "$work/stamp_no_lib.err" && fail "stamp's error names /proc/self/fd"
+cmd_case 0 convert_lib convert "$work/model.pt" --input 2x3 --freeze -o "$work/frozen.pt" --load-library "$lib"
+cmd_case 0 trace_lib trace "$work/model.pt" --input 2x3 -o "$work/traced.pt" --load-library "$lib"
+
 if ((fails)); then
   echo "$fails check(s) failed" >&2
   exit 1

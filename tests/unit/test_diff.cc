@@ -434,9 +434,10 @@ TEST_CASE("diff: every dtype, a changed layout, and a storage shared by two view
   CHECK(find_tensor(d, "scalar")->values.max_abs_diff == 0.5);
 }
 
-TEST_CASE("diff: equal size and CRC-32 is not taken for equal bytes") {
+TEST_CASE("diff: equal size and CRC-32 is not taken for equal bytes; other bytes are damage, not a change") {
   // A stored tensor record with one byte changed and its CRC left as it was:
-  // the central directory says "same", the bytes do not.
+  // the central directory says "same", the bytes do not, and the new record
+  // does not match its CRC-32: the new archive is damaged.
   const std::string original = slurp(testdata("mlp_scripted.pt"));
   const TorchArchive archive(make_memory_source(original));
   const Record* record = archive.find("data/0");
@@ -445,12 +446,16 @@ TEST_CASE("diff: equal size and CRC-32 is not taken for equal bytes") {
   forged[record->entry->data_offset] ^= 0x40;
   const TorchArchive a(make_memory_source(original, "old.pt")), b(make_memory_source(forged, "new.pt"));
 
-  const ArchiveDiff d = diff_archives(a, b, {});
-  REQUIRE(d.records.size() == 1);
-  CHECK(d.records[0].name == "data/0");
-  CHECK(d.records[0].old_crc32 == d.records[0].new_crc32);
-  REQUIRE(d.tensors.size() == 1);
-  CHECK(d.tensors[0].values.differing == 1);
+  for (const auto& [older, newer] : {std::make_pair(&a, &b), std::make_pair(&b, &a)}) {
+    try {
+      diff_archives(*older, *newer, {});
+      FAIL("a damaged record was taken for a change");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::BadInput);
+      CHECK(e.file() == "new.pt");
+      CHECK(std::string(e.what()).find("damaged: record 'data/0' does not match its CRC-32") != std::string::npos);
+    }
+  }
 
   DiffOptions trusting;
   trusting.byte_compare_limit = 0;

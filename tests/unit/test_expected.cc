@@ -151,3 +151,30 @@ TEST_CASE("inspect agrees with PyTorch on every testdata archive") {
     }
   }
 }
+
+TEST_CASE("inspect: per-channel quantized weights account for every storage record") {
+  // testdata/quant_per_channel.pt (scripts/make_testdata.py): each weight's
+  // _rebuild_qtensor carries (per_channel_affine, scales, zero_points, axis);
+  // the scales and zero points have storages of their own.
+  const InspectReport r = inspect_file(testdata("quant_per_channel.pt"));
+  CHECK(r.problems.empty());
+  size_t records = 0;
+  for (const RecordInfo& rec : r.records) records += rec.kind == RecordKind::TensorData ? 1 : 0;
+  CHECK(records == 10);
+  CHECK(r.storages.size() == records);
+  CHECK(r.tensors.size() == 10);
+  std::map<std::string, const TensorInfo*> by_path;
+  for (const TensorInfo& t : r.tensors) by_path[t.path] = &t;
+  for (const char* weight : {"conv.10", "fc._packed_params._packed_params.0"}) {
+    REQUIRE(by_path.count(weight) == 1);
+    CHECK(by_path[weight]->quantization == "per_channel_affine");
+    const auto scales = by_path.find(std::string(weight) + ".q_per_channel_scales");
+    const auto zero_points = by_path.find(std::string(weight) + ".q_per_channel_zero_points");
+    REQUIRE(scales != by_path.end());
+    REQUIRE(zero_points != by_path.end());
+    CHECK(scales->second->dtype == "float64");
+    CHECK(zero_points->second->dtype == "int64");
+    CHECK(scales->second->shape == std::vector<int64_t>{by_path[weight]->shape[0]});
+  }
+  for (const std::string& note : r.notes) CHECK(note.find("no tensor of the pickles reaches") == std::string::npos);
+}

@@ -47,6 +47,13 @@ TEST_CASE("libtorch messages are condensed to one line that says what to do", "[
     CHECK(e.hint().rfind("the model's code raised it on these inputs", 0) == 0);
     CHECK(e.file() == "m.pt");
   }
+  SECTION("an unknown custom class suggests --load-library too") {
+    const Error e = condense_torch_message(
+        "\nUnknown type name '__torch__.torch.classes.my_ns.Tokenizer':\n  File \"code/__torch__/m.py\", line 4\n",
+        "m.pt", "load the module");
+    CHECK(std::string(e.what()).find("custom class __torch__.torch.classes.my_ns.Tokenizer") != std::string::npos);
+    CHECK(e.hint().find("--load-library") != std::string::npos);
+  }
   SECTION("an unknown operator suggests --load-library") {
     const Error e = condense_torch_message(kUnknownOp, "m.pt", "load the module");
     CHECK(std::string(e.what()).find("operator tsarchive_test::add_one,") != std::string::npos);
