@@ -35,6 +35,11 @@ struct DigestOptions {
   unsigned threads = 0;  // 0: one per core
   // Records whose names are skipped (e.g. the stamp itself).
   std::vector<std::string> exclude;
+  // false: check content (CRC-32, sizes) without SHA-256; `sha256` stays empty.
+  bool sha256 = true;
+  // Only records whose local header starts at or after this offset (an
+  // --in-place edit rewrites just those).
+  uint64_t from_offset = 0;
 };
 
 // Digests of every record of `archive` (directories skipped), in archive order.

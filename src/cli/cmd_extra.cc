@@ -163,9 +163,16 @@ int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const E
       if (r.kind == RecordKind::Extra && kept.count(name) == 0) edits.push_back(ExtraEdit{name, std::nullopt});
     }
   }
+  const StampPlace stamp = locate_stamp(*archive);
+  const ExtraEditPlan plan = plan_extra_edits(*archive, edits, missing_ok);
   // An edit keeps every other record byte for byte: on a damaged archive it
-  // would carry the damage into a file that looks freshly written.
-  for (const RecordDigest& d : digest_records(*archive)) {
+  // would carry the damage into a file that looks freshly written. The check
+  // is CRC-32 and sizes only; --in-place checks just the records it rewrites,
+  // so it stays constant-time (verify checks the rest).
+  DigestOptions content_check;
+  content_check.sha256 = false;
+  if (flags.in_place) content_check.from_offset = plan.zip.first_change;
+  for (const RecordDigest& d : digest_records(*archive, content_check)) {
     if (d.problem.empty()) continue;
     if (!flags.allow_damaged) {
       throw_bad_input("the archive is damaged: record '" + d.name + "': " + d.problem, model,
@@ -175,8 +182,6 @@ int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const E
     ctx.err << "tsarchive: note: record '" << d.name << "' is damaged (" << d.problem
             << "); --allow-damaged: it is kept as it is\n";
   }
-  const StampPlace stamp = locate_stamp(*archive);
-  const ExtraEditPlan plan = plan_extra_edits(*archive, edits, missing_ok);
   for (const std::string& name : plan.kept_unsafe_names) {
     const std::string extra = archive->top_folder() + "/extra/";
     print_note(ctx.err, "kept the entry '" + name + "', whose name has control, bidi or non-UTF-8 characters" +

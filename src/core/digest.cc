@@ -46,16 +46,17 @@ class Sha256 {
 // The content comes from ZipEntryReader (zip_content.cc), the reader every
 // content read shares: exactly the bytes our layout points at, inflated,
 // bounded by the declared size, CRC-checked; SHA-256 is taken as it streams.
-RecordDigest digest_one(ZipEntryReader& reader, const Record& record) {
+RecordDigest digest_one(ZipEntryReader& reader, const Record& record, bool with_sha256) {
   RecordDigest out;
   out.name = record.name;
   Sha256 sha;
-  const ZipContentCheck check =
-      reader.read(*record.entry, [&](const unsigned char* data, size_t n) { sha.update(data, n); });
+  const ZipContentCheck check = reader.read(*record.entry, [&](const unsigned char* data, size_t n) {
+    if (with_sha256) sha.update(data, n);
+  });
   out.size = check.size;
   out.crc_ok = check.crc_ok;
   out.problem = check.problem;
-  if (out.problem.empty()) out.sha256 = sha.hex();
+  if (out.problem.empty() && with_sha256) out.sha256 = sha.hex();
   return out;
 }
 
@@ -64,7 +65,7 @@ RecordDigest digest_one(ZipEntryReader& reader, const Record& record) {
 std::vector<RecordDigest> digest_records(const TorchArchive& archive, const DigestOptions& options) {
   std::vector<const Record*> todo;
   for (const Record& r : archive.records()) {
-    if (r.entry->is_directory()) continue;
+    if (r.entry->is_directory() || r.entry->local_header_offset < options.from_offset) continue;
     if (std::find(options.exclude.begin(), options.exclude.end(), r.name) != options.exclude.end()) continue;
     todo.push_back(&r);
   }
@@ -86,7 +87,7 @@ std::vector<RecordDigest> digest_records(const TorchArchive& archive, const Dige
     ZipEntryReader reader(source);
     for (size_t i; (i = next.fetch_add(1)) < order.size();) {
       try {
-        results[order[i]] = digest_one(reader, *todo[order[i]]);
+        results[order[i]] = digest_one(reader, *todo[order[i]], options.sha256);
       } catch (...) {
         std::lock_guard<std::mutex> lock(failure_mutex);
         if (!failure) failure = std::current_exception();

@@ -234,14 +234,21 @@ def damage(src, dst, record_suffix):
 damage(path("clf.pt"), path("damaged.pt"), "/data/0")
 before = open(path("damaged.pt"), "rb").read()
 for args in (["extra", "set", path("damaged.pt"), "note.txt=hi"], ["extra", "rm", path("damaged.pt"), "labels.json"],
-             ["extra", "set", path("damaged.pt"), "note.txt=hi", "-o", path("damaged_edit.pt")],
-             ["extra", "set", path("damaged.pt"), "note.txt=hi", "--in-place"]):
+             ["extra", "set", path("damaged.pt"), "note.txt=hi", "-o", path("damaged_edit.pt")]):
     r = tsarchive(*args)
     check(r.returncode == 3, f"{' '.join(args[:2])} on a damaged archive: exit {r.returncode}, wanted 3\n{r.stdout}{r.stderr}")
     one_error_line(r, f"{' '.join(args[:2])} on a damaged archive")
     check("data/0" in r.stderr and "damaged" in r.stderr, f"the error names the damaged record: {r.stderr}")
 check(open(path("damaged.pt"), "rb").read() == before, "a refused edit leaves the damaged archive as it was")
 check(not os.path.exists(path("damaged_edit.pt")), "a refused edit writes no -o file")
+# --in-place checks only the records it rewrites (it stays constant-time): a
+# new name rewrites only the central directory, so the damaged tensor is kept
+# as it is, and verify still names it.
+shutil.copy(path("damaged.pt"), path("damaged_in_place.pt"))
+r = tsarchive("extra", "set", path("damaged_in_place.pt"), "note.txt=hi", "--in-place")
+check(r.returncode == 0, f"--in-place beside a damaged record it does not rewrite: exit {r.returncode}\n{r.stderr}")
+r = tsarchive("verify", path("damaged_in_place.pt"))
+check(r.returncode == 3 and "data/0" in r.stderr + r.stdout, f"verify after --in-place: exit {r.returncode}\n{r.stderr}")
 r = tsarchive("extra", "set", path("damaged.pt"), "note.txt=hi", "--allow-damaged", "-o", path("damaged_edit.pt"))
 check(r.returncode == 0 and "data/0" in r.stderr, f"--allow-damaged edits and says what is damaged: {r.stderr}")
 for a, b in ((path("clf.pt"), path("damaged.pt")), (path("damaged.pt"), path("clf.pt"))):
