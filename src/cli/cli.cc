@@ -26,7 +26,9 @@ int print_version(Context& ctx) {
   try {
     const auto info = in_worker<TorchRuntimeInfo>(worker_job(WorkerOptions{}, "", 0, "reading its version"),
                                                   [](TorchBackend& torch) { return torch.runtime_info(); });
-    ctx.out << "libtorch " << info.libtorch_version << '\n';
+    ctx.out << "libtorch " << info.libtorch_version;
+    if (!info.library_path.empty()) ctx.out << " (" << info.library_path << ")";
+    ctx.out << '\n';
     ctx.out << "cuda " << (info.cuda_built ? "built in" : "not built in (CPU-only libtorch)");
     if (info.cuda_built) ctx.out << ", " << info.cuda_device_count << " device(s) visible";
     ctx.out << '\n';
