@@ -66,6 +66,7 @@ void refuse_damaged(const VerifyReport& gate, const std::string& file) {
 struct Written {
   WriteResult result;
   std::string stamp;
+  std::optional<int64_t> format_version;  // of what was written
 };
 
 WriteResult write_stamp(ArchiveFile& file, const TorchArchive& archive, const std::string& stamp,
@@ -99,7 +100,7 @@ Written stamp_by_resave(ArchiveFile& file, const TorchArchive& archive, StampCon
   });
 
   const StagedStamp staged = write_staged_with_stamp(file, request.output, content, opts.output, top, opts.model);
-  return Written{staged.result, staged.stamp};
+  return Written{staged.result, staged.stamp, staged.format_version};
 }
 
 int run_stamp(const StampOptions& opts, Context& ctx) {
@@ -122,13 +123,24 @@ int run_stamp(const StampOptions& opts, Context& ctx) {
   VerifyOptions gate_options;
   if (!keep_bytes) gate_options.readable = built_libtorch_versions();  // libtorch must read what it re-saves
   const VerifyReport gate = verify_archive(*archive, gate_options);
-  if (!keep_bytes && !gate.problems.empty() && gate.problems.front().find("outside what libtorch") != std::string::npos) {
-    throw_bad_input(gate.problems.front(), opts.model, "stamp it with --keep-bytes, which does not load it");
-  }
   refuse_damaged(gate, opts.model);
+  // Written by a newer PyTorch than the linked libtorch: a re-save would at best
+  // rewrite it in an older libtorch's conventions; stamp its bytes as they are.
+  const std::string libtorch = TSARCHIVE_TORCH_VERSION;
+  if (!keep_bytes && !gate.unreadable.empty()) {
+    keep_bytes = true;
+    content.context.notes.push_back(gate.unreadable.front() + ": stamped with --keep-bytes (libtorch " + libtorch +
+                                    " cannot re-save it)");
+  } else if (const std::string marker = pytorch2_record(*archive);
+             !keep_bytes && !marker.empty() && libtorch.rfind("1.", 0) == 0) {
+    keep_bytes = true;
+    content.context.notes.push_back("written by PyTorch 2.x (it has " + marker + "), newer than libtorch " + libtorch +
+                                    ": stamped with --keep-bytes (a re-save would rewrite it as libtorch " + libtorch +
+                                    " does)");
+  }
 
   content.archive_name = archive->top_folder();
-  content.format_version = gate.format_version;
+  if (keep_bytes) content.format_version = gate.format_version;  // a re-save's own is taken from the copy
   if (const Record* old = archive->find(kStampRecord)) content.previous = archive->read(*old, 16ull << 20);
 
   Written written;
@@ -137,6 +149,7 @@ int run_stamp(const StampOptions& opts, Context& ctx) {
     content.digests = digests_without_stamp(gate.records, opts.model);
     written.stamp = render_stamp(content);
     written.result = write_stamp(file, *archive, written.stamp, opts.output);
+    written.format_version = gate.format_version;
   } else {
     written = stamp_by_resave(file, *archive, content, opts);
   }
@@ -144,17 +157,36 @@ int run_stamp(const StampOptions& opts, Context& ctx) {
   for (const std::string& note : content.context.notes) ctx.err << "tsarchive: note: " << note << '\n';
   const ParsedStamp stamp = parse_stamp(written.stamp, opts.model);
   const std::string& output = opts.output.empty() ? opts.model : opts.output;
+  // A re-save writes the linked libtorch's conventions: older archives come
+  // back with a higher format version, which older readers refuse.
+  const bool raised = gate.format_version && written.format_version && *written.format_version > *gate.format_version;
+  std::string raised_line;
+  if (raised) {
+    raised_line = "the re-save raised the format version from " + std::to_string(*gate.format_version) + " to " +
+                  std::to_string(*written.format_version) + ": readers now need a libtorch that reads format version " +
+                  std::to_string(*written.format_version) + " (use --keep-bytes to keep " +
+                  std::to_string(*gate.format_version) + ")";
+  }
   if (opts.json) {
     nlohmann::ordered_json doc = {{"schema", "tsarchive.stamp/1"}, {"file", opts.model}, {"output", output},
                                   {"method", keep_bytes ? "keep-bytes" : "export-hook"},
                                   {"replaced_previous", content.previous.has_value()},
                                   {"size", written.result.size}};
+    const auto version_json = [](const std::optional<int64_t>& v) {
+      return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json();
+    };
+    doc["format_version"] = {{"before", version_json(gate.format_version)},
+                             {"after", version_json(written.format_version)},
+                             {"raised", raised}};
+    if (raised) doc["format_version"]["note"] = raised_line;
+    doc["notes"] = content.context.notes;
     doc["stamp"] = nlohmann::ordered_json::parse(written.stamp);
     ctx.out << doc.dump(2) << '\n';
   } else {
     ctx.out << "stamped " << output << " (" << (keep_bytes ? "keep-bytes" : "libtorch re-save with the export hook")
             << "): " << stamp.digests.size() << " records, root " << stamp.root.substr(0, 16) << "...\n";
     if (content.previous) ctx.out << "  replaced the previous stamp (its digest is kept under \"previous\")\n";
+    if (raised) ctx.out << "  " << raised_line << '\n';
   }
   return 0;
 }

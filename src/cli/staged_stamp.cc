@@ -36,7 +36,7 @@ StagedStamp write_staged_with_stamp(ArchiveFile& file, const std::string& staged
     if (content.archive_name.empty()) content.archive_name = copy.top_folder();
     if (!content.format_version) content.format_version = gate.format_version;
     content.digests = digests_without_stamp(gate.records, display);  // verify digested every record
-    StagedStamp written{{}, render_stamp(content)};
+    StagedStamp written{{}, render_stamp(content), gate.format_version};
     const ExtraEditPlan plan = plan_extra_edits(copy, {ExtraEdit{kStampName, written.stamp}}, false);
     written.result = output.empty() ? file.replace(plan.zip, source_fd) : file.write_new(plan.zip, output, source_fd);
     ::close(source_fd);
