@@ -65,7 +65,7 @@ void render_verify_text(const VerifyReport& r, bool loaded, std::ostream& out) {
     out << '\n';
   }
   for (const std::string& p : r.problems) out << "  problem   " << p << '\n';
-  for (const std::string& u : r.unreadable) out << "  version   " << u << '\n';
+  for (const std::string& u : r.unreadable) out << "  libtorch  cannot read it: " << u << '\n';
   if (r.stamp) {
     const StampCheck& s = *r.stamp;
     if (!s.problem.empty()) {

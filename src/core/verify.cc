@@ -118,6 +118,12 @@ VerifyReport verify_archive(const TorchArchive& archive, const VerifyOptions& op
       if (e.kind() == ErrorKind::Io) throw;
       report.problems.push_back(e.what());
     }
+    // Format versions start at 1 (caffe2/serialize/versions.h, every release):
+    // a smaller one is no PyTorch's, old or new.
+    if (report.format_version && *report.format_version < 1) {
+      report.problems.push_back("format version " + std::to_string(*report.format_version) +
+                                " is not one any PyTorch writes (they start at 1)");
+    }
     if (!report.format_version && report.problems.empty()) {
       report.problems.push_back("the archive has no version record");
     }

@@ -44,7 +44,7 @@ std::string loaded_libtorch_path() {
       [](dl_phdr_info* info, size_t, void* data) {
         const std::string name = info->dlpi_name != nullptr ? info->dlpi_name : "";
         const size_t slash = name.rfind('/');
-        if (name.compare(slash == std::string::npos ? 0 : slash + 1, 16, "libtorch_cpu.so") != 0) return 0;
+        if (name.compare(slash == std::string::npos ? 0 : slash + 1, 15, "libtorch_cpu.so") != 0) return 0;
         char real[PATH_MAX];
         *static_cast<std::string*>(data) = ::realpath(name.c_str(), real) != nullptr ? real : name;
         return 1;
