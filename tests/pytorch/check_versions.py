@@ -93,8 +93,16 @@ def one_line(p):
     return errors[0] if len(errors) == 1 and lines[-1] == errors[0] else None
 
 
+# Dynamically quantized Linear depends on the quantized engine: the wheel's
+# libtorch defaults to fbgemm (reduce_range: 7-bit activations), Debian's has
+# only qnnpack (which ignores reduce_range), and the goldens were made with
+# qnnpack; the engines differ by up to ~0.006 here.
+TOLERANCE = {"quant_dynamic_out.npy": "2e-2"}
+
+
 def run_golden(path, inp, out):
-    return tsarchive("run", path, "--input", "@" + inp, "--expect", "@" + out, "--atol", "1e-4", "--rtol", "1e-4")
+    atol = TOLERANCE.get(os.path.basename(out), "1e-4")
+    return tsarchive("run", path, "--input", "@" + inp, "--expect", "@" + out, "--atol", atol, "--rtol", "1e-4")
 
 
 def cell(name, cmd, work):
