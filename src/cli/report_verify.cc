@@ -38,7 +38,7 @@ ReadableVersions built_libtorch_versions() {
 
 std::string newer_libtorch_hint() {
   const std::string built = TSARCHIVE_TORCH_VERSION;
-  return "use a tsarchive built against a libtorch at least as new as the PyTorch that wrote it (this one uses " +
+  return "use a tsarchive built against a libtorch at least as new as the PyTorch that wrote it (this one uses libtorch " +
          built + "; README: Choosing the libtorch); inspect, extra and verify work without libtorch";
 }
 

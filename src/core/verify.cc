@@ -14,10 +14,10 @@ std::string version_gap(const char* what, int64_t version, int64_t min, int64_t 
   const std::string range = " (" + std::to_string(min) + "\u2013" + std::to_string(max) + ")";
   if (version > max) {
     return std::string("written by a newer PyTorch: ") + what + " " + std::to_string(version) +
-           " is newer than this libtorch (" + libtorch + ") reads" + range;
+           " is newer than libtorch " + libtorch + " reads" + range;
   }
   return std::string("written by an old PyTorch: ") + what + " " + std::to_string(version) +
-         " is older than this libtorch (" + libtorch + ") reads" + range;
+         " is older than libtorch " + libtorch + " reads" + range;
 }
 
 void check_versions(const VerifyReport& report, const ReadableVersions& readable, std::vector<std::string>& unreadable) {

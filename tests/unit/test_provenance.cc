@@ -239,7 +239,7 @@ TEST_CASE("verify: intact, changed, added and missing records, unreadable versio
     CHECK(r.problems.empty());
     REQUIRE(r.unreadable.size() == 1);
     CHECK(r.unreadable.front() ==
-          "written by a newer PyTorch: format version 3 is newer than this libtorch (old) reads (1\u20132)");
+          "written by a newer PyTorch: format version 3 is newer than libtorch old reads (1\u20132)");
     CHECK(verify_exit_code(r.outcome()) == 3);
     CHECK(verify_archive(*open_bytes(stamped), VerifyOptions{0, ReadableVersions{"new", 4, 10, 4, 9}})
               .unreadable.front()
