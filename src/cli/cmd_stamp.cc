@@ -200,7 +200,8 @@ Runner setup_stamp(CLI::App& app, Context& ctx) {
       "host), when (SOURCE_DATE_EPOCH honoured), and the SHA-256 of every record, for 'tsarchive verify'.\n"
       "By default libtorch re-saves the module with the stamp supplied by its export hook, and the copy is\n"
       "loaded back and compared before it replaces anything. --keep-bytes adds the stamp without libtorch,\n"
-      "keeping every other record byte-identical.");
+      "keeping every other record byte-identical; archives from a newer PyTorch than the linked libtorch, and\n"
+      ".ptl files, are always stamped that way (with a note). A re-save that raises the format version says so.");
   app.add_option("model", opts->model, "TorchScript archive to stamp (.pt; .ptl are stamped with --keep-bytes)")
       ->required();
   app.add_option("-o,--output", opts->output, "Write the stamped archive here instead of replacing MODEL");
