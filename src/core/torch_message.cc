@@ -84,6 +84,13 @@ Error condense_torch_message(const std::string& raw, const std::string& file, co
                 "re-export it with _save_for_lite_interpreter from the PyTorch release you deploy");
   }
 
+  // optimize_for_mobile on a libtorch without XNNPACK (the CPU wheels of 2.x).
+  if (contains(raw, "XNNPACK is not enabled")) {
+    return make("this libtorch was built without XNNPACK, which --mobile (optimize_for_mobile) needs",
+                "write the .ptl without --mobile (--lite or OUTPUT.ptl), or use a tsarchive built against a "
+                "libtorch with XNNPACK (Debian's libtorch has it)");
+  }
+
   // Out of memory, CPU or CUDA.
   if (contains(raw, "out of memory") || contains(raw, "can't allocate memory") || contains(raw, "bad_alloc")) {
     return make("out of memory while trying to " + doing + ": " + first,

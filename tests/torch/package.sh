@@ -15,7 +15,7 @@ trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
 for example in stamp_on_save fleet_profiling; do
   cmake -S "$src/examples/$example" -B "$work/$example" -G Ninja \
-        -DCMAKE_PREFIX_PATH="$work/prefix" ${TSARCHIVE_TORCH_DIR:+-DTorch_DIR="$TSARCHIVE_TORCH_DIR"} \
+        -DCMAKE_PREFIX_PATH="$work/prefix${TSARCHIVE_TORCH_ROOT:+;$TSARCHIVE_TORCH_ROOT}" \
         -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build "$work/$example" -j2 >/dev/null
 done

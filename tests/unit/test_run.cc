@@ -65,6 +65,13 @@ TEST_CASE("libtorch messages are condensed to one line that says what to do", "[
     CHECK(std::string(condense_torch_message(raw, "m.pt", "load the module").what()).find("no library loaded") !=
           std::string::npos);
   }
+  SECTION("--mobile on a libtorch without XNNPACK") {
+    const Error e = condense_torch_message(
+        "false INTERNAL ASSERT FAILED at \"xnnpack_rewrite.cpp\":506, please report a bug to PyTorch. Mobile "
+        "optimization only available with XNNPACK at the moment. XNNPACK is not enabled. Please build with "
+        "USE_XNNPACK=1", "m.pt", "optimize for mobile");
+    CHECK(std::string(e.what()) == "this libtorch was built without XNNPACK, which --mobile (optimize_for_mobile) needs");
+  }
   SECTION("a format version newer than libtorch reads") {
     const Error e = condense_torch_message(
         "Attempted to read a PyTorch file with version 11, but the maximum supported version for reading is 10. "
