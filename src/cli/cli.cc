@@ -51,9 +51,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   const std::string exit_codes =
       "Exit codes: 0 ok, 1 a check failed, 2 usage error, 3 invalid or unsupported input,\n"
       "            4 I/O error, 5 libtorch failed. See man tsarchive.";
-  app.footer(exit_codes +
-             "\nlibtorch: each build links one (Debian's 1.13, pip's 2.x: scripts/dev.sh torch2, or any through\n"
-             "CMAKE_PREFIX_PATH); --version names it. Archives it cannot read are refused with the reason.");
+  app.footer(exit_codes);  // inherited by nested subcommands (extra set, ...)
 
   std::vector<std::pair<CLI::App*, Runner>> runners;
   for (const Command& command : kCommands) {
@@ -66,6 +64,11 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
       sub->description(command.summary);
     }
   }
+
+  // Only the top-level help: which libtorch and how to choose another.
+  app.footer(exit_codes +
+             "\nlibtorch: each build links one (Debian's 1.13, pip's 2.x: scripts/dev.sh torch2, or any through\n"
+             "CMAKE_PREFIX_PATH); --version names it. Archives it cannot read are refused with the reason.");
 
   try {
     app.parse(argc, argv);
