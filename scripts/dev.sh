@@ -38,9 +38,10 @@ build() {
   cmake --build "$BUILD_DIR" -j "$JOBS"
 }
 
-# The tests that load libtorch or compare with Python's PyTorch: what a second
-# libtorch must pass (the rest never load it).
-TORCH_TESTS='^(libtorch\.|pytorch\.|golden\.|cli\.worker_isolation$|cli\.hostile_all$|cli\.crash_safe$)'
+# The tests that load libtorch or compare with Python's PyTorch (the unit tests
+# drive commands that do, in-process): what a second libtorch must pass (the
+# rest never load it).
+TORCH_TESTS='^(unit\.|libtorch\.|pytorch\.|golden\.|cli\.worker_isolation$|cli\.hostile_all$|cli\.crash_safe$)'
 
 # A venv with pip's torch; sets TORCH_PREFIX (its libtorch root) and VENV_PY.
 pip_torch() {
