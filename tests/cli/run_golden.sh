@@ -11,6 +11,12 @@ case_file=$2
 golden=${case_file%.cmd}.golden
 libtorch=${TSARCHIVE_GOLDEN_LIBTORCH:-}
 if [[ $libtorch == 2.* && -f ${case_file%.cmd}.torch2.golden ]]; then golden=${case_file%.cmd}.torch2.golden; fi
+# A CUDA libtorch (TSARCHIVE_GOLDEN_CUDA=ON): NAME.cuda.golden says what it does
+# without a GPU; with one, such a case depends on the machine and is skipped.
+if [[ ${TSARCHIVE_GOLDEN_CUDA:-OFF} == ON && -f ${case_file%.cmd}.cuda.golden ]]; then
+  if nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then echo "SKIP: a GPU is visible"; exit 77; fi
+  golden=${case_file%.cmd}.cuda.golden
+fi
 read -r -a args < "$case_file"
 
 out=$(mktemp) err=$(mktemp) actual=$(mktemp)
