@@ -11,7 +11,26 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export TORCH_PIP=${TORCH_PIP:-torch==2.14.1} VENV=${VENV:-.venv-cuda} BUILD_DIR=${BUILD_DIR:-build-cuda}
-scripts/dev.sh torch2 "${1:-test}"
+if [ ! -x "$VENV/bin/python" ]; then python3 -m venv "$VENV"; fi
+"$VENV/bin/python" -c "import torch" 2>/dev/null || "$VENV/bin/python" -m pip install -q "$TORCH_PIP" numpy
+
+# The wheel's CMake files look for the CUDA toolkit next to nvcc (a wrapper
+# in /usr/local/bin is not its root) and for libnvrtc, which a runtime-only
+# toolkit lacks; the wheel brings its own (site-packages/nvidia/cu*/lib).
+cuda_args=()
+if nvcc=$(command -v nvcc); then
+  # nvcc may be a wrapper script (exec /usr/local/cuda-X/bin/nvcc "$@").
+  real=$(sed -n 's/^exec \(\/[^ ]*nvcc\) .*/\1/p' "$nvcc" 2>/dev/null | head -1)
+  root=$(dirname "$(dirname "$(readlink -f "${real:-$nvcc}")")")
+  cuda_args+=("-DCUDA_TOOLKIT_ROOT_DIR=$root" "-DCUDAToolkit_ROOT=$root")
+  if ! ls "$root"/lib64/libnvrtc.so* >/dev/null 2>&1; then
+    site=$("$VENV/bin/python" -c "import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))")
+    nvrtc=$(ls "$site"/nvidia/*/lib/libnvrtc.so* 2>/dev/null | head -1)
+    [ -n "$nvrtc" ] && cuda_args+=("-DCUDA_nvrtc_LIBRARY=$nvrtc")
+  fi
+fi
+echo "==> CUDA: ${cuda_args[*]:-(no nvcc found; the CMake files of the wheel say what is missing)}"
+CMAKE_ARGS="${cuda_args[*]} ${CMAKE_ARGS:-}" scripts/dev.sh torch2 "${1:-test}"
 
 t=$BUILD_DIR/tsarchive
 "$t" --version
