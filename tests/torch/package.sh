@@ -16,7 +16,7 @@ cmake --install "$build" --prefix "$work/prefix" >/dev/null
 for example in stamp_on_save fleet_profiling; do
   cmake -S "$src/examples/$example" -B "$work/$example" -G Ninja \
         -DCMAKE_PREFIX_PATH="$work/prefix${TSARCHIVE_TORCH_ROOT:+;$TSARCHIVE_TORCH_ROOT}" \
-        ${TSARCHIVE_TORCH_CXX_STANDARD:+-DCMAKE_CXX_STANDARD=$TSARCHIVE_TORCH_CXX_STANDARD} \
+        ${TSARCHIVE_TORCH_CMAKE_ARGS:-} \
         -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build "$work/$example" -j2 >/dev/null
 done
