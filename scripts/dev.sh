@@ -5,8 +5,15 @@
 #   scripts/dev.sh build  install what is missing and build
 #   scripts/dev.sh sanitize  the same as test, in a Debug build with AddressSanitizer
 #                         and UBSan (build-asan/); any report fails its test
-# Environment: BUILD_DIR (default build, build-asan for sanitize), JOBS (default:
-# number of cores).
+#   scripts/dev.sh torch2 [build|test|demo]
+#                         the same against a pip-installed torch 2.x (TORCH_PIP, default
+#                         torch==2.13.0) in a project-local venv (.venv/, made on first use)
+#                         in build-torch2/; its tests compare with that venv's python. `test`
+#                         runs the tests that load libtorch or compare with PyTorch.
+# Any other libtorch: CMAKE_PREFIX_PATH=/path/to/libtorch BUILD_DIR=build-x scripts/dev.sh build
+# (add -DTSARCHIVE_PYTHON=... through CMAKE_ARGS for a Python with the same torch).
+# Environment: BUILD_DIR (default build, build-asan for sanitize, build-torch2 for torch2),
+# JOBS (default: number of cores), CMAKE_ARGS (more cmake arguments), VENV (default .venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,20 +35,61 @@ build() {
   install_packages "${PACKAGES[@]}"
   local type=$1
   shift
+  # shellcheck disable=SC2086
   local launcher=()
   if [ -z "${CMAKE_CXX_COMPILER_LAUNCHER:-}" ] && command -v ccache >/dev/null; then
     launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
   fi
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$type" "${launcher[@]}" "$@"
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$type" "${launcher[@]}" "$@" ${CMAKE_ARGS:-}
   cmake --build "$BUILD_DIR" -j "$JOBS"
 }
 
-case ${1:-} in
+# The tests that load libtorch or compare with Python's PyTorch (the unit tests
+# drive commands that do, in-process): what a second libtorch must pass (the
+# rest never load it).
+TORCH_TESTS='^(unit\.|libtorch\.|pytorch\.|golden\.|cli\.worker_isolation$|cli\.hostile_all$|cli\.crash_safe$)'
+
+# A venv with pip's torch; sets TORCH_PREFIX (its libtorch root) and VENV_PY.
+pip_torch() {
+  VENV=${VENV:-.venv}
+  local want=${TORCH_PIP:-torch==2.13.0}
+  if [ ! -x "$VENV/bin/python" ]; then
+    install_packages python3-venv
+    echo "==> making $VENV with $want"
+    python3 -m venv "$VENV"
+  fi
+  VENV_PY=$PWD/$VENV/bin/python
+  if ! "$VENV_PY" -c "import sys, torch; sys.exit(torch.__version__.split('+')[0] != '${want#torch==}')" 2>/dev/null; then
+    echo "==> installing $want (and numpy) into $VENV"
+    "$VENV_PY" -m pip install -q "$want" numpy
+  fi
+  # The wheel's torch/ folder (lib/, include/, share/cmake/): naming only
+  # share/cmake would let TorchConfig.cmake pick up a system libtorch.so.
+  TORCH_PREFIX=$("$VENV_PY" -c 'import os, torch; print(os.path.dirname(torch.__file__))')
+  local abi
+  abi=$("$VENV_PY" -c 'import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))')
+  if [ "$abi" != 1 ]; then
+    echo "error: $want is built with the old C++ ABI; Debian's libzip and CLI11 use the new one" >&2
+    exit 1
+  fi
+}
+
+mode=${1:-}
+if [ "$mode" = torch2 ]; then
+  mode=${2:-test}
+  BUILD_DIR=${BUILD_DIR:-build-torch2}
+  pip_torch
+  # The wheel's libtorch before Debian's; the tests compare with the venv's torch.
+  CMAKE_ARGS="-DCMAKE_PREFIX_PATH=$TORCH_PREFIX -DTSARCHIVE_PYTHON=$VENV_PY ${CMAKE_ARGS:-}"
+  torch2=1
+fi
+
+case $mode in
   sanitize) BUILD_DIR=${BUILD_DIR:-build-asan} ;;
   *) BUILD_DIR=${BUILD_DIR:-build} ;;
 esac
 
-case ${1:-} in
+case $mode in
   demo)
     build RelWithDebInfo
     "$BUILD_DIR/tsarchive" --version
@@ -51,7 +99,11 @@ case ${1:-} in
     ;;
   test)
     build RelWithDebInfo
-    ctest --test-dir "$BUILD_DIR" -j "$JOBS" --output-on-failure
+    if [ -n "${torch2:-}" ]; then
+      ctest --test-dir "$BUILD_DIR" -j "$JOBS" --output-on-failure -R "$TORCH_TESTS"
+    else
+      ctest --test-dir "$BUILD_DIR" -j "$JOBS" --output-on-failure
+    fi
     ;;
   sanitize)
     # Our code is built with -fno-sanitize-recover=undefined, so a UBSan report
@@ -67,7 +119,7 @@ case ${1:-} in
     build RelWithDebInfo
     ;;
   *)
-    echo "usage: scripts/dev.sh demo|test|build|sanitize" >&2
+    echo "usage: scripts/dev.sh demo|test|build|sanitize|torch2 [build|test|demo]" >&2
     exit 2
     ;;
 esac

@@ -18,6 +18,7 @@ namespace tsarchive {
 
 struct TorchRuntimeInfo {
   std::string libtorch_version;  // e.g. "1.13.1"
+  std::string library_path;      // the libtorch_cpu.so the worker loaded (its real path)
   bool cuda_built = false;       // the linked libtorch was built with CUDA
   int cuda_device_count = 0;
   std::vector<std::string> cuda_devices;  // their names

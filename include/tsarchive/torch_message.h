@@ -15,7 +15,10 @@ namespace tsarchive {
 
 // `raw`: libtorch's text (without backtrace); `doing`: what libtorch was asked
 // to do ("load the module", "run forward"); `file`: the archive.
+// `libtorch`: the linked libtorch's release ("1.13"), empty when unknown: an
+// aten:: or prim:: operator it does not know is one a newer PyTorch added.
 // Returns Error(Torch) with the condensed message, a hint, and `raw` as detail.
-Error condense_torch_message(const std::string& raw, const std::string& file, const std::string& doing);
+Error condense_torch_message(const std::string& raw, const std::string& file, const std::string& doing,
+                             const std::string& libtorch = {});
 
 }  // namespace tsarchive

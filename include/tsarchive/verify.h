@@ -8,7 +8,8 @@
 // - the pickles parse with our safe reader and every tensor record holds at
 //   least the bytes its storage needs (libtorch reads past a short record);
 // - the format version (and a lite archive's bytecode version) is in the
-//   range the linked libtorch reads;
+//   range the linked libtorch reads; one outside it is not damage: it was
+//   written by a newer (or much older) PyTorch, reported as `unreadable`;
 // - with a stamp: every record's SHA-256 against the stamp's, named as
 //   changed, missing (in the stamp, not the archive) or added (the reverse),
 //   the way sigstore's model_signing reports a manifest.
@@ -62,7 +63,9 @@ struct StampCheck {
   }
 };
 
-enum class VerifyOutcome { Intact = 0, Mismatch = 1, Malformed = 3 };
+// Exit codes: intact 0, mismatch 1, malformed and unreadable 3 (verify_exit_code).
+enum class VerifyOutcome { Intact, Mismatch, Malformed, Unreadable };
+int verify_exit_code(VerifyOutcome outcome);
 
 struct VerifyReport {
   std::string path;
@@ -74,7 +77,10 @@ struct VerifyReport {
   std::optional<ReadableVersions> readable;  // what the versions were checked against
   std::vector<RecordDigest> records;  // archive order
   uint64_t bytes_hashed = 0;
-  std::vector<std::string> problems;  // damage and unreadable versions: Malformed
+  std::vector<std::string> problems;  // damage: Malformed
+  // Intact, but its format or bytecode version is outside what the linked
+  // libtorch reads ("written by a newer PyTorch: ..."): Unreadable.
+  std::vector<std::string> unreadable;
   std::optional<StampCheck> stamp;    // present when the archive has a stamp
   std::string stamp_record;           // where it is (or would be written)
   bool producer_info = false;         // a producer's own extra/producer_info.json is present
@@ -82,6 +88,11 @@ struct VerifyReport {
 
   VerifyOutcome outcome() const;
 };
+
+// A record only PyTorch 2.x writes (`.data/serialization_id`, `byteorder`), by
+// name; empty when there is none. An archive with one was written by a newer
+// PyTorch than a libtorch 1.x, even when its format version is one 1.x reads.
+std::string pytorch2_record(const TorchArchive& archive);
 
 // Verifies an open TorchScript or lite archive. Damage is reported, not
 // thrown; only I/O errors throw.

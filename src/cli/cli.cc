@@ -29,7 +29,9 @@ int print_version(Context& ctx) {
   try {
     const auto info = in_worker<TorchRuntimeInfo>(worker_job(WorkerOptions{}, "", 0, "reading its version"),
                                                   [](TorchBackend& torch) { return torch.runtime_info(); });
-    ctx.out << "libtorch " << info.libtorch_version << '\n';
+    ctx.out << "libtorch " << info.libtorch_version;
+    if (!info.library_path.empty()) ctx.out << " (" << info.library_path << ")";
+    ctx.out << '\n';
     ctx.out << "cuda " << (info.cuda_built ? "built in" : "not built in (CPU-only libtorch)");
     if (info.cuda_built) ctx.out << ", " << info.cuda_device_count << " device(s) visible";
     ctx.out << '\n';
@@ -47,12 +49,12 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   CLI::App app{"tsarchive: read, check, edit and run TorchScript archives", "tsarchive"};
   app.set_help_all_flag("--help-all", "Print help for every command");
   bool show_version = false;
-  app.add_flag("--version", show_version, "Print the tool, libtorch and CUDA versions and exit");
+  app.add_flag("--version", show_version, "Print the tool version, the libtorch in use (version, file) and CUDA, and exit");
   app.require_subcommand(0, 1);
   const std::string exit_codes =
       "Exit codes: 0 ok, 1 a check failed, 2 usage error, 3 invalid or unsupported input,\n"
       "            4 I/O error, 5 libtorch failed. See man tsarchive.";
-  app.footer(exit_codes);
+  app.footer(exit_codes);  // inherited by nested subcommands (extra set, ...)
 
   std::vector<std::pair<CLI::App*, Runner>> runners;
   for (const Command& command : kCommands) {
@@ -65,6 +67,11 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
       sub->description(command.summary);
     }
   }
+
+  // Only the top-level help: which libtorch and how to choose another.
+  app.footer(exit_codes +
+             "\nlibtorch: each build links one (Debian's 1.13, pip's 2.x: scripts/dev.sh torch2, or any through\n"
+             "CMAKE_PREFIX_PATH); --version names it. Archives it cannot read are refused with the reason.");
 
   try {
     app.parse(argc, argv);

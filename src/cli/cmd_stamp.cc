@@ -68,6 +68,7 @@ void refuse_damaged(const VerifyReport& gate, const std::string& file) {
 struct Written {
   WriteResult result;
   std::string stamp;
+  std::optional<int64_t> format_version;  // of what was written
 };
 
 WriteResult write_stamp(ArchiveFile& file, const TorchArchive& archive, const StampPlace& place, const std::string& stamp,
@@ -112,7 +113,7 @@ Written stamp_by_resave(ArchiveFile& file, const TorchArchive& archive, const St
   StagedExtras extras;
   extras.stamp_name = place.producer != nullptr ? kStampAltName : kStampName;
   const StagedStamp staged = write_staged_with_stamp(file, request.output, content, opts.output, top, opts.model, extras);
-  return Written{staged.result, staged.stamp};
+  return Written{staged.result, staged.stamp, staged.format_version};
 }
 
 int run_stamp(const StampOptions& opts, Context& ctx) {
@@ -135,13 +136,24 @@ int run_stamp(const StampOptions& opts, Context& ctx) {
   VerifyOptions gate_options;
   if (!keep_bytes) gate_options.readable = built_libtorch_versions();  // libtorch must read what it re-saves
   const VerifyReport gate = verify_archive(*archive, gate_options);
-  if (!keep_bytes && !gate.problems.empty() && gate.problems.front().find("outside what libtorch") != std::string::npos) {
-    throw_bad_input(gate.problems.front(), opts.model, "stamp it with --keep-bytes, which does not load it");
-  }
   refuse_damaged(gate, opts.model);
+  // Written by a newer PyTorch than the linked libtorch: a re-save would at best
+  // rewrite it in an older libtorch's conventions; stamp its bytes as they are.
+  const std::string libtorch = TSARCHIVE_TORCH_VERSION;
+  if (!keep_bytes && !gate.unreadable.empty()) {
+    keep_bytes = true;
+    content.context.notes.push_back(gate.unreadable.front() + ": stamped with --keep-bytes (libtorch " + libtorch +
+                                    " cannot re-save it)");
+  } else if (const std::string marker = pytorch2_record(*archive);
+             !keep_bytes && !marker.empty() && libtorch.rfind("1.", 0) == 0) {
+    keep_bytes = true;
+    content.context.notes.push_back("written by PyTorch 2.x (it has " + marker + "), newer than libtorch " + libtorch +
+                                    ": stamped with --keep-bytes (a re-save would rewrite it as libtorch " + libtorch +
+                                    " does)");
+  }
 
   content.archive_name = archive->top_folder();
-  content.format_version = gate.format_version;
+  if (keep_bytes) content.format_version = gate.format_version;  // a re-save's own is taken from the copy
   const StampPlace place = locate_stamp(*archive);
   if (place.stamp != nullptr) content.previous = archive->read(*place.stamp, 16ull << 20);
 
@@ -155,6 +167,7 @@ int run_stamp(const StampOptions& opts, Context& ctx) {
     content.digests = digests_without_stamp(records, opts.model, place.record());
     written.stamp = render_stamp(content);
     written.result = write_stamp(file, *archive, place, written.stamp, opts.output);
+    written.format_version = gate.format_version;
   } else {
     written = stamp_by_resave(file, *archive, place, content, opts);
   }
@@ -163,6 +176,16 @@ int run_stamp(const StampOptions& opts, Context& ctx) {
   for (const std::string& note : content.context.notes) print_note(ctx.err, note);
   const ParsedStamp stamp = parse_stamp(written.stamp, opts.model);
   const std::string& output = opts.output.empty() ? opts.model : opts.output;
+  // A re-save writes the linked libtorch's conventions: older archives come
+  // back with a higher format version, which older readers refuse.
+  const bool raised = gate.format_version && written.format_version && *written.format_version > *gate.format_version;
+  std::string raised_line;
+  if (raised) {
+    raised_line = "the re-save raised the format version from " + std::to_string(*gate.format_version) + " to " +
+                  std::to_string(*written.format_version) + ": readers now need a libtorch that reads format version " +
+                  std::to_string(*written.format_version) + " (use --keep-bytes to keep " +
+                  std::to_string(*gate.format_version) + ")";
+  }
   if (opts.json) {
     nlohmann::ordered_json doc = {{"schema", "tsarchive.stamp/1"}, {"file", opts.model}, {"output", output},
                                   {"method", keep_bytes ? "keep-bytes" : "export-hook"},
@@ -170,6 +193,14 @@ int run_stamp(const StampOptions& opts, Context& ctx) {
                                   {"stamp_record", stamp_record},
                                   {"producer_info_kept", place.producer != nullptr},
                                   {"size", written.result.size}};
+    const auto version_json = [](const std::optional<int64_t>& v) {
+      return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json();
+    };
+    doc["format_version"] = {{"before", version_json(gate.format_version)},
+                             {"after", version_json(written.format_version)},
+                             {"raised", raised}};
+    if (raised) doc["format_version"]["note"] = raised_line;
+    doc["notes"] = content.context.notes;
     if (auto parsed = parse_bounded_json<nlohmann::ordered_json>(written.stamp)) doc["stamp"] = std::move(*parsed);
     ctx.out << json_text(doc) << '\n';
   } else {
@@ -180,6 +211,7 @@ int run_stamp(const StampOptions& opts, Context& ctx) {
               << " is the producer's own and was kept as it is\n";
     }
     if (content.previous) ctx.out << "  replaced the previous stamp (its digest is kept under \"previous\")\n";
+    if (raised) ctx.out << "  " << raised_line << '\n';
   }
   return 0;
 }
@@ -193,7 +225,8 @@ Runner setup_stamp(CLI::App& app, Context& ctx) {
       "host), when (SOURCE_DATE_EPOCH honoured), and the SHA-256 of every record, for 'tsarchive verify'.\n"
       "By default libtorch re-saves the module with the stamp supplied by its export hook, and the copy is\n"
       "loaded back and compared before it replaces anything. --keep-bytes adds the stamp without libtorch,\n"
-      "keeping every other record byte-identical.");
+      "keeping every other record byte-identical; archives from a newer PyTorch than the linked libtorch, and\n"
+      ".ptl files, are always stamped that way (with a note). A re-save that raises the format version says so.");
   app.add_option("model", opts->model, "TorchScript archive to stamp (.pt; .ptl are stamped with --keep-bytes)")
       ->required();
   app.add_option("-o,--output", opts->output, "Write the stamped archive here instead of replacing MODEL");

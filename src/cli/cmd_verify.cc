@@ -28,7 +28,8 @@ int run_verify(const VerifyCliOptions& opts, Context& ctx) {
   const auto archive = open_torchscript_archive(file.source(), "cannot verify this file");
   const VerifyReport report = verify_archive(*archive, VerifyOptions{opts.threads, built_libtorch_versions()});
   // libtorch sees the archive only once the core found nothing wrong with it.
-  const bool load = opts.load && report.outcome() != VerifyOutcome::Malformed;
+  const bool load = opts.load && report.outcome() != VerifyOutcome::Malformed &&
+                    report.outcome() != VerifyOutcome::Unreadable;
   if (load) {
     in_worker<std::string>(worker_job(opts.worker, opts.model, archive->zip().source().size(), "loading the module"),
                            [&](TorchBackend& torch) {
@@ -45,13 +46,17 @@ int run_verify(const VerifyCliOptions& opts, Context& ctx) {
     ctx.err << "tsarchive: error: the archive is damaged: " << report.problems.front() << " (" << opts.model
             << "): do not deploy it; re-export it or fetch it again\n";
   }
+  if (report.outcome() == VerifyOutcome::Unreadable) {
+    ctx.err << "tsarchive: error: " << report.unreadable.front() << " (" << opts.model << "): " << newer_libtorch_hint()
+            << '\n';
+  }
   if (report.outcome() == VerifyOutcome::Intact && opts.require_stamp && !report.stamp) {
     ctx.err << "tsarchive: error: not stamped by tsarchive"
             << (report.producer_info ? " (extra/" + std::string(kStampName) + " is the producer's own)" : std::string())
             << " (" << opts.model << "): stamp it with 'tsarchive stamp', or leave out --require-stamp\n";
-    return static_cast<int>(VerifyOutcome::Mismatch);
+    return verify_exit_code(VerifyOutcome::Mismatch);
   }
-  return static_cast<int>(report.outcome());
+  return verify_exit_code(report.outcome());
 }
 
 }  // namespace
@@ -62,8 +67,10 @@ Runner setup_verify(CLI::App& app, Context& ctx) {
       "Check that an archive is intact: ZIP structure, every record's CRC-32 and size, tensor records that hold\n"
       "their storages, a format version libtorch reads, and, when it is stamped, every record's SHA-256 against\n"
       "the stamp. Does not load libtorch unless --load.\n"
-      "Exit 0 intact, 1 changed since it was stamped (or not stamped, with --require-stamp), 3 damaged or\n"
-      "unreadable.");
+      "An intact archive whose format or bytecode version the linked libtorch does not read (written by a newer\n"
+      "PyTorch) is reported as such, not as damaged.\n"
+      "Exit 0 intact, 1 changed since it was stamped (or not stamped, with --require-stamp), 3 damaged, or\n"
+      "unreadable by this libtorch.");
   app.add_option("model", opts->model, "TorchScript archive (.pt, .ptl)")->required();
   app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.verify/1)");
   app.add_flag("--load", opts->load, "Also load the module with libtorch (after the checks pass); runs nothing");

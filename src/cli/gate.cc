@@ -14,6 +14,7 @@ VerifyReport require_intact(const TorchArchive& archive, const std::string& file
     throw_bad_input("the archive is damaged: " + report.problems.front(), file,
                     consequence + "; run 'tsarchive verify' for details");
   }
+  if (!report.unreadable.empty()) throw_bad_input(report.unreadable.front(), file, consequence + "; " + newer_libtorch_hint());
   return report;
 }
 

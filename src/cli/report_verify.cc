@@ -24,6 +24,8 @@ std::string headline(const VerifyReport& r) {
       return r.stamp && !r.stamp->problem.empty() ? "STAMP UNREADABLE" : "CHANGED since it was stamped";
     case VerifyOutcome::Malformed:
       return "DAMAGED";
+    case VerifyOutcome::Unreadable:
+      return "intact, but not readable by this libtorch";
   }
   return "";
 }
@@ -35,11 +37,18 @@ ReadableVersions built_libtorch_versions() {
                           TSARCHIVE_READS_BYTECODE_MIN, TSARCHIVE_READS_BYTECODE_MAX};
 }
 
+std::string newer_libtorch_hint() {
+  const std::string built = TSARCHIVE_TORCH_VERSION;
+  return "use a tsarchive built against a libtorch at least as new as the PyTorch that wrote it (this one uses libtorch " +
+         built + "; README: Choosing the libtorch); inspect, extra and verify work without libtorch";
+}
+
 std::string_view verify_outcome_id(VerifyOutcome outcome) {
   switch (outcome) {
     case VerifyOutcome::Intact: return "intact";
     case VerifyOutcome::Mismatch: return "mismatch";
     case VerifyOutcome::Malformed: return "malformed";
+    case VerifyOutcome::Unreadable: return "unreadable";
   }
   return "malformed";
 }
@@ -58,6 +67,7 @@ void render_verify_text(const VerifyReport& r, bool loaded, std::ostream& out) {
   }
   for (const std::string& p : r.problems) out << "  problem   " << shown(p) << '\n';
   if (r.producer_info) out << "  producer  extra/" << kStampName << " (the producer's own; tsarchive leaves it as it is)\n";
+  for (const std::string& u : r.unreadable) out << "  libtorch  cannot read it: " << shown(u) << '\n';
   if (r.stamp) {
     const StampCheck& s = *r.stamp;
     if (r.stamp_record != kStampRecord) out << "  stamp in  " << r.stamp_record << '\n';
@@ -97,6 +107,7 @@ nlohmann::ordered_json verify_to_json(const VerifyReport& r, bool loaded) {
   doc["format_version"] = r.format_version ? nlohmann::ordered_json(*r.format_version) : nlohmann::ordered_json();
   if (r.bytecode_version) doc["bytecode_version"] = *r.bytecode_version;
   doc["problems"] = r.problems;
+  doc["unreadable"] = r.unreadable;
   nlohmann::ordered_json records = nlohmann::ordered_json::array();
   for (const RecordDigest& d : r.records) {
     nlohmann::ordered_json j = {{"name", d.name}, {"size", d.size}, {"sha256", d.sha256}, {"crc_ok", d.crc_ok}};

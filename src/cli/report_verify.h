@@ -12,6 +12,8 @@ namespace tsarchive::cli {
 
 // The versions the libtorch this tsarchive was built against reads (verify, stamp).
 ReadableVersions built_libtorch_versions();
+// What to do about an archive this build's libtorch cannot read.
+std::string newer_libtorch_hint();
 
 std::string_view verify_outcome_id(VerifyOutcome outcome);  // "intact", "mismatch", "malformed"
 

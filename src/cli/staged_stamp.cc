@@ -48,7 +48,7 @@ StagedStamp write_staged_with_stamp(ArchiveFile& file, const std::string& staged
     }
     digests.erase(stamp_record);
     content.digests.emplace(digests.begin(), digests.end());
-    StagedStamp written{{}, render_stamp(content)};
+    StagedStamp written{{}, render_stamp(content), gate.format_version};
     std::vector<ExtraEdit> edits = extras.carried;
     edits.push_back(ExtraEdit{extras.stamp_name, written.stamp});
     const ExtraEditPlan plan = plan_extra_edits(copy, edits, false);

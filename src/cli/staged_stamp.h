@@ -7,6 +7,8 @@
 // writer and ArchiveFile's atomic replace.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,6 +39,7 @@ struct StagedExtras {
 struct StagedStamp {
   WriteResult result;
   std::string stamp;  // the final extra/producer_info.json
+  std::optional<int64_t> format_version;  // of the archive libtorch wrote
 };
 
 // `staged`: the file libtorch wrote; `file`: the archive it was made from

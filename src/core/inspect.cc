@@ -105,19 +105,32 @@ std::optional<int64_t> bytecode_version(const TorchArchive& archive) {
   return std::nullopt;
 }
 
-// PythonPrint gives every Module class both lists and no other unannotated
-// class-level assignment; torch::jit::load of 1.13 SEGFAULTs when either list
-// is renamed (testdata/hostile/renamed_*.pt), so the gate must refuse it.
-void check_module_classes(const std::vector<CodeClass>& classes, std::vector<std::string>& problems) {
+// PythonPrint (PyTorch 1.6 and later) gives every Module class both lists and
+// no other unannotated class-level assignment. Writers up to 1.5 left out
+// `__buffers__` (and before 1.2 `__parameters__` too); libtorch still loads
+// such classes, their tensors as plain attributes, so a missing list is a
+// note, not damage. An unknown assignment is: torch::jit::load of 1.13
+// SEGFAULTs on a renamed list (testdata/hostile/renamed_*.pt), so the gate
+// must refuse it.
+void check_module_classes(const std::vector<CodeClass>& classes, std::vector<std::string>& problems,
+                          std::vector<std::string>& notes) {
+  size_t without_parameters = 0, without_buffers = 0;
   for (const CodeClass& c : classes) {
     if (c.base != "Module") continue;
     const std::string where = "class " + c.qualified_name + " in '" + c.record + "'";
-    if (!c.declares_parameters) problems.push_back(where + " has no __parameters__ list");
-    if (!c.declares_buffers) problems.push_back(where + " has no __buffers__ list");
+    without_parameters += c.declares_parameters ? 0 : 1;
+    without_buffers += c.declares_buffers ? 0 : 1;
     for (const std::string& name : c.other_assignments) {
       problems.push_back(where + " assigns '" + name + "', which TorchScript never writes");
     }
   }
+  if (without_parameters + without_buffers == 0) return;
+  std::string lists = without_parameters > 0 && without_buffers > 0 ? "__parameters__ or __buffers__"
+                      : without_parameters > 0                      ? "__parameters__"
+                                                                    : "__buffers__";
+  notes.push_back(std::to_string(std::max(without_parameters, without_buffers)) + " module class(es) declare no " +
+                  lists + " list, as PyTorch 1.5 and older wrote them: libtorch loads those tensors as plain "
+                  "attributes");
 }
 
 void summarise_contents(ModelContents& model, InspectReport& report) {
@@ -177,7 +190,7 @@ void inspect_archive(const TorchArchive& archive, InspectReport& report) {
   if (report.kind == FileKind::TorchScript || report.kind == FileKind::LiteInterpreter) {
     TorchScriptModel contents = read_torchscript_model(archive);
     report.classes = std::move(contents.classes);
-    check_module_classes(report.classes, report.problems);
+    check_module_classes(report.classes, report.problems, report.notes);
     if (archive.find("constants.pkl") == nullptr) {
       report.problems.push_back("constants.pkl is missing (torch::jit::load needs it, even when empty)");
     }

@@ -35,7 +35,8 @@ std::string match(const std::string& text, const std::regex& re, size_t group = 
 
 }  // namespace
 
-Error condense_torch_message(const std::string& raw, const std::string& file, const std::string& doing) {
+Error condense_torch_message(const std::string& raw, const std::string& file, const std::string& doing,
+                             const std::string& libtorch) {
   const std::vector<std::string> lines = lines_of(raw);
   const std::string first = lines.empty() ? std::string("(no message)") : lines.front();
   const auto make = [&](std::string what, std::string hint) {
@@ -46,6 +47,14 @@ Error condense_torch_message(const std::string& raw, const std::string& file, co
   std::string op = match(raw, std::regex(R"(Unknown builtin op: ([A-Za-z0-9_.:]+?)\.?(\s|$))"));
   if (op.empty()) op = match(raw, std::regex(R"(Following ops cannot be found[^\[]*\[([^\]]+)\])"));
   if (op.empty()) op = match(raw, std::regex(R"(Unknown operator[^']*'?([A-Za-z0-9_]+::[A-Za-z0-9_.]+))"));
+  // PyTorch's own namespaces: no library adds these, a newer PyTorch does.
+  if (!op.empty() && !libtorch.empty() && (op.rfind("aten::", 0) == 0 || op.rfind("prim::", 0) == 0)) {
+    const bool one_x = libtorch.rfind("1.", 0) == 0;
+    return make("uses " + op + ", which libtorch " + libtorch + " lacks",
+                one_x ? "use a tsarchive built against libtorch 2.x (scripts/dev.sh torch2; README: Choosing the libtorch)"
+                      : "use a tsarchive built against a libtorch at least as new as the PyTorch that wrote the model "
+                        "(README: Choosing the libtorch)");
+  }
   if (!op.empty()) {
     return make("the model uses operator " + op + ", which no library loaded in this process registers",
                 "load the library that defines it with --load-library LIB.so (a C++ extension built against this "
@@ -65,13 +74,30 @@ Error condense_torch_message(const std::string& raw, const std::string& file, co
   const std::string version = match(raw, std::regex(R"(PyTorch file with version (\d+), but the maximum supported version for reading is (\d+))"));
   if (!version.empty()) {
     const std::string max = match(raw, std::regex(R"(maximum supported version for reading is (\d+))"));
-    return make("the archive's format version " + version + " is newer than this libtorch reads (at most " + max + ")",
-                "re-export it with the PyTorch release you deploy, or build tsarchive against a newer libtorch");
+    return make("written by a newer PyTorch: format version " + version + " is newer than this libtorch reads (at most " +
+                    max + ")",
+                "re-export it with the PyTorch release you deploy, or use a tsarchive built against a newer libtorch");
+  }
+  const std::string bytecode = match(raw, std::regex(R"(must be between (\d+) and (\d+) but the model version is (\d+))"), 3);
+  if (!bytecode.empty()) {
+    const std::string lo = match(raw, std::regex(R"(must be between (\d+) and (\d+))"), 1);
+    const std::string hi = match(raw, std::regex(R"(must be between (\d+) and (\d+))"), 2);
+    const bool newer = std::stoll(bytecode) > std::stoll(hi);
+    return make(std::string(newer ? "written by a newer PyTorch: bytecode version " : "written by an old PyTorch: bytecode version ") +
+                    bytecode + " is " + (newer ? "newer" : "older") + " than this libtorch reads (" + lo + "\u2013" + hi + ")",
+                "re-export it with _save_for_lite_interpreter from the PyTorch release you deploy");
   }
   if (contains(raw, "greater than max supported model version") || contains(raw, "Lite Interpreter version number does not match") ||
       contains(raw, "bytecode version")) {
     return make("the lite-interpreter bytecode version is not one this libtorch runs: " + first,
                 "re-export it with _save_for_lite_interpreter from the PyTorch release you deploy");
+  }
+
+  // optimize_for_mobile on a libtorch without XNNPACK (the CPU wheels of 2.x).
+  if (contains(raw, "XNNPACK is not enabled")) {
+    return make("this libtorch was built without XNNPACK, which --mobile (optimize_for_mobile) needs",
+                "write the .ptl without --mobile (--lite or OUTPUT.ptl), or use a tsarchive built against a "
+                "libtorch with XNNPACK (Debian's libtorch has it)");
   }
 
   // Out of memory, CPU or CUDA.

@@ -8,19 +8,28 @@
 namespace tsarchive {
 namespace {
 
-void check_versions(const VerifyReport& report, const ReadableVersions& readable, std::vector<std::string>& problems) {
-  const std::string who = "libtorch " + readable.libtorch;
+// A version outside the linked libtorch's range is not damage: the archive was
+// written by a newer PyTorch (or is older than this libtorch still reads).
+std::string version_gap(const char* what, int64_t version, int64_t min, int64_t max, const std::string& libtorch) {
+  const std::string range = " (" + std::to_string(min) + "\u2013" + std::to_string(max) + ")";
+  if (version > max) {
+    return std::string("written by a newer PyTorch: ") + what + " " + std::to_string(version) +
+           " is newer than libtorch " + libtorch + " reads" + range;
+  }
+  return std::string("written by an old PyTorch: ") + what + " " + std::to_string(version) +
+         " is older than libtorch " + libtorch + " reads" + range;
+}
+
+void check_versions(const VerifyReport& report, const ReadableVersions& readable, std::vector<std::string>& unreadable) {
   if (report.format_version &&
       (*report.format_version < readable.min_format || *report.format_version > readable.max_format)) {
-    problems.push_back("format version " + std::to_string(*report.format_version) + " is outside what " + who +
-                       " reads (" + std::to_string(readable.min_format) + " to " + std::to_string(readable.max_format) +
-                       ")");
+    unreadable.push_back(version_gap("format version", *report.format_version, readable.min_format,
+                                     readable.max_format, readable.libtorch));
   }
   if (report.bytecode_version &&
       (*report.bytecode_version < readable.min_bytecode || *report.bytecode_version > readable.max_bytecode)) {
-    problems.push_back("bytecode version " + std::to_string(*report.bytecode_version) + " is outside what " + who +
-                       " reads (" + std::to_string(readable.min_bytecode) + " to " +
-                       std::to_string(readable.max_bytecode) + ")");
+    unreadable.push_back(version_gap("bytecode version", *report.bytecode_version, readable.min_bytecode,
+                                     readable.max_bytecode, readable.libtorch));
   }
 }
 
@@ -83,8 +92,26 @@ StampPlace locate_stamp(const TorchArchive& archive) {
   return place;
 }
 
+std::string pytorch2_record(const TorchArchive& archive) {
+  for (const char* name : {".data/serialization_id", "byteorder"}) {
+    if (archive.find(name) != nullptr) return name;
+  }
+  return {};
+}
+
+int verify_exit_code(VerifyOutcome outcome) {
+  switch (outcome) {
+    case VerifyOutcome::Intact: return 0;
+    case VerifyOutcome::Mismatch: return 1;
+    case VerifyOutcome::Malformed:
+    case VerifyOutcome::Unreadable: return 3;
+  }
+  return 3;
+}
+
 VerifyOutcome VerifyReport::outcome() const {
   if (!problems.empty()) return VerifyOutcome::Malformed;
+  if (!unreadable.empty()) return VerifyOutcome::Unreadable;
   if (stamp && !stamp->matches()) return VerifyOutcome::Mismatch;
   return VerifyOutcome::Intact;
 }
@@ -117,11 +144,17 @@ VerifyReport verify_archive(const TorchArchive& archive, const VerifyOptions& op
       if (e.kind() == ErrorKind::Io) throw;
       report.problems.push_back(e.what());
     }
+    // Format versions start at 1 (caffe2/serialize/versions.h, every release):
+    // a smaller one is no PyTorch's, old or new.
+    if (report.format_version && *report.format_version < 1) {
+      report.problems.push_back("format version " + std::to_string(*report.format_version) +
+                                " is not one any PyTorch writes (they start at 1)");
+    }
     if (!report.format_version && report.problems.empty()) {
       report.problems.push_back("the archive has no version record");
     }
   }
-  if (options.readable) check_versions(report, *options.readable, report.problems);
+  if (options.readable && report.problems.empty()) check_versions(report, *options.readable, report.unreadable);
 
   const StampPlace place = locate_stamp(archive);
   report.stamp_record = place.record();

@@ -1,5 +1,9 @@
 // The torch layer: the only translation units that include libtorch headers.
 // Each costs ~20 s and ~1 GB to compile, so keep them few and narrow.
+#include <link.h>
+#include <limits.h>
+#include <stdlib.h>
+
 #include <torch/cuda.h>
 #include <torch/script.h>
 #include <torch/version.h>
@@ -36,11 +40,30 @@ const std::string& shown(const ResaveRequest& request) {
   return request.display_name.empty() ? request.input : request.display_name;
 }
 
+// The real path of the loaded libtorch_cpu.so: which libtorch this process
+// runs (Debian's, a wheel's, one CMAKE_PREFIX_PATH named) is decided by the
+// loader, not by what the build saw.
+std::string loaded_libtorch_path() {
+  std::string found;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        const std::string name = info->dlpi_name != nullptr ? info->dlpi_name : "";
+        const size_t slash = name.rfind('/');
+        if (name.compare(slash == std::string::npos ? 0 : slash + 1, 15, "libtorch_cpu.so") != 0) return 0;
+        char real[PATH_MAX];
+        *static_cast<std::string*>(data) = ::realpath(name.c_str(), real) != nullptr ? real : name;
+        return 1;
+      },
+      &found);
+  return found;
+}
+
 class LibtorchBackend final : public TorchBackend {
  public:
   TorchRuntimeInfo runtime_info() const override {
     TorchRuntimeInfo info;
     info.libtorch_version = TORCH_VERSION;
+    info.library_path = loaded_libtorch_path();
 #ifdef TSARCHIVE_TORCH_HAS_CUDA
     info.cuda_built = true;
     info.cuda_device_count = static_cast<int>(torch::cuda::device_count());

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <c10/util/Exception.h>
+#include <torch/version.h>
 
 #include <exception>
 #include <string>
@@ -14,6 +15,12 @@
 
 namespace tsarchive::torch_layer {
 
+// The linked libtorch as major.minor ("1.13"), for messages about operators
+// it lacks.
+inline std::string libtorch_release() {
+  return std::to_string(TORCH_VERSION_MAJOR) + "." + std::to_string(TORCH_VERSION_MINOR);
+}
+
 // Runs f(), turning whatever libtorch throws into a condensed Error.
 template <typename F>
 auto torch_call(const std::string& file, const std::string& doing, F&& f) {
@@ -22,11 +29,11 @@ auto torch_call(const std::string& file, const std::string& doing, F&& f) {
   } catch (const Error&) {
     throw;
   } catch (const c10::Error& e) {
-    throw condense_torch_message(e.what_without_backtrace(), file, doing);
+    throw condense_torch_message(e.what_without_backtrace(), file, doing, libtorch_release());
   } catch (const std::bad_alloc&) {
-    throw condense_torch_message("out of memory (std::bad_alloc)", file, doing);
+    throw condense_torch_message("out of memory (std::bad_alloc)", file, doing, libtorch_release());
   } catch (const std::exception& e) {
-    throw condense_torch_message(e.what(), file, doing);
+    throw condense_torch_message(e.what(), file, doing, libtorch_release());
   }
 }
 

@@ -2,10 +2,21 @@
 # One golden CLI case: runs the binary with the arguments in CASE.cmd (from the
 # repository root) and compares exit code, stdout and stderr with CASE.golden.
 # TSARCHIVE_UPDATE_GOLDEN=1 rewrites CASE.golden instead of comparing.
+# TSARCHIVE_GOLDEN_LIBTORCH (the linked libtorch's version, set by CTest):
+# "libtorch <it>" in the output reads "libtorch {libtorch}", and a libtorch 2.x
+# build compares with CASE.torch2.golden where that exists.
 set -u
 binary=$1
 case_file=$2
 golden=${case_file%.cmd}.golden
+libtorch=${TSARCHIVE_GOLDEN_LIBTORCH:-}
+if [[ $libtorch == 2.* && -f ${case_file%.cmd}.torch2.golden ]]; then golden=${case_file%.cmd}.torch2.golden; fi
+# A CUDA libtorch (TSARCHIVE_GOLDEN_CUDA=ON): NAME.cuda.golden says what it does
+# without a GPU; with one, such a case depends on the machine and is skipped.
+if [[ ${TSARCHIVE_GOLDEN_CUDA:-OFF} == ON && -f ${case_file%.cmd}.cuda.golden ]]; then
+  if nvidia-smi -L 2>/dev/null | grep -q '^GPU'; then echo "SKIP: a GPU is visible"; exit 77; fi
+  golden=${case_file%.cmd}.cuda.golden
+fi
 read -r -a args < "$case_file"
 
 out=$(mktemp) err=$(mktemp) actual=$(mktemp)
@@ -19,6 +30,9 @@ status=$?
   echo "--- stderr"
   cat "$err"
 } >"$actual"
+if [ -n "$libtorch" ]; then
+  sed -i "s/libtorch ${libtorch//./\\.}\b/libtorch {libtorch}/g" "$actual"
+fi
 
 if [ "${TSARCHIVE_UPDATE_GOLDEN:-0}" = 1 ]; then
   cp "$actual" "$golden"

@@ -33,17 +33,27 @@ expect_stopped() {
   checked=$((checked + 1))
 }
 
+# libtorch 1.x SEGFAULTs on a renamed __parameters__/__buffers__ list; 2.x
+# refuses it with an exception ("Expected a type to present for class
+# constant"): one error line, exit 5, either way.
+if "$tsarchive" --version | grep -q '^libtorch 1\.'; then
+  crash() { echo "libtorch crashed with SIGSEGV (Segmentation fault) while $1"; }
+else
+  crash() { echo "libtorch could not"; }
+fi
 for f in renamed_parameters renamed_buffers; do
   a=$testdata/hostile/$f.pt
-  expect_stopped 5 "libtorch crashed with SIGSEGV" -- run "$a" --input 2x8 --no-validate
-  grep -q "not checked (--no-validate)" stderr || fail "the message does not say the archive was not checked"
+  expect_stopped 5 "$(crash "")" -- run "$a" --input 2x8 --no-validate
+  if [ "$(crash x)" != "libtorch could not" ]; then
+    grep -q "not checked (--no-validate)" stderr || fail "the message does not say the archive was not checked"
+  fi
   grep -q "($a)" stderr || fail "the message does not name the file"
-  expect_stopped 5 "libtorch crashed with SIGSEGV (Segmentation fault) while reading the graph" -- inspect --graph "$a" --no-validate
-  expect_stopped 5 "libtorch crashed with SIGSEGV (Segmentation fault) while listing the operators" -- inspect --ops "$a" --no-validate
-  expect_stopped 5 "libtorch crashed with SIGSEGV (Segmentation fault) while converting" -- convert "$a" --input 2x8 --freeze -o out.pt --no-validate
-  expect_stopped 5 "libtorch crashed with SIGSEGV (Segmentation fault) while tracing" -- trace "$a" --input 2x8 -o out.pt --no-validate
+  expect_stopped 5 "$(crash "reading the graph")" -- inspect --graph "$a" --no-validate
+  expect_stopped 5 "$(crash "listing the operators")" -- inspect --ops "$a" --no-validate
+  expect_stopped 5 "$(crash "converting")" -- convert "$a" --input 2x8 --freeze -o out.pt --no-validate
+  expect_stopped 5 "$(crash "tracing")" -- trace "$a" --input 2x8 -o out.pt --no-validate
   # Without --no-validate the gate refuses them before libtorch.
-  expect_stopped 3 "has no __" -- run "$a" --input 2x8
+  expect_stopped 3 "which TorchScript never writes" -- run "$a" --input 2x8
 done
 
 # ~17 GB requested by one lying length in data.pkl: stopped at the limit.

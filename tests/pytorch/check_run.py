@@ -33,6 +33,13 @@ except ImportError:
     sys.exit(77)
 
 TSARCHIVE, TESTDATA = sys.argv[1], sys.argv[2]
+
+
+def torch_load(path):
+    """torch.load of our own files, which hold TorchScript values (tuples,
+    dicts, classes): torch 2.6+ loads only plain tensors unless told."""
+    return torch.load(path, weights_only=False)
+
 RUN = os.path.join(TESTDATA, "run")
 MLP = os.path.join(TESTDATA, "mlp_scripted.pt")
 
@@ -73,8 +80,8 @@ try:
     doc = run_json(MLP, "--input", "4x8", "--seed", "3", "--save-inputs", in_pt, "--save-outputs", out_pt)
     with torch.no_grad():
         y = mlp(x)
-    check(torch.equal(torch.load(in_pt)[0], x), "seeded input equals torch.manual_seed(3); torch.randn(4, 8)")
-    check(torch.equal(torch.load(out_pt), y), "saved output equals Python's forward")
+    check(torch.equal(torch_load(in_pt)[0], x), "seeded input equals torch.manual_seed(3); torch.randn(4, 8)")
+    check(torch.equal(torch_load(out_pt), y), "saved output equals Python's forward")
     check(doc["schema"] == "tsarchive.run/1" and doc["passed"], "run --json schema and verdict")
     out = doc["outputs"][0]
     check(out["path"] == "out" and out["dtype"] == "float32" and out["shape"] == [4, 3], "output summary")
@@ -109,8 +116,8 @@ try:
     torch.manual_seed(0)
     xm = torch.randn(2, 3)
     with torch.no_grad():
-        ym = torch.jit.load(mio)(xm, 2.0, torch.load(opts[1:]))
-    check(same(torch.load(out_pt), ym), "multi_io outputs equal Python's (tuple, dict, list)")
+        ym = torch.jit.load(mio)(xm, 2.0, torch_load(opts[1:]))
+    check(same(torch_load(out_pt), ym), "multi_io outputs equal Python's (tuple, dict, list)")
     run_json(mio, "--input", "2x3", "--input", "json:2.0", "--input", opts, "--expect", "@" + out_pt)
     run_json(mio, "--input", "2x3", "--input", "json:2.0", "--input", 'json:{"a": "2:float32:ones", "b": "3:float32:range"}',
              "--expect", "@" + out_pt)  # tensor specs inside JSON, where the schema wants tensors
@@ -156,7 +163,7 @@ try:
     run_json(ptl, "--input", "2x8", "--save-outputs", out_pt)
     torch.manual_seed(0)
     xl = torch.randn(2, 8)
-    check(torch.allclose(torch.load(out_pt), _load_for_lite_interpreter(ptl)(xl), atol=1e-6), ".ptl output")
+    check(torch.allclose(torch_load(out_pt), _load_for_lite_interpreter(ptl)(xl), atol=1e-6), ".ptl output")
 
     # Timing: keys, counts, a sweep over batch sizes.
     doc = run_json(MLP, "--input", "2x8", "--warmup", "2", "--iters", "7")
@@ -177,7 +184,7 @@ try:
         doc = run_json(MLP, "--input", "4x8", "--device", "cuda", "--save-outputs", cuda_out, "--iters", "5",
                        "--expect", "@" + cpu_out, "--atol", "1e-4")
         check(doc["device"].startswith("cuda") and doc["outputs"][0]["device"].startswith("cuda"), "ran on CUDA")
-        check(torch.allclose(torch.load(cuda_out), torch.load(cpu_out), atol=1e-4), "CUDA output equals the CPU's")
+        check(torch.allclose(torch_load(cuda_out), torch_load(cpu_out), atol=1e-4), "CUDA output equals the CPU's")
     else:
         print("skipping the CUDA checks: " + ("no CUDA device is visible" if "cuda built in" in version
                                               else "this build's libtorch has no CUDA (Debian's is CPU-only)"))

@@ -21,7 +21,10 @@ if ! "$PY" -c 'import torch' 2>/dev/null; then
   exit 77
 fi
 
-cmake -S "$src/tests/torch/custom_op" -B "$work/ops" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+# The libtorch tsarchive links (TSARCHIVE_TORCH_ROOT, set by CTest), else the system's.
+cmake -S "$src/tests/torch/custom_op" -B "$work/ops" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      ${TSARCHIVE_TORCH_ROOT:+-DCMAKE_PREFIX_PATH="$TSARCHIVE_TORCH_ROOT"} \
+      ${TSARCHIVE_TORCH_CMAKE_ARGS:-} >/dev/null
 cmake --build "$work/ops" -j2 >/dev/null
 lib=$work/ops/libtsarchive_test_ops.so
 [[ -f $lib ]] || { echo "FAIL: the op library was not built at $lib" >&2; exit 1; }

@@ -118,9 +118,37 @@ void refused(const std::string& hostile_file, const std::string& problem) {
 }
 }  // namespace
 
-TEST_CASE("cli: the gate refuses Module classes without __parameters__/__buffers__ (libtorch 1.13 SEGFAULTs)") {
-  refused("renamed_parameters.pt", "has no __parameters__ list");
-  refused("renamed_buffers.pt", "has no __buffers__ list");
+TEST_CASE("cli: the gate refuses renamed __parameters__/__buffers__ lists (libtorch 1.13 SEGFAULTs)") {
+  refused("renamed_parameters.pt", "assigns '__paramXters__', which TorchScript never writes");
+  refused("renamed_buffers.pt", "assigns '__bufferX__', which TorchScript never writes");
+}
+
+TEST_CASE("cli: archives in PyTorch 1.0-1.5 conventions are not damaged (format 1 and 2, no lists)") {
+  for (const char* name : {"versions/v1_mlp.pt", "versions/v2_mlp.pt"}) {
+    INFO(name);
+    const Result r = run({"verify", testdata(name)});
+    CHECK(r.code == 0);
+    CHECK_THAT(r.out, Catch::Contains(": intact"));
+    const Result i = run({"inspect", testdata(name)});
+    CHECK(i.code == 0);
+    CHECK_THAT(i.out, Catch::Contains("as PyTorch 1.5 and older wrote them"));
+  }
+}
+
+TEST_CASE("cli: versions newer than this libtorch reads are not called damaged") {
+  for (const char* name : {"versions/format11_mlp.pt", "versions/bytecode10_mlp.ptl"}) {
+    INFO(name);
+    const Result r = run({"verify", testdata(name)});
+    CHECK(r.code == 3);
+    CHECK_THAT(r.out, Catch::Contains("intact, but not readable by this libtorch"));
+    CHECK_THAT(r.err, Catch::StartsWith("tsarchive: error: written by a newer PyTorch: "));
+    CHECK_THAT(r.err + r.out, !Catch::Contains("DAMAGED") && !Catch::Contains("damaged"));
+    const Result ran = run({"run", testdata(name), "--input", "2x8"});
+    CHECK(ran.code == 3);
+    CHECK_THAT(ran.err, Catch::StartsWith("tsarchive: error: written by a newer PyTorch: ") && !Catch::Contains("damaged"));
+  }
+  const Result r = run({"verify", testdata("versions/format11_mlp.pt")});
+  CHECK_THAT(r.err, Catch::Contains("format version 11 is newer than libtorch "));
 }
 
 TEST_CASE("cli: the gate refuses overlapping entries and names that could leave a folder") {

@@ -233,11 +233,17 @@ TEST_CASE("verify: intact, changed, added and missing records, unreadable versio
     CHECK(r.stamp->missing.empty());
     CHECK_FALSE(r.stamp->root_matches);
   }
-  {  // a format version newer than libtorch reads
+  {  // a format version newer than libtorch reads: not damage, its own outcome (exit 3 all the same)
     const VerifyReport r = verify_archive(*open_bytes(stamped), VerifyOptions{0, ReadableVersions{"old", 1, 2, 4, 9}});
-    CHECK(r.outcome() == VerifyOutcome::Malformed);
-    REQUIRE_FALSE(r.problems.empty());
-    CHECK(r.problems.front().find("format version 3 is outside what libtorch old reads (1 to 2)") != std::string::npos);
+    CHECK(r.outcome() == VerifyOutcome::Unreadable);
+    CHECK(r.problems.empty());
+    REQUIRE(r.unreadable.size() == 1);
+    CHECK(r.unreadable.front() ==
+          "written by a newer PyTorch: format version 3 is newer than libtorch old reads (1\u20132)");
+    CHECK(verify_exit_code(r.outcome()) == 3);
+    CHECK(verify_archive(*open_bytes(stamped), VerifyOptions{0, ReadableVersions{"new", 4, 10, 4, 9}})
+              .unreadable.front()
+              .rfind("written by an old PyTorch: format version 3 is older than", 0) == 0);
   }
   {  // unstamped: intact, with a note
     const VerifyReport r = verify_archive(*open_bytes(slurp(testdata("mlp_scripted.pt"))), options);

@@ -59,11 +59,36 @@ TEST_CASE("libtorch messages are condensed to one line that says what to do", "[
     CHECK(std::string(e.what()).find("operator tsarchive_test::add_one,") != std::string::npos);
     CHECK(e.hint().find("--load-library") != std::string::npos);
   }
+  SECTION("an aten:: operator the linked libtorch lacks names the libtorch, not --load-library") {
+    const std::string raw =
+        "\nUnknown builtin op: aten::scaled_dot_product_attention.\nCould not find any similar ops to "
+        "aten::scaled_dot_product_attention.\n";
+    const Error e = condense_torch_message(raw, "m.pt", "load the module", "1.13");
+    CHECK(std::string(e.what()) == "uses aten::scaled_dot_product_attention, which libtorch 1.13 lacks");
+    CHECK(e.hint().rfind("use a tsarchive built against libtorch 2.x", 0) == 0);
+    const Error newer = condense_torch_message(raw, "m.pt", "load the module", "2.13");
+    CHECK(newer.hint().find("at least as new as the PyTorch that wrote") != std::string::npos);
+    // Without the version (unknown libtorch) it stays the generic rule.
+    CHECK(std::string(condense_torch_message(raw, "m.pt", "load the module").what()).find("no library loaded") !=
+          std::string::npos);
+  }
+  SECTION("--mobile on a libtorch without XNNPACK") {
+    const Error e = condense_torch_message(
+        "false INTERNAL ASSERT FAILED at \"xnnpack_rewrite.cpp\":506, please report a bug to PyTorch. Mobile "
+        "optimization only available with XNNPACK at the moment. XNNPACK is not enabled. Please build with "
+        "USE_XNNPACK=1", "m.pt", "optimize for mobile");
+    CHECK(std::string(e.what()) == "this libtorch was built without XNNPACK, which --mobile (optimize_for_mobile) needs");
+  }
   SECTION("a format version newer than libtorch reads") {
     const Error e = condense_torch_message(
         "Attempted to read a PyTorch file with version 11, but the maximum supported version for reading is 10. "
         "Your PyTorch installation may be too old.", "m.pt", "load the module");
-    CHECK(std::string(e.what()) == "the archive's format version 11 is newer than this libtorch reads (at most 10)");
+    CHECK(std::string(e.what()) ==
+          "written by a newer PyTorch: format version 11 is newer than this libtorch reads (at most 10)");
+    const Error b = condense_torch_message(
+        "Lite Interpreter version number does not match. The model version must be between 4 and 9 but the model "
+        "version is 10 ()", "m.ptl", "load the module");
+    CHECK(std::string(b.what()) == "written by a newer PyTorch: bytecode version 10 is newer than this libtorch reads (4\u20139)");
   }
   SECTION("a CUDA kernel asked of a CPU-only libtorch, without the dispatch-key list") {
     const Error e = condense_torch_message(kCudaDispatch, "m.pt", "load the module");

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# The torch layer against a CUDA build of libtorch: pip's torch==2.14.1 (CUDA,
+# ~5.5 GB) in .venv-cuda/, built into build-cuda/, then the CPU suite of
+# `scripts/dev.sh torch2 test` there (every test that loads libtorch or
+# compares with PyTorch). Without a GPU, `run --device cuda` must say so in one
+# line (checked below); with one, tests/pytorch/check_run.py also runs on CUDA.
+# Needs the CUDA toolkit the wheel's CMake files look for (nvcc, headers).
+#   scripts/cuda_check.sh            build and test
+#   scripts/cuda_check.sh build      build only
+# Environment: as scripts/dev.sh (JOBS, CMAKE_ARGS); TORCH_PIP to try another wheel.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export TORCH_PIP=${TORCH_PIP:-torch==2.14.1} VENV=${VENV:-.venv-cuda} BUILD_DIR=${BUILD_DIR:-build-cuda}
+if [ ! -x "$VENV/bin/python" ]; then python3 -m venv "$VENV"; fi
+"$VENV/bin/python" -c "import torch" 2>/dev/null || "$VENV/bin/python" -m pip install -q "$TORCH_PIP" numpy
+
+# The wheel's CMake files look for the CUDA toolkit next to nvcc (a wrapper
+# in /usr/local/bin is not its root) and for libnvrtc, which a runtime-only
+# toolkit lacks; the wheel brings its own (site-packages/nvidia/cu*/lib).
+cuda_args=()
+if nvcc=$(command -v nvcc); then
+  # nvcc may be a wrapper script (exec /usr/local/cuda-X/bin/nvcc "$@").
+  real=$(sed -n 's/^exec \(\/[^ ]*nvcc\) .*/\1/p' "$nvcc" 2>/dev/null | head -1)
+  root=$(dirname "$(dirname "$(readlink -f "${real:-$nvcc}")")")
+  cuda_args+=("-DCUDA_TOOLKIT_ROOT_DIR=$root" "-DCUDAToolkit_ROOT=$root")
+  if ! ls "$root"/lib64/libnvrtc.so* >/dev/null 2>&1; then
+    site=$("$VENV/bin/python" -c "import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))")
+    nvrtc=$(ls "$site"/nvidia/*/lib/libnvrtc.so* 2>/dev/null | head -1)
+    [ -n "$nvrtc" ] && cuda_args+=("-DCUDA_nvrtc_LIBRARY=$nvrtc")
+  fi
+fi
+echo "==> CUDA: ${cuda_args[*]:-(no nvcc found; the CMake files of the wheel say what is missing)}"
+CMAKE_ARGS="${cuda_args[*]} ${CMAKE_ARGS:-}" scripts/dev.sh torch2 "${1:-test}"
+
+t=$BUILD_DIR/tsarchive
+"$t" --version
+"$t" --version | grep -q '^cuda built in' || { echo "FAIL: $t does not report a CUDA libtorch" >&2; exit 1; }
+if "$t" --version | grep -q ' 0 device(s) visible'; then
+  set +e
+  err=$("$t" run testdata/mlp_scripted.pt --input 2x8 --device cuda 2>&1 >/dev/null)
+  status=$?
+  set -e
+  echo "$err"
+  [ "$status" = 5 ] && [ "$(printf '%s\n' "$err" | wc -l)" = 1 ] && [[ $err == *"no CUDA device is visible"* ]] ||
+    { echo "FAIL: run --device cuda without a GPU: exit $status" >&2; exit 1; }
+  echo "ok: without a GPU, run --device cuda is one line, exit 5"
+fi

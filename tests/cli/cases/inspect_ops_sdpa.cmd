@@ -1,0 +1,1 @@
+inspect --ops testdata/torch2/sdpa.pt

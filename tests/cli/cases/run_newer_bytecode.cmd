@@ -1,0 +1,1 @@
+run testdata/versions/bytecode10_mlp.ptl --input 2x8

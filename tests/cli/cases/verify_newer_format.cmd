@@ -1,0 +1,1 @@
+verify testdata/versions/format11_mlp.pt

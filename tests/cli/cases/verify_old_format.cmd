@@ -1,0 +1,1 @@
+verify testdata/versions/v1_mlp.pt
