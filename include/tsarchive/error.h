@@ -9,7 +9,7 @@
 
 namespace tsarchive {
 
-// Values are the documented exit codes (DESIGN.md, "CLI contract").
+// Values are the documented exit codes (README.md "Exit codes", man page EXIT STATUS).
 enum class ErrorKind {
   CheckFailed = 1,  // a check ran and failed (verify mismatch, NaN found)
   Usage = 2,        // bad command line

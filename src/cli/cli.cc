@@ -1,5 +1,5 @@
 // The program: a command table, one parse, one catch, the exit codes of
-// DESIGN.md. Subcommands live in cmd_<name>.cc.
+// ARCHITECTURE.md ("Exit codes"). Subcommands live in cmd_<name>.cc.
 #include "cli.h"
 
 #include <CLI/CLI.hpp>

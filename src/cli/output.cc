@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "tsarchive/error.h"
 #include "tsarchive/inspect.h"
+#include "tsarchive/utf8.h"
 
 namespace tsarchive::cli {
 
@@ -82,45 +83,18 @@ namespace detail {
 
 namespace {
 
-// Length of the valid UTF-8 sequence at s[i], or 0.
-size_t utf8_length(const std::string& s, size_t i) {
-  const auto c = static_cast<unsigned char>(s[i]);
-  if (c < 0x80) return 1;
-  size_t len = 0;
-  uint32_t cp = 0;
-  if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F;
-  else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F;
-  else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07;
-  else return 0;
-  if (i + len > s.size()) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    const auto cc = static_cast<unsigned char>(s[i + k]);
-    if ((cc & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (cc & 0x3F);
-  }
-  static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return len;
-}
-
 constexpr char kHex[] = "0123456789abcdef";
 
 }  // namespace
 
-bool valid_utf8(const std::string& s) {
-  for (size_t i = 0; i < s.size();) {
-    const size_t len = utf8_length(s, i);
-    if (len == 0) return false;
-    i += len;
-  }
-  return true;
-}
+bool valid_utf8(const std::string& s) { return is_valid_utf8(s); }
 
 std::string mark_invalid_utf8(const std::string& s, const std::string& marker) {
   if (valid_utf8(s)) return s;
   std::string out;
   for (size_t i = 0; i < s.size();) {
-    const size_t len = utf8_length(s, i);
+    uint32_t cp = 0;
+    const size_t len = utf8_sequence_at(s, i, cp);
     if (len == 0) {
       const auto b = static_cast<unsigned char>(s[i]);
       out += marker;

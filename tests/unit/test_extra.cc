@@ -1,4 +1,4 @@
-// extra/ edits: the archive invariants of DESIGN.md, on archives written by PyTorch.
+// extra/ edits: the archive invariants of ARCHITECTURE.md, on archives written by PyTorch.
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/resource.h>
