@@ -439,6 +439,9 @@ bool try_content_lock(int fd, short type, const std::string& path) {
   lock.l_start = 0;
   lock.l_len = 1;
   if (::fcntl(fd, F_OFD_SETLK, &lock) == 0) return true;
+  // A file system without record locks: readers and --in-place go on without
+  // this lock, as with programs that do not know it (editors still flock).
+  if (errno == EINVAL || errno == ENOLCK || errno == EOPNOTSUPP) return true;
   if (errno != EAGAIN && errno != EACCES && errno != EINTR) throw_io("cannot lock the file: " + errno_text(), path);
   return false;
 }
