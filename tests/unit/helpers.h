@@ -1,8 +1,14 @@
 #pragma once
 
+#include <stdlib.h>
+
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
+
+#include "cli.h"
 
 inline std::string testdata(const std::string& name) { return std::string(TSARCHIVE_TESTDATA_DIR) + "/" + name; }
 
@@ -11,4 +17,40 @@ inline std::string slurp(const std::string& path) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// A folder of its own under /tmp, removed with everything in it.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    char tmpl[] = "/tmp/tsarchive-test-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name) const { return (path / name).string(); }
+  // testdata/`name` copied to <dir>/model.pt, for a test that changes it.
+  std::string copy(const std::string& name) const {
+    const std::string to = file("model.pt");
+    std::filesystem::copy_file(testdata(name), to, std::filesystem::copy_options::overwrite_existing);
+    return to;
+  }
+};
+
+// The CLI driven in-process: argv (without the program name) in, exit code
+// and both streams out.
+struct CliResult {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+inline CliResult run_cli(std::vector<std::string> args) {
+  args.insert(args.begin(), "tsarchive");
+  std::vector<const char*> argv;
+  for (const auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  const int code = tsarchive::cli::run(static_cast<int>(argv.size()), argv.data(), out, err);
+  return {code, out.str(), err.str()};
 }

@@ -8,27 +8,8 @@
 #include "cli.h"
 #include "helpers.h"
 
-namespace {
-
-struct Result {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-Result run(std::vector<std::string> args) {
-  args.insert(args.begin(), "tsarchive");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  const int code = tsarchive::cli::run(static_cast<int>(argv.size()), argv.data(), out, err);
-  return {code, out.str(), err.str()};
-}
-
-}  // namespace
-
 TEST_CASE("cli: inspect --json is one document with a schema") {
-  const Result r = run({"inspect", "--json", testdata("mlp_scripted.pt")});
+  const CliResult r = run_cli({"inspect", "--json", testdata("mlp_scripted.pt")});
   REQUIRE(r.code == 0);
   CHECK(r.err.empty());
   const auto doc = nlohmann::json::parse(r.out);
@@ -39,53 +20,53 @@ TEST_CASE("cli: inspect --json is one document with a schema") {
 }
 
 TEST_CASE("cli: errors are one line with the documented exit code") {
-  const Result missing = run({"inspect", testdata("nope.pt")});
+  const CliResult missing = run_cli({"inspect", testdata("nope.pt")});
   CHECK(missing.code == 4);
   CHECK(missing.out.empty());
   CHECK_THAT(missing.err, Catch::StartsWith("tsarchive: error: no such file (") && Catch::EndsWith("): check the path\n"));
 
-  const Result bad = run({"inspect", testdata("hostile/random.bin")});
+  const CliResult bad = run_cli({"inspect", testdata("hostile/random.bin")});
   CHECK(bad.code == 3);
   CHECK(std::count(bad.err.begin(), bad.err.end(), '\n') == 1);
 
-  CHECK(run({"inspect"}).code == 2);
-  CHECK(run({"inspect", "--frob", testdata("mlp_scripted.pt")}).code == 2);
-  CHECK(run({"no-such-command"}).code == 2);
+  CHECK(run_cli({"inspect"}).code == 2);
+  CHECK(run_cli({"inspect", "--frob", testdata("mlp_scripted.pt")}).code == 2);
+  CHECK(run_cli({"no-such-command"}).code == 2);
 }
 
 TEST_CASE("cli: no command prints usage and exits 2; --help exits 0") {
-  const Result none = run({});
+  const CliResult none = run_cli({});
   CHECK(none.code == 2);
   CHECK_THAT(none.err, Catch::Contains("inspect"));
-  const Result help = run({"--help"});
+  const CliResult help = run_cli({"--help"});
   CHECK(help.code == 0);
   CHECK_THAT(help.out, Catch::Contains("inspect") && Catch::Contains("Exit codes"));
 }
 
 TEST_CASE("cli: --extra pretty-prints JSON extra files") {
-  const Result r = run({"inspect", testdata("mlp_scripted.pt"), "--extra", "labels.json"});
+  const CliResult r = run_cli({"inspect", testdata("mlp_scripted.pt"), "--extra", "labels.json"});
   REQUIRE(r.code == 0);
   CHECK(r.out == "{\n  \"classes\": [\n    \"cat\",\n    \"dog\",\n    \"bird\"\n  ]\n}\n");
 }
 
 TEST_CASE("cli: diff exits 0 for the same archive, 1 for different ones; -q prints nothing") {
   const std::string v1 = testdata("mlp_scripted.pt"), v2 = testdata("mlp_scripted_v2.pt");
-  const Result same = run({"diff", v1, v1});
+  const CliResult same = run_cli({"diff", v1, v1});
   CHECK(same.code == 0);
   CHECK_THAT(same.out, Catch::Contains(": same\n"));
   CHECK(same.err.empty());
-  const Result different = run({"diff", v1, v2});
+  const CliResult different = run_cli({"diff", v1, v2});
   CHECK(different.code == 1);
   CHECK_THAT(different.out, Catch::Contains(": different\n") && Catch::Contains("max abs diff 0.25"));
-  const Result quiet = run({"diff", "-q", v1, v2});
+  const CliResult quiet = run_cli({"diff", "-q", v1, v2});
   CHECK(quiet.code == 1);
   CHECK(quiet.out.empty());
   CHECK(quiet.err.empty());
-  CHECK(run({"diff", "--quiet", v1, v1}).code == 0);
+  CHECK(run_cli({"diff", "--quiet", v1, v1}).code == 0);
 }
 
 TEST_CASE("cli: diff --json is one document; bad input is one line with exit 3 or 4") {
-  const Result r = run({"diff", "--json", testdata("mlp_scripted.pt"), testdata("mlp_scripted_v2.pt")});
+  const CliResult r = run_cli({"diff", "--json", testdata("mlp_scripted.pt"), testdata("mlp_scripted_v2.pt")});
   REQUIRE(r.code == 1);
   const auto doc = nlohmann::json::parse(r.out);
   CHECK(doc["schema"] == "tsarchive.diff/1");
@@ -93,14 +74,14 @@ TEST_CASE("cli: diff --json is one document; bad input is one line with exit 3 o
   CHECK(doc["summary"]["tensors_changed"] == 2);
   CHECK(doc["summary"]["max_abs_diff"] == 0.25);
 
-  const Result torch_save = run({"diff", testdata("state_dict.pth"), testdata("mlp_scripted.pt")});
+  const CliResult torch_save = run_cli({"diff", testdata("state_dict.pth"), testdata("mlp_scripted.pt")});
   CHECK(torch_save.code == 3);
   CHECK(torch_save.out.empty());
   CHECK(std::count(torch_save.err.begin(), torch_save.err.end(), '\n') == 1);
   CHECK_THAT(torch_save.err, Catch::StartsWith("tsarchive: error: cannot diff this file: it is a torch.save file"));
-  CHECK(run({"diff", testdata("mlp_scripted.pt"), testdata("nope.pt")}).code == 4);
-  CHECK(run({"diff", testdata("mlp_scripted.pt")}).code == 2);
-  CHECK(run({"diff", "-q", "--json", testdata("mlp_scripted.pt"), testdata("mlp_scripted.pt")}).code == 2);
+  CHECK(run_cli({"diff", testdata("mlp_scripted.pt"), testdata("nope.pt")}).code == 4);
+  CHECK(run_cli({"diff", testdata("mlp_scripted.pt")}).code == 2);
+  CHECK(run_cli({"diff", "-q", "--json", testdata("mlp_scripted.pt"), testdata("mlp_scripted.pt")}).code == 2);
 }
 
 namespace {
@@ -108,11 +89,11 @@ namespace {
 // 3 and one error line that names the problem.
 void refused(const std::string& hostile_file, const std::string& problem) {
   INFO(hostile_file);
-  const Result r = run({"verify", testdata("hostile/" + hostile_file)});
+  const CliResult r = run_cli({"verify", testdata("hostile/" + hostile_file)});
   CHECK(r.code == 3);
   CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
   CHECK_THAT(r.err, Catch::Contains(problem));
-  const Result ran = run({"run", testdata("hostile/" + hostile_file), "--input", "1x8"});
+  const CliResult ran = run_cli({"run", testdata("hostile/" + hostile_file), "--input", "1x8"});
   CHECK(ran.code == 3);
   CHECK_THAT(ran.err, Catch::Contains(problem));
 }
@@ -126,10 +107,10 @@ TEST_CASE("cli: the gate refuses renamed __parameters__/__buffers__ lists (libto
 TEST_CASE("cli: archives in PyTorch 1.0-1.5 conventions are not damaged (format 1 and 2, no lists)") {
   for (const char* name : {"versions/v1_mlp.pt", "versions/v2_mlp.pt"}) {
     INFO(name);
-    const Result r = run({"verify", testdata(name)});
+    const CliResult r = run_cli({"verify", testdata(name)});
     CHECK(r.code == 0);
     CHECK_THAT(r.out, Catch::Contains(": intact"));
-    const Result i = run({"inspect", testdata(name)});
+    const CliResult i = run_cli({"inspect", testdata(name)});
     CHECK(i.code == 0);
     CHECK_THAT(i.out, Catch::Contains("as PyTorch 1.5 and older wrote them"));
   }
@@ -138,16 +119,16 @@ TEST_CASE("cli: archives in PyTorch 1.0-1.5 conventions are not damaged (format 
 TEST_CASE("cli: versions newer than this libtorch reads are not called damaged") {
   for (const char* name : {"versions/format11_mlp.pt", "versions/bytecode10_mlp.ptl"}) {
     INFO(name);
-    const Result r = run({"verify", testdata(name)});
+    const CliResult r = run_cli({"verify", testdata(name)});
     CHECK(r.code == 3);
     CHECK_THAT(r.out, Catch::Contains("intact, but not readable by this libtorch"));
     CHECK_THAT(r.err, Catch::StartsWith("tsarchive: error: written by a newer PyTorch: "));
     CHECK_THAT(r.err + r.out, !Catch::Contains("DAMAGED") && !Catch::Contains("damaged"));
-    const Result ran = run({"run", testdata(name), "--input", "2x8"});
+    const CliResult ran = run_cli({"run", testdata(name), "--input", "2x8"});
     CHECK(ran.code == 3);
     CHECK_THAT(ran.err, Catch::StartsWith("tsarchive: error: written by a newer PyTorch: ") && !Catch::Contains("damaged"));
   }
-  const Result r = run({"verify", testdata("versions/format11_mlp.pt")});
+  const CliResult r = run_cli({"verify", testdata("versions/format11_mlp.pt")});
   CHECK_THAT(r.err, Catch::Contains("format version 11 is newer than libtorch "));
 }
 
@@ -166,5 +147,5 @@ TEST_CASE("cli: the gate refuses disagreeing version records and a missing const
 }
 
 TEST_CASE("cli: the unedited rebuild of the hostile corpus verifies") {
-  CHECK(run({"verify", testdata("hostile/ok_rebuilt.pt")}).code == 0);
+  CHECK(run_cli({"verify", testdata("hostile/ok_rebuilt.pt")}).code == 0);
 }

@@ -55,21 +55,8 @@ void require_same_records(const std::string& a, const std::string& b) {
   }
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/tsarchive-test-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
-std::string copy_model(const TempDir& dir, const std::string& name = "mlp_scripted.pt") {
-  const std::string path = dir.file("model.pt");
-  fs::copy_file(testdata(name), path, fs::copy_options::overwrite_existing);
-  return path;
-}
+std::string copy_model(const TempDir& dir, const std::string& name = "mlp_scripted.pt") { return dir.copy(name); }
 
 size_t files_in(const TempDir& dir) {
   return static_cast<size_t>(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator{}));

@@ -29,34 +29,7 @@ std::string nested(size_t depth, const std::string& inner = "") {
   return std::string(depth, '[') + inner + std::string(depth, ']');
 }
 
-struct Result {
-  int code;
-  std::string out;
-  std::string err;
-};
 
-Result run(std::vector<std::string> args) {
-  args.insert(args.begin(), "tsarchive");
-  std::vector<const char*> argv;
-  for (const auto& a : args) argv.push_back(a.c_str());
-  std::ostringstream out, err;
-  const int code = tsarchive::cli::run(static_cast<int>(argv.size()), argv.data(), out, err);
-  return {code, out.str(), err.str()};
-}
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/tsarchive-test-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string copy(const std::string& name) const {
-    const std::string to = (path / "model.pt").string();
-    fs::copy_file(testdata(name), to, fs::copy_options::overwrite_existing);
-    return to;
-  }
-};
 
 // No byte that a terminal acts on besides \n: what every text view must hold to.
 bool terminal_safe(const std::string& text) {
@@ -182,27 +155,27 @@ TEST_CASE("bounded JSON: extra previews, the stamp and the run self-check refuse
 
 TEST_CASE("deep JSON in an archive: listed, inspected and verified, never a crash") {
   const std::string deep = testdata("hostile/extra_json_deep.pt");
-  const Result list = run({"extra", "list", deep});
+  const CliResult list = run_cli({"extra", "list", deep});
   CHECK(list.code == 0);
   CHECK_THAT(list.out, Catch::Contains("deep.json"));
 
-  const Result json = run({"extra", "list", "--json", deep});
+  const CliResult json = run_cli({"extra", "list", "--json", deep});
   REQUIRE(json.code == 0);
   const auto doc = nlohmann::json::parse(json.out);
   CHECK(doc["extra_files"].back()["json"] == false);
   CHECK(doc["extra_files"].back()["json_problem"] == "JSON nested deeper than 512 levels");
 
-  CHECK(run({"inspect", deep}).code == 0);
-  CHECK(run({"verify", deep}).code == 0);
+  CHECK(run_cli({"inspect", deep}).code == 0);
+  CHECK(run_cli({"verify", deep}).code == 0);
 
   // Printed as stored (200,000 bytes, not 20 GB of indentation), with one note.
-  const Result shown = run({"inspect", "--extra", "deep.json", deep});
+  const CliResult shown = run_cli({"inspect", "--extra", "deep.json", deep});
   CHECK(shown.code == 0);
   CHECK(shown.out == nested(100000));
   CHECK(shown.err ==
         "tsarchive: note: extra file 'deep.json' is printed as stored, not pretty-printed: JSON nested deeper "
         "than 512 levels\n");
-  const Result shown_json = run({"inspect", "--extra", "deep.json", "--json", deep});
+  const CliResult shown_json = run_cli({"inspect", "--extra", "deep.json", "--json", deep});
   REQUIRE(shown_json.code == 0);
   const auto extra = nlohmann::json::parse(shown_json.out);
   CHECK_FALSE(extra.contains("json"));
@@ -210,7 +183,7 @@ TEST_CASE("deep JSON in an archive: listed, inspected and verified, never a cras
 
   // A producer_info.json that does not name tsarchive's schema is its
   // producer's own (issue 17): read within the limits, kept, never a stamp.
-  const Result stamp = run({"verify", testdata("hostile/stamp_json_deep.pt")});
+  const CliResult stamp = run_cli({"verify", testdata("hostile/stamp_json_deep.pt")});
   CHECK(stamp.code == 0);
   CHECK_THAT(stamp.out, Catch::Contains("not stamped by tsarchive; producer info present"));
 }
@@ -219,25 +192,25 @@ TEST_CASE("extra set refuses a .json value it could not read back; other names s
   TempDir dir;
   const std::string model = dir.copy("mlp_scripted.pt");
   const std::string before = slurp(model);
-  const Result refused = run({"extra", "set", model, "deep.json=" + nested(1000)});
+  const CliResult refused = run_cli({"extra", "set", model, "deep.json=" + nested(1000)});
   CHECK(refused.code == 2);
   CHECK(refused.out.empty());
   CHECK(refused.err ==
         "tsarchive: error: cannot set 'deep.json': its value is JSON nested deeper than 512 levels: a .json extra "
         "file must be readable as JSON; flatten it, or store it under a name that does not end in .json\n");
   CHECK(slurp(model) == before);
-  CHECK(run({"extra", "set", model, "ok.json=" + nested(512)}).code == 0);
-  CHECK(run({"extra", "set", model, "deep.txt=" + nested(1000)}).code == 0);
-  CHECK(run({"extra", "get", model, "deep.txt"}).out == nested(1000));
+  CHECK(run_cli({"extra", "set", model, "ok.json=" + nested(512)}).code == 0);
+  CHECK(run_cli({"extra", "set", model, "deep.txt=" + nested(1000)}).code == 0);
+  CHECK(run_cli({"extra", "get", model, "deep.txt"}).out == nested(1000));
 }
 
 TEST_CASE("control characters in entry names are escaped in every view and in error lines") {
   const std::string file = testdata("hostile/name_control_chars.pt");
-  CHECK(terminal_safe(run({"verify", file}).out));
+  CHECK(terminal_safe(run_cli({"verify", file}).out));
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"extra", "list", file}, {"inspect", file}, {"inspect", "--records", file},
         {"diff", testdata("hostile/ok_rebuilt.pt"), file}, {"extra", "get", file, "nope"}}) {
-    const Result r = run(args);
+    const CliResult r = run_cli(args);
     INFO(args[0] << " " << args[1]);
     CHECK(r.code <= 3);
     CHECK(terminal_safe(r.out));
@@ -247,7 +220,7 @@ TEST_CASE("control characters in entry names are escaped in every view and in er
     CHECK_THAT(r.out + r.err, Catch::Contains("two\\nlines"));
   }
   // JSON stays exact: the names are the bytes, in JSON's own escapes.
-  const Result json = run({"extra", "list", "--json", file});
+  const CliResult json = run_cli({"extra", "list", "--json", file});
   REQUIRE(json.code == 0);
   const auto doc = nlohmann::json::parse(json.out);
   CHECK(doc["extra_files"][3]["name"] == "red\x1b[31mtext");
@@ -257,7 +230,7 @@ TEST_CASE("control characters in entry names are escaped in every view and in er
 TEST_CASE("extra rm takes a name as extra list shows it; set names the entries it keeps") {
   TempDir dir;
   const std::string model = dir.copy("hostile/name_control_chars.pt");
-  const Result set = run({"extra", "set", model, "build.txt=42"});
+  const CliResult set = run_cli({"extra", "set", model, "build.txt=42"});
   CHECK(set.code == 0);
   CHECK_THAT(set.err, Catch::Contains("tsarchive: note: kept the entry 'mlp_scripted/extra/red\\x1b[31mtext', whose "
                                       "name has control, bidi or non-UTF-8 characters; remove it with: tsarchive "
@@ -265,38 +238,38 @@ TEST_CASE("extra rm takes a name as extra list shows it; set names the entries i
   CHECK(std::count(set.err.begin(), set.err.end(), '\n') == 3);
   CHECK(terminal_safe(set.err));
 
-  const Result rm = run({"extra", "rm", model, "red\\x1b[31mtext", "fake\\rrow", "two\\nlines"});
+  const CliResult rm = run_cli({"extra", "rm", model, "red\\x1b[31mtext", "fake\\rrow", "two\\nlines"});
   CHECK(rm.code == 0);
   CHECK(terminal_safe(rm.out));
   CHECK(rm.err.empty());
-  const Result left = run({"extra", "list", "--json", model});
+  const CliResult left = run_cli({"extra", "list", "--json", model});
   const auto left_doc = nlohmann::json::parse(left.out);
   std::vector<std::string> names;
   for (const auto& e : left_doc["extra_files"]) names.push_back(e["name"]);
   CHECK(names == std::vector<std::string>{"config/train.yaml", "model_card.md", "labels.json", "build.txt"});
   // A name that is neither there nor shown so is still checked as a name.
-  CHECK(run({"extra", "rm", model, "a\x1b" "b"}).code == 2);
+  CHECK(run_cli({"extra", "rm", model, "a\x1b" "b"}).code == 2);
 }
 
 TEST_CASE("control, C1 and bidi characters in a file's content: exact bytes to a pipe, escaped in views") {
   const std::string file = testdata("hostile/extra_terminal_controls.pt");
   const std::string content = "cat\rdog \xc2\x9b" "2J fake \xe2\x80\xae" "evil.txt\n";
-  CHECK(run({"extra", "get", file, "notes.txt"}).out == content);  // not a terminal: byte-exact
-  const Result list = run({"extra", "list", file});
+  CHECK(run_cli({"extra", "get", file, "notes.txt"}).out == content);  // not a terminal: byte-exact
+  const CliResult list = run_cli({"extra", "list", file});
   CHECK(list.code == 0);
   CHECK_THAT(list.out, Catch::Contains("cat ..."));  // a preview ends at the first CR or LF
-  const Result json = run({"extra", "get", "--json", file, "notes.txt"});
+  const CliResult json = run_cli({"extra", "get", "--json", file, "notes.txt"});
   CHECK(nlohmann::json::parse(json.out)["text"] == content);
 
   // A JSON value's compact preview keeps its UTF-8; the table escapes it.
   TempDir dir;
   const std::string model = dir.copy("mlp_scripted.pt");
-  REQUIRE(run({"extra", "set", model, "bidi.json={\"a\": \"\u202e\u009b\"}"}).code == 0);
-  const Result bidi = run({"extra", "list", model});
+  REQUIRE(run_cli({"extra", "set", model, "bidi.json={\"a\": \"\u202e\u009b\"}"}).code == 0);
+  const CliResult bidi = run_cli({"extra", "list", model});
   CHECK(terminal_safe(bidi.out));
   CHECK_THAT(bidi.out, Catch::Contains("{\"a\":\"\\u202e\\u009b\"}"));
   // inspect --extra pretty-prints it as the same JSON, the characters as JSON escapes.
-  const Result pretty = run({"inspect", "--extra", "bidi.json", model});
+  const CliResult pretty = run_cli({"inspect", "--extra", "bidi.json", model});
   CHECK(pretty.out == "{\n  \"a\": \"\\u202e\\u009b\"\n}\n");
   CHECK(nlohmann::json::parse(pretty.out)["a"] == "\xe2\x80\xae\xc2\x9b");
 }
@@ -316,7 +289,7 @@ TEST_CASE("JSON output: bytes that are not UTF-8 are written losslessly as \\udc
   const std::string file = testdata("hostile/name_not_utf8.pt");
   for (const std::vector<std::string>& args : {std::vector<std::string>{"extra", "list", "--json", file},
                                                {"inspect", "--json", file}, {"verify", "--json", file}}) {
-    const Result r = run(args);
+    const CliResult r = run_cli(args);
     INFO(args[0]);
     CHECK(r.code == 3);
     CHECK_THAT(r.err, Catch::Contains("bad\\xffname") && Catch::Contains("not UTF-8"));
