@@ -8,7 +8,8 @@
 //   length, else rfind of the signature) and _EndRecData64 (the ZIP64 end
 //   record right before the locator);
 // - libzip, opened on its own: same entries (names, sizes, CRCs, methods) and
-//   comment whenever it opens the file at all (refusing more is fine).
+//   comment whenever the archive's own libzip cross-check (done before any
+//   read) passes; refusing more is fine.
 // Each names record lookups the way miniz does (ASCII case-insensitively), so
 // accepted names must be unique that way, and local headers must carry the
 // central method. A broken invariant throws std::logic_error: the replay test
@@ -17,7 +18,9 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <set>
 #include <stdexcept>
@@ -344,7 +347,15 @@ void check_views(const std::string& bytes) {
     if (get16(bytes, lh + 8) != e.method) broken("local and central methods differ: " + e.name);
     if ((get16(bytes, lh + 6) & 1) != 0) broken("an encrypted local header: " + e.name);
   }
-  // libzip on its own, over the same bytes.
+  // Every read cross-checks with libzip first (ZipArchive::cross_check), and
+  // a disagreement refuses the file there: the listing alone is miniz's and
+  // Python's view, checked above. Past the cross-check, libzip opened on its
+  // own over the same bytes must agree too.
+  try {
+    zip->cross_check();
+  } catch (const Error&) {
+    return;
+  }
   zip_error_t error;
   zip_error_init(&error);
   zip_source_t* src = zip_source_buffer_create(bytes.data(), bytes.size(), 0, &error);
@@ -382,7 +393,12 @@ void check_views(const std::string& bytes) {
 
 void zip_structure(const uint8_t* data, size_t size) {
   check_views(std::string(reinterpret_cast<const char*>(data), size));  // the input as an archive
-  check_views(mutate(data, size));                                      // the input as mutations of the seed
+  const std::string mutated = mutate(data, size);
+  // To look at a crash: TSARCHIVE_FUZZ_DUMP=out.zip fuzz_zip_structure crash-...
+  if (const char* dump = std::getenv("TSARCHIVE_FUZZ_DUMP")) {
+    std::ofstream(dump, std::ios::binary) << mutated;
+  }
+  check_views(mutated);  // the input as mutations of the seed
 }
 
 }  // namespace tsarchive::fuzz
