@@ -3,6 +3,9 @@
 #   scripts/dev.sh demo   install what is missing, build, inspect and run a bundled model
 #   scripts/dev.sh test   install what is missing, build, run the whole test suite
 #   scripts/dev.sh build  install what is missing and build
+#   scripts/dev.sh fast   build, then the tests labelled fast (unit, golden, fuzz replay,
+#                         layering; under a minute): the inner loop. Same as
+#                         `ctest --preset fast` after a build
 #   scripts/dev.sh sanitize  the same as test, in a Debug build with AddressSanitizer
 #                         and UBSan (build-asan/); any report fails its test
 #   scripts/dev.sh torch2 [build|test|demo]
@@ -120,8 +123,12 @@ case $mode in
   build)
     build RelWithDebInfo
     ;;
+  fast)
+    build RelWithDebInfo
+    ctest --test-dir "$BUILD_DIR" -j "$JOBS" --output-on-failure -L fast
+    ;;
   *)
-    echo "usage: scripts/dev.sh demo|test|build|sanitize|torch2 [build|test|demo]" >&2
+    echo "usage: scripts/dev.sh demo|test|fast|build|sanitize|torch2 [build|test|demo]" >&2
     exit 2
     ;;
 esac

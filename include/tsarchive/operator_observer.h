@@ -49,35 +49,12 @@
 #include <string>
 #include <vector>
 
+#include "tsarchive/operator_events.h"
+
 // Exported from the libraries, which hide everything else.
 #define TSARCHIVE_OBSERVER_API __attribute__((visibility("default")))
 
 namespace tsarchive {
-
-// One sampled operator call.
-struct OperatorEvent {
-  std::string name;          // "aten::addmm", "forward", ...
-  std::string scope;         // operator_scope_name(): "function", "torchscript", "lite_interpreter", ...
-  std::string model_id;      // the innermost ModelIdGuard's on the calling thread; "" outside any
-  uint64_t thread = 0;       // libtorch's logical thread id (1, 2, ...)
-  int64_t start_ns = 0;      // steady clock
-  int64_t duration_ns = 0;
-  int64_t self_ns = 0;       // duration minus the operator calls nested in it
-  std::string input_shapes;  // "[[1, 8], [16, 8], []]" with record_shapes; "" otherwise
-};
-
-// Sampled calls of one operator, aggregated.
-struct OperatorStats {
-  std::string name;
-  std::string scope;
-  std::string model_id;
-  std::string input_shapes;
-  uint64_t calls = 0;  // sampled calls
-  int64_t total_ns = 0;
-  int64_t self_ns = 0;
-  int64_t min_ns = 0;
-  int64_t max_ns = 0;
-};
 
 struct OperatorObserverOptions {
   double sample = 1.0;         // probability that an operator call is observed, in (0, 1]
@@ -92,14 +69,6 @@ struct OperatorObserverOptions {
   std::string events_file;  // appended to as JSON Lines, one event per line
 };
 
-struct ObserverSnapshot {
-  double sample = 1.0;
-  bool record_shapes = false;
-  uint64_t sampled_calls = 0;
-  uint64_t dropped_events = 0;           // not kept: max_events reached
-  std::vector<OperatorStats> operators;  // by model id, scope, name, shapes
-  std::vector<OperatorEvent> events;     // with keep_events, in the order calls ended
-};
 
 // Installs the observer. Throws std::logic_error when one is installed
 // already, std::invalid_argument for a sample outside (0, 1], and

@@ -1,31 +1,22 @@
 // The program: a command table, one parse, one catch, the exit codes of
 // ARCHITECTURE.md ("Exit codes"). Subcommands live in cmd_<name>.cc.
-#include "cli.h"
+#include "cli/cli.h"
 
 #include <CLI/CLI.hpp>
 
-#include "commands.h"
-#include "output.h"
-#include "tsarchive/error.h"
-#include "tsarchive/torch_backend.h"
-#include "tsarchive_config.h"
-#include "worker.h"
+#include "base/build_info.h"
+#include "cli/commands.h"
+#include "cli/output.h"
+#include "base/error.h"
+#include "contract/torch_backend.h"
+#include "cli/worker_options.h"
 
 namespace tsarchive::cli {
 namespace {
 
-// The one place error lines are printed: every part escaped as one field
-// (output.h, shown()), since messages quote names and text from archives.
-void print_error(std::ostream& err, const Error& e) {
-  err << "tsarchive: error: " << shown(e.what());
-  if (!e.file().empty()) err << " (" << shown(e.file()) << ")";
-  if (!e.hint().empty()) err << ": " << shown(e.hint());
-  err << '\n';
-}
-
 // --version: the tool, and the libtorch layer if it can be loaded.
 int print_version(Context& ctx) {
-  ctx.out << "tsarchive " << TSARCHIVE_VERSION << '\n';
+  ctx.out << "tsarchive " << build_info().version << '\n';
   try {
     const auto info = in_worker<TorchRuntimeInfo>(worker_job(WorkerOptions{}, "", 0, "reading its version"),
                                                   [](TorchBackend& torch) { return torch.runtime_info(); });
@@ -53,7 +44,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   app.require_subcommand(0, 1);
   const std::string exit_codes =
       "Exit codes: 0 ok, 1 a check failed, 2 usage error, 3 invalid or unsupported input,\n"
-      "            4 I/O error, 5 libtorch failed. See man tsarchive.";
+      "            4 I/O error, 5 libtorch failed, 6 internal error. See man tsarchive.";
   app.footer(exit_codes);  // inherited by nested subcommands (extra set, ...)
 
   std::vector<std::pair<CLI::App*, Runner>> runners;
@@ -99,15 +90,8 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
       if (!out) throw_io("cannot write the output", "<stdout>", "check the disk space, or where stdout goes");
       return code;
     }
-  } catch (const Error& e) {
-    print_error(err, e);
-    return e.exit_code();
-  } catch (const std::bad_alloc&) {
-    err << "tsarchive: error: out of memory: the input may be hostile; report it if it is not\n";
-    return static_cast<int>(ErrorKind::BadInput);
-  } catch (const std::exception& e) {
-    err << "tsarchive: error: internal error: " << shown(e.what()) << ": please report this with the input file\n";
-    return static_cast<int>(ErrorKind::BadInput);
+  } catch (...) {
+    return report_current_exception(err, ctx.verbose);
   }
   err << app.help();
   return static_cast<int>(ErrorKind::Usage);

@@ -7,8 +7,8 @@
 // the original does on the check inputs before it is moved into place.
 #include <CLI/CLI.hpp>
 
-#include "commands.h"
-#include "convert_flow.h"
+#include "cli/commands.h"
+#include "cli/convert_flow.h"
 
 namespace tsarchive::cli {
 
@@ -28,7 +28,7 @@ Runner setup_convert(CLI::App& app, Context& ctx) {
       "stamped (extra/producer_info.json) and moved into place. Otherwise nothing is written.\n"
       "\n"
       "Example: tsarchive convert model.pt --input 1x3x224x224 --mobile -o model.ptl");
-  add_convert_options(app, *opts);
+  add_convert_options(app, *opts, ctx);
   return [opts, &ctx] { return run_convert_flow(*opts, ctx); };
 }
 

@@ -3,12 +3,12 @@
 
 #include <CLI/CLI.hpp>
 
-#include "commands.h"
-#include "output.h"
-#include "report_diff.h"
-#include "tsarchive/diff.h"
-#include "tsarchive/error.h"
-#include "tsarchive/file_edit.h"
+#include "cli/commands.h"
+#include "cli/output.h"
+#include "cli/report_diff.h"
+#include "core/diff.h"
+#include "base/error.h"
+#include "core/file_edit.h"
 
 namespace tsarchive::cli {
 namespace {
@@ -31,7 +31,7 @@ int run_diff(const DiffCommandOptions& opts, Context& ctx) {
   if (opts.full) options.byte_compare_limit = UINT64_MAX;
   const ArchiveDiff diff = diff_files(opts.old_path, opts.new_path, options);
   for (const std::string& path : {opts.old_path, opts.new_path}) {
-    if (const std::string note = interrupted_edit_note(path); !note.empty()) ctx.err << "tsarchive: note: " << note << '\n';
+    if (const std::string note = interrupted_edit_note(path); !note.empty()) print_note(ctx.err, note);
   }
   if (opts.json) {
     ctx.out << json_text(diff_to_json(diff)) << '\n';

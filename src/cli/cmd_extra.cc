@@ -9,15 +9,16 @@
 
 #include <CLI/CLI.hpp>
 
-#include "commands.h"
-#include "output.h"
-#include "report_extra.h"
-#include "tsarchive/error.h"
-#include "tsarchive/extra.h"
-#include "tsarchive/file_edit.h"
-#include "tsarchive/digest.h"
-#include "tsarchive/inspect.h"
-#include "tsarchive/verify.h"
+#include "base/utf8.h"
+#include "cli/commands.h"
+#include "cli/output.h"
+#include "cli/report_extra.h"
+#include "base/error.h"
+#include "core/extra.h"
+#include "core/file_edit.h"
+#include "core/digest.h"
+#include "core/inspect.h"
+#include "core/verify.h"
 
 namespace tsarchive::cli {
 namespace {
@@ -135,8 +136,7 @@ ExtraEdit parse_assignment(const std::string& text, bool force, bool& stdin_used
 // "labels.json", with a note (set and rm: names typed by the user).
 std::string without_extra_prefix(const TorchArchive& archive, const std::string& name, Context& ctx) {
   if (name.rfind("extra/", 0) != 0 || name.size() == 6 || archive.find("extra/" + name) != nullptr) return name;
-  ctx.err << "tsarchive: note: '" << name << "' is taken as '" << name.substr(6)
-          << "' (extra file names are relative to extra/)\n";
+  print_note(ctx.err, "'" + name + "' is taken as '" + name.substr(6) + "' (extra file names are relative to extra/)");
   return name.substr(6);
 }
 
@@ -159,7 +159,7 @@ int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const E
     std::set<std::string> kept;
     for (const ExtraEdit& e : edits) kept.insert(e.name);
     for (const Record& r : archive->records()) {
-      const std::string name = r.name.substr(6);
+      const std::string name = r.extra_name();
       if (r.kind == RecordKind::Extra && kept.count(name) == 0) edits.push_back(ExtraEdit{name, std::nullopt});
     }
   }
@@ -179,8 +179,7 @@ int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const E
                       "nothing was written; run 'tsarchive verify' for details, or pass --allow-damaged to edit it "
                       "anyway");
     }
-    ctx.err << "tsarchive: note: record '" << d.name << "' is damaged (" << d.problem
-            << "); --allow-damaged: it is kept as it is\n";
+    print_note(ctx.err, "record '" + d.name + "' is damaged (" + d.problem + "); --allow-damaged: it is kept as it is");
   }
   for (const std::string& name : plan.kept_unsafe_names) {
     const std::string extra = archive->top_folder() + "/extra/";
@@ -207,12 +206,12 @@ int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const E
   if (stamp.stamp != nullptr) {
     for (const ExtraChangeInfo& c : plan.changes) {
       if (c.change == ExtraChange::Unchanged || c.change == ExtraChange::Missing ||
-          "extra/" + c.name == stamp.stamp->name) {
+          extra_record_name(c.name) == stamp.stamp->name) {
         continue;
       }
-      ctx.err << "tsarchive: note: the stamp (" << stamp.stamp->name << ") no longer covers "
-              << (flags.output.empty() ? model : flags.output) << " ('verify' reports extra/" << c.name
-              << " as changed); run 'tsarchive stamp' to stamp it again\n";
+      print_note(ctx.err, "the stamp (" + stamp.stamp->name + ") no longer covers " +
+                              (flags.output.empty() ? model : flags.output) + " ('verify' reports extra/" + c.name +
+                              " as changed); run 'tsarchive stamp' to stamp it again");
       break;
     }
   }

@@ -9,17 +9,18 @@
 
 #include <CLI/CLI.hpp>
 
-#include "commands.h"
-#include "gate.h"
-#include "output.h"
-#include "report_inspect.h"
-#include "report_jit.h"
-#include "tsarchive/bounded_json.h"
-#include "tsarchive/error.h"
-#include "tsarchive/file_edit.h"
-#include "tsarchive/inspect.h"
-#include "tsarchive/torch_backend.h"
-#include "worker.h"
+#include "base/utf8.h"
+#include "cli/commands.h"
+#include "cli/gate.h"
+#include "cli/output.h"
+#include "cli/report_inspect.h"
+#include "cli/report_jit.h"
+#include "base/bounded_json.h"
+#include "base/error.h"
+#include "core/file_edit.h"
+#include "core/inspect.h"
+#include "contract/torch_backend.h"
+#include "cli/worker_options.h"
 
 namespace tsarchive::cli {
 namespace {
@@ -118,7 +119,7 @@ int run_inspect(const InspectOptions& opts, Context& ctx) {
     return 0;
   }
   const InspectReport report = inspect_file(opts.path);
-  if (const std::string note = interrupted_edit_note(opts.path); !note.empty()) ctx.err << "tsarchive: note: " << note << '\n';
+  if (const std::string note = interrupted_edit_note(opts.path); !note.empty()) print_note(ctx.err, note);
   if (opts.json) {
     ctx.out << json_text(inspect_to_json(report)) << '\n';
   } else {

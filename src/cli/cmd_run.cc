@@ -15,22 +15,24 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
-#include "commands.h"
-#include "gate.h"
-#include "output.h"
-#include "report_run.h"
-#include "run_options.h"
-#include "tsarchive/error.h"
-#include "tsarchive/extra.h"
-#include "tsarchive/file_edit.h"
-#include "tsarchive/host_value.h"
-#include "tsarchive/producer_info.h"
-#include "tsarchive/verify.h"
-#include "tsarchive/profile.h"
-#include "tsarchive/run_check.h"
-#include "tsarchive/torch_backend.h"
-#include "tsarchive_config.h"
-#include "worker.h"
+#include "base/build_info.h"
+#include "base/strings.h"
+#include "cli/commands.h"
+#include "cli/gate.h"
+#include "cli/output.h"
+#include "cli/report_run.h"
+#include "cli/run_options.h"
+#include "base/error.h"
+#include "core/extra.h"
+#include "core/file_edit.h"
+#include "contract/host_value.h"
+#include "core/input_values.h"
+#include "core/producer_info.h"
+#include "core/verify.h"
+#include "contract/profile.h"
+#include "core/run_check.h"
+#include "contract/torch_backend.h"
+#include "cli/worker_options.h"
 
 namespace tsarchive::cli {
 namespace {
@@ -60,17 +62,12 @@ struct RunOptions {
   std::string trace_out;
   bool api_usage = false;
   bool json = false;
-  bool verbose = false;
   WorkerOptions worker;
   double lock_timeout = 10;
 };
 
 SaveFormat format_for(const std::string& path) {
-  const auto ends_with = [&](const char* ext) {
-    const std::string e(ext);
-    return path.size() >= e.size() && path.compare(path.size() - e.size(), e.size(), e) == 0;
-  };
-  return ends_with(".npy") ? SaveFormat::Npy : SaveFormat::Pt;
+  return ends_with(path, ".npy") ? SaveFormat::Npy : SaveFormat::Pt;
 }
 
 HostValue read_expected(const std::string& text) {
@@ -85,7 +82,7 @@ HostValue read_expected(const std::string& text) {
 // --check: the request comes from the archive's recorded check.
 RunCheck load_recorded_check(const TorchArchive& archive, RunRequest& request, const std::string& file) {
   for (const char* name : {kRunCheckName, kRunCheckInputsName, kRunCheckOutputsName}) {
-    if (archive.find(std::string("extra/") + name) == nullptr) {
+    if (archive.find(extra_record_name(name)) == nullptr) {
       throw_bad_input(std::string("the archive has no recorded check (extra/") + name + " is missing)", file,
                       "record one with 'tsarchive run MODEL --input ... --record'");
     }
@@ -94,13 +91,13 @@ RunCheck load_recorded_check(const TorchArchive& archive, RunRequest& request, c
   RunCheck check = parse_run_check(read_extra(archive, kRunCheckName, 1 << 20), file);
   const auto value_of = [&](const char* name) {
     try {
-      return read_torch_save_value(*make_memory_source(read_extra(archive, name, kMax), std::string("extra/") + name));
+      return read_torch_save_value(*make_memory_source(read_extra(archive, name, kMax), extra_record_name(name)));
     } catch (const Error& e) {
       throw e.with_file(file);
     }
   };
   HostValue inputs = value_of(kRunCheckInputsName);
-  inputs.origin = std::string("extra/") + kRunCheckInputsName;
+  inputs.origin = extra_record_name(kRunCheckInputsName);
   inputs.spreads = true;
   request.inputs = {inputs};
   request.expect = value_of(kRunCheckOutputsName);
@@ -115,7 +112,7 @@ void record_check(ArchiveFile& file, const TorchArchive& archive, const RunRepor
   check.tolerance_by_path = request.tolerance_by_path;
   check.device = report.device;
   check.libtorch = report.libtorch_version;
-  check.producer = std::string("tsarchive ") + TSARCHIVE_VERSION;
+  check.producer = std::string("tsarchive ") + build_info().version;
   ContextOptions context;
   context.host = context.git = false;
   check.created_at = collect_producer_context(context).created_at;
@@ -204,13 +201,7 @@ int run_run(const RunOptions& opts, Context& ctx) {
 
   WorkerJob job = worker_job(opts.worker, opts.model, archive->zip().source().size(), "running " + request.method);
   if (job.limits.time_s > 0) job.limits.time_s += request.duration_s;  // --duration is time the user asked for
-  RunReport report;
-  try {
-    report = in_worker<RunReport>(job, [&](TorchBackend& torch) { return torch.run(request); });
-  } catch (const Error& e) {
-    if (opts.verbose && !e.detail().empty()) ctx.err << e.detail() << '\n';
-    throw;
-  }
+  RunReport report = in_worker<RunReport>(job, [&](TorchBackend& torch) { return torch.run(request); });
 
   if (!opts.save_inputs.empty()) write_file_atomically(opts.save_inputs, report.saved_inputs);
   if (!opts.save_outputs.empty()) write_file_atomically(opts.save_outputs, report.saved_outputs);
@@ -299,7 +290,7 @@ Runner setup_run(CLI::App& app, Context& ctx) {
                  "Write the profiled calls as a Chrome trace (chrome://tracing, Perfetto); implies --profile");
   app.add_flag("--api-usage", opts->api_usage, "List the API usage keys libtorch fired (c10::SetAPIUsageLogger)");
   app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.run/1; tsarchive.profile/1 with --profile)");
-  app.add_flag("-v,--verbose", opts->verbose, "On a libtorch error, also print its full message");
+  app.add_flag("-v,--verbose", ctx.verbose, "On a libtorch error, also print its full message");
   add_worker_options(app, opts->worker, true);
   app.add_option("--lock-timeout", opts->lock_timeout, "Seconds to wait for another editor with --record (default 10)")
       ->check(CLI::Range(0.0, 86400.0));

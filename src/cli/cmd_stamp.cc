@@ -14,19 +14,19 @@
 // archive would bless the damage.
 #include <CLI/CLI.hpp>
 
-#include "commands.h"
-#include "output.h"
-#include "report_verify.h"
-#include "staged_stamp.h"
-#include "tsarchive/bounded_json.h"
-#include "tsarchive/error.h"
-#include "tsarchive/extra.h"
-#include "tsarchive/file_edit.h"
-#include "tsarchive/producer_info.h"
-#include "tsarchive/torch_backend.h"
-#include "tsarchive/verify.h"
-#include "tsarchive_config.h"
-#include "worker.h"
+#include "base/build_info.h"
+#include "cli/commands.h"
+#include "cli/output.h"
+#include "cli/report_verify.h"
+#include "cli/staged_stamp.h"
+#include "base/bounded_json.h"
+#include "base/error.h"
+#include "core/extra.h"
+#include "core/file_edit.h"
+#include "core/producer_info.h"
+#include "contract/torch_backend.h"
+#include "core/verify.h"
+#include "cli/worker_options.h"
 
 namespace tsarchive::cli {
 namespace {
@@ -75,7 +75,7 @@ WriteResult write_stamp(ArchiveFile& file, const TorchArchive& archive, const St
                         const std::string& output, int plan_source_fd = -1) {
   std::vector<ExtraEdit> edits = {ExtraEdit{place.name(), stamp}};
   // A stamp of ours left at the other name (its producer's file since removed) goes.
-  if (place.stamp != nullptr && place.stamp->name != place.record()) edits.push_back(ExtraEdit{place.stamp->name.substr(6), {}});
+  if (place.stamp != nullptr && place.stamp->name != place.record()) edits.push_back(ExtraEdit{place.stamp->extra_name(), {}});
   const ExtraEditPlan plan = plan_extra_edits(archive, edits, false);
   return output.empty() ? file.replace(plan.zip, plan_source_fd) : file.write_new(plan.zip, output, plan_source_fd);
 }
@@ -99,7 +99,7 @@ Written stamp_by_resave(ArchiveFile& file, const TorchArchive& archive, const St
   // producer_info.json among them, so the hook (which would write that name)
   // is not installed then, and the stamp goes in beside it afterwards.
   for (const Record& r : archive.records()) {
-    if (r.kind == RecordKind::Extra && &r != place.stamp) request.extra_names.push_back(r.name.substr(6));
+    if (r.kind == RecordKind::Extra && &r != place.stamp) request.extra_names.push_back(r.extra_name());
   }
   const WorkerJob job = worker_job(opts.worker, opts.model, archive.zip().source().size(), "re-saving the module");
   content.libtorch_version = in_worker<std::string>(job, [&](TorchBackend& torch) {
@@ -119,7 +119,7 @@ Written stamp_by_resave(ArchiveFile& file, const TorchArchive& archive, const St
 int run_stamp(const StampOptions& opts, Context& ctx) {
   StampContent content;
   content.fields = parse_fields(opts.fields);
-  content.producer_version = TSARCHIVE_VERSION;
+  content.producer_version = build_info().version;
   ContextOptions context_options;
   context_options.host = !opts.no_host;
   context_options.git = !opts.no_git;
@@ -139,7 +139,7 @@ int run_stamp(const StampOptions& opts, Context& ctx) {
   refuse_damaged(gate, opts.model);
   // Written by a newer PyTorch than the linked libtorch: a re-save would at best
   // rewrite it in an older libtorch's conventions; stamp its bytes as they are.
-  const std::string libtorch = TSARCHIVE_TORCH_VERSION;
+  const std::string libtorch = build_info().torch_version;
   if (!keep_bytes && !gate.unreadable.empty()) {
     keep_bytes = true;
     content.context.notes.push_back(gate.unreadable.front() + ": stamped with --keep-bytes (libtorch " + libtorch +

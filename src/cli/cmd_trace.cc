@@ -7,8 +7,8 @@
 // fresh random inputs, or the original's control flow depends on the inputs.
 #include <CLI/CLI.hpp>
 
-#include "commands.h"
-#include "convert_flow.h"
+#include "cli/commands.h"
+#include "cli/convert_flow.h"
 
 namespace tsarchive::cli {
 
@@ -25,7 +25,7 @@ Runner setup_trace(CLI::App& app, Context& ctx) {
       "--freeze, --optimize-for-inference, --mobile and --lite then apply as in 'tsarchive convert'.\n"
       "\n"
       "Example: tsarchive trace model.pt --input 1x3x224x224 --freeze -o deploy.pt");
-  add_convert_options(app, *opts);
+  add_convert_options(app, *opts, ctx);
   app.add_option("--check-inputs", opts->check_inputs,
                  "Fresh random inputs to compare the trace with the original on (default 3; 0: none)")
       ->check(CLI::Range(0, 1000));

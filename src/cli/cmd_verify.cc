@@ -1,14 +1,14 @@
 // tsarchive verify MODEL [--json] [--load [--memory-limit SIZE] [--time-limit S]] [--threads N]
 #include <CLI/CLI.hpp>
 
-#include "commands.h"
-#include "output.h"
-#include "report_verify.h"
-#include "tsarchive/error.h"
-#include "tsarchive/file_edit.h"
-#include "tsarchive/torch_backend.h"
-#include "tsarchive/verify.h"
-#include "worker.h"
+#include "cli/commands.h"
+#include "cli/output.h"
+#include "cli/report_verify.h"
+#include "base/error.h"
+#include "core/file_edit.h"
+#include "contract/torch_backend.h"
+#include "core/verify.h"
+#include "cli/worker_options.h"
 
 namespace tsarchive::cli {
 namespace {
@@ -43,17 +43,18 @@ int run_verify(const VerifyCliOptions& opts, Context& ctx) {
     write_text(ctx.out, [&](std::ostream& text) { render_verify_text(report, load, text); });
   }
   if (report.outcome() == VerifyOutcome::Malformed) {
-    ctx.err << "tsarchive: error: the archive is damaged: " << report.problems.front() << " (" << opts.model
-            << "): do not deploy it; re-export it or fetch it again\n";
+    print_error(ctx.err, Error(ErrorKind::BadInput, "the archive is damaged: " + report.problems.front(), opts.model,
+                               "do not deploy it; re-export it or fetch it again"));
   }
   if (report.outcome() == VerifyOutcome::Unreadable) {
-    ctx.err << "tsarchive: error: " << report.unreadable.front() << " (" << opts.model << "): " << newer_libtorch_hint()
-            << '\n';
+    print_error(ctx.err, Error(ErrorKind::BadInput, report.unreadable.front(), opts.model, newer_libtorch_hint()));
   }
   if (report.outcome() == VerifyOutcome::Intact && opts.require_stamp && !report.stamp) {
-    ctx.err << "tsarchive: error: not stamped by tsarchive"
-            << (report.producer_info ? " (extra/" + std::string(kStampName) + " is the producer's own)" : std::string())
-            << " (" << opts.model << "): stamp it with 'tsarchive stamp', or leave out --require-stamp\n";
+    print_error(ctx.err, Error(ErrorKind::CheckFailed,
+                               "not stamped by tsarchive" + (report.producer_info ? " (extra/" + std::string(kStampName) +
+                                                                                        " is the producer's own)"
+                                                                                  : std::string()),
+                               opts.model, "stamp it with 'tsarchive stamp', or leave out --require-stamp"));
     return verify_exit_code(VerifyOutcome::Mismatch);
   }
   return verify_exit_code(report.outcome());

@@ -1,5 +1,7 @@
-// The command table: what each subcommand is called, what it needs, and the
-// function that declares its options and returns how to run it.
+// The command table: what each subcommand is called, and the function that
+// declares its options and returns how to run it. Whether a command loads
+// libtorch depends on its flags (inspect --graph, verify --load), and only ever
+// in a worker process (worker/worker.h), so the table does not say.
 #pragma once
 
 #include <functional>
@@ -14,6 +16,7 @@ namespace tsarchive::cli {
 struct Context {
   std::ostream& out;
   std::ostream& err;
+  bool verbose = false;  // -v/--verbose of run, trace, convert: the one catch adds an error's detail
 };
 
 using Runner = std::function<int()>;
@@ -21,7 +24,6 @@ using Runner = std::function<int()>;
 struct Command {
   const char* name;
   const char* summary;
-  bool needs_torch;  // loads the libtorch layer (0.5 s of dynamic loading on Debian)
   Runner (*setup)(CLI::App& app, Context& ctx);
 };
 
@@ -36,14 +38,14 @@ Runner setup_convert(CLI::App& app, Context& ctx);
 
 // Every subcommand, in the order `--help` lists them.
 inline constexpr Command kCommands[] = {
-    {"inspect", "Show what a model file holds, without loading it", false, setup_inspect},
-    {"extra", "List, read and edit extra/ files, keeping everything else byte-for-byte", false, setup_extra},
-    {"stamp", "Write producer info and record digests into extra/producer_info.json", true, setup_stamp},
-    {"verify", "Check structure, CRCs, versions and the stamp's digests", false, setup_verify},
-    {"diff", "Compare two archives: records, tensors, code and extra files; exit 1 if they differ", false, setup_diff},
-    {"run", "Run a method on CPU or CUDA: describe outputs, check them, time it", true, setup_run},
-    {"trace", "Record a method on example inputs into a new archive, checked against the original", true, setup_trace},
-    {"convert", "Freeze, optimize, or write a mobile .ptl; the result is reloaded and checked first", true, setup_convert},
+    {"inspect", "Show what a model file holds, without loading it", setup_inspect},
+    {"extra", "List, read and edit extra/ files, keeping everything else byte-for-byte", setup_extra},
+    {"stamp", "Write producer info and record digests into extra/producer_info.json", setup_stamp},
+    {"verify", "Check structure, CRCs, versions and the stamp's digests", setup_verify},
+    {"diff", "Compare two archives: records, tensors, code and extra files; exit 1 if they differ", setup_diff},
+    {"run", "Run a method on CPU or CUDA: describe outputs, check them, time it", setup_run},
+    {"trace", "Record a method on example inputs into a new archive, checked against the original", setup_trace},
+    {"convert", "Freeze, optimize, or write a mobile .ptl; the result is reloaded and checked first", setup_convert},
 };
 
 }  // namespace tsarchive::cli

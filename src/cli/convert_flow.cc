@@ -1,32 +1,30 @@
-#include "convert_flow.h"
+#include "cli/convert_flow.h"
 
 #include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
 
-#include "gate.h"
-#include "output.h"
-#include "report_jit.h"
-#include "report_run.h"
-#include "run_options.h"
-#include "staged_stamp.h"
-#include "tsarchive/error.h"
-#include "tsarchive/extra.h"
-#include "tsarchive/file_edit.h"
-#include "tsarchive/host_value.h"
-#include "tsarchive/jit.h"
-#include "tsarchive/producer_info.h"
-#include "tsarchive/torch_backend.h"
-#include "tsarchive/verify.h"
-#include "tsarchive_config.h"
-#include "worker.h"
+#include "base/build_info.h"
+#include "base/strings.h"
+#include "cli/gate.h"
+#include "cli/output.h"
+#include "cli/report_jit.h"
+#include "cli/report_run.h"
+#include "cli/run_options.h"
+#include "cli/staged_stamp.h"
+#include "base/error.h"
+#include "core/extra.h"
+#include "core/file_edit.h"
+#include "contract/host_value.h"
+#include "core/input_values.h"
+#include "contract/jit.h"
+#include "core/producer_info.h"
+#include "contract/torch_backend.h"
+#include "core/verify.h"
+#include "cli/worker_options.h"
 
 namespace tsarchive::cli {
 namespace {
-
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
 
 // torch::jit::save names the archive's top folder after the file's stem, as
 // Python's torch.jit.save does: deploy.pt -> deploy/.
@@ -40,7 +38,7 @@ std::string stem_of(const std::string& path) {
 
 }  // namespace
 
-void add_convert_options(CLI::App& app, ConvertOptions& opts) {
+void add_convert_options(CLI::App& app, ConvertOptions& opts, Context& ctx) {
   app.add_option("model", opts.model, "TorchScript archive (.pt) to read; it is never changed")->required();
   app.add_option("-o,--output", opts.output, "Where to write the new archive (.pt, or .ptl for the lite interpreter)")
       ->required();
@@ -60,7 +58,7 @@ void add_convert_options(CLI::App& app, ConvertOptions& opts) {
   app.add_flag("--no-git", opts.no_git, "Leave the git checkout of the working directory out of the stamp");
   app.add_flag("--json", opts.json,
                std::string("One JSON document (schema tsarchive.") + (opts.trace ? "trace" : "convert") + "/1)");
-  app.add_flag("-v,--verbose", opts.verbose, "On a libtorch error, also print its full message");
+  app.add_flag("-v,--verbose", ctx.verbose, "On a libtorch error, also print its full message");
   app.add_flag("--allow-drop", opts.allow_drop,
                "Write the archive even though it lacks methods of the original (a trace records one method); "
                "without it that is an error and nothing is written");
@@ -112,7 +110,7 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
   source.archive = file.descriptor_path();
 
   StampContent content;
-  content.producer_version = TSARCHIVE_VERSION;
+  content.producer_version = build_info().version;
   ContextOptions context_options;
   context_options.host = !opts.no_host;
   context_options.git = !opts.no_git;
@@ -132,16 +130,11 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
 
   const WorkerJob job = worker_job(opts.worker, opts.model, archive->zip().source().size(), opts.trace ? "tracing" : "converting");
   ConvertReport report;
-  try {
-    report = in_worker<ConvertReport>(job, [&](TorchBackend& torch) {
-      content.libtorch_version = torch.runtime_info().libtorch_version;
-      request.stamp = render_stamp(content);  // what the hook writes: everything but the digests
-      return torch.convert(request);
-    });
-  } catch (const Error& e) {
-    if (opts.verbose && !e.detail().empty()) ctx.err << e.detail() << '\n';
-    throw;
-  }
+  report = in_worker<ConvertReport>(job, [&](TorchBackend& torch) {
+    content.libtorch_version = torch.runtime_info().libtorch_version;
+    request.stamp = render_stamp(content);  // what the hook writes: everything but the digests
+    return torch.convert(request);
+  });
   content.libtorch_version = report.libtorch_version;
 
   ConvertOutcome outcome;
@@ -172,15 +165,15 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
   if (outcome.failure.empty()) {
     for (const Record& r : archive->records()) {
       if (r.kind != RecordKind::Extra || &r == place.stamp) continue;
-      extras.carried.push_back(ExtraEdit{r.name.substr(6), archive->read(r, ExtraLimits::kValueForced), true});
-      outcome.carried.push_back(r.name.substr(6));
+      extras.carried.push_back(ExtraEdit{r.extra_name(), archive->read(r, ExtraLimits::kValueForced), true});
+      outcome.carried.push_back(r.extra_name());
     }
     if (place.stamp != nullptr) {
       report.notes.push_back("the original's stamp (" + place.stamp->name + ") is not carried over: the new archive has "
                              "its own, naming what was done; the original keeps its stamp");
     }
     if (place.producer != nullptr) {
-      report.notes.push_back("extra/" + std::string(kStampName) + " is the producer's own and was kept as it is; the "
+      report.notes.push_back(extra_record_name(kStampName) + " is the producer's own and was kept as it is; the "
                              "stamp went to " + kStampAltRecord);
     }
     content.fields["conversion"] = steps_text(report.steps);
@@ -188,20 +181,17 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
         write_staged_with_stamp(file, request.output, content, opts.output, top, opts.model, extras);
     outcome.written = true;
     outcome.size = written.result.size;
-    outcome.stamp_record = "extra/" + extras.stamp_name;
+    outcome.stamp_record = extra_record_name(extras.stamp_name);
   }
   if (opts.json) {
     ctx.out << json_text(convert_to_json(report, outcome)) << '\n';
   } else {
     write_text(ctx.out, [&](std::ostream& text) { render_convert_text(report, outcome, text); });
   }
-  for (const TraceWarning& w : report.warnings) {
-    ctx.err << "tsarchive: warning: " << shown(w.message) << " (" << shown(opts.model) << ")\n";
-  }
+  for (const TraceWarning& w : report.warnings) print_warning(ctx.err, w.message, opts.model);
   for (const std::string& note : report.notes) print_note(ctx.err, note);
   if (!outcome.failure.empty()) {
-    ctx.err << "tsarchive: error: " << outcome.failure << " (" << opts.model << "): nothing was written; "
-            << failure_hint << '\n';
+    print_error(ctx.err, Error(ErrorKind::CheckFailed, outcome.failure, opts.model, "nothing was written; " + failure_hint));
     return static_cast<int>(ErrorKind::CheckFailed);
   }
   return 0;

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "commands.h"
-#include "worker.h"
+#include "cli/commands.h"
+#include "cli/worker_options.h"
 
 namespace tsarchive::cli {
 
@@ -30,14 +30,13 @@ struct ConvertOptions {
   bool no_host = false;
   bool no_git = false;
   bool json = false;
-  bool verbose = false;
   bool allow_drop = false;  // write even when a step cannot keep an exported method
   WorkerOptions worker;
 };
 
 // The options both commands take (the model, -o, inputs, tolerances, the
 // conversion steps, --json); trace adds its own.
-void add_convert_options(CLI::App& app, ConvertOptions& opts);
+void add_convert_options(CLI::App& app, ConvertOptions& opts, Context& ctx);
 
 int run_convert_flow(const ConvertOptions& opts, Context& ctx);
 

@@ -1,10 +1,10 @@
-#include "gate.h"
+#include "cli/gate.h"
 
 #include <ostream>
 
-#include "output.h"
-#include "report_verify.h"
-#include "tsarchive/error.h"
+#include "cli/output.h"
+#include "cli/report_verify.h"
+#include "base/error.h"
 
 namespace tsarchive::cli {
 

@@ -6,8 +6,8 @@
 #include <iosfwd>
 #include <string>
 
-#include "tsarchive/archive.h"
-#include "tsarchive/verify.h"
+#include "format/archive.h"
+#include "core/verify.h"
 
 namespace tsarchive::cli {
 

@@ -1,7 +1,7 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "cli.h"
+#include "cli/cli.h"
 
 int main(int argc, char** argv) {
   // libzip converts each entry's DOS time with mktime(); with TZ unset, glibc

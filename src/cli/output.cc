@@ -1,4 +1,4 @@
-#include "output.h"
+#include "cli/output.h"
 
 #include <unistd.h>
 
@@ -6,14 +6,47 @@
 #include <cstdio>
 #include <iostream>
 
-#include "commands.h"
-#include "tsarchive/error.h"
-#include "tsarchive/inspect.h"
-#include "tsarchive/utf8.h"
+#include "cli/commands.h"
+#include "base/error.h"
+#include "core/inspect.h"
+#include "base/utf8.h"
 
 namespace tsarchive::cli {
 
+void print_error(std::ostream& err, const Error& e) {
+  err << "tsarchive: error: " << shown(e.what());
+  if (!e.file().empty()) err << " (" << shown(e.file()) << ")";
+  if (!e.hint().empty()) err << ": " << shown(e.hint());
+  err << '\n';
+}
+
+void print_warning(std::ostream& err, std::string_view what, std::string_view file) {
+  err << "tsarchive: warning: " << shown(what);
+  if (!file.empty()) err << " (" << shown(file) << ")";
+  err << '\n';
+}
+
 void print_note(std::ostream& err, std::string_view note) { err << "tsarchive: note: " << shown(note) << '\n'; }
+
+int report_current_exception(std::ostream& err, bool verbose) {
+  try {
+    throw;
+  } catch (const Error& e) {
+    if (verbose && !e.detail().empty()) err << e.detail() << '\n';
+    print_error(err, e);
+    return e.exit_code();
+  } catch (const std::bad_alloc&) {
+    print_error(err, Error(ErrorKind::Internal, "out of memory", {},
+                           "free memory or give the machine more; if the input is small, it may be hostile: report it"));
+  } catch (const std::exception& e) {
+    print_error(err, Error(ErrorKind::Internal, std::string("internal error: ") + e.what(), {},
+                           "please report this with the command and the input file"));
+  } catch (...) {
+    print_error(err, Error(ErrorKind::Internal, "internal error: an unknown exception", {},
+                           "please report this with the command and the input file"));
+  }
+  return static_cast<int>(ErrorKind::Internal);
+}
 
 bool out_is_terminal(const Context& ctx) { return &ctx.out == &std::cout && ::isatty(STDOUT_FILENO) == 1; }
 
@@ -33,26 +66,6 @@ void write_content(Context& ctx, std::string_view bytes, const std::string& what
     return;
   }
   ctx.out << bytes;
-}
-
-std::string human_size(uint64_t bytes) {
-  if (bytes < 1024) return std::to_string(bytes) + " B";
-  static const char* kUnits[] = {"KiB", "MiB", "GiB", "TiB", "PiB"};
-  double v = static_cast<double>(bytes);
-  int unit = -1;
-  while (v >= 1024 && unit < 4) {
-    v /= 1024;
-    ++unit;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, v < 10 ? "%.2f %s" : v < 100 ? "%.1f %s" : "%.0f %s", v, kUnits[unit]);
-  return buf;
-}
-
-std::string short_number(double x) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", x);
-  return buf;
 }
 
 std::string ms_text(double ms) {

@@ -8,7 +8,9 @@
 #include <string_view>
 #include <vector>
 
-#include "tsarchive/terminal_text.h"
+#include "base/error.h"
+#include "base/strings.h"
+#include "base/terminal_text.h"
 
 namespace tsarchive::cli {
 
@@ -37,8 +39,20 @@ void write_text(std::ostream& out, Render&& render) {
 template <class Json>
 std::string json_text(const Json& doc);
 
-// "tsarchive: note: NOTE" on `err`, the note escaped as one line.
+// The one place the program's own lines on stderr are formatted, every part
+// escaped as one field (shown()), since messages quote names and text from
+// archives:
+//   tsarchive: error: <what> (<file>): <hint>
+//   tsarchive: warning: <what> (<file>)
+//   tsarchive: note: <note>
+void print_error(std::ostream& err, const Error& e);
+void print_warning(std::ostream& err, std::string_view what, std::string_view file);
 void print_note(std::ostream& err, std::string_view note);
+
+// The one catch (cli.cc): prints the line for the exception in flight and
+// returns its exit code. Error: its own (and its detail() when `verbose`);
+// std::bad_alloc and any other exception: ErrorKind::Internal (6).
+int report_current_exception(std::ostream& err, bool verbose);
 
 // True when ctx.out is the process's stdout and that is a terminal.
 bool out_is_terminal(const Context& ctx);
@@ -49,14 +63,10 @@ bool out_is_terminal(const Context& ctx);
 // characters is written escaped, with a note saying how to get the bytes.
 void write_content(Context& ctx, std::string_view bytes, const std::string& what, const std::string& raw_hint);
 
-// "512 B", "16.1 KiB", "1.3 GiB"
-std::string human_size(uint64_t bytes);
 // "1,234,567"
 std::string with_commas(uint64_t n);
 // "1 tensor", "1,024 tensors"
 std::string plural(uint64_t n, const char* word);
-// Four significant digits: enough to see a value, short enough for a table.
-std::string short_number(double x);
 // Milliseconds with the decimals their size deserves: "0.012", "45.68", "1203".
 std::string ms_text(double ms);
 // "[3, 16]", "[]"

@@ -1,9 +1,9 @@
-#include "report_diff.h"
+#include "cli/report_diff.h"
 
 #include <algorithm>
 #include <cstdio>
 
-#include "output.h"
+#include "cli/output.h"
 
 namespace tsarchive::cli {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tsarchive/diff.h"
+#include "core/diff.h"
 
 namespace tsarchive::cli {
 

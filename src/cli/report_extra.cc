@@ -1,6 +1,6 @@
-#include "report_extra.h"
+#include "cli/report_extra.h"
 
-#include "output.h"
+#include "cli/output.h"
 
 namespace tsarchive::cli {
 

@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tsarchive/extra.h"
-#include "tsarchive/file_edit.h"
+#include "core/extra.h"
+#include "core/file_edit.h"
 
 namespace tsarchive::cli {
 

@@ -1,10 +1,10 @@
-#include "report_inspect.h"
+#include "cli/report_inspect.h"
 
 #include <algorithm>
 #include <map>
 
-#include "output.h"
-#include "report_extra.h"
+#include "cli/output.h"
+#include "cli/report_extra.h"
 
 namespace tsarchive::cli {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tsarchive/inspect.h"
+#include "core/inspect.h"
 
 namespace tsarchive::cli {
 

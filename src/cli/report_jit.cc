@@ -1,12 +1,12 @@
-#include "report_jit.h"
+#include "cli/report_jit.h"
 
 #include <algorithm>
 #include <functional>
 #include <map>
 #include <set>
 
-#include "output.h"
-#include "report_run.h"
+#include "cli/output.h"
+#include "cli/report_run.h"
 
 namespace tsarchive::cli {
 namespace {

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tsarchive/jit.h"
+#include "contract/jit.h"
 
 namespace tsarchive::cli {
 

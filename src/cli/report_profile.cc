@@ -1,8 +1,8 @@
-#include "report_profile.h"
+#include "cli/report_profile.h"
 
 #include <cmath>
 
-#include "output.h"
+#include "cli/output.h"
 
 namespace tsarchive::cli {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tsarchive/run.h"
+#include "contract/run.h"
 
 namespace tsarchive::cli {
 

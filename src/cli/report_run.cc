@@ -1,10 +1,10 @@
-#include "report_run.h"
+#include "cli/report_run.h"
 
 #include <cmath>
 #include <cstdio>
 
-#include "output.h"
-#include "report_profile.h"
+#include "cli/output.h"
+#include "cli/report_profile.h"
 
 namespace tsarchive::cli {
 namespace {
@@ -215,14 +215,16 @@ std::string failed_check_hint(const OutputCheck& c) {
 int report_run_failures(const RunReport& r, const std::string& file, const RunVerdict& verdict, std::ostream& err) {
   int code = 0;
   if (verdict.nonfinite_fails(r)) {
-    err << "tsarchive: error: the outputs hold " << with_commas(r.nonfinite()) << " NaN or Inf values, first in "
-        << first_nonfinite(r) << " (" << file << "): pass --allow-nonfinite if they are expected\n";
+    print_error(err, Error(ErrorKind::CheckFailed,
+                           "the outputs hold " + with_commas(r.nonfinite()) + " NaN or Inf values, first in " +
+                               first_nonfinite(r),
+                           file, "pass --allow-nonfinite if they are expected"));
     code = 1;
   }
   for (const OutputCheck& c : r.checks) {
     if (c.passed) continue;
-    err << "tsarchive: error: " << c.path << " differs from " << verdict.expect << ": " << check_text(c) << " (" << file
-        << "): " << failed_check_hint(c) << '\n';
+    print_error(err, Error(ErrorKind::CheckFailed, c.path + " differs from " + verdict.expect + ": " + check_text(c), file,
+                           failed_check_hint(c)));
     code = 1;
     break;  // the table shows the rest
   }

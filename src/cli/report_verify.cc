@@ -1,7 +1,7 @@
-#include "report_verify.h"
+#include "cli/report_verify.h"
 
-#include "output.h"
-#include "tsarchive_config.h"
+#include "base/build_info.h"
+#include "cli/output.h"
 
 namespace tsarchive::cli {
 namespace {
@@ -32,13 +32,8 @@ std::string headline(const VerifyReport& r) {
 
 }  // namespace
 
-ReadableVersions built_libtorch_versions() {
-  return ReadableVersions{TSARCHIVE_TORCH_VERSION, TSARCHIVE_READS_FORMAT_MIN, TSARCHIVE_READS_FORMAT_MAX,
-                          TSARCHIVE_READS_BYTECODE_MIN, TSARCHIVE_READS_BYTECODE_MAX};
-}
-
 std::string newer_libtorch_hint() {
-  const std::string built = TSARCHIVE_TORCH_VERSION;
+  const std::string built = build_info().torch_version;
   return "use a tsarchive built against a libtorch at least as new as the PyTorch that wrote it (this one uses libtorch " +
          built + "; README: Choosing the libtorch); inspect, extra and verify work without libtorch";
 }
@@ -132,7 +127,7 @@ nlohmann::ordered_json verify_to_json(const VerifyReport& r, bool loaded) {
   } else {
     doc["stamp"] = nullptr;
   }
-  doc["producer_info"] = r.producer_info ? nlohmann::ordered_json("extra/" + std::string(kStampName)) : nlohmann::ordered_json();
+  doc["producer_info"] = r.producer_info ? nlohmann::ordered_json(extra_record_name(kStampName)) : nlohmann::ordered_json();
   doc["loaded"] = loaded;
   doc["notes"] = r.notes;
   return doc;

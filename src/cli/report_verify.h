@@ -6,12 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tsarchive/verify.h"
+#include "core/verify.h"
 
 namespace tsarchive::cli {
 
-// The versions the libtorch this tsarchive was built against reads (verify, stamp).
-ReadableVersions built_libtorch_versions();
 // What to do about an archive this build's libtorch cannot read.
 std::string newer_libtorch_hint();
 

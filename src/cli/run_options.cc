@@ -1,8 +1,8 @@
-#include "run_options.h"
+#include "cli/run_options.h"
 
 #include <stdexcept>
 
-#include "tsarchive/error.h"
+#include "base/error.h"
 
 namespace tsarchive::cli {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "tsarchive/run.h"
+#include "contract/run.h"
 
 namespace tsarchive::cli {
 

@@ -1,4 +1,4 @@
-#include "staged_stamp.h"
+#include "cli/staged_stamp.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -6,10 +6,10 @@
 
 #include <map>
 
-#include "gate.h"
-#include "tsarchive/archive.h"
-#include "tsarchive/error.h"
-#include "tsarchive/extra.h"
+#include "cli/gate.h"
+#include "format/archive.h"
+#include "base/error.h"
+#include "core/extra.h"
 
 namespace tsarchive::cli {
 
@@ -40,11 +40,11 @@ StagedStamp write_staged_with_stamp(ArchiveFile& file, const std::string& staged
     if (content.archive_name.empty()) content.archive_name = copy.top_folder();
     if (!content.format_version) content.format_version = gate.format_version;
     // verify digested every record; the carried extra files replace or join them.
-    const std::string stamp_record = "extra/" + extras.stamp_name;
+    const std::string stamp_record = extra_record_name(extras.stamp_name);
     std::map<std::string, std::string> digests;
     for (const auto& [name, hex] : digests_without_stamp(gate.records, display, stamp_record)) digests[name] = hex;
     for (const ExtraEdit& e : extras.carried) {
-      if (e.value) digests["extra/" + e.name] = sha256_hex(*e.value);
+      if (e.value) digests[extra_record_name(e.name)] = sha256_hex(*e.value);
     }
     digests.erase(stamp_record);
     content.digests.emplace(digests.begin(), digests.end());

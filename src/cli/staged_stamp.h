@@ -13,10 +13,10 @@
 #include <utility>
 #include <vector>
 
-#include "tsarchive/digest.h"
-#include "tsarchive/extra.h"
-#include "tsarchive/file_edit.h"
-#include "tsarchive/producer_info.h"
+#include "core/digest.h"
+#include "core/extra.h"
+#include "core/file_edit.h"
+#include "core/producer_info.h"
 
 namespace tsarchive::cli {
 

@@ -1,5 +1,5 @@
 // Two TorchScript archives compared (what is compared, and how, is in diff.h).
-#include "tsarchive/diff.h"
+#include "core/diff.h"
 
 #include <algorithm>
 #include <unordered_map>
@@ -7,8 +7,9 @@
 
 #include <zlib.h>
 
-#include "tsarchive/error.h"
-#include "tsarchive/inspect.h"
+#include "base/error.h"
+#include "base/utf8.h"
+#include "core/inspect.h"
 
 namespace tsarchive {
 
@@ -319,7 +320,7 @@ ArchiveDiff diff_archives(const TorchArchive& a, const TorchArchive& b, const Di
   if (options.tensors) diff_tensors(a, b, unchanged, out);
   if (options.code) diff_code(a, b, options, out);
   for (const RecordChange& r : out.records) {
-    if (r.kind == RecordKind::Extra) out.extra.push_back(ExtraFileChange{r.name.substr(6), r.change, r.old_size, r.new_size});
+    if (r.kind == RecordKind::Extra) out.extra.push_back(ExtraFileChange{r.name.substr(kExtraFolder.size()), r.change, r.old_size, r.new_size});
   }
   return out;
 }

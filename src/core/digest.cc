@@ -1,4 +1,4 @@
-#include "tsarchive/digest.h"
+#include "core/digest.h"
 
 #include <openssl/evp.h>
 
@@ -10,7 +10,7 @@
 #include <numeric>
 #include <thread>
 
-#include "tsarchive/error.h"
+#include "base/error.h"
 
 namespace tsarchive {
 namespace {

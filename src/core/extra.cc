@@ -1,19 +1,19 @@
-#include "tsarchive/extra.h"
+#include "core/extra.h"
 
 #include <algorithm>
 #include <cctype>
 #include <map>
 
-#include "tsarchive/bounded_json.h"
-#include "tsarchive/error.h"
-#include "tsarchive/inspect.h"
-#include "tsarchive/terminal_text.h"
+#include "base/bounded_json.h"
+#include "base/error.h"
+#include "base/utf8.h"
+#include "core/inspect.h"
+#include "base/terminal_text.h"
 
 namespace tsarchive {
 namespace {
 
 constexpr uint64_t kPreviewLimit = 1 << 20;  // larger extra files are listed, not read
-constexpr std::string_view kExtraPrefix = "extra/";
 
 std::string first_line(std::string_view text, size_t max_chars) {
   const size_t nl = text.find_first_of("\r\n");
@@ -31,7 +31,7 @@ std::string first_line(std::string_view text, size_t max_chars) {
 std::string extra_names(const TorchArchive& archive) {
   std::string names;
   for (const Record& r : archive.records()) {
-    if (r.kind == RecordKind::Extra) names += (names.empty() ? "" : ", ") + r.name.substr(kExtraPrefix.size());
+    if (r.kind == RecordKind::Extra) names += (names.empty() ? "" : ", ") + r.extra_name();
   }
   return names;
 }
@@ -102,7 +102,7 @@ std::vector<ExtraFileInfo> list_extra_files(const TorchArchive& archive) {
   for (const Record& r : archive.records()) {
     if (r.kind != RecordKind::Extra) continue;
     ExtraFileInfo info;
-    info.name = r.name.substr(kExtraPrefix.size());
+    info.name = r.extra_name();
     info.size = r.entry->uncompressed_size;
     if (info.size <= kPreviewLimit) describe_extra_content(archive.read(r, kPreviewLimit), info);
     out.push_back(std::move(info));
@@ -111,7 +111,7 @@ std::vector<ExtraFileInfo> list_extra_files(const TorchArchive& archive) {
 }
 
 const Record& find_extra_file(const TorchArchive& archive, std::string_view name) {
-  const Record* r = archive.find(std::string(kExtraPrefix) + std::string(name));
+  const Record* r = archive.find(extra_record_name(name));
   if (r == nullptr) {
     const std::string names = extra_names(archive);
     throw_bad_input("no extra file '" + std::string(name) + "'", archive.path(),
@@ -144,11 +144,11 @@ namespace {
 
 // `name`, or the extra file that escape_text shows as `name` (see plan_extra_edits).
 std::string resolve_extra_name(const TorchArchive& archive, const std::string& name) {
-  if (archive.find(std::string(kExtraPrefix) + name) != nullptr) return name;
+  if (archive.find(extra_record_name(name)) != nullptr) return name;
   std::vector<std::string> matches;
   for (const Record& r : archive.records()) {
     if (r.kind != RecordKind::Extra) continue;
-    const std::string stored = r.name.substr(kExtraPrefix.size());
+    const std::string stored = r.extra_name();
     if (escape_text(stored) == name) matches.push_back(stored);
   }
   if (matches.size() > 1) {
@@ -171,7 +171,7 @@ ExtraEditPlan plan_extra_edits(const TorchArchive& archive, const std::vector<Ex
   std::map<std::string, std::optional<std::string>> wanted;
   std::vector<std::string> asked;
   for (const ExtraEdit& edit : edits) {
-    const bool existing_removal = !edit.value && archive.find(std::string(kExtraPrefix) + edit.name) != nullptr;
+    const bool existing_removal = !edit.value && archive.find(extra_record_name(edit.name)) != nullptr;
     if (auto problem = existing_removal || edit.carried ? std::nullopt : extra_name_problem(edit.name)) {
       throw_usage("cannot use '" + edit.name.substr(0, 80) + (edit.name.size() > 80 ? "...'" : "'") +
                       " as an extra file name: " + *problem,
@@ -209,7 +209,7 @@ ExtraEditPlan plan_extra_edits(const TorchArchive& archive, const std::vector<Ex
       if (needs_escape(e->name)) plan.kept_unsafe_names.push_back(e->name);
       continue;
     }
-    const std::string name = record->name.substr(kExtraPrefix.size());
+    const std::string name = record->extra_name();
     const auto want = wanted.find(name);
     if (want == wanted.end()) {
       specs.push_back(ZipEntrySpec::keep(*e));
@@ -234,7 +234,7 @@ ExtraEditPlan plan_extra_edits(const TorchArchive& archive, const std::vector<Ex
     if (changes.count(name) != 0) continue;
     const std::optional<std::string>& value = wanted[name];
     if (value.has_value()) {
-      specs.push_back(ZipEntrySpec::create(archive.top_folder() + "/" + std::string(kExtraPrefix) + name, *value));
+      specs.push_back(ZipEntrySpec::create(archive.top_folder() + "/" + extra_record_name(name), *value));
       changes[name] = ExtraChangeInfo{name, ExtraChange::Added, 0, value->size()};
     } else if (missing_ok) {
       changes[name] = ExtraChangeInfo{name, ExtraChange::Missing, 0, 0};

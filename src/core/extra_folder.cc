@@ -15,9 +15,9 @@
 #include <cstring>
 #include <random>
 
-#include "posix_fd.h"
-#include "tsarchive/error.h"
-#include "tsarchive/extra.h"
+#include "base/posix_fd.h"
+#include "base/error.h"
+#include "core/extra.h"
 
 namespace tsarchive {
 namespace {
@@ -180,7 +180,7 @@ std::vector<ExportedFile> export_extra_files(const TorchArchive& archive, const 
   std::vector<std::string> names;
   for (const Record& r : archive.records()) {
     if (r.kind != RecordKind::Extra) continue;
-    const std::string name = r.name.substr(6);
+    const std::string name = r.extra_name();
     if (auto problem = extra_name_problem(name)) {
       throw_bad_input("the archive has an extra file whose name is not safe to write ('" + name.substr(0, 80) + "'): " + *problem,
                       archive.path(), "nothing was exported; read the files one by one with 'extra get'");

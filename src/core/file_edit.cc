@@ -14,7 +14,7 @@
 // can write the folder can make one that matches. So a journal is applied only
 // by a command that edits (never by one that reads), and only when it passes
 // trusted_journal_problem(): see file_edit.h for the trust model.
-#include "tsarchive/file_edit.h"
+#include "core/file_edit.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -37,9 +37,9 @@
 #include <utility>
 #include <vector>
 
-#include "posix_fd.h"
-#include "tsarchive/error.h"
-#include "zip_format.h"
+#include "base/posix_fd.h"
+#include "base/error.h"
+#include "format/zip_format.h"
 
 namespace tsarchive {
 namespace {

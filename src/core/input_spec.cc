@@ -17,10 +17,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tsarchive/archive.h"
-#include "tsarchive/bounded_json.h"
-#include "tsarchive/error.h"
-#include "tsarchive/host_value.h"
+#include "format/archive.h"
+#include "base/bounded_json.h"
+#include "base/error.h"
+#include "contract/host_value.h"
+#include "core/input_values.h"
 
 namespace tsarchive {
 namespace {

@@ -1,4 +1,4 @@
-#include "tsarchive/inspect.h"
+#include "core/inspect.h"
 
 #include <algorithm>
 #include <map>
@@ -6,9 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tsarchive/error.h"
-#include "tsarchive/pickle.h"
-#include "tsarchive/utf8.h"
+#include "base/error.h"
+#include "format/pickle.h"
+#include "base/utf8.h"
 
 namespace tsarchive {
 namespace {
@@ -178,7 +178,7 @@ void inspect_archive(const TorchArchive& archive, InspectReport& report) {
   }
   read_version_records(archive, report);
   report.extra_files = list_extra_files(archive);
-  if (archive.find(std::string("extra/") + kRunCheckName) != nullptr) {
+  if (archive.find(extra_record_name(kRunCheckName)) != nullptr) {
     try {
       report.run_check = parse_run_check(read_extra(archive, kRunCheckName, 1 << 20), report.path);
     } catch (const Error& e) {
@@ -320,15 +320,6 @@ TorchScriptModel read_torchscript_model(const TorchArchive& archive) {
     collect_constants(read_pickle(archive, *constants), out.model);
   }
   return out;
-}
-
-bool is_printable_utf8(std::string_view s) {
-  uint32_t cp = 0;
-  for (size_t i = 0, len = 0; i < s.size(); i += len) {
-    if ((len = utf8_sequence_at(s, i, cp)) == 0) return false;
-    if ((cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || cp == 0x7f) return false;
-  }
-  return true;
 }
 
 InspectReport inspect_source(std::unique_ptr<ByteSource> source) {

@@ -16,9 +16,10 @@
 // Writers pad the whole preamble to a multiple of 64 bytes; we do not demand it.
 #include <cstring>
 
-#include "tsarchive/error.h"
-#include "tsarchive/host_value.h"
-#include "tsarchive/model.h"
+#include "base/error.h"
+#include "contract/host_value.h"
+#include "core/input_values.h"
+#include "format/model.h"
 
 namespace tsarchive {
 namespace {

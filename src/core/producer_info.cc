@@ -1,4 +1,4 @@
-#include "tsarchive/producer_info.h"
+#include "core/producer_info.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -16,9 +16,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tsarchive/bounded_json.h"
-#include "tsarchive/error.h"
-#include "tsarchive/inspect.h"
+#include "base/bounded_json.h"
+#include "base/error.h"
+#include "base/utf8.h"
+#include "core/inspect.h"
 
 extern char** environ;
 
@@ -349,7 +350,7 @@ bool is_tsarchive_stamp(const std::string& bytes) {
 
 ParsedStamp parse_stamp(const std::string& bytes, const std::string& file) {
   const auto bad = [&](const std::string& what) -> void {
-    throw_bad_input("extra/" + std::string(kStampName) + " " + what, file, "re-stamp the archive with 'tsarchive stamp'");
+    throw_bad_input(extra_record_name(kStampName) + " " + what, file, "re-stamp the archive with 'tsarchive stamp'");
   };
   std::string problem;
   const std::optional<nlohmann::json> parsed = parse_bounded_json(bytes, &problem);

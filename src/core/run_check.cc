@@ -1,7 +1,8 @@
-#include "tsarchive/run_check.h"
+#include "core/run_check.h"
 
-#include "tsarchive/bounded_json.h"
-#include "tsarchive/error.h"
+#include "base/bounded_json.h"
+#include "base/error.h"
+#include "format/archive.h"
 
 namespace tsarchive {
 namespace {
@@ -34,7 +35,7 @@ std::string render_run_check(const RunCheck& c) {
 
 RunCheck parse_run_check(const std::string& json, const std::string& file) {
   const auto bad = [&](const std::string& what) -> RunCheck {
-    throw_bad_input("extra/" + std::string(kRunCheckName) + " " + what, file,
+    throw_bad_input(extra_record_name(kRunCheckName) + " " + what, file,
                     "record it again with 'tsarchive run --record'");
   };
   std::string problem;

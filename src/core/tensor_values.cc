@@ -1,5 +1,5 @@
 // Tensor values compared element by element (the rules are in tensor_values.h).
-#include "tsarchive/tensor_values.h"
+#include "core/tensor_values.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <numeric>
 
-#include "tsarchive/error.h"
+#include "base/error.h"
 
 namespace tsarchive {
 

@@ -1,5 +1,5 @@
 // Unified line diffs (the algorithm and output format are described in text_diff.h).
-#include "tsarchive/text_diff.h"
+#include "core/text_diff.h"
 
 #include <algorithm>
 #include <cstdint>

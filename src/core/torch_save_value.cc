@@ -19,11 +19,12 @@
 // tensor whose view reaches past its storage is refused.
 #include <map>
 
-#include "tsarchive/archive.h"
-#include "tsarchive/error.h"
-#include "tsarchive/host_value.h"
-#include "tsarchive/model.h"
-#include "tsarchive/pickle.h"
+#include "format/archive.h"
+#include "base/error.h"
+#include "contract/host_value.h"
+#include "core/input_values.h"
+#include "format/model.h"
+#include "format/pickle.h"
 
 namespace tsarchive {
 namespace {

@@ -1,9 +1,10 @@
-#include "tsarchive/verify.h"
+#include "core/verify.h"
 
 #include <map>
 
-#include "tsarchive/error.h"
-#include "tsarchive/inspect.h"
+#include "base/build_info.h"
+#include "base/error.h"
+#include "core/inspect.h"
 
 namespace tsarchive {
 namespace {
@@ -69,7 +70,7 @@ StampCheck check_stamp(const TorchArchive& archive, const Record& record, const 
 
 std::string StampPlace::name() const {
   if (producer != nullptr) return kStampAltName;
-  if (stamp != nullptr) return stamp->name.substr(6);  // "extra/"
+  if (stamp != nullptr) return stamp->extra_name();
   return kStampName;
 }
 
@@ -173,6 +174,12 @@ VerifyReport verify_archive(const TorchArchive& archive, const VerifyOptions& op
     report.notes.push_back("not stamped: only structure and CRCs were checked ('tsarchive stamp' adds digests)");
   }
   return report;
+}
+
+ReadableVersions built_libtorch_versions() {
+  const BuildInfo& b = build_info();
+  return ReadableVersions{b.torch_version, b.reads_format_min, b.reads_format_max, b.reads_bytecode_min,
+                          b.reads_bytecode_max};
 }
 
 }  // namespace tsarchive

@@ -12,9 +12,9 @@
 #include "jit_module.h"
 #include "run_module.h"
 #include "torch_errors.h"
-#include "tsarchive/error.h"
-#include "tsarchive/producer_info.h"
-#include "tsarchive/torch_backend.h"
+#include "base/error.h"
+#include "core/producer_info.h"
+#include "contract/torch_backend.h"
 
 namespace tsarchive {
 namespace {

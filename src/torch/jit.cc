@@ -32,8 +32,8 @@
 #include "export_hook.h"
 #include "jit_module.h"
 #include "torch_errors.h"
-#include "tsarchive/error.h"
-#include "tsarchive/jit.h"
+#include "base/error.h"
+#include "contract/jit.h"
 #include "values.h"
 
 namespace tsarchive::torch_layer {

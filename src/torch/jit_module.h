@@ -1,7 +1,7 @@
 // The torch layer's JIT commands (jit.cc), called by the backend (backend.cc).
 #pragma once
 
-#include "tsarchive/jit.h"
+#include "contract/jit.h"
 
 namespace tsarchive::torch_layer {
 

@@ -9,9 +9,9 @@
 #include <stdexcept>
 
 #include "export_hook.h"
-#include "tsarchive/error.h"
+#include "base/error.h"
 #include "tsarchive/producer_hook.h"
-#include "tsarchive/producer_info.h"
+#include "core/producer_info.h"
 
 namespace tsarchive {
 namespace torch_layer {

@@ -17,9 +17,9 @@
 
 #include "run_module.h"
 #include "torch_errors.h"
-#include "tsarchive/error.h"
+#include "base/error.h"
 #include "tsarchive/operator_observer.h"
-#include "tsarchive/run.h"
+#include "contract/run.h"
 #include "values.h"
 
 namespace tsarchive::torch_layer {

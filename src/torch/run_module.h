@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "tsarchive/run.h"
+#include "contract/run.h"
 
 namespace tsarchive::torch_layer {
 

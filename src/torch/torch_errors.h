@@ -10,8 +10,8 @@
 #include <exception>
 #include <string>
 
-#include "tsarchive/error.h"
-#include "tsarchive/torch_message.h"
+#include "base/error.h"
+#include "contract/torch_message.h"
 
 namespace tsarchive::torch_layer {
 

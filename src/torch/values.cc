@@ -12,9 +12,10 @@
 #include <sstream>
 
 #include "torch_errors.h"
-#include "tsarchive/error.h"
-#include "tsarchive/host_value.h"
-#include "tsarchive/run.h"
+#include "base/error.h"
+#include "contract/host_value.h"
+#include "core/input_values.h"
+#include "contract/run.h"
 
 namespace tsarchive::torch_layer {
 namespace {

@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "torch_errors.h"
-#include "tsarchive/error.h"
-#include "tsarchive/host_value.h"
-#include "tsarchive/run.h"
+#include "base/error.h"
+#include "contract/host_value.h"
+#include "contract/run.h"
 
 namespace tsarchive::torch_layer {
 

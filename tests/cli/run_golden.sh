@@ -18,11 +18,24 @@ if [[ ${TSARCHIVE_GOLDEN_CUDA:-OFF} == ON && -f ${case_file%.cmd}.cuda.golden ]]
   golden=${case_file%.cmd}.cuda.golden
 fi
 read -r -a args < "$case_file"
+# A case that names an output (-o PATH) and fails must leave nothing there:
+# the path is cleared first and checked after.
+written=
+for ((i = 0; i + 1 < ${#args[@]}; i++)); do
+  if [ "${args[$i]}" = -o ]; then written=${args[$((i + 1))]}; fi
+done
+[ -n "$written" ] && rm -f "$written"
 
 out=$(mktemp) err=$(mktemp) actual=$(mktemp)
 trap 'rm -f "$out" "$err" "$actual"' EXIT
 "$binary" "${args[@]}" >"$out" 2>"$err" </dev/null
 status=$?
+if [ -n "$written" ] && [ "$status" -ne 0 ] && [ -e "$written" ]; then
+  echo "tsarchive ${args[*]} exited $status but wrote $written" >&2
+  rm -f "$written"
+  exit 1
+fi
+[ -n "$written" ] && rm -f "$written"
 {
   echo "exit: $status"
   echo "--- stdout"

@@ -3,18 +3,18 @@
 #include <cstdlib>
 #include <string>
 
-#include "tsarchive/archive.h"
-#include "tsarchive/bounded_json.h"
-#include "tsarchive/error.h"
-#include "tsarchive/extra.h"
-#include "tsarchive/inspect.h"
-#include "tsarchive/model.h"
-#include "tsarchive/pickle.h"
-#include "tsarchive/producer_info.h"
-#include "tsarchive/run_check.h"
-#include "tsarchive/terminal_text.h"
-#include "tsarchive/verify.h"
-#include "tsarchive/zip.h"
+#include "format/archive.h"
+#include "base/bounded_json.h"
+#include "base/error.h"
+#include "core/extra.h"
+#include "core/inspect.h"
+#include "format/model.h"
+#include "format/pickle.h"
+#include "core/producer_info.h"
+#include "core/run_check.h"
+#include "base/terminal_text.h"
+#include "core/verify.h"
+#include "format/zip.h"
 
 namespace tsarchive::fuzz {
 namespace {

@@ -28,8 +28,8 @@
 #include <vector>
 
 #include "fuzz_entry.h"
-#include "tsarchive/error.h"
-#include "tsarchive/zip.h"
+#include "base/error.h"
+#include "format/zip.h"
 
 namespace tsarchive::fuzz {
 namespace {

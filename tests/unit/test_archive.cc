@@ -1,8 +1,8 @@
 #include <catch2/catch.hpp>
 
 #include "helpers.h"
-#include "tsarchive/archive.h"
-#include "tsarchive/error.h"
+#include "format/archive.h"
+#include "base/error.h"
 
 using namespace tsarchive;
 

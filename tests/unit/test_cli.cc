@@ -5,7 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli.h"
+#include "cli/cli.h"
+#include "cli/output.h"
 #include "helpers.h"
 
 TEST_CASE("cli: inspect --json is one document with a schema") {
@@ -148,4 +149,31 @@ TEST_CASE("cli: the gate refuses disagreeing version records and a missing const
 
 TEST_CASE("cli: the unedited rebuild of the hostile corpus verifies") {
   CHECK(run_cli({"verify", testdata("hostile/ok_rebuilt.pt")}).code == 0);
+}
+
+// The one catch: an Error keeps its exit code, anything else is an internal
+// error (exit 6), one escaped line each; --verbose adds an Error's detail.
+TEST_CASE("report_current_exception maps every exception to one line and its exit code", "[cli]") {
+  using tsarchive::Error;
+  using tsarchive::ErrorKind;
+  const auto report = [](auto thrown, bool verbose) {
+    std::ostringstream err;
+    int code = -1;
+    try {
+      throw thrown;
+    } catch (...) {
+      code = tsarchive::cli::report_current_exception(err, verbose);
+    }
+    return std::make_pair(code, err.str());
+  };
+  const Error torch = Error(ErrorKind::Torch, "libtorch failed", "m.pt", "try again").with_detail("full\ntext");
+  CHECK(report(torch, false) == std::make_pair(5, std::string("tsarchive: error: libtorch failed (m.pt): try again\n")));
+  CHECK(report(torch, true).second == "full\ntext\ntsarchive: error: libtorch failed (m.pt): try again\n");
+  const auto [alloc_code, alloc_line] = report(std::bad_alloc(), false);
+  CHECK(alloc_code == 6);
+  CHECK(alloc_line.rfind("tsarchive: error: out of memory: ", 0) == 0);
+  const auto [logic_code, logic_line] = report(std::logic_error("broken\x1b[2J invariant"), false);
+  CHECK(logic_code == 6);
+  CHECK(logic_line.rfind("tsarchive: error: internal error: broken\\x1b[2J invariant: please report", 0) == 0);
+  CHECK(report(42, false).first == 6);
 }

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "tsarchive/torchscript_code.h"
+#include "format/torchscript_code.h"
 
 using namespace tsarchive;
 

@@ -9,10 +9,10 @@
 #include <random>
 
 #include "helpers.h"
-#include "tsarchive/diff.h"
-#include "tsarchive/error.h"
-#include "tsarchive/tensor_values.h"
-#include "tsarchive/text_diff.h"
+#include "core/diff.h"
+#include "base/error.h"
+#include "core/tensor_values.h"
+#include "core/text_diff.h"
 
 using namespace tsarchive;
 

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers.h"
-#include "tsarchive/inspect.h"
+#include "core/inspect.h"
 
 using namespace tsarchive;
 using nlohmann::json;

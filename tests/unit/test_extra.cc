@@ -14,9 +14,9 @@
 #include <fstream>
 
 #include "helpers.h"
-#include "tsarchive/error.h"
-#include "tsarchive/extra.h"
-#include "tsarchive/file_edit.h"
+#include "base/error.h"
+#include "core/extra.h"
+#include "core/file_edit.h"
 
 using namespace tsarchive;
 namespace fs = std::filesystem;

@@ -7,11 +7,12 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers.h"
-#include "tsarchive/error.h"
-#include "tsarchive/host_value.h"
-#include "tsarchive/model.h"
-#include "tsarchive/tensor_values.h"
-#include "tsarchive/zip.h"
+#include "base/error.h"
+#include "contract/host_value.h"
+#include "core/input_values.h"
+#include "format/model.h"
+#include "core/tensor_values.h"
+#include "format/zip.h"
 
 using namespace tsarchive;
 using Kind = HostValue::Kind;
@@ -336,11 +337,14 @@ TEST_CASE("input: @FILE errors") {
 // --- .npy ---------------------------------------------------------------------
 
 TEST_CASE("npy: every readable file decodes to what NumPy reads") {
+  size_t checked = 0;
   for (const auto& [name, want] : expected().items()) {
     if (name.size() < 4 || name.substr(name.size() - 4) != ".npy") continue;
     const HostValue v = read_file(name);
     check_value(v, want, name);
+    ++checked;
   }
+  CHECK(checked >= 9);  // testdata/inputs/expected.json lists every .npy make_input_testdata.py writes
 }
 
 TEST_CASE("npy: layouts") {
@@ -518,12 +522,15 @@ TEST_CASE("npy: types NumPy lacks are refused with a way out") {
 // --- torch.save -----------------------------------------------------------------
 
 TEST_CASE("torch.save: every readable file decodes to what torch.load reads") {
+  size_t checked = 0;
   for (const auto& [name, want] : expected().items()) {
     if (name.size() < 3 || name.substr(name.size() - 3) != ".pt") continue;
+    ++checked;
     const HostValue v = read_file(name);
     check_value(v, want, name);
     CHECK(v.spreads == (v.kind == Kind::List));
   }
+  CHECK(checked >= 9);  // testdata/inputs/expected.json lists every .pt make_input_testdata.py writes
 }
 
 TEST_CASE("torch.save: containers, spreading and shared storages") {

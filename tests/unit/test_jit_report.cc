@@ -5,8 +5,8 @@
 
 #include <sstream>
 
-#include "report_jit.h"
-#include "tsarchive/jit.h"
+#include "cli/report_jit.h"
+#include "contract/jit.h"
 
 using namespace tsarchive;
 using namespace tsarchive::cli;

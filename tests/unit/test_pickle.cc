@@ -1,8 +1,8 @@
 #include <catch2/catch.hpp>
 
-#include "tsarchive/error.h"
-#include "tsarchive/model.h"
-#include "tsarchive/pickle.h"
+#include "base/error.h"
+#include "format/model.h"
+#include "format/pickle.h"
 
 using namespace tsarchive;
 using namespace std::string_literals;

@@ -3,12 +3,12 @@
 #include <map>
 
 #include "helpers.h"
-#include "tsarchive/digest.h"
-#include "tsarchive/error.h"
-#include "tsarchive/extra.h"
-#include "tsarchive/producer_info.h"
-#include "tsarchive/verify.h"
-#include "tsarchive/zip_writer.h"
+#include "core/digest.h"
+#include "base/error.h"
+#include "core/extra.h"
+#include "core/producer_info.h"
+#include "core/verify.h"
+#include "format/zip_writer.h"
 
 using namespace tsarchive;
 

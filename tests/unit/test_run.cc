@@ -4,10 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tsarchive/profile.h"
-#include "tsarchive/run.h"
-#include "tsarchive/run_check.h"
-#include "tsarchive/torch_message.h"
+#include "contract/profile.h"
+#include "contract/run.h"
+#include "core/run_check.h"
+#include "contract/torch_message.h"
 
 using namespace tsarchive;
 

@@ -10,15 +10,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli.h"
-#include "output.h"
+#include "cli/cli.h"
+#include "cli/output.h"
 #include "helpers.h"
-#include "tsarchive/bounded_json.h"
-#include "tsarchive/error.h"
-#include "tsarchive/extra.h"
-#include "tsarchive/producer_info.h"
-#include "tsarchive/run_check.h"
-#include "tsarchive/terminal_text.h"
+#include "base/bounded_json.h"
+#include "base/error.h"
+#include "core/extra.h"
+#include "core/producer_info.h"
+#include "core/run_check.h"
+#include "base/terminal_text.h"
 
 using namespace tsarchive;
 namespace fs = std::filesystem;

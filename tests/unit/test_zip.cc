@@ -1,9 +1,9 @@
 #include <catch2/catch.hpp>
 
 #include "helpers.h"
-#include "tsarchive/archive.h"
-#include "tsarchive/error.h"
-#include "tsarchive/zip.h"
+#include "format/archive.h"
+#include "base/error.h"
+#include "format/zip.h"
 
 using namespace tsarchive;
 

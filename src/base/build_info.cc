@@ -1,0 +1,19 @@
+#include "base/build_info.h"
+
+#include "tsarchive_config.h"
+
+namespace tsarchive {
+
+const BuildInfo& build_info() {
+  static const BuildInfo info{TSARCHIVE_VERSION,
+                              TSARCHIVE_TORCH_VERSION,
+                              TSARCHIVE_READS_FORMAT_MIN,
+                              TSARCHIVE_READS_FORMAT_MAX,
+                              TSARCHIVE_READS_BYTECODE_MIN,
+                              TSARCHIVE_READS_BYTECODE_MAX,
+                              TSARCHIVE_TORCH_LIBRARY_NAME,
+                              TSARCHIVE_INSTALL_LIBDIR};
+  return info;
+}
+
+}  // namespace tsarchive

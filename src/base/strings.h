@@ -1,0 +1,23 @@
+// Small text helpers every layer uses: suffix tests and the short forms of
+// sizes and numbers that messages print.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace tsarchive {
+
+inline bool ends_with(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+inline bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
+
+// "512 B", "16.1 KiB", "1.3 GiB"
+std::string human_size(uint64_t bytes);
+
+// Four significant digits: enough to see a value, short enough for a table.
+std::string short_number(double x);
+
+}  // namespace tsarchive

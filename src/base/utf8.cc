@@ -1,0 +1,45 @@
+#include "base/utf8.h"
+
+namespace tsarchive {
+
+size_t utf8_sequence_at(std::string_view text, size_t i, uint32_t& cp) {
+  const auto c = static_cast<unsigned char>(text[i]);
+  size_t len = 0;
+  if (c < 0x80) {
+    cp = c;
+    return 1;
+  }
+  if ((c & 0xE0) == 0xC0) len = 2, cp = c & 0x1F;
+  else if ((c & 0xF0) == 0xE0) len = 3, cp = c & 0x0F;
+  else if ((c & 0xF8) == 0xF0) len = 4, cp = c & 0x07;
+  else return 0;
+  if (i + len > text.size()) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    const auto cc = static_cast<unsigned char>(text[i + k]);
+    if ((cc & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (cc & 0x3F);
+  }
+  static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return len;
+}
+
+bool is_valid_utf8(std::string_view text) {
+  uint32_t cp = 0;
+  for (size_t i = 0, len = 0; i < text.size(); i += len) {
+    if ((len = utf8_sequence_at(text, i, cp)) == 0) return false;
+  }
+  return true;
+}
+
+bool is_printable_utf8(std::string_view s) {
+  uint32_t cp = 0;
+  for (size_t i = 0, len = 0; i < s.size(); i += len) {
+    if ((len = utf8_sequence_at(s, i, cp)) == 0) return false;
+    if ((cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || cp == 0x7f) return false;
+  }
+  return true;
+}
+
+
+}  // namespace tsarchive

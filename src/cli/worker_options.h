@@ -1,0 +1,43 @@
+// The options of every command that hands an archive to libtorch's worker
+// (worker/worker.h): its limits, --no-validate and --load-library, as flags
+// and as the job they make.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "worker/worker.h"
+
+namespace CLI {
+class App;
+}
+
+namespace tsarchive::cli {
+
+struct WorkerOptions {
+  std::string memory_limit = "auto";  // SIZE (512M, 8G, 1.5GiB, bytes), "auto" or "none"
+  double time_limit_s = 600;          // 0: none
+  bool no_validate = false;
+  std::vector<std::string> libraries;  // --load-library
+};
+
+// Adds --memory-limit and --time-limit, and --no-validate when
+// `validate_flag`; `when` prefixes their help ("With --load: ").
+void add_worker_options(CLI::App& app, WorkerOptions& options, bool validate_flag, const std::string& when = {});
+
+// The limits for an archive of `archive_size` bytes. "auto" allows
+// max(4 GiB, 2 GiB + 4 x the archive), at most 90% of the machine's memory.
+// Error(Usage) for a SIZE that does not parse.
+WorkerLimits resolve_worker_limits(const WorkerOptions& options, uint64_t archive_size);
+
+// The job for `activity` on an archive the user named `file`, of
+// `archive_size` bytes, under the options' limits.
+WorkerJob worker_job(const WorkerOptions& options, const std::string& file, uint64_t archive_size,
+                     std::string activity);
+
+// "512M", "8G", "1.5GiB", "4096" (bytes); suffixes are powers of 1024.
+// Error(Usage) naming `flag` otherwise.
+uint64_t parse_memory_size(const std::string& text, const char* flag);
+
+}  // namespace tsarchive::cli

@@ -1,0 +1,161 @@
+#include "contract/torch_message.h"
+
+#include <regex>
+#include <vector>
+
+namespace tsarchive {
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(begin, end - begin);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    const size_t first = line.find_first_not_of(' ');
+    if (first != std::string::npos) lines.push_back(line.substr(first));
+    begin = end + 1;
+  }
+  return lines;
+}
+
+std::string clip(std::string s, size_t n = 300) {
+  if (s.size() > n) s = s.substr(0, n) + "...";
+  return s;
+}
+
+bool contains(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
+
+std::string match(const std::string& text, const std::regex& re, size_t group = 1) {
+  std::smatch m;
+  return std::regex_search(text, m, re) ? m.str(group) : std::string();
+}
+
+}  // namespace
+
+Error condense_torch_message(const std::string& raw, const std::string& file, const std::string& doing,
+                             const std::string& libtorch) {
+  const std::vector<std::string> lines = lines_of(raw);
+  const std::string first = lines.empty() ? std::string("(no message)") : lines.front();
+  const auto make = [&](std::string what, std::string hint) {
+    return Error(ErrorKind::Torch, clip(std::move(what)), file, std::move(hint)).with_detail(raw);
+  };
+
+  // Unknown operator: at load (compiling code/) or for the lite interpreter.
+  std::string op = match(raw, std::regex(R"(Unknown builtin op: ([A-Za-z0-9_.:]+?)\.?(\s|$))"));
+  if (op.empty()) op = match(raw, std::regex(R"(Following ops cannot be found[^\[]*\[([^\]]+)\])"));
+  if (op.empty()) op = match(raw, std::regex(R"(Unknown operator[^']*'?([A-Za-z0-9_]+::[A-Za-z0-9_.]+))"));
+  // PyTorch's own namespaces: no library adds these, a newer PyTorch does.
+  if (!op.empty() && !libtorch.empty() && (op.rfind("aten::", 0) == 0 || op.rfind("prim::", 0) == 0)) {
+    const bool one_x = libtorch.rfind("1.", 0) == 0;
+    return make("uses " + op + ", which libtorch " + libtorch + " lacks",
+                one_x ? "use a tsarchive built against libtorch 2.x (scripts/dev.sh torch2; README: Choosing the libtorch)"
+                      : "use a tsarchive built against a libtorch at least as new as the PyTorch that wrote the model "
+                        "(README: Choosing the libtorch)");
+  }
+  if (!op.empty()) {
+    return make("the model uses operator " + op + ", which no library loaded in this process registers",
+                "load the library that defines it with --load-library LIB.so (a C++ extension built against this "
+                "libtorch)");
+  }
+
+  // A custom class (torchbind) no loaded library registers.
+  const std::string custom_class =
+      match(raw, std::regex(R"(Unknown type name '(__torch__\.torch\.classes\.[A-Za-z0-9_.]+)')"));
+  if (!custom_class.empty()) {
+    return make("the model uses custom class " + custom_class + ", which no library loaded in this process registers",
+                "load the library that defines it with --load-library LIB.so (a C++ extension built against this "
+                "libtorch)");
+  }
+
+  // Format versions newer than this libtorch.
+  const std::string version = match(raw, std::regex(R"(PyTorch file with version (\d+), but the maximum supported version for reading is (\d+))"));
+  if (!version.empty()) {
+    const std::string max = match(raw, std::regex(R"(maximum supported version for reading is (\d+))"));
+    return make("written by a newer PyTorch: format version " + version + " is newer than this libtorch reads (at most " +
+                    max + ")",
+                "re-export it with the PyTorch release you deploy, or use a tsarchive built against a newer libtorch");
+  }
+  const std::string bytecode = match(raw, std::regex(R"(must be between (\d+) and (\d+) but the model version is (\d+))"), 3);
+  if (!bytecode.empty()) {
+    const std::string lo = match(raw, std::regex(R"(must be between (\d+) and (\d+))"), 1);
+    const std::string hi = match(raw, std::regex(R"(must be between (\d+) and (\d+))"), 2);
+    const bool newer = std::stoll(bytecode) > std::stoll(hi);
+    return make(std::string(newer ? "written by a newer PyTorch: bytecode version " : "written by an old PyTorch: bytecode version ") +
+                    bytecode + " is " + (newer ? "newer" : "older") + " than this libtorch reads (" + lo + "\u2013" + hi + ")",
+                "re-export it with _save_for_lite_interpreter from the PyTorch release you deploy");
+  }
+  if (contains(raw, "greater than max supported model version") || contains(raw, "Lite Interpreter version number does not match") ||
+      contains(raw, "bytecode version")) {
+    return make("the lite-interpreter bytecode version is not one this libtorch runs: " + first,
+                "re-export it with _save_for_lite_interpreter from the PyTorch release you deploy");
+  }
+
+  // optimize_for_mobile on a libtorch without XNNPACK (the CPU wheels of 2.x).
+  if (contains(raw, "XNNPACK is not enabled")) {
+    return make("this libtorch was built without XNNPACK, which --mobile (optimize_for_mobile) needs",
+                "write the .ptl without --mobile (--lite or OUTPUT.ptl), or use a tsarchive built against a "
+                "libtorch with XNNPACK (Debian's libtorch has it)");
+  }
+
+  // Out of memory, CPU or CUDA.
+  if (contains(raw, "out of memory") || contains(raw, "can't allocate memory") || contains(raw, "bad_alloc")) {
+    return make("out of memory while trying to " + doing + ": " + first,
+                "use smaller --input shapes or --batch-sizes, fewer --threads, or another --device");
+  }
+
+  // A CUDA kernel asked of a CPU-only libtorch, or any missing kernel.
+  const std::string backend_op = match(raw, std::regex(R"(Could not run '([^']+)' with arguments from the '([^']+)' backend)"));
+  if (!backend_op.empty()) {
+    const std::string backend = match(raw, std::regex(R"(from the '([^']+)' backend)"));
+    if (backend.rfind("CUDA", 0) == 0 || backend.rfind("SparseCUDA", 0) == 0) {
+      return make("this build's libtorch has no CUDA support (operator " + backend_op + ")",
+                  "use --device cpu, or build tsarchive against a CUDA-enabled libtorch");
+    }
+    return make("operator " + backend_op + " has no kernel for the " + backend + " backend",
+                "run on another --device, use inputs of another dtype, or --load-library a library that provides it");
+  }
+
+  if (contains(raw, "Expected all tensors to be on the same device")) {
+    return make("the model mixes devices: " + first,
+                "it keeps tensors on a fixed device (created inside forward or saved on one); run it with that --device");
+  }
+
+  // Arguments that do not fit the schema (we check first; this is a backstop).
+  const std::string declaration = match(raw, std::regex(R"(Declaration: ([^\n]+))"));
+  if (!declaration.empty()) {
+    return make("the inputs do not fit the method: " + first, "it is declared as " + clip(declaration, 200));
+  }
+
+  // An exception inside TorchScript code: the cause is the last line, the
+  // innermost location the last "File ..., line N" line.
+  if (contains(raw, "The following operation failed in the TorchScript interpreter") ||
+      contains(raw, "Traceback of TorchScript")) {
+    std::string cause = lines.empty() ? first : lines.back();
+    if (cause.rfind("builtins.", 0) == 0) cause = cause.substr(9);
+    // The archive's own code/ location (what 'tsarchive inspect --code'
+    // shows), not the original source path on the exporter's machine.
+    std::string where;
+    for (const std::string& line : lines) {
+      if (line.rfind("Traceback of TorchScript, original code", 0) == 0 && !where.empty()) break;
+      if (line.rfind("File \"", 0) == 0) where = line;
+    }
+    const std::string file_name = match(where, std::regex(R"(File "([^"]+)\", line (\d+))"));
+    const std::string line_no = match(where, std::regex(R"(File "[^"]+", line (\d+))"));
+    std::string what = doing + " failed: " + cause;
+    if (!file_name.empty()) what += " (at " + file_name + ":" + line_no + ")";
+    // RuntimeError is libtorch's own (shapes, dtypes); any other exception
+    // was raised by the model's code on these inputs.
+    const bool raised_by_model = cause.rfind("RuntimeError", 0) != 0 && cause.find("Error: ") != std::string::npos;
+    return make(what, raised_by_model ? "the model's code raised it on these inputs; --verbose shows the TorchScript "
+                                        "traceback"
+                                      : "check the --input shapes and dtypes against what the model expects; "
+                                        "--verbose shows the TorchScript traceback");
+  }
+
+  return make("libtorch could not " + doing + ": " + first, "--verbose shows libtorch's full message");
+}
+
+}  // namespace tsarchive

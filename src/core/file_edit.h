@@ -1,0 +1,209 @@
+// Changing an archive on disk without ever losing it.
+//
+// ArchiveFile opens a file for an edit, or to read it:
+//  1. It locks it, waiting up to a timeout: editors take flock(2) LOCK_EX, so
+//     two editors take turns; readers take no flock, because an edit replaces
+//     the file by rename and a reader keeps reading the inode it opened. Only
+//     an --in-place edit changes bytes a reader may be reading: it also takes
+//     an open-file-description write lock (fcntl F_OFD_SETLK) on byte 0, where
+//     readers take a read lock. Then it checks that the path still names the
+//     file it locked (an editor that finished meanwhile renamed a new file
+//     over it) and starts again if not. Symbolic links are followed: the file
+//     they point to is edited and the link stays.
+//  2. Opened to edit, it finishes or undoes an --in-place edit that was killed
+//     (see below). Opened to read, it never does: it only notes the journal.
+//  3. When editing, it removes temp files and staging folders a killed
+//     writer left behind: ".<name>.tsarchive-<pid>-XXXXXX" next to the file.
+//     Each writer holds flock(2) on its own while it works; one is removed
+//     only when nobody holds that lock and no process has that pid, so a live
+//     writer's file is never touched (remove_leftovers_next_to).
+//
+// Writing a plan:
+//  - replace(): a temp file ".<name>.tsarchive-<pid>-XXXXXX" in the same folder,
+//    written, fsync'd, given the original's mode (and owner, when root), then
+//    renamed over the original, and the folder fsync'd. Just before the rename
+//    the original must still be the file that was read (inode, size, mtime):
+//    a program that changed it without locking makes the edit fail, not lose
+//    its change. SIGINT, SIGTERM and SIGHUP remove the temp file; SIGXFSZ is
+//    ignored so a file size limit is an ordinary write error.
+//  - write_new(): the same, to another path (-o).
+//  - write_in_place(): rewrites only the bytes from the first change on. The
+//    old bytes it overwrites go first into a journal
+//    ".<name>.tsarchive-journal" (mode 0600, the archive's owner; written to a
+//    temp file, fsync'd, renamed), then the new bytes are written and
+//    fsync'd, then the journal is removed. Signals are held off meanwhile.
+//    After a kill -9 or a crash, the next edit of that file sees the journal
+//    and either keeps the new bytes (all of them were written) or puts the old
+//    ones back: the file is then exactly the old or exactly the new archive.
+//    Until that happens, readers may see a damaged archive.
+//
+// Trust model of the journal. Applying a journal writes its "old bytes" into
+// the archive, so a journal someone else planted would turn the archive into
+// their model. A journal is applied only when all of these hold, and is
+// otherwise left alone and named in an error (exit 4):
+//  - the command edits the archive (extra set/rm/import, stamp, run --record);
+//    inspect, verify, diff, run, extra list/get/export never apply one;
+//  - the folder is writable only by its owner (or has the sticky bit, as /tmp
+//    does), and that owner is the archive's owner or root; --in-place refuses
+//    to write a journal in any other folder, so none of ours is ever there;
+//  - the journal is a regular file, opened without following links, with one
+//    link, owned by the archive's owner and writable by nobody else;
+//  - it names the archive's device and inode, its CRC holds, and the archive's
+//    size is its old size, its new size or between them.
+#pragma once
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "format/byte_source.h"
+#include "format/zip_writer.h"
+
+namespace tsarchive {
+
+enum class FileAccess { Read, Edit, EditInPlace };
+
+struct WriteResult {
+  bool written = false;     // false: the plan was the file as it is
+  bool in_place = false;
+  uint64_t bytes_written = 0;  // by this process (in place: the rewritten tail)
+  uint64_t size = 0;           // of the file now
+};
+
+class InPlaceEdit;
+
+class ArchiveFile {
+ public:
+  ArchiveFile(const std::string& path, FileAccess access, double lock_timeout_seconds);
+  ~ArchiveFile();
+  ArchiveFile(const ArchiveFile&) = delete;
+  ArchiveFile& operator=(const ArchiveFile&) = delete;
+
+  const std::string& path() const { return path_; }  // as the user gave it
+  // "/proc/self/fd/N": the locked file itself, for code that opens by name (libtorch).
+  std::string descriptor_path() const { return "/proc/self/fd/" + std::to_string(fd_); }
+  // A reader over the locked file; valid while this object lives.
+  std::unique_ptr<ByteSource> source() const;
+  // What opening did besides opening: a recovered --in-place edit, removed temp files.
+  const std::vector<std::string>& notes() const { return notes_; }
+
+  // `plan_source_fd`: where the plan's source ranges are read from, when the
+  // plan was made over another file (a staged copy); default this file.
+  WriteResult replace(const ZipRewritePlan& plan, int plan_source_fd = -1);
+  WriteResult write_new(const ZipRewritePlan& plan, const std::string& out_path, int plan_source_fd = -1) const;
+  // Refuses (Error(Usage)) when more than `max_rewrite` bytes of the file as
+  // it is would be rewritten (new bytes appended do not count).
+  WriteResult write_in_place(const ZipRewritePlan& plan, uint64_t max_rewrite);
+
+  // The steps of write_in_place, for tests that stop between them.
+  InPlaceEdit prepare_in_place(const ZipRewritePlan& plan, uint64_t max_rewrite);
+
+ private:
+  friend class InPlaceEdit;
+  struct Journal {
+    uint64_t offset = 0, old_size = 0, new_size = 0;
+    uint32_t new_crc = 0;
+    std::string old_tail;
+  };
+
+  void open_and_lock(double lock_timeout_seconds);
+  template <class TryLock>
+  void wait_for_lock(TryLock try_lock, const char* busy, const char* hint) const;
+  void recover_interrupted_edit();
+  Journal read_trusted_journal(const std::string& journal_path) const;
+  void remove_stale_temp_files();
+  std::string journal_path() const;
+
+  std::string path_;         // as given
+  std::string target_;       // symlinks resolved
+  std::string dir_;          // folder of target_
+  std::string base_;         // file name of target_
+  FileAccess access_;
+  int fd_ = -1;
+  struct stat opened_ {};
+  std::chrono::steady_clock::time_point lock_deadline_;
+  std::vector<std::string> notes_;
+};
+
+class InPlaceEdit {
+ public:
+  void write_journal();
+  void apply();   // writes the new tail and fsyncs
+  void finish();  // removes the journal
+  void undo() noexcept;  // after a failed apply(): old bytes back, journal removed
+  uint64_t bytes() const { return new_tail_.size(); }
+
+ private:
+  friend class ArchiveFile;
+  InPlaceEdit(ArchiveFile& file, uint64_t offset, uint64_t old_size, std::string old_tail, std::string new_tail)
+      : file_(&file), offset_(offset), old_size_(old_size), old_tail_(std::move(old_tail)), new_tail_(std::move(new_tail)) {}
+
+  void finish_quietly() noexcept;
+
+  ArchiveFile* file_;
+  uint64_t offset_;
+  uint64_t old_size_;
+  std::string old_tail_;
+  std::string new_tail_;
+};
+
+// A private folder ".<name>.tsarchive-<pid>-XXXXXX" next to a file, for files
+// that a library writes by name (torch::jit::save) before they are checked and
+// moved into place. Locked (flock) while it lives, removed with its files when
+// destroyed; one a killed run left behind is removed by the next writer of
+// that file, like a temp file. Making one first removes such leftovers, then
+// refuses (Error(Io)) unless the disk has room for two files of `copy_bytes`
+// (the library's copy and the final temp file) and the file size limit for
+// one: libtorch 1.13 cannot report a failed write (see file_edit.cc).
+class StagingFolder {
+ public:
+  StagingFolder(const std::string& next_to, uint64_t copy_bytes);
+  ~StagingFolder();
+  StagingFolder(const StagingFolder&) = delete;
+  StagingFolder& operator=(const StagingFolder&) = delete;
+  const std::string& path() const { return path_; }
+
+  // SIGINT, SIGTERM and SIGHUP while a staging folder lives: the child given
+  // here (a worker writing into the folder; 0: none) is killed, the folder
+  // and any temp file are removed, one line "tsarchive: error: interrupted by
+  // SIGxxx ..." is printed, and the process exits 128 + the signal (130, 143,
+  // 129).
+  static void watch_child(pid_t pid);
+
+ private:
+  std::string parent_;
+  std::string path_;
+  int fd_ = -1;  // holds the folder's flock while it is in use
+  bool armed_ = false;  // owns the signal handlers (one staging folder per process)
+  struct sigaction saved_[3] {};
+};
+
+// Removes the temp files and staging folders that killed writers left next to
+// `path` (".<name>.tsarchive-<pid>-XXXXXX", and older ".<name>.tsarchive-XXXXXX"):
+// only those whose lock nobody holds and whose pid is not a live process.
+// Returns how many it removed. Every writer calls it before it writes.
+int remove_leftovers_next_to(const std::string& path);
+
+// The note a reader prints when an interrupted --in-place edit left a journal
+// next to `path` (which it never applies: see the trust model above), or "".
+std::string interrupted_edit_note(const std::string& path);
+
+// Writes what `produce` hands its writer to `path` atomically (temp file,
+// fsync, rename), for content made or read in chunks: if `produce` throws,
+// nothing is written and the temp file is removed.
+using ChunkWriter = std::function<void(std::string_view chunk)>;
+void write_file_atomically(const std::string& path, const std::function<void(const ChunkWriter&)>& produce);
+
+// Writes `bytes` to `path` atomically (temp file, fsync, rename), for files
+// that are not archives (extra get -o, extra export). New files get 0666 & ~umask.
+// Removes leftovers of killed writers of `path` first.
+void write_file_atomically(const std::string& path, std::string_view bytes);
+
+}  // namespace tsarchive

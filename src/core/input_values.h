@@ -1,0 +1,54 @@
+// Reading what users give `run`: --input arguments and the files they name
+// (.npy, torch.save), into the plain values of contract/host_value.h.
+//
+// Input arguments (one --input each, in argument order):
+//   SHAPE[:DTYPE[:FILL]]   a generated tensor, e.g. 1x3x224x224, 8x128:int64:zeros,
+//                          2x3:float16:ones, 16:int64:range, scalar:float64 (0-dim)
+//       SHAPE  dims joined by 'x' (0 allowed), or "scalar"
+//       DTYPE  float32 (default) float64 float16 bfloat16 int64 int32 int16 int8
+//              uint8 bool complex64 complex128 (aliases: float double half long int)
+//       FILL   normal (default for floating and complex types), uniform [0,1),
+//              zeros, ones, range (0, 1, 2, ... over the flattened tensor),
+//              full=V, randint=LOW,HIGH (default for integer types: randint=0,10;
+//              bool: random)
+//   @FILE.npy              a NumPy array (.npy, any byte order, C or Fortran order)
+//   @FILE.pt               torch.save of a tensor, or a list/tuple of tensors
+//   json:TEXT              JSON: numbers, bools, strings, null, arrays, objects;
+//                          a string that parses as SHAPE[:DTYPE[:FILL]] becomes a
+//                          tensor where the schema wants a Tensor
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "contract/host_value.h"
+#include "format/byte_source.h"
+
+namespace tsarchive {
+
+// SHAPE[:DTYPE[:FILL]]. Throws Error(Usage) naming what is wrong and the
+// accepted forms.
+TensorSpec parse_tensor_spec(std::string_view text);
+
+// One --input argument: a spec, @FILE (.npy or .pt, chosen by content, not
+// name) or json:TEXT. Files are read here; a file that cannot be read is
+// Error(Io), one that is not a valid .npy/.pt is Error(BadInput).
+HostValue parse_input_argument(const std::string& text);
+
+// A .npy file (format 1.0, 2.0 or 3.0): header checked against the data
+// (shape x element size must equal the bytes that follow), big-endian data
+// swapped to little-endian, Fortran order expressed as strides.
+// Error(BadInput) for anything else (object arrays, structured dtypes, a
+// lying header), naming what was found.
+HostTensor read_npy(const ByteSource& source);
+
+// .npy (format 1.0; 2.0 when the header needs it) of a tensor, C order.
+std::string write_npy(const HostTensor& tensor);
+
+// A torch.save file (ZIP format): a tensor, or a list/tuple/dict (str keys)
+// of tensors, nested. Tuples and lists come back as Kind::List with
+// spreads = true at the top level. CRCs and storage sizes are checked.
+// Error(BadInput) for anything else, saying what the file holds.
+HostValue read_torch_save_value(const ByteSource& source);
+
+}  // namespace tsarchive

@@ -1,0 +1,209 @@
+#include "format/archive.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+
+#include "base/error.h"
+#include "base/strings.h"
+
+namespace tsarchive {
+
+std::string_view file_kind_id(FileKind kind) {
+  switch (kind) {
+    case FileKind::TorchScript: return "torchscript";
+    case FileKind::LiteInterpreter: return "lite";
+    case FileKind::TorchSave: return "torch_save";
+    case FileKind::LegacyTorchSave: return "legacy_torch_save";
+    case FileKind::ExportedProgram: return "exported_program";
+    case FileKind::Onnx: return "onnx";
+    case FileKind::OtherZip: return "zip";
+    case FileKind::NotAModel: return "not_a_model";
+  }
+  return "unknown";
+}
+
+std::string_view file_kind_name(FileKind kind) {
+  switch (kind) {
+    case FileKind::TorchScript: return "TorchScript archive";
+    case FileKind::LiteInterpreter: return "TorchScript lite-interpreter archive (.ptl)";
+    case FileKind::TorchSave: return "torch.save file (not TorchScript)";
+    case FileKind::LegacyTorchSave: return "legacy torch.save file (pre-1.6 pickle format, not TorchScript)";
+    case FileKind::ExportedProgram: return "torch.export program (.pt2, not TorchScript)";
+    case FileKind::Onnx: return "ONNX model (not TorchScript)";
+    case FileKind::OtherZip: return "ZIP archive not written by PyTorch";
+    case FileKind::NotAModel: return "not a PyTorch model file";
+  }
+  return "unknown";
+}
+
+std::string_view record_kind_id(RecordKind kind) {
+  switch (kind) {
+    case RecordKind::Pickle: return "pickle";
+    case RecordKind::Bytecode: return "bytecode";
+    case RecordKind::TensorData: return "tensor";
+    case RecordKind::ConstantData: return "constant";
+    case RecordKind::Code: return "code";
+    case RecordKind::DebugInfo: return "debug";
+    case RecordKind::Extra: return "extra";
+    case RecordKind::Version: return "version";
+    case RecordKind::ByteOrder: return "byteorder";
+    case RecordKind::SerializationId: return "serialization_id";
+    case RecordKind::Other: return "other";
+  }
+  return "other";
+}
+
+RecordKind classify_record(std::string_view name) {
+  if (name == "data.pkl" || name == "constants.pkl") return RecordKind::Pickle;
+  if (name == "bytecode.pkl") return RecordKind::Bytecode;
+  if (name == "version" || name == ".data/version") return RecordKind::Version;
+  if (name == "byteorder") return RecordKind::ByteOrder;
+  if (name == ".data/serialization_id") return RecordKind::SerializationId;
+  if (starts_with(name, kExtraFolder)) return RecordKind::Extra;
+  if (ends_with(name, ".debug_pkl")) return RecordKind::DebugInfo;
+  if (starts_with(name, "code/")) return RecordKind::Code;
+  if (starts_with(name, "data/")) return RecordKind::TensorData;
+  if (starts_with(name, "constants/")) return RecordKind::ConstantData;
+  return RecordKind::Other;
+}
+
+TorchArchive::TorchArchive(std::unique_ptr<ByteSource> source) : zip_(std::move(source)) {
+  const auto& entries = zip_.entries();
+  if (entries.empty()) throw_bad_input("the ZIP archive is empty", path(), "this is not a PyTorch archive");
+  const std::string& first = entries.front().name;
+  const size_t slash = first.find('/');
+  if (slash == std::string::npos || slash == 0) {
+    throw_bad_input("a ZIP archive, but not a PyTorch one: entry '" + first + "' is not inside a top folder", path(),
+                    "PyTorch archives keep every record under one folder; give a file written by torch.jit.save");
+  }
+  top_folder_ = first.substr(0, slash);
+  const std::string prefix = top_folder_ + "/";
+  records_.reserve(entries.size());
+  bool has_code = false;
+  for (const ZipEntry& e : entries) {
+    if (e.name.compare(0, prefix.size(), prefix) != 0) {
+      throw_bad_input("entry '" + e.name + "' is outside the top folder '" + top_folder_ + "'", path(),
+                      "the archive was altered or is not a PyTorch archive");
+    }
+    std::string rel = e.name.substr(prefix.size());
+    if (rel.empty() || e.is_directory()) continue;  // a folder entry; PyTorch writes none
+    const RecordKind kind = classify_record(rel);
+    has_code = has_code || kind == RecordKind::Code;
+    records_.push_back(Record{std::move(rel), kind, &e});
+  }
+
+  by_name_.reserve(records_.size());
+  for (size_t i = 0; i < records_.size(); ++i) by_name_.emplace(records_[i].name, i);
+  if (find("bytecode.pkl") != nullptr) {
+    kind_ = FileKind::LiteInterpreter;
+  } else if (find("constants.pkl") != nullptr || has_code) {
+    kind_ = FileKind::TorchScript;
+  } else if (find("serialized_exported_program.json") != nullptr || find("archive_format") != nullptr ||
+             find("models/model.json") != nullptr) {
+    kind_ = FileKind::ExportedProgram;
+  } else if (find("data.pkl") != nullptr) {
+    kind_ = FileKind::TorchSave;
+  } else {
+    kind_ = FileKind::OtherZip;
+  }
+}
+
+const Record* TorchArchive::find(std::string_view relative_name) const {
+  const auto it = by_name_.find(relative_name);
+  return it == by_name_.end() ? nullptr : &records_[it->second];
+}
+
+std::string TorchArchive::read(const Record& record, uint64_t max_size) const {
+  return zip_.read(*record.entry, max_size);
+}
+
+void TorchArchive::read_to(const Record& record, uint64_t max_size, const ZipEntryReader::Sink& sink) const {
+  zip_.read_to(*record.entry, max_size, sink);
+}
+
+std::optional<std::string> TorchArchive::read_optional(std::string_view relative_name, uint64_t max_size) const {
+  const Record* r = find(relative_name);
+  if (r == nullptr) return std::nullopt;
+  return read(*r, max_size);
+}
+
+TorchArchive::Version TorchArchive::format_version() const {
+  // Like PyTorchStreamReader: prefer .data/version, fall back to version.
+  Version v;
+  for (const char* name : {".data/version", "version"}) {
+    std::optional<std::string> text = read_optional(name, ReadLimits::kSmall);
+    if (!text) continue;
+    v.record = name;
+    std::string s = *text;
+    while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+    bool digits = !s.empty() && s.size() <= 18;
+    for (char c : s) digits = digits && std::isdigit(static_cast<unsigned char>(c));
+    if (!digits) {
+      throw_bad_input("version record '" + v.record + "' is not a number", path(), "the archive is damaged");
+    }
+    v.value = std::stoll(s);
+    return v;
+  }
+  return v;
+}
+
+namespace {
+
+// The legacy torch.save stream begins with a protocol-2 pickle of the magic
+// number 0x1950a86a20f9469cfc6c as LONG1: 80 02 8a 0a 6c fc 9c 46 f9 20 6a a8 50 19.
+bool is_legacy_torch_save(const unsigned char* p, size_t n) {
+  static const unsigned char kMagic[] = {0x80, 0x02, 0x8a, 0x0a, 0x6c, 0xfc, 0x9c, 0x46, 0xf9, 0x20, 0x6a, 0xa8, 0x50, 0x19};
+  return n >= sizeof kMagic && std::memcmp(p, kMagic, sizeof kMagic) == 0;
+}
+
+// ONNX ModelProto: field 1 ir_version (varint, tag 0x08) comes first in what
+// every exporter writes, followed by producer_name (0x12) or opset/graph.
+bool looks_like_onnx(const unsigned char* p, size_t n) {
+  if (n < 4 || p[0] != 0x08) return false;
+  size_t i = 1;
+  uint64_t ir = 0;
+  for (int shift = 0; i < n && shift < 63; shift += 7, ++i) {
+    ir |= uint64_t(p[i] & 0x7f) << shift;
+    if (!(p[i] & 0x80)) break;
+  }
+  ++i;
+  if (ir < 1 || ir > 64 || i >= n) return false;
+  const unsigned char next = p[i];
+  return next == 0x12 || next == 0x1a || next == 0x22 || next == 0x28 || next == 0x3a || next == 0x42;
+}
+
+}  // namespace
+
+FileKind detect_file_kind(const ByteSource& source) {
+  unsigned char head[64] = {};
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(sizeof head, source.size()));
+  source.read_at(0, head, n);
+  if (n >= 4 && (std::memcmp(head, "PK\x03\x04", 4) == 0 || std::memcmp(head, "PK\x05\x06", 4) == 0)) {
+    return FileKind::OtherZip;  // refined by TorchArchive once the layout is read
+  }
+  if (is_legacy_torch_save(head, n)) return FileKind::LegacyTorchSave;
+  if (looks_like_onnx(head, n)) return FileKind::Onnx;
+  return FileKind::NotAModel;
+}
+
+namespace {
+[[noreturn]] void refuse_kind(FileKind kind, const std::string& path, const std::string& refusal) {
+  const std::string name(file_kind_name(kind));
+  const bool vowel = std::string("AEIOU").find(name[0]) != std::string::npos;
+  const std::string is = name.rfind("not ", 0) == 0 ? "it is " : vowel ? "it is an " : "it is a ";
+  throw_bad_input(refusal + ": " + is + name, path, "give a TorchScript archive written by torch.jit.save");
+}
+}  // namespace
+
+std::unique_ptr<TorchArchive> open_torchscript_archive(std::unique_ptr<ByteSource> source, const std::string& refusal) {
+  const FileKind sniffed = detect_file_kind(*source);
+  if (sniffed != FileKind::OtherZip) refuse_kind(sniffed, source->name(), refusal);
+  auto archive = std::make_unique<TorchArchive>(std::move(source));
+  if (archive->kind() != FileKind::TorchScript && archive->kind() != FileKind::LiteInterpreter) {
+    refuse_kind(archive->kind(), archive->path(), refusal);
+  }
+  return archive;
+}
+
+}  // namespace tsarchive

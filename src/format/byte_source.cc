@@ -1,0 +1,193 @@
+#include "format/byte_source.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base/error.h"
+
+namespace tsarchive {
+
+std::string ByteSource::read_string(uint64_t offset, size_t length) const {
+  std::string out(length, '\0');
+  if (length > 0) read_at(offset, out.data(), length);
+  return out;
+}
+
+namespace {
+
+[[noreturn]] void throw_range(const ByteSource& source, uint64_t offset, size_t length) {
+  throw_bad_input("file ends before byte " + std::to_string(offset + length) + " (it has " +
+                      std::to_string(source.size()) + " bytes)",
+                  source.name(), "the file is truncated or its offsets are corrupt");
+}
+
+bool in_range(uint64_t size, uint64_t offset, size_t length) {
+  uint64_t end = 0;
+  return !add_overflows(offset, length, &end) && end <= size;
+}
+
+class FileSource final : public ByteSource {
+ public:
+  FileSource(int fd, uint64_t size, std::string path) : fd_(fd), size_(size), path_(std::move(path)) {}
+  ~FileSource() override { ::close(fd_); }
+  FileSource(const FileSource&) = delete;
+  FileSource& operator=(const FileSource&) = delete;
+
+  uint64_t size() const override { return size_; }
+  const std::string& name() const override { return path_; }
+
+  void read_at(uint64_t offset, void* out, size_t length) const override {
+    if (!in_range(size_, offset, length)) throw_range(*this, offset, length);
+    auto* dest = static_cast<char*>(out);
+    while (length > 0) {
+      ssize_t n = ::pread(fd_, dest, length, static_cast<off_t>(offset));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw_io(std::string("cannot read: ") + std::strerror(errno), path_);
+      if (n == 0) throw_range(*this, offset, length);  // shrank under us
+      dest += n;
+      offset += static_cast<uint64_t>(n);
+      length -= static_cast<size_t>(n);
+    }
+  }
+
+ private:
+  int fd_;
+  uint64_t size_;
+  std::string path_;
+};
+
+class MemorySource final : public ByteSource {
+ public:
+  MemorySource(std::string bytes, std::string name) : bytes_(std::move(bytes)), name_(std::move(name)) {}
+
+  uint64_t size() const override { return bytes_.size(); }
+  const std::string& name() const override { return name_; }
+
+  void read_at(uint64_t offset, void* out, size_t length) const override {
+    if (!in_range(bytes_.size(), offset, length)) throw_range(*this, offset, length);
+    if (length > 0) std::memcpy(out, bytes_.data() + offset, length);
+  }
+
+ private:
+  std::string bytes_;
+  std::string name_;
+};
+
+class BorrowedSource final : public ByteSource {
+ public:
+  explicit BorrowedSource(const ByteSource& source) : source_(source) {}
+
+  uint64_t size() const override { return source_.size(); }
+  const std::string& name() const override { return source_.name(); }
+  void read_at(uint64_t offset, void* out, size_t length) const override { source_.read_at(offset, out, length); }
+
+ private:
+  const ByteSource& source_;
+};
+
+}  // namespace
+
+int open_regular_file(const std::string& path, int flags, struct stat* st) {
+  const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) throw_io("no such file", path, "check the path");
+    if (err == EACCES) throw_io("permission denied", path, "check the file's permissions");
+    if (err == EISDIR) throw_io("is a directory, not a model file", path, "give the path of a .pt or .ptl file");
+    if (err == EROFS) throw_io("the file is on a read-only filesystem", path, "write the result elsewhere with -o");
+    throw_io(std::string("cannot open: ") + std::strerror(err), path);
+  }
+  if (::fstat(fd, st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    throw_io(std::string("cannot stat: ") + std::strerror(err), path);
+  }
+  if (S_ISDIR(st->st_mode)) {
+    ::close(fd);
+    throw_io("is a directory, not a model file", path, "give the path of a .pt or .ptl file");
+  }
+  if (!S_ISREG(st->st_mode)) {
+    ::close(fd);
+    throw_io("not a regular file", path, "give the path of a .pt or .ptl file");
+  }
+  return fd;
+}
+
+std::unique_ptr<ByteSource> open_file_source(const std::string& path) {
+  struct stat st {};
+  const int fd = open_regular_file(path, O_RDONLY, &st);
+  return std::make_unique<FileSource>(fd, static_cast<uint64_t>(st.st_size), path);
+}
+
+std::unique_ptr<ByteSource> make_fd_source(int fd, uint64_t size, std::string name) {
+  return std::make_unique<FileSource>(fd, size, std::move(name));
+}
+
+std::unique_ptr<ByteSource> borrow_source(const ByteSource& source) {
+  return std::make_unique<BorrowedSource>(source);
+}
+
+std::unique_ptr<ByteSource> make_memory_source(std::string bytes, std::string name) {
+  return std::make_unique<MemorySource>(std::move(bytes), std::move(name));
+}
+
+void ByteReader::need(uint64_t n) const {
+  if (n > remaining()) {
+    throw_bad_input(what_ + " ends early: needs " + std::to_string(n) + " more bytes at offset " +
+                    std::to_string(pos_) + ", has " + std::to_string(remaining()));
+  }
+}
+
+uint8_t ByteReader::u8() {
+  need(1);
+  return static_cast<uint8_t>(bytes_[pos_++]);
+}
+
+uint16_t ByteReader::u16() {
+  need(2);
+  uint16_t v = 0;
+  for (int i = 1; i >= 0; --i) v = static_cast<uint16_t>((v << 8) | static_cast<uint8_t>(bytes_[pos_ + i]));
+  pos_ += 2;
+  return v;
+}
+
+uint32_t ByteReader::u32() {
+  need(4);
+  uint32_t v = 0;
+  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(bytes_[pos_ + i]);
+  pos_ += 4;
+  return v;
+}
+
+uint64_t ByteReader::u64() {
+  need(8);
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(bytes_[pos_ + i]);
+  pos_ += 8;
+  return v;
+}
+
+std::string_view ByteReader::bytes(uint64_t n) {
+  need(n);
+  std::string_view out = bytes_.substr(pos_, static_cast<size_t>(n));
+  pos_ += static_cast<size_t>(n);
+  return out;
+}
+
+std::string_view ByteReader::line() {
+  size_t nl = bytes_.find('\n', pos_);
+  if (nl == std::string_view::npos) {
+    throw_bad_input(what_ + " ends early: a text line at offset " + std::to_string(pos_) + " has no end");
+  }
+  std::string_view out = bytes_.substr(pos_, nl - pos_);
+  pos_ = nl + 1;
+  return out;
+}
+
+bool add_overflows(uint64_t a, uint64_t b, uint64_t* sum) { return __builtin_add_overflow(a, b, sum); }
+bool mul_overflows(uint64_t a, uint64_t b, uint64_t* product) { return __builtin_mul_overflow(a, b, product); }
+
+}  // namespace tsarchive

@@ -1,0 +1,396 @@
+// Interpretation of PyTorch pickles (the format is summarised in model.h).
+#include "format/model.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+namespace tsarchive {
+
+std::string_view tensor_role_id(TensorRole role) {
+  switch (role) {
+    case TensorRole::Parameter: return "parameter";
+    case TensorRole::Buffer: return "buffer";
+    case TensorRole::Attribute: return "attribute";
+    case TensorRole::Constant: return "constant";
+    case TensorRole::State: return "state";
+  }
+  return "attribute";
+}
+
+namespace {
+
+struct DtypeRow {
+  const char* storage;
+  const char* dtype;
+  uint64_t size;
+};
+
+constexpr DtypeRow kDtypes[] = {
+    {"FloatStorage", "float32", 4},        {"DoubleStorage", "float64", 8},
+    {"HalfStorage", "float16", 2},         {"BFloat16Storage", "bfloat16", 2},
+    {"LongStorage", "int64", 8},           {"IntStorage", "int32", 4},
+    {"ShortStorage", "int16", 2},          {"CharStorage", "int8", 1},
+    {"ByteStorage", "uint8", 1},           {"BoolStorage", "bool", 1},
+    {"ComplexHalfStorage", "complex32", 4}, {"ComplexFloatStorage", "complex64", 8},
+    {"ComplexDoubleStorage", "complex128", 16}, {"QInt8Storage", "qint8", 1},
+    {"QUInt8Storage", "quint8", 1},        {"QInt32Storage", "qint32", 4},
+    {"QUInt4x2Storage", "quint4x2", 1},    {"QUInt2x4Storage", "quint2x4", 1},
+    {"Float8_e4m3fnStorage", "float8_e4m3fn", 1}, {"Float8_e5m2Storage", "float8_e5m2", 1},
+    {"UntypedStorage", "uint8", 1},
+};
+
+constexpr size_t kMaxDepth = 256;
+constexpr size_t kMaxVisits = 10'000'000;
+constexpr size_t kMaxTensors = 1'000'000;
+
+std::string join_path(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+
+int64_t int_or(const PickleGraph& g, PickleRef ref, int64_t fallback) {
+  if (ref >= g.size() || g.at(ref).kind != PickleKind::Int) return fallback;
+  return g.at(ref).integer;
+}
+
+bool int_list(const PickleGraph& g, PickleRef ref, std::vector<int64_t>* out) {
+  if (ref >= g.size()) return false;
+  const PickleNode& n = g.at(ref);
+  if (n.kind != PickleKind::Tuple && n.kind != PickleKind::List) return false;
+  for (PickleRef item : n.items) {
+    const int64_t v = int_or(g, item, -1);
+    if (v < 0) return false;
+    out->push_back(v);
+  }
+  return true;
+}
+
+std::string quantizer_name(const PickleGraph& g, PickleRef ref) {
+  if (ref >= g.size()) return "quantized";
+  const PickleNode& n = g.at(ref);
+  if (n.kind == PickleKind::Tuple && !n.items.empty() && g.at(n.items[0]).kind == PickleKind::Global) {
+    return g.at(n.items[0]).text2;
+  }
+  return "quantized";
+}
+
+// ('storage', torch.FloatStorage, key, location, numel[, view])
+bool read_storage(const PickleGraph& g, PickleRef ref, const std::string& folder, TensorInfo& t, StorageInfo& s,
+                  std::string& problem) {
+  const PickleNode* pid = ref < g.size() ? &g.at(ref) : nullptr;
+  const PickleNode* tuple = pid && pid->kind == PickleKind::PersistentId && pid->a < g.size() ? &g.at(pid->a) : nullptr;
+  if (tuple == nullptr || tuple->kind != PickleKind::Tuple || tuple->items.size() < 5 ||
+      !g.string_at(tuple->items[0]) || *g.string_at(tuple->items[0]) != "storage" ||
+      g.at(tuple->items[1]).kind != PickleKind::Global || !g.string_at(tuple->items[2])) {
+    problem = "tensor '" + t.path + "' does not refer to a storage record";
+    return false;
+  }
+  const std::string& storage_class = g.at(tuple->items[1]).text2;
+  uint64_t element_size = 0;
+  if (!storage_dtype(storage_class, &t.dtype, &element_size)) {
+    problem = "tensor '" + t.path + "' has unknown storage type '" + storage_class + "'";
+    return false;
+  }
+  const std::string& key = *g.string_at(tuple->items[2]);
+  t.storage_record = folder.empty() ? key : folder + "/" + key;
+  const std::string* location = g.string_at(tuple->items[3]);
+  t.device = location ? *location : "?";
+  const int64_t numel = int_or(g, tuple->items[4], -1);
+  if (numel < 0) {
+    problem = "storage '" + t.storage_record + "' has no valid element count";
+    return false;
+  }
+  StorageInfo declared;
+  declared.record = t.storage_record;
+  declared.dtype = t.dtype;
+  declared.numel = static_cast<uint64_t>(numel);
+  if (__builtin_mul_overflow(declared.numel, element_size, &declared.nbytes)) {
+    problem = "storage '" + declared.record + "' declares an impossible size";
+    return false;
+  }
+  declared.device = t.device;
+  s = std::move(declared);  // only a storage read whole is reported
+  return true;
+}
+
+class Walker {
+ public:
+  Walker(const PickleGraph& g, const ClassIndex* classes, std::string folder, ModelContents& out)
+      : g_(g), classes_(classes), folder_(std::move(folder)), out_(out) {}
+
+  void walk(PickleRef ref, const std::string& path, TensorRole role, size_t depth) {
+    if (stopped_) return;
+    if (depth > kMaxDepth) return stop("values nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    if (++visits_ > kMaxVisits) return stop("the pickle refers to shared values too many times to walk");
+    if (ref >= g_.size()) return;
+    const PickleNode& n = g_.at(ref);
+    switch (n.kind) {
+      case PickleKind::Call: return walk_call(ref, path, role, depth);
+      case PickleKind::Dict:
+        walk_entries(n, path, role, depth);
+        return;
+      case PickleKind::List:
+      case PickleKind::Tuple:
+      case PickleKind::Set:
+        for (size_t i = 0; i < n.items.size(); ++i) walk(n.items[i], join_path(path, std::to_string(i)), role, depth + 1);
+        return;
+      default: return;
+    }
+  }
+
+  // A tensor is any rebuild call; returns false when `ref` is not one.
+  bool tensor(PickleRef ref, const std::string& path, TensorRole role) {
+    TensorInfo t;
+    t.path = path;
+    t.role = role;
+    StorageInfo s;
+    std::string why;
+    const TensorCall call = read_tensor_call(g_, ref, folder_, t, s, why);
+    if (call == TensorCall::NotATensor) return false;
+    if (out_.tensors.size() >= kMaxTensors) {
+      stop("more than " + std::to_string(kMaxTensors) + " tensors");
+      return true;
+    }
+    if (s.record.empty()) {  // the storage itself is malformed
+      problem(why);
+      return true;
+    }
+    auto [it, inserted] = out_.storages.emplace(s.record, s);
+    if (!inserted && (it->second.dtype != s.dtype || it->second.numel != s.numel)) {
+      problem("storage '" + s.record + "' is declared twice with different types or sizes");
+    }
+    if (call == TensorCall::Malformed) {
+      problem(why);
+      return true;
+    }
+    finish_tensor(t, it->second);
+    return true;
+  }
+
+  bool stopped() const { return stopped_; }
+
+ private:
+  void stop(const std::string& why) {
+    if (!stopped_) problem("stopped reading tensors: " + why);
+    stopped_ = true;
+  }
+  void problem(const std::string& what) { out_.problems.push_back(what); }
+
+  void finish_tensor(TensorInfo& t, const StorageInfo& s) {
+    uint64_t element_size = 0;
+    dtype_element_size(t.dtype, &element_size);
+    uint64_t numel = 0;
+    uint64_t end = 0;
+    if (!tensor_extent(t.shape, t.stride, t.storage_offset, &numel, &end) ||
+        __builtin_mul_overflow(numel, element_size, &t.nbytes)) {
+      problem("tensor '" + t.path + "' has an impossible shape");
+      return;
+    }
+    t.numel = numel;
+    if (end > s.numel) {
+      problem("tensor '" + t.path + "' reaches element " + std::to_string(end - 1) + " of storage '" + s.record +
+              "', which holds " + std::to_string(s.numel));
+    }
+    out_.tensors.push_back(std::move(t));
+  }
+
+  void walk_entries(const PickleNode& n, const std::string& path, TensorRole role, size_t depth) {
+    for (const auto& [k, v] : n.entries) {
+      const PickleNode& key = g_.at(k);
+      std::string name;
+      if (key.kind == PickleKind::String) name = key.text;
+      else if (key.kind == PickleKind::Int) name = std::to_string(key.integer);
+      else continue;
+      walk(v, join_path(path, name), role, depth + 1);
+    }
+  }
+
+  void walk_call(PickleRef ref, const std::string& path, TensorRole role, size_t depth) {
+    if (tensor(ref, path, role)) {
+      quantizer_tensors(ref, path, role);
+      return;
+    }
+    const PickleNode& n = g_.at(ref);
+    const std::string target = g_.call_target(ref);
+    const auto& args = g_.call_args(ref);
+    if (target.rfind("torch.jit._pickle.", 0) == 0) {  // build_*list, restore_type_tag
+      if (!args.empty()) walk(args[0], path, role, depth + 1);
+      return;
+    }
+    const bool is_class = n.a < g_.size() && g_.at(n.a).kind == PickleKind::Global &&
+                          g_.at(n.a).text.rfind("__torch__", 0) == 0;
+    if (is_class) return walk_object(ref, path, role, depth);
+    // Any other call (OrderedDict, ...): its SETITEMs, APPENDs and BUILD state.
+    walk_entries(n, path, role, depth);
+    for (size_t i = 0; i < n.items.size(); ++i) walk(n.items[i], join_path(path, std::to_string(i)), role, depth + 1);
+    if (n.state != kNoPickleRef) walk(n.state, path, role, depth + 1);
+  }
+
+  // A per-channel quantized tensor (_rebuild_qtensor) keeps its scales and
+  // zero points in tensors of their own, with storages of their own:
+  // (torch.per_channel_affine, scales, zero_points, axis). Named as PyTorch's
+  // accessors name them.
+  void quantizer_tensors(PickleRef ref, const std::string& path, TensorRole role) {
+    if (g_.call_target(ref) != "torch._utils._rebuild_qtensor") return;
+    const auto& args = g_.call_args(ref);
+    if (args.size() <= 4 || args[4] >= g_.size()) return;
+    const PickleNode& params = g_.at(args[4]);
+    if (params.kind != PickleKind::Tuple || params.items.size() < 3) return;
+    const char* names[] = {"q_per_channel_scales", "q_per_channel_zero_points"};
+    for (size_t i = 0; i < 2; ++i) {
+      const PickleRef item = params.items[i + 1];
+      if (item < g_.size() && g_.at(item).kind == PickleKind::Call) tensor(item, path + "." + names[i], role);
+    }
+  }
+
+  void walk_object(PickleRef ref, const std::string& path, TensorRole role, size_t depth) {
+    if (!on_path_.insert(ref).second) return;  // a cycle through the memo
+    const PickleNode& n = g_.at(ref);
+    const PickleNode& cls = g_.at(n.a);
+    const std::string type = cls.text + "." + cls.text2;
+    const CodeClass* code = nullptr;
+    if (classes_ != nullptr) {
+      auto it = classes_->find(type);
+      if (it != classes_->end()) code = it->second;
+    }
+    // torchbind objects (__torch__.torch.classes.*) and TorchScript classes are not modules.
+    const bool torchbind = type.rfind("__torch__.torch.classes.", 0) == 0;
+    if (code != nullptr ? code->base == "Module" : !torchbind) out_.modules.push_back({path, type});
+    if (n.state != kNoPickleRef && n.state < g_.size() && g_.at(n.state).kind == PickleKind::Dict) {
+      const RoleIndex* roles = code != nullptr ? &roles_of(*code) : nullptr;
+      for (const auto& [k, v] : g_.at(n.state).entries) {
+        const std::string* name = g_.string_at(k);
+        if (name == nullptr) continue;
+        TensorRole attr_role = role == TensorRole::State ? role : TensorRole::Attribute;
+        if (roles != nullptr) {
+          const auto it = roles->find(*name);
+          if (it != roles->end()) attr_role = it->second;
+        }
+        walk(v, join_path(path, *name), attr_role, depth + 1);
+      }
+    } else if (n.state != kNoPickleRef) {
+      walk(n.state, path, role, depth + 1);  // __getstate__ tuples (packed params, custom classes)
+    }
+    on_path_.erase(ref);
+  }
+
+  // Attribute name -> parameter/buffer, per class, built on first use.
+  using RoleIndex = std::unordered_map<std::string_view, TensorRole>;
+  const RoleIndex& roles_of(const CodeClass& c) {
+    auto [it, inserted] = roles_.try_emplace(&c);
+    if (inserted) {
+      for (const auto& p : c.parameters) it->second.emplace(p, TensorRole::Parameter);
+      for (const auto& b : c.buffers) it->second.emplace(b, TensorRole::Buffer);
+    }
+    return it->second;
+  }
+
+  const PickleGraph& g_;
+  const ClassIndex* classes_;
+  std::unordered_map<const CodeClass*, RoleIndex> roles_;
+  std::string folder_;
+  ModelContents& out_;
+  size_t visits_ = 0;
+  bool stopped_ = false;
+  std::unordered_set<PickleRef> on_path_;
+};
+
+}  // namespace
+
+bool storage_dtype(const std::string& storage_class, std::string* dtype, uint64_t* element_size) {
+  for (const DtypeRow& row : kDtypes) {
+    if (storage_class == row.storage) {
+      *dtype = row.dtype;
+      *element_size = row.size;
+      return true;
+    }
+  }
+  return false;
+}
+
+bool dtype_element_size(const std::string& dtype, uint64_t* element_size) {
+  for (const DtypeRow& row : kDtypes) {
+    if (dtype == row.dtype) {
+      *element_size = row.size;
+      return true;
+    }
+  }
+  return false;
+}
+
+TensorCall read_tensor_call(const PickleGraph& g, PickleRef ref, const std::string& folder, TensorInfo& t,
+                            StorageInfo& s, std::string& problem) {
+  const std::string target = g.call_target(ref);
+  const auto& args = g.call_args(ref);
+  if (target == "torch._utils._rebuild_parameter" || target == "torch._utils._rebuild_parameter_with_state") {
+    if (args.empty()) return TensorCall::NotATensor;
+    if (t.role != TensorRole::State) t.role = TensorRole::Parameter;
+    return read_tensor_call(g, args[0], folder, t, s, problem);
+  }
+  const bool v2 = target == "torch._utils._rebuild_tensor_v2" || target == "torch._utils._rebuild_tensor";
+  const bool v3 = target == "torch._utils._rebuild_tensor_v3";
+  const bool q = target == "torch._utils._rebuild_qtensor";
+  if (!v2 && !v3 && !q) return TensorCall::NotATensor;
+  if (args.size() < 4) {
+    problem = "tensor '" + t.path + "' has " + std::to_string(args.size()) + " rebuild arguments, expected at least 4";
+    return TensorCall::Malformed;
+  }
+  if (!read_storage(g, args[0], folder, t, s, problem)) return TensorCall::Malformed;
+  t.storage_offset = int_or(g, args[1], -1);
+  if (!int_list(g, args[2], &t.shape) || !int_list(g, args[3], &t.stride) || t.storage_offset < 0 ||
+      t.shape.size() != t.stride.size()) {
+    problem = "tensor '" + t.path + "' has a malformed size, stride or offset";
+    return TensorCall::Malformed;
+  }
+  if (q && args.size() > 4) t.quantization = quantizer_name(g, args[4]);
+  if (v3 && args.size() > 6 && g.at(args[6]).kind == PickleKind::Global) {
+    const std::string& name = g.at(args[6]).text2;
+    uint64_t size = 0;
+    if (dtype_element_size(name, &size)) t.dtype = name;
+  }
+  const size_t flag_index = q ? 5 : 4;
+  if (args.size() > flag_index && g.at(args[flag_index]).kind == PickleKind::Bool) {
+    t.requires_grad = g.at(args[flag_index]).boolean;
+  }
+  return TensorCall::Tensor;
+}
+
+bool tensor_extent(const std::vector<int64_t>& shape, const std::vector<int64_t>& stride, int64_t offset,
+                   uint64_t* numel, uint64_t* end) {
+  if (shape.size() != stride.size() || offset < 0) return false;
+  uint64_t count = 1;
+  uint64_t last = static_cast<uint64_t>(offset);
+  bool overflow = false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] < 0 || stride[i] < 0) return false;
+    const uint64_t dim = static_cast<uint64_t>(shape[i]);
+    overflow |= __builtin_mul_overflow(count, dim, &count);
+    if (dim > 0) {
+      uint64_t step = 0;
+      overflow |= __builtin_mul_overflow(dim - 1, static_cast<uint64_t>(stride[i]), &step);
+      overflow |= __builtin_add_overflow(last, step, &last);
+    }
+  }
+  if (overflow || (count > 0 && last == UINT64_MAX)) return false;
+  *numel = count;
+  *end = count == 0 ? 0 : last + 1;
+  return true;
+}
+
+void collect_module(const PickleGraph& graph, const ClassIndex& classes, ModelContents& out) {
+  Walker(graph, &classes, "data", out).walk(graph.root(), "", TensorRole::Attribute, 0);
+}
+
+void collect_constants(const PickleGraph& graph, ModelContents& out) {
+  Walker walker(graph, nullptr, "constants", out);
+  const PickleNode& root = graph.at(graph.root());
+  if (root.kind != PickleKind::Tuple) return;
+  for (size_t i = 0; i < root.items.size(); ++i) {
+    walker.walk(root.items[i], "CONSTANTS.c" + std::to_string(i), TensorRole::Constant, 1);
+  }
+}
+
+void collect_saved_object(const PickleGraph& graph, const std::string& folder, ModelContents& out) {
+  Walker(graph, nullptr, folder, out).walk(graph.root(), "", TensorRole::State, 0);
+}
+
+}  // namespace tsarchive

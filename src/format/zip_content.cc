@@ -1,0 +1,98 @@
+// Entry content, read from the bytes our layout points at (see zip.h): the one
+// reader behind ZipArchive::read and the digests of verify and stamp.
+#include <zlib.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "base/error.h"
+#include "format/zip.h"
+
+namespace tsarchive {
+namespace {
+
+constexpr size_t kOutChunk = 1 << 20;  // uncompressed bytes handed to the sink at a time
+constexpr size_t kInChunk = 256 << 10;  // compressed bytes read at a time
+
+// Grows `buf` to min(want, cap) bytes (at least 1) and returns that size.
+size_t reserve_chunk(std::vector<unsigned char>& buf, uint64_t want, size_t cap) {
+  const size_t n = static_cast<size_t>(std::max<uint64_t>(1, std::min<uint64_t>(want, cap)));
+  if (buf.size() < n) buf.resize(n);
+  return n;
+}
+
+}  // namespace
+
+ZipEntryReader::ZipEntryReader(const ByteSource& source) : source_(source) {}
+
+ZipContentCheck ZipEntryReader::read(const ZipEntry& e, const Sink& sink) {
+  ZipContentCheck out;
+  uLong crc = crc32(0, nullptr, 0);
+  auto deliver = [&](const unsigned char* data, size_t n) {
+    crc = crc32_z(crc, data, n);
+    out.size += n;
+    sink(data, n);
+  };
+  if (e.method == 0) {
+    if (e.compressed_size != e.uncompressed_size) {
+      out.problem = "stored record's sizes differ (" + std::to_string(e.compressed_size) + " stored, " +
+                    std::to_string(e.uncompressed_size) + " declared)";
+      return out;
+    }
+    const size_t chunk = reserve_chunk(out_, e.compressed_size, kOutChunk);
+    for (uint64_t done = 0; done < e.compressed_size;) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk, e.compressed_size - done));
+      source_.read_at(e.data_offset + done, out_.data(), n);
+      deliver(out_.data(), n);
+      done += n;
+    }
+  } else if (e.method == 8) {
+    z_stream z{};
+    if (inflateInit2(&z, -MAX_WBITS) != Z_OK) throw std::bad_alloc();
+    std::unique_ptr<z_stream, int (*)(z_stream*)> guard(&z, inflateEnd);
+    const size_t in_chunk = reserve_chunk(in_, e.compressed_size, kInChunk);
+    // One byte more than declared fits, so content longer than declared shows.
+    const size_t out_chunk = reserve_chunk(out_, e.uncompressed_size + 1, kOutChunk);
+    uint64_t consumed = 0;
+    for (;;) {
+      if (z.avail_in == 0 && consumed < e.compressed_size) {
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(in_chunk, e.compressed_size - consumed));
+        source_.read_at(e.data_offset + consumed, in_.data(), n);
+        consumed += n;
+        z.next_in = in_.data();
+        z.avail_in = static_cast<uInt>(n);
+      }
+      z.next_out = out_.data();
+      z.avail_out = static_cast<uInt>(out_chunk);
+      const int status = inflate(&z, Z_NO_FLUSH);
+      if (status != Z_OK && status != Z_STREAM_END && status != Z_BUF_ERROR) {
+        out.problem = std::string("compressed data is corrupt (") + (z.msg != nullptr ? z.msg : "inflate failed") + ")";
+        return out;
+      }
+      const size_t produced = out_chunk - z.avail_out;
+      if (out.size + produced > e.uncompressed_size) {
+        out.problem = "inflates to more than its declared " + std::to_string(e.uncompressed_size) + " bytes";
+        return out;
+      }
+      deliver(out_.data(), produced);
+      if (status == Z_STREAM_END) break;
+      // Room for output was left, all input is in, and the stream has not ended.
+      if (z.avail_out != 0 && z.avail_in == 0 && consumed == e.compressed_size) {
+        out.problem = "compressed data ends early";
+        return out;
+      }
+    }
+  } else {
+    out.problem = "compression method '" + zip_method_name(e.method) + "' is not one PyTorch reads";
+    return out;
+  }
+  if (out.size != e.uncompressed_size) {
+    out.problem = "holds " + std::to_string(out.size) + " bytes, not its declared " + std::to_string(e.uncompressed_size);
+    return out;
+  }
+  out.crc_ok = crc == e.crc32;
+  if (!out.crc_ok) out.problem = "CRC-32 does not match its content (the bytes changed after it was written)";
+  return out;
+}
+
+}  // namespace tsarchive

@@ -1,0 +1,73 @@
+#include <dlfcn.h>
+#include <limits.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "base/build_info.h"
+#include "base/error.h"
+#include "contract/torch_backend.h"
+#include "worker/worker.h"
+
+namespace tsarchive {
+namespace {
+
+std::string executable_dir() {
+  char buf[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  std::string path(buf, static_cast<size_t>(n));
+  return path.substr(0, path.rfind('/'));
+}
+
+// Next to the binary (build tree), then the install layout.
+std::vector<std::string> candidate_paths() {
+  if (const char* env = std::getenv("TSARCHIVE_TORCH_LIBRARY"); env != nullptr && *env != '\0') return {env};
+  const std::string dir = executable_dir();
+  const BuildInfo& b = build_info();
+  return {dir + "/" + b.torch_library_name,
+          dir + "/../" + b.install_libdir + "/tsarchive/" + b.torch_library_name};
+}
+
+TorchBackend* open_backend() {
+  std::string tried;
+  for (const std::string& path : candidate_paths()) {
+    if (::access(path.c_str(), F_OK) != 0) {
+      tried += (tried.empty() ? "" : ", ") + path;
+      continue;
+    }
+    void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      throw Error(ErrorKind::Torch, std::string("cannot load the libtorch layer: ") + ::dlerror(), path,
+                  "check that libtorch is installed (Debian: apt-get install libtorch-dev)");
+    }
+    using Entry = TorchBackend* (*)();
+    auto entry = reinterpret_cast<Entry>(::dlsym(handle, "tsarchive_torch_backend_v5"));
+    if (entry == nullptr) {
+      throw Error(ErrorKind::Torch, "the libtorch layer has no tsarchive_torch_backend_v5 entry point", path,
+                  "it is from another tsarchive version; rebuild or reinstall tsarchive");
+    }
+    return entry();  // the handle stays open for the life of the process
+  }
+  if (const char* env = std::getenv("TSARCHIVE_TORCH_LIBRARY"); env != nullptr && *env != '\0') {
+    throw Error(ErrorKind::Torch, "the libtorch layer named by TSARCHIVE_TORCH_LIBRARY does not exist", env,
+                "fix or unset TSARCHIVE_TORCH_LIBRARY");
+  }
+  // A binary copied on its own, or one built without libtorch: say where we looked.
+  const std::string library = build_info().torch_library_name;
+  throw Error(ErrorKind::Torch, "cannot find the libtorch layer " + library + " (looked for " + tried + ")", {},
+              "install tsarchive with 'cmake --install' or copy " + library +
+                  " next to the binary; if it was built without libtorch, rebuild with libtorch installed; or set "
+                  "TSARCHIVE_TORCH_LIBRARY to its path");
+}
+
+}  // namespace
+
+TorchBackend& load_torch_backend() {
+  static TorchBackend* backend = open_backend();
+  return *backend;
+}
+
+}  // namespace tsarchive

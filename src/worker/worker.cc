@@ -1,0 +1,240 @@
+// The libtorch worker process; see worker.h for why.
+#include "worker/worker.h"
+
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+
+#include "base/error.h"
+#include "base/strings.h"
+#include "core/file_edit.h"
+
+namespace tsarchive {
+namespace {
+
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+constexpr int kPollMs = 20;
+
+// Anonymous resident memory of `pid` (RssAnon in /proc/PID/status), bytes; 0
+// when it cannot be read (the process is gone).
+uint64_t anonymous_resident_bytes(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("RssAnon:", 0) == 0) return std::strtoull(line.c_str() + 8, nullptr, 10) * 1024;
+  }
+  return 0;
+}
+
+void write_all(int fd, const std::string& bytes) {
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the parent is gone or gave up on us
+    done += static_cast<size_t>(n);
+  }
+}
+
+// The child: never returns.
+[[noreturn]] void serve(int fd, pid_t parent, const std::function<std::string()>& work) {
+  // Die with the parent; no core dumps of a crash on a hostile file; the
+  // parent's handlers that remove its temp files are the parent's business.
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (::getppid() != parent) ::_exit(127);
+  const struct rlimit no_core = {0, 0};
+  ::setrlimit(RLIMIT_CORE, &no_core);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) ::signal(sig, SIG_DFL);
+  // A crash ends the worker by its signal, which the parent names. (In
+  // sanitizer builds ASan's handler would turn it into a report and exit 1;
+  // what the instrumentation itself finds is still reported.)
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) ::signal(sig, SIG_DFL);
+
+  std::string payload;
+  try {
+    payload = work();
+  } catch (const Error& e) {
+    payload = encode_error(e);
+  } catch (const std::exception& e) {
+    payload = encode_error(Error(ErrorKind::Torch, std::string("libtorch failed: ") + e.what()));
+  } catch (...) {
+    payload = encode_error(Error(ErrorKind::Torch, "libtorch failed with an exception that is not a std::exception"));
+  }
+  write_all(fd, payload);
+  // No destructors, no atexit handlers: libtorch's teardown is not ours to run.
+  ::_exit(0);
+}
+
+std::string signal_text(int sig) {
+  const char* abbrev = ::sigabbrev_np(sig);
+  const char* description = ::sigdescr_np(sig);
+  std::string text = abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+  if (description != nullptr) text += std::string(" (") + description + ")";
+  return text;
+}
+
+std::string suspicion(const WorkerJob& job) {
+  return job.validated ? "the archive is probably corrupt or hostile"
+                       : "the archive, which was not checked (--no-validate), is probably corrupt or hostile";
+}
+
+std::string crash_hint(const WorkerJob& job) {
+  return job.validated ? "do not deploy it; tsarchive's checks passed it, so please report the file"
+                       : "run 'tsarchive verify' on it";
+}
+
+enum class Stop { None, Memory, Time, Payload };
+
+// Reads the child's payload while enforcing the limits; returns why it was
+// stopped (None: it ended on its own) and leaves its wait status in `status`.
+Stop supervise(pid_t pid, int fd, const WorkerLimits& limits, std::string& payload, int& status) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  // A result is never larger than the memory the worker may use.
+  const uint64_t max_payload = limits.memory_bytes != 0 ? limits.memory_bytes : 64 * kGiB;
+  Stop stop = Stop::None;
+  bool open = true;
+  bool exited = false;
+  int waits_after_eof = 0;
+  char buffer[1 << 16];
+  while (open || !exited) {
+    if (open) {
+      pollfd p{fd, POLLIN, 0};
+      const int ready = ::poll(&p, 1, kPollMs);
+      if (ready > 0) {
+        const ssize_t n = ::read(fd, buffer, sizeof buffer);
+        if (n > 0) {
+          payload.append(buffer, static_cast<size_t>(n));
+        } else if (n == 0 || errno != EINTR) {
+          open = false;
+        }
+      }
+    } else {
+      // The pipe closed: the worker is ending. Look again soon, then less often.
+      ::usleep(++waits_after_eof < 50 ? 1000 : kPollMs * 1000);
+    }
+    if (!exited) {
+      const pid_t done = ::waitpid(pid, &status, WNOHANG);
+      exited = done == pid;
+      // A grandchild may hold the pipe: once the worker is gone, stop waiting for EOF.
+      if (exited && open) {
+        ::fcntl(fd, F_SETFL, O_NONBLOCK);
+        ssize_t n;
+        while ((n = ::read(fd, buffer, sizeof buffer)) > 0) payload.append(buffer, static_cast<size_t>(n));
+        open = false;
+      }
+    }
+    if (exited) break;
+    if (payload.size() > max_payload) {
+      stop = Stop::Payload;
+    } else if (limits.memory_bytes != 0 && anonymous_resident_bytes(pid) > limits.memory_bytes) {
+      stop = Stop::Memory;
+    } else if (limits.time_s > 0 && std::chrono::duration<double>(Clock::now() - start).count() > limits.time_s) {
+      stop = Stop::Time;
+    }
+    if (stop != Stop::None) {
+      ::kill(pid, SIGKILL);
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      }
+      break;
+    }
+  }
+  return stop;
+}
+
+}  // namespace
+
+bool worker_disabled() {
+  const char* env = std::getenv("TSARCHIVE_IN_PROCESS");
+  return env != nullptr && std::string(env) == "1";
+}
+
+std::string run_in_worker(const WorkerJob& job, const std::function<std::string()>& work) {
+  if (worker_disabled()) return work();
+
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    throw Error(ErrorKind::Torch, std::string("cannot start the libtorch worker: ") + std::strerror(errno), job.file,
+                "check the process and file limits (ulimit -u, ulimit -n)");
+  }
+  std::cout.flush();
+  std::cerr.flush();
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int err = errno;
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw Error(ErrorKind::Torch, std::string("cannot start the libtorch worker: ") + std::strerror(err), job.file,
+                "check the process limit (ulimit -u) and free memory");
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    serve(fds[1], parent, work);
+  }
+  ::close(fds[1]);
+  StagingFolder::watch_child(pid);  // an interrupt kills it before removing what it writes into
+  std::string payload;
+  int status = 0;
+  const Stop stop = supervise(pid, fds[0], job.limits, payload, status);
+  StagingFolder::watch_child(0);
+  ::close(fds[0]);
+
+  switch (stop) {
+    case Stop::Memory:
+      throw Error(ErrorKind::Torch,
+                  "libtorch passed the memory limit (" + human_size(job.limits.memory_bytes) + " resident, --memory-limit) while " +
+                      job.activity + " and was stopped; " + suspicion(job),
+                  job.file, "if the model needs more, raise --memory-limit");
+    case Stop::Time:
+      throw Error(ErrorKind::Torch,
+                  "libtorch did not finish within the time limit (" + short_number(job.limits.time_s) + " s" +
+                      ", --time-limit) while " + job.activity + " and was stopped",
+                  job.file, "if the model needs longer, raise --time-limit; if it should not, the archive may be hostile");
+    case Stop::Payload:
+      throw Error(ErrorKind::Torch, "the libtorch worker sent back more than its memory limit while " + job.activity,
+                  job.file, suspicion(job));
+    case Stop::None:
+      break;
+  }
+  if (WIFSIGNALED(status)) {
+    throw Error(ErrorKind::Torch,
+                "libtorch crashed with " + signal_text(WTERMSIG(status)) + " while " + job.activity + "; " + suspicion(job),
+                job.file, crash_hint(job));
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || payload.empty()) {
+    throw Error(ErrorKind::Torch,
+                "libtorch ended its worker (exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
+                    ") while " + job.activity + " without a result; " + suspicion(job),
+                job.file, crash_hint(job));
+  }
+  return payload;
+}
+
+void load_job_libraries(const WorkerJob& job) {
+  for (const std::string& path : job.libraries) {
+    // RTLD_GLOBAL: operator libraries may depend on each other's symbols.
+    if (::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+      const char* why = ::dlerror();
+      std::string reason = why ? why : "unknown error";
+      if (reason.rfind(path + ": ", 0) == 0) reason = reason.substr(path.size() + 2);  // the file goes in ( ) once
+      throw Error(ErrorKind::Torch, "cannot load --load-library: " + reason, path,
+                  "give the path of a shared library of custom operators or classes built against this libtorch");
+    }
+  }
+}
+
+}  // namespace tsarchive

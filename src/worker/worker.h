@@ -1,0 +1,76 @@
+// libtorch runs in a worker process, never in the tsarchive process itself.
+//
+// libtorch 1.13 crashes, reads past buffers and allocates without bound on
+// damaged archives, and the core's checks (gate.h) can only refuse the damage
+// they know. So every call into the torch layer is made by a child forked for
+// it: the child loads the torch layer, does the work, sends the result back
+// over a pipe as data (worker_codec.h) and ends with _exit. The parent loads
+// no libtorch; it reads the pipe and watches the child's resident memory and
+// running time, kills it when it passes a limit, and turns a signal, a limit
+// or a missing result into one Error(Torch) line (exit 5). The parent never
+// runs libtorch code, so nothing libtorch does can crash it or leave its files
+// half-written.
+//
+// Resident memory, not address space, is limited: CUDA reserves terabytes of
+// address space it never touches. The limit counts the child's anonymous
+// resident memory (heap and tensors; not the shared libraries' pages), read
+// from /proc every 20 ms.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "contract/torch_backend.h"
+#include "worker/worker_codec.h"
+
+namespace tsarchive {
+
+// Loads the torch layer on first use (torch_loader.cc), in the worker. Throws Error(Torch) when it cannot be
+// found or loaded, saying where it looked. Set TSARCHIVE_TORCH_LIBRARY to a
+// path to override the search.
+TorchBackend& load_torch_backend();
+
+struct WorkerLimits {
+  uint64_t memory_bytes = 0;  // anonymous resident memory; 0: no limit
+  double time_s = 0;          // wall-clock seconds; 0: no limit
+};
+
+// What the child does, for the one line that reports its end.
+struct WorkerJob {
+  std::string file;      // the archive as the user named it
+  std::string activity;  // "loading the module", "running forward", ...
+  WorkerLimits limits;
+  bool validated = true;  // false with --no-validate: the message says so
+  std::vector<std::string> libraries;  // --load-library: dlopen()ed in the worker after the torch layer
+};
+
+// Runs `work` in a worker process and returns the payload it returned
+// (worker_codec.h; an Error it throws is encoded by the worker). Error(Torch)
+// when the worker is killed by a signal or a limit, exits without a payload,
+// or cannot be started.
+std::string run_in_worker(const WorkerJob& job, const std::function<std::string()>& work);
+
+// What commands call: `work(TorchBackend&)` runs in a worker that loads the
+// torch layer; its `Result` travels back through worker_codec.h, and an Error
+// it throws is thrown again here as it was.
+// Loads the job's --load-library libraries (RTLD_GLOBAL, after libtorch);
+// Error(Torch) naming the one that does not load.
+void load_job_libraries(const WorkerJob& job);
+
+template <class Result, class Work>
+Result in_worker(const WorkerJob& job, Work&& work) {
+  const std::string payload = run_in_worker(job, [&] {
+    TorchBackend& torch = load_torch_backend();
+    load_job_libraries(job);
+    return encode_result(Result(work(torch)));
+  });
+  return decode_result<Result>(payload);
+}
+
+// Set TSARCHIVE_IN_PROCESS=1 to call libtorch in this process (for a debugger,
+// or to measure what the worker costs); the limits then do not apply.
+bool worker_disabled();
+
+}  // namespace tsarchive

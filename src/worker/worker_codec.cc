@@ -1,0 +1,149 @@
+#include "worker/worker_codec.h"
+
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "contract/jit.h"
+#include "contract/run.h"
+#include "contract/torch_backend.h"
+
+namespace nlohmann {
+template <class T>
+struct adl_serializer<std::optional<T>> {
+  static void to_json(json& j, const std::optional<T>& value) {
+    if (value) {
+      j = *value;
+    } else {
+      j = nullptr;
+    }
+  }
+  static void from_json(const json& j, std::optional<T>& value) {
+    if (j.is_null()) {
+      value.reset();
+    } else {
+      value = j.get<T>();
+    }
+  }
+};
+}  // namespace nlohmann
+
+namespace tsarchive {
+
+// Every field of every result type; a field missing here does not cross the
+// pipe (tests/unit/test_worker.cc round-trips a report with each one set).
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TorchRuntimeInfo, libtorch_version, library_path, cuda_built, cuda_device_count, cuda_devices)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Tolerance, atol, rtol)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TensorSummary, dtype, shape, device, numel, min, max, mean, std, nan, inf)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ValueSummary, path, type, class_name, value, integer, real, boolean, text, tensor,
+                                   depth)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OutputCheck, path, tolerance, passed, problem, elements, mismatched, max_abs_error,
+                                   max_rel_error, worst_index, actual, expected)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(LatencySummary, iterations, warmup, min_ms, mean_ms, p50_ms, p90_ms, p99_ms, max_ms,
+                                   total_s, throughput_per_s)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TimedBatch, batch_size, timing)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OperatorEvent, name, scope, model_id, thread, start_ns, duration_ns, self_ns,
+                                   input_shapes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OperatorStats, name, scope, model_id, input_shapes, calls, total_ns, self_ns, min_ns,
+                                   max_ns)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ObserverSnapshot, sample, record_shapes, sampled_calls, dropped_events, operators,
+                                   events)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ProfileReport, observed, model_id, calls, wall_ms)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TraceWarning, kind, message)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ConvertReport, libtorch_version, method, schema, steps, reloaded_with, inputs,
+                                   outputs, checks, fresh_inputs, fresh_mismatches, warnings, notes, nodes_before,
+                                   nodes_after, methods, dropped_methods)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GraphValue, name, type)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(GraphNode, kind, detail, source, inputs, outputs, parent, block)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(MethodGraph, method, schema, inlined, text, values, nodes)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OpsReport, operators, source, notes)
+
+namespace {
+
+// Serialized tensors are bytes, not text: CBOR byte strings.
+nlohmann::json bytes_value(const std::string& bytes) {
+  return nlohmann::json::binary(std::vector<uint8_t>(bytes.begin(), bytes.end()));
+}
+std::string bytes_of(const nlohmann::json& j) {
+  const auto& b = j.get_binary();
+  return std::string(b.begin(), b.end());
+}
+
+}  // namespace
+
+void to_json(nlohmann::json& j, const RunReport& r) {
+  j = {{"libtorch_version", r.libtorch_version}, {"device", r.device}, {"device_name", r.device_name},
+       {"threads", r.threads}, {"method", r.method}, {"schema", r.schema}, {"inputs", r.inputs},
+       {"outputs", r.outputs}, {"first_call_ms", r.first_call_ms}, {"checks", r.checks}, {"timings", r.timings},
+       {"saved_inputs", bytes_value(r.saved_inputs)}, {"saved_outputs", bytes_value(r.saved_outputs)},
+       {"notes", r.notes}, {"profile", r.profile}, {"api_usage", r.api_usage}};
+}
+
+void from_json(const nlohmann::json& j, RunReport& r) {
+  j.at("libtorch_version").get_to(r.libtorch_version);
+  j.at("device").get_to(r.device);
+  j.at("device_name").get_to(r.device_name);
+  j.at("threads").get_to(r.threads);
+  j.at("method").get_to(r.method);
+  j.at("schema").get_to(r.schema);
+  j.at("inputs").get_to(r.inputs);
+  j.at("outputs").get_to(r.outputs);
+  j.at("first_call_ms").get_to(r.first_call_ms);
+  j.at("checks").get_to(r.checks);
+  j.at("timings").get_to(r.timings);
+  r.saved_inputs = bytes_of(j.at("saved_inputs"));
+  r.saved_outputs = bytes_of(j.at("saved_outputs"));
+  j.at("notes").get_to(r.notes);
+  j.at("profile").get_to(r.profile);
+  j.at("api_usage").get_to(r.api_usage);
+}
+
+template <class Result>
+std::string encode_result(const Result& result) {
+  const std::vector<uint8_t> bytes = nlohmann::json::to_cbor(nlohmann::json{{"result", result}});
+  return std::string(bytes.begin(), bytes.end());
+}
+
+template <class Result>
+Result decode_result(const std::string& bytes) {
+  nlohmann::json payload;
+  try {
+    payload = nlohmann::json::from_cbor(bytes);
+    if (payload.contains("result")) return payload.at("result").get<Result>();
+    if (payload.contains("error")) {
+      const nlohmann::json& e = payload.at("error");
+      const int kind = e.at("kind").get<int>();
+      if (kind < 1 || kind > 5) throw std::out_of_range("error kind");
+      Error error(static_cast<ErrorKind>(kind), e.at("what").get<std::string>(), e.at("file").get<std::string>(),
+                  e.at("hint").get<std::string>());
+      throw error.with_detail(e.at("detail").get<std::string>());
+    }
+  } catch (const nlohmann::json::exception&) {
+  } catch (const std::out_of_range&) {
+  }
+  throw Error(ErrorKind::Torch, "the libtorch worker sent back a result that does not decode", {},
+              "this is a bug in tsarchive; please report it with the command line");
+}
+
+std::string encode_error(const Error& error) {
+  const nlohmann::json payload = {{"error",
+                                   {{"kind", static_cast<int>(error.kind())},
+                                    {"what", error.what()},
+                                    {"file", error.file()},
+                                    {"hint", error.hint()},
+                                    {"detail", error.detail()}}}};
+  const std::vector<uint8_t> bytes = nlohmann::json::to_cbor(payload);
+  return std::string(bytes.begin(), bytes.end());
+}
+
+#define TSARCHIVE_WORKER_RESULT(Type)                          \
+  template std::string encode_result<Type>(const Type&);       \
+  template Type decode_result<Type>(const std::string& bytes);
+TSARCHIVE_WORKER_RESULT(std::string)
+TSARCHIVE_WORKER_RESULT(TorchRuntimeInfo)
+TSARCHIVE_WORKER_RESULT(RunReport)
+TSARCHIVE_WORKER_RESULT(ConvertReport)
+TSARCHIVE_WORKER_RESULT(MethodGraph)
+TSARCHIVE_WORKER_RESULT(OpsReport)
+#undef TSARCHIVE_WORKER_RESULT
+
+}  // namespace tsarchive

@@ -1,0 +1,28 @@
+// What a libtorch worker (worker.h) sends back: the torch layer's result, or
+// the Error it threw, as CBOR bytes. CBOR, not JSON text, because results hold
+// NaN and Inf (output statistics) and arbitrary bytes (--save-outputs).
+//
+// Payload: a map with one key, "result" (the value) or "error" (kind, what,
+// file, hint, detail). Parent and worker are the same binary, so the layout
+// needs no version.
+#pragma once
+
+#include <string>
+
+#include "base/error.h"
+
+namespace tsarchive {
+
+// Defined for std::string, TorchRuntimeInfo, RunReport, ConvertReport,
+// MethodGraph and OpsReport.
+template <class Result>
+std::string encode_result(const Result& result);
+
+// The result; throws the worker's Error when the payload holds one, and
+// Error(Torch) when the bytes are not a payload for `Result`.
+template <class Result>
+Result decode_result(const std::string& bytes);
+
+std::string encode_error(const Error& error);
+
+}  // namespace tsarchive
