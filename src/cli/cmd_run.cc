@@ -159,6 +159,7 @@ int run_run(const RunOptions& opts, Context& ctx) {
   request.profile.record_shapes = opts.record_shapes;
   request.profile.model_id = opts.model_id.empty() ? file_name : opts.model_id;
   request.profile.keep_events = !opts.trace_out.empty();
+  request.profile.trace_name = opts.trace_out;
   request.api_usage = opts.api_usage;
   const bool timed = request.iterations > 0 || request.duration_s > 0;
   request.warmup = opts.warmup >= 0 ? opts.warmup : (timed ? 10 : 0);
@@ -207,7 +208,7 @@ int run_run(const RunOptions& opts, Context& ctx) {
   if (!opts.save_outputs.empty()) write_file_atomically(opts.save_outputs, report.saved_outputs);
   if (!opts.trace_out.empty() && report.profile) {
     write_file_atomically(opts.trace_out,
-                          chrome_trace_json(*report.profile, "tsarchive run " + file_name, ::getpid()));
+                          trace_file_text(*report.profile, "tsarchive run " + file_name, ::getpid()));
   }
 
   RunVerdict verdict;
@@ -256,7 +257,9 @@ Runner setup_run(CLI::App& app, Context& ctx) {
       "Without --input, it says which inputs the method needs.\n"
       "\n"
       "--profile adds a table of the operators the timed calls ran (calls, total and self time), --sample P\n"
-      "observes 1 in 1/P operator calls (estimates), --trace-out writes a Chrome trace for Perfetto.");
+      "observes 1 in 1/P operator calls (estimates), --trace-out writes a Chrome trace for Perfetto: Kineto's\n"
+      "trace where libtorch has Kineto (2.x from pip; CUDA kernels too with --device cuda), else one made from\n"
+      "the observer's calls (libtorch 1.13). The output says which (trace: kineto / trace: tsarchive observer).");
   app.add_option("model", opts->model, "TorchScript archive (.pt) or lite-interpreter archive (.ptl)")->required();
   app.add_option("-m,--method", opts->method, "Method to call (default: forward)");
   app.add_option("-i,--input", opts->inputs, "An input (forms below); repeat in argument order");
@@ -287,7 +290,8 @@ Runner setup_run(CLI::App& app, Context& ctx) {
   app.add_flag("--record-shapes", opts->record_shapes, "Also record input shapes, one row per shape list; implies --profile");
   app.add_option("--model-id", opts->model_id, "Model id in every profiled event (default: the file name); implies --profile");
   app.add_option("--trace-out", opts->trace_out,
-                 "Write the profiled calls as a Chrome trace (chrome://tracing, Perfetto); implies --profile");
+                 "Write the profiled calls as a Chrome trace (chrome://tracing, Perfetto): Kineto's where libtorch has "
+                 "it; implies --profile");
   app.add_flag("--api-usage", opts->api_usage, "List the API usage keys libtorch fired (c10::SetAPIUsageLogger)");
   app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.run/1; tsarchive.profile/1 with --profile)");
   app.add_flag("-v,--verbose", ctx.verbose, "On a libtorch error, also print its full message");

@@ -20,7 +20,7 @@ std::string percent_text(double p) {
   return buf;
 }
 
-void render_operators(const ProfileReport& profile, const std::string& method, std::ostream& out) {
+void render_operators(const ProfileReport& profile, const std::string& method, bool on_cuda, std::ostream& out) {
   const OperatorTable table = operator_table(profile);
   out << "\nOperators (" << with_commas(profile.calls) << " timed calls of " << method << ", model id \"" << profile.model_id
       << "\")\n";
@@ -65,9 +65,17 @@ void render_operators(const ProfileReport& profile, const std::string& method, s
     text.add_row(std::move(cells));
   }
   text.print(out);
+  const bool kineto = profile.trace_by == kTraceByKineto;
   out << "  self time adds up to " << ms_text(table.self_ms) << " ms of the " << ms_text(profile.wall_ms)
       << " ms the timed calls took (" << percent_text(profile.wall_ms > 0 ? 100 * table.self_ms / profile.wall_ms : 0)
-      << "%); the rest is outside operators. Timings include the observer's cost.\n";
+      << "%); the rest is outside operators. Timings include the observer's" << (kineto ? " and Kineto's" : "")
+      << " cost.\n";
+  if (kineto) {
+    out << "  trace: kineto (Kineto's Chrome trace of every operator call" << (on_cuda ? " and CUDA kernel" : "")
+        << " of the timed calls)\n";
+  } else if (!profile.trace_by.empty()) {
+    out << "  trace: " << profile.trace_by << " (the observed operator calls; this libtorch has no Kineto)\n";
+  }
   if (profile.observed.dropped_events > 0) {
     out << "  note: the trace kept the first " << with_commas(profile.observed.events.size()) << " events; "
         << with_commas(profile.observed.dropped_events) << " more were counted but not kept\n";
@@ -99,13 +107,14 @@ nlohmann::ordered_json profile_to_json(const ProfileReport& profile) {
           {"observed_calls", table.sampled_calls},
           {"self_ms", table.self_ms},
           {"dropped_events", profile.observed.dropped_events},
+          {"trace", profile.trace_by.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(profile.trace_by)},
           {"operators", std::move(rows)}};
 }
 
 }  // namespace
 
 void render_profile_text(const RunReport& r, std::ostream& out) {
-  if (r.profile) render_operators(*r.profile, r.method, out);
+  if (r.profile) render_operators(*r.profile, r.method, r.device.rfind("cuda", 0) == 0, out);
   if (r.api_usage) {
     out << "\nAPI usage (keys libtorch fired, each once per process)\n";
     if (r.api_usage->empty()) out << "  (none)\n";

@@ -83,4 +83,9 @@ std::string chrome_trace_json(const ProfileReport& report, const std::string& pr
   return doc.dump() + '\n';
 }
 
+std::string trace_file_text(const ProfileReport& report, const std::string& process_name, int64_t pid) {
+  if (report.trace_by == kTraceByKineto) return report.kineto_trace;
+  return chrome_trace_json(report, process_name, pid);
+}
+
 }  // namespace tsarchive

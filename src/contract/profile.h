@@ -19,13 +19,24 @@ struct ProfileRequest {
   bool record_shapes = false;
   std::string model_id;  // tags every event; the CLI defaults it to the archive's file name
   bool keep_events = false;  // for --trace-out
+  std::string trace_name;    // --trace-out as given: Kineto's trace names its file
 };
+
+// Who recorded the --trace-out trace (ProfileReport::trace_by).
+inline constexpr const char* kTraceByKineto = "kineto";
+inline constexpr const char* kTraceByObserver = "tsarchive observer";
 
 struct ProfileReport {
   ObserverSnapshot observed;
   std::string model_id;
   uint64_t calls = 0;    // method calls profiled
   double wall_ms = 0;    // their summed latency
+  // With keep_events: kTraceByKineto where the linked libtorch has Kineto
+  // (kineto_trace then holds its Chrome trace, every operator call of the
+  // timed calls, CUDA kernels on a GPU), else kTraceByObserver (the observer's
+  // kept events, observed.events). "" without keep_events.
+  std::string trace_by;
+  std::string kineto_trace;
 };
 
 // One line of the operator table. With sampling, counts and times are the
@@ -59,5 +70,9 @@ OperatorTable operator_table(const ProfileReport& report);
 // event per call with microsecond times from the first event, one track per
 // thread, the model id, scope, self time and shapes in each event's args.
 std::string chrome_trace_json(const ProfileReport& report, const std::string& process_name, int64_t pid);
+
+// The file --trace-out writes: Kineto's trace as it made it, or the observer's
+// events by chrome_trace_json.
+std::string trace_file_text(const ProfileReport& report, const std::string& process_name, int64_t pid);
 
 }  // namespace tsarchive

@@ -10,6 +10,7 @@
 
 #include "export_hook.h"
 #include "jit_module.h"
+#include "libtorch_warnings.h"
 #include "run_module.h"
 #include "torch_errors.h"
 #include "base/error.h"
@@ -137,5 +138,6 @@ class LibtorchBackend final : public TorchBackend {
 
 extern "C" __attribute__((visibility("default"))) tsarchive::TorchBackend* tsarchive_torch_backend_v5() {
   static tsarchive::LibtorchBackend backend;
+  tsarchive::torch_layer::install_warning_notes();
   return &backend;
 }

@@ -15,6 +15,7 @@
 #include <map>
 #include <cmath>
 
+#include "kineto_trace.h"
 #include "run_module.h"
 #include "torch_errors.h"
 #include "base/error.h"
@@ -68,35 +69,59 @@ void synchronize(const c10::Device& device) {
 // The operator observer over the timed calls: installed after the warm-up
 // (while no operator runs, as addGlobalCallback requires), every call tagged
 // with the model id, removed before the report is made.
+//
+// --trace-out on a libtorch with Kineto: Kineto records the trace (CUDA
+// kernels too on a GPU, which RecordFunction cannot see) over the same calls,
+// and the operator table still comes from the observer. Kineto has no
+// sampling and no self times per call, and the observer's table is the same
+// numbers, scopes and --sample estimates on 1.13 and 2.x (one JSON schema);
+// the cost is that both profilers' callbacks run in the profiled calls.
 class ProfilingScope {
  public:
-  explicit ProfilingScope(const ProfileRequest& request) : model_id_(request.model_id) {
+  ProfilingScope(const ProfileRequest& request, const c10::Device& device)
+      : model_id_(request.model_id), trace_name_(request.trace_name) {
+    const bool kineto = request.keep_events && kineto_available();
     OperatorObserverOptions options;
     options.sample = request.sample;
     options.record_shapes = request.record_shapes;
-    options.keep_events = request.keep_events;
+    options.keep_events = request.keep_events && !kineto;
     install_operator_observer(options);
     guard_.emplace(model_id_);
+    if (request.keep_events) trace_by_ = kineto ? kTraceByKineto : kTraceByObserver;
+    if (!kineto) return;
+    try {
+      kineto_.emplace(request.record_shapes, device.is_cuda());
+    } catch (...) {
+      guard_.reset();
+      remove_operator_observer();
+      throw;
+    }
   }
   ~ProfilingScope() {
+    kineto_.reset();
     guard_.reset();
     remove_operator_observer();
   }
   ProfilingScope(const ProfilingScope&) = delete;
   ProfilingScope& operator=(const ProfilingScope&) = delete;
 
-  ProfileReport report(const std::vector<double>& latencies_ms) const {
+  ProfileReport report(const std::vector<double>& latencies_ms) {
     ProfileReport report;
+    if (kineto_) report.kineto_trace = kineto_->finish(trace_name_);  // first: stop Kineto before anything else runs
     report.observed = operator_observer_snapshot();
     report.model_id = model_id_;
     report.calls = latencies_ms.size();
     for (double ms : latencies_ms) report.wall_ms += ms;
+    report.trace_by = trace_by_;
     return report;
   }
 
  private:
   std::string model_id_;
+  std::string trace_by_;
+  std::string trace_name_;
   std::optional<ModelIdGuard> guard_;
+  std::optional<KinetoTrace> kineto_;
 };
 
 // `profile`: when given and the request asks for it, the timed calls are
@@ -111,7 +136,7 @@ LatencySummary time_calls(const LoadedModel& model, const std::vector<c10::IValu
   const std::string label = batch > 0 ? "batch " + std::to_string(batch) + ": " : "";
   for (int i = 0; i < request.warmup; ++i) call();
   std::optional<ProfilingScope> profiling;
-  if (profile != nullptr && request.profile.enabled) profiling.emplace(request.profile);
+  if (profile != nullptr && request.profile.enabled) profiling.emplace(request.profile, device);
   std::vector<double> ms;
   const bool by_duration = request.iterations == 0 && request.duration_s > 0;
   const uint64_t target = by_duration ? std::numeric_limits<uint64_t>::max() : static_cast<uint64_t>(std::max(request.iterations, 1));

@@ -47,7 +47,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(OperatorStats, name, scope, model_id, input_s
                                    max_ns)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ObserverSnapshot, sample, record_shapes, sampled_calls, dropped_events, operators,
                                    events)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ProfileReport, observed, model_id, calls, wall_ms)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ProfileReport, observed, model_id, calls, wall_ms, trace_by, kineto_trace)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TraceWarning, kind, message)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ConvertReport, libtorch_version, method, schema, steps, reloaded_with, inputs,
                                    outputs, checks, fresh_inputs, fresh_mismatches, warnings, notes, nodes_before,

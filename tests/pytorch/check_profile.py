@@ -14,13 +14,16 @@ operators on .ptl. Sampling: the observed fraction stays within
 six binomial standard deviations and the estimates near the exact counts.
 Self time never exceeds total time, and exact self times add up to at most
 the calls' wall time. The Chrome trace parses, its events nest per thread and
-carry the model id. --api-usage lists the keys; bad options exit 2, an
-unwritable trace exits 4 and leaves nothing.
+carry the model id; where libtorch has Kineto (as this python's torch says),
+the trace is Kineto's, with the table's aten operator counts. --api-usage
+lists the keys; bad options exit 2, an unwritable trace exits 4 and leaves
+nothing.
 """
 
 import json
 import math
 import os
+import subprocess
 import sys
 import tempfile
 from collections import Counter
@@ -195,11 +198,90 @@ def check_sampling():
 
 
 def check_trace(work):
+    """--trace-out: Kineto's trace where the linked libtorch has Kineto (the
+    same build as this python's torch, whose kineto_available() says so),
+    else the observer's."""
     path = os.path.join(TESTDATA, "mlp_scripted.pt")
     trace = os.path.join(work, "trace.json")
     doc = profile_json(path, "--input", "1x8", "--model-id", "ranker-v3", "--trace-out", trace, "--iters", "20")
     if doc is None:
         return
+    same_build = doc["libtorch"].split("+")[0] == torch.__version__.split("+")[0]
+    kineto = torch.autograd.kineto_available() if same_build else doc["profile"]["trace"] == "kineto"
+    want = "kineto" if kineto else "tsarchive observer"
+    check(doc["profile"]["trace"] == want,
+          f"--trace-out made by {doc['profile']['trace']!r}, wanted {want!r} (libtorch {doc['libtorch']}, "
+          f"python's torch {torch.__version__}, kineto_available {torch.autograd.kineto_available()})")
+    if doc["profile"]["trace"] == "kineto":
+        check_kineto_trace(work, path, trace, doc)
+    else:
+        check_observer_trace(trace, doc)
+    other = os.path.join(work, "text.json")
+    text = tsarchive("run", path, "--input", "1x8", "--trace-out", other, "--iters", "2").stdout
+    check(f"  trace: {want} (" in text, f"the text does not say 'trace: {want}':\n{text}")
+    os.unlink(other)
+
+
+def kineto_ops(trace_file):
+    """The CPU operator events of a Kineto trace by name (their count)."""
+    with open(trace_file) as f:
+        data = json.load(f)
+    check(isinstance(data.get("traceEvents"), list), f"Kineto trace without traceEvents: {sorted(data)}")
+    ops = [e for e in data.get("traceEvents", []) if e.get("cat") == "cpu_op" and e.get("ph") == "X"]
+    for e in ops:
+        check(e.get("dur", -1) >= 0 and "ts" in e, f"Kineto event without time: {e}")
+    return ops
+
+
+def check_kineto_trace(work, path, trace, doc):
+    ops = kineto_ops(trace)
+    counts = Counter(e["name"] for e in ops)
+    # Kineto and the observer saw the same RecordFunction calls: every aten
+    # operator of the table, as often.
+    table = our_counts(doc, "function")
+    check({"aten::linear", "aten::addmm"} <= set(counts), f"Kineto trace lacks the model's aten ops: {sorted(counts)}")
+    differ = {name: (calls, counts[name]) for name, calls in table.items() if counts[name] != calls}
+    check(not differ, f"Kineto's operator counts differ from the table's (table, Kineto): {differ}")
+    check(counts["aten::addmm"] == 2 * 20, f"{counts['aten::addmm']} aten::addmm events for 20 calls")
+    with open(trace) as f:
+        name = json.load(f).get("traceName")
+    check(name == trace, f"Kineto's traceName is {name!r}, not the --trace-out file")
+
+    # Kineto does not sample: under --sample the table estimates, the trace has every call.
+    sampled = os.path.join(work, "sampled.json")
+    tsarchive("run", path, "--input", "1x8", "--sample", "0.5", "--trace-out", sampled, "--iters", "10")
+    addmm = sum(1 for e in kineto_ops(sampled) if e["name"] == "aten::addmm")
+    check(addmm == 2 * 10, f"--sample 0.5: {addmm} aten::addmm events in Kineto's trace of 10 calls, wanted 20")
+    os.unlink(sampled)
+
+    # --record-shapes reaches Kineto: the events carry their input dims.
+    shaped = os.path.join(work, "shapes.json")
+    tsarchive("run", path, "--input", "1x8", "--record-shapes", "--trace-out", shaped, "--iters", "3")
+    addmm = [e for e in kineto_ops(shaped) if e["name"] == "aten::addmm"]
+    check(addmm and all(e.get("args", {}).get("Input Dims") == [[16], [1, 8], [8, 16], [], []] for e in addmm[:1]),
+          f"--record-shapes: aten::addmm args {addmm[0].get('args') if addmm else None}")
+    os.unlink(shaped)
+
+    # Kineto's save() stages its file in TMPDIR: nothing is left there, and an
+    # unusable TMPDIR is one error line, exit 4, no trace written.
+    staging = os.path.join(work, "tmp")
+    os.mkdir(staging)
+    env = dict(os.environ, TMPDIR=staging)
+    p = subprocess.run([TSARCHIVE, "run", path, "--input", "1x8", "--trace-out", trace, "--iters", "2"],
+                       capture_output=True, text=True, env=env)
+    check(p.returncode == 0 and not os.listdir(staging), f"TMPDIR after a Kineto trace: {os.listdir(staging)}\n{p.stderr}")
+    os.rmdir(staging)
+    os.unlink(trace)
+    p = subprocess.run([TSARCHIVE, "run", path, "--input", "1x8", "--trace-out", trace, "--iters", "2"],
+                       capture_output=True, text=True, env=dict(os.environ, TMPDIR=os.path.join(work, "none")))
+    lines = p.stderr.strip().splitlines()
+    check(p.returncode == 4 and len(lines) == 1 and lines[0].startswith("tsarchive: error: ") and not os.path.exists(trace),
+          f"TMPDIR missing: exit {p.returncode}, stderr {p.stderr!r}")
+    print(f"ok: the Kineto trace parses: {len(ops)} cpu_op events, the table's aten counts, shapes with "
+          f"--record-shapes, TMPDIR left clean")
+
+
+def check_observer_trace(trace, doc):
     with open(trace) as f:
         data = json.load(f)
     events = [e for e in data["traceEvents"] if e["ph"] == "X"]
@@ -248,7 +330,7 @@ def main():
         check_sampling()
         check_trace(work)
         check_api_usage_and_errors(work)
-        check(os.listdir(work) == ["trace.json"], f"left behind: {os.listdir(work)}")
+        check(os.listdir(work) in (["trace.json"], []), f"left behind: {os.listdir(work)}")
     finish("all profile checks passed")
 
 

@@ -146,6 +146,8 @@ TEST_CASE("results cross the pipe with every field, NaN, Inf and raw bytes", "[w
   p.calls = 3;
   p.observed.events = {OperatorEvent{"aten::addmm", "function", "m", 1, 10, 20, 5, "[[2, 8]]"}};
   p.observed.operators = {OperatorStats{"aten::addmm", "function", "m", "", 3, 60, 15, 20, 20}};
+  p.trace_by = kTraceByKineto;
+  p.kineto_trace = "{\"traceEvents\": []}";
   r.profile = p;
   r.api_usage = std::vector<std::string>{"torch.script.load"};
 
@@ -166,6 +168,8 @@ TEST_CASE("results cross the pipe with every field, NaN, Inf and raw bytes", "[w
   REQUIRE(back.profile);
   CHECK(back.profile->observed.events[0].input_shapes == "[[2, 8]]");
   CHECK(back.profile->observed.operators[0].self_ns == 15);
+  CHECK(back.profile->trace_by == "kineto");
+  CHECK(back.profile->kineto_trace == p.kineto_trace);
   CHECK(*back.api_usage == *r.api_usage);
 
   ConvertReport cr;

@@ -1,0 +1,1 @@
+inspect testdata/quant_dynamic.pt --ops
