@@ -2,7 +2,7 @@
 
 #include <torch/version.h>
 
-#include "tsarchive/error.h"
+#include "base/error.h"
 
 #if TORCH_VERSION_MAJOR >= 2
 #include <dlfcn.h>

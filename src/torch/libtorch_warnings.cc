@@ -8,7 +8,7 @@
 #include <set>
 #include <string>
 
-#include "tsarchive/terminal_text.h"
+#include "base/terminal_text.h"
 
 namespace tsarchive::torch_layer {
 namespace {
