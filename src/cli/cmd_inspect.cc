@@ -12,6 +12,7 @@
 #include "base/utf8.h"
 #include "cli/commands.h"
 #include "cli/gate.h"
+#include "cli/opened_archive.h"
 #include "cli/output.h"
 #include "cli/report_inspect.h"
 #include "cli/report_jit.h"
@@ -42,12 +43,13 @@ struct InspectOptions {
 
 // --graph and --ops: libtorch, after the core's checks.
 int print_jit_view(const InspectOptions& opts, Context& ctx) {
-  ArchiveFile file(opts.path, FileAccess::Read, 10);
-  const auto archive = open_torchscript_archive(file.source(), opts.graph ? "cannot show the graph of this file"
-                                                                          : "cannot list the operators of this file");
+  const OpenedArchive opened(opts.path, FileAccess::Read, kReaderLockTimeout,
+                             opts.graph ? "cannot show the graph of this file" : "cannot list the operators of this file",
+                             ctx);
+  const TorchArchive* archive = &opened.archive();
   check_before_libtorch(*archive, opts.path, "nothing was loaded", opts.worker.no_validate, ctx.err);
   GraphRequest request;
-  request.archive = file.descriptor_path();
+  request.archive = opened.descriptor_path();
   request.display_name = opts.path;
   request.method = opts.method;
   request.inlined = opts.inlined || opts.format == "dot";
@@ -56,9 +58,8 @@ int print_jit_view(const InspectOptions& opts, Context& ctx) {
     throw Error(ErrorKind::Usage, "a lite-interpreter archive holds bytecode, not graphs", opts.path,
                 "use --ops for its operators, or --graph on the .pt it was made from");
   }
-  const uint64_t size = archive->zip().source().size();
   if (opts.ops) {
-    const OpsReport ops = in_worker<OpsReport>(worker_job(opts.worker, opts.path, size, "listing the operators"),
+    const OpsReport ops = in_worker<OpsReport>(opened.job(opts.worker, "listing the operators"),
                                                [&](TorchBackend& torch) { return torch.operators(request); });
     for (const std::string& note : ops.notes) print_note(ctx.err, note);
     if (opts.json) {
@@ -69,7 +70,7 @@ int print_jit_view(const InspectOptions& opts, Context& ctx) {
     return 0;
   }
   const MethodGraph graph =
-      in_worker<MethodGraph>(worker_job(opts.worker, opts.path, size, "reading the graph"),
+      in_worker<MethodGraph>(opened.job(opts.worker, "reading the graph"),
                              [&](TorchBackend& torch) { return torch.graph(request); });
   if (opts.json) {
     ctx.out << json_text(graph_to_json(graph, opts.path)) << '\n';

@@ -19,6 +19,7 @@
 #include "base/strings.h"
 #include "cli/commands.h"
 #include "cli/gate.h"
+#include "cli/opened_archive.h"
 #include "cli/output.h"
 #include "cli/report_run.h"
 #include "cli/run_options.h"
@@ -128,21 +129,24 @@ void record_check(ArchiveFile& file, const TorchArchive& archive, const RunRepor
   file.replace(plan_extra_edits(archive, edits, false).zip);
 }
 
-int run_run(const RunOptions& opts, Context& ctx) {
+bool wants_profile(const RunOptions& opts) {
+  return opts.profile || opts.sample_given || opts.record_shapes || !opts.model_id.empty() || !opts.trace_out.empty();
+}
+
+std::string file_name_of(const std::string& path) { return path.substr(path.rfind('/') + 1); }  // npos + 1 == 0
+
+// What the options ask, before the archive is opened: flags checked against
+// each other, inputs and expected outputs read.
+RunRequest request_from_options(const RunOptions& opts) {
   if (opts.record && opts.check) throw_usage("--record and --check exclude each other");
   if (opts.check && !opts.inputs.empty()) throw_usage("--check replays the recorded inputs; leave out --input");
   if (opts.check && !opts.expect.empty()) throw_usage("--check compares with the recorded outputs; leave out --expect");
   if (opts.iterations > 0 && opts.duration > 0) throw_usage("give --iters or --duration, not both");
-
-  // Any profiling option asks for profiling.
-  const bool profile = opts.profile || opts.sample_given || opts.record_shapes || !opts.model_id.empty() ||
-                       !opts.trace_out.empty();
+  const bool profile = wants_profile(opts);  // any profiling option asks for profiling
   if (profile && !opts.batch_sizes.empty()) throw_usage("--profile times one input size; leave out --batch-sizes");
   if (!(opts.sample > 0 && opts.sample <= 1)) {
     throw_usage("--sample " + short_number(opts.sample) + " is not a probability in (0, 1]", "e.g. --sample 0.01 for 1 in 100 operator calls");
   }
-
-  const std::string file_name = opts.model.substr(opts.model.rfind('/') + 1);  // npos + 1 == 0
 
   RunRequest request;
   request.display_name = opts.model;
@@ -157,7 +161,7 @@ int run_run(const RunOptions& opts, Context& ctx) {
   request.profile.enabled = profile;
   request.profile.sample = opts.sample;
   request.profile.record_shapes = opts.record_shapes;
-  request.profile.model_id = opts.model_id.empty() ? file_name : opts.model_id;
+  request.profile.model_id = opts.model_id.empty() ? file_name_of(opts.model) : opts.model_id;
   request.profile.keep_events = !opts.trace_out.empty();
   request.profile.trace_name = opts.trace_out;
   request.api_usage = opts.api_usage;
@@ -171,36 +175,62 @@ int run_run(const RunOptions& opts, Context& ctx) {
     request.inputs.push_back(std::move(v));
   }
   if (!opts.expect.empty()) request.expect = read_expected(opts.expect);
-
-  ArchiveFile file(opts.model, opts.record ? FileAccess::Edit : FileAccess::Read, opts.lock_timeout);
-  for (const std::string& note : file.notes()) print_note(ctx.err, note);
-  const auto archive = open_torchscript_archive(file.source(), "cannot run this file");
-  check_before_libtorch(*archive, opts.model, "nothing was run", opts.worker.no_validate, ctx.err);
-  request.lite = archive->kind() == FileKind::LiteInterpreter;
-  request.archive = file.descriptor_path();
   request.method = opts.method.empty() ? "forward" : opts.method;
-  std::optional<RunCheck> recorded;
-  if (opts.check) {
-    recorded = load_recorded_check(*archive, request, opts.model);
-    if (!opts.method.empty() && opts.method != recorded->method) {
-      throw_usage("--method " + opts.method + " differs from the recorded check's method " + recorded->method);
-    }
-    if (opts.atol.empty() && opts.rtol.empty()) {
-      request.tolerance = recorded->tolerance;
-      request.tolerance_by_path = recorded->tolerance_by_path;
-    }
-  }
   apply_tolerances(opts.atol, "--atol", request);
   apply_tolerances(opts.rtol, "--rtol", request);
+  return request;
+}
 
-  const bool tty = ::isatty(STDERR_FILENO) == 1 && !opts.json;
-  if (tty) {
+// What the archive adds: its kind, and with --check the recorded inputs,
+// expected outputs, method and tolerances (unless given on the command line).
+void complete_from_archive(const RunOptions& opts, const OpenedArchive& opened, RunRequest& request) {
+  request.lite = opened.archive().kind() == FileKind::LiteInterpreter;
+  request.archive = opened.descriptor_path();
+  if (!opts.check) return;
+  const RunCheck recorded = load_recorded_check(opened.archive(), request, opts.model);
+  if (!opts.method.empty() && opts.method != recorded.method) {
+    throw_usage("--method " + opts.method + " differs from the recorded check's method " + recorded.method);
+  }
+  if (opts.atol.empty() && opts.rtol.empty()) {
+    request.tolerance = recorded.tolerance;
+    request.tolerance_by_path = recorded.tolerance_by_path;
+  }
+}
+
+// --record: stores the run as the archive's self-check when it passed, and
+// says so (and that a stamp no longer covers the archive).
+void record_if_passed(const RunOptions& opts, const RunVerdict& verdict, OpenedArchive& opened,
+                      const RunRequest& request, RunReport& report) {
+  if (!verdict.passed(report)) {
+    report.notes.push_back("nothing was recorded: the run failed its checks");
+    return;
+  }
+  record_check(opened.file(), opened.archive(), report, request);
+  report.notes.push_back("recorded this run's check in " + opts.model + ": extra/" + kRunCheckName + ", extra/" +
+                         kRunCheckInputsName + " (" + human_size(report.saved_inputs.size()) + "), extra/" +
+                         kRunCheckOutputsName + " (" + human_size(report.saved_outputs.size()) +
+                         "); replay with: tsarchive run " + opts.model + " --check");
+  const StampPlace place = locate_stamp(opened.archive());
+  if (place.stamp != nullptr) {
+    report.notes.push_back("the stamp (" + place.stamp->name + ") no longer covers " + opts.model +
+                           " ('verify' reports the recorded files as added or changed); run 'tsarchive stamp' "
+                           "to stamp it again");
+  }
+}
+
+int run_run(const RunOptions& opts, Context& ctx) {
+  RunRequest request = request_from_options(opts);
+  OpenedArchive opened(opts.model, opts.record ? FileAccess::Edit : FileAccess::Read, opts.lock_timeout,
+                       "cannot run this file", ctx);
+  check_before_libtorch(opened.archive(), opts.model, "nothing was run", opts.worker.no_validate, ctx.err);
+  complete_from_archive(opts, opened, request);
+  if (::isatty(STDERR_FILENO) == 1 && !opts.json) {
     request.on_progress = [&ctx](const std::string& line) {
       ctx.err << "\r\033[K" << line << std::flush;  // erase the line, then write it again
     };
   }
 
-  WorkerJob job = worker_job(opts.worker, opts.model, archive->zip().source().size(), "running " + request.method);
+  WorkerJob job = opened.job(opts.worker, "running " + request.method);
   if (job.limits.time_s > 0) job.limits.time_s += request.duration_s;  // --duration is time the user asked for
   RunReport report = in_worker<RunReport>(job, [&](TorchBackend& torch) { return torch.run(request); });
 
@@ -208,29 +238,13 @@ int run_run(const RunOptions& opts, Context& ctx) {
   if (!opts.save_outputs.empty()) write_file_atomically(opts.save_outputs, report.saved_outputs);
   if (!opts.trace_out.empty() && report.profile) {
     write_file_atomically(opts.trace_out,
-                          trace_file_text(*report.profile, "tsarchive run " + file_name, ::getpid()));
+                          trace_file_text(*report.profile, "tsarchive run " + file_name_of(opts.model), ::getpid()));
   }
 
   RunVerdict verdict;
   verdict.expect = opts.check ? std::string("the recorded check") : opts.expect.empty() ? std::string() : opts.expect.substr(1);
   verdict.allow_nonfinite = opts.allow_nonfinite;
-  if (opts.record) {
-    if (verdict.passed(report)) {
-      record_check(file, *archive, report, request);
-      report.notes.push_back("recorded this run's check in " + opts.model + ": extra/" + kRunCheckName + ", extra/" +
-                             kRunCheckInputsName + " (" + human_size(report.saved_inputs.size()) + "), extra/" +
-                             kRunCheckOutputsName + " (" + human_size(report.saved_outputs.size()) +
-                             "); replay with: tsarchive run " + opts.model + " --check");
-      const StampPlace place = locate_stamp(*archive);
-      if (place.stamp != nullptr) {
-        report.notes.push_back("the stamp (" + place.stamp->name + ") no longer covers " + opts.model +
-                               " ('verify' reports the recorded files as added or changed); run 'tsarchive stamp' "
-                               "to stamp it again");
-      }
-    } else {
-      report.notes.push_back("nothing was recorded: the run failed its checks");
-    }
-  }
+  if (opts.record) record_if_passed(opts, verdict, opened, request, report);
   if (opts.json) {
     ctx.out << json_text(run_to_json(report, opts.model, verdict)) << '\n';
   } else {
@@ -238,6 +252,7 @@ int run_run(const RunOptions& opts, Context& ctx) {
   }
   return report_run_failures(report, opts.model, verdict, ctx.err);
 }
+
 
 }  // namespace
 

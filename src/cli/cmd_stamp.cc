@@ -16,6 +16,7 @@
 
 #include "base/build_info.h"
 #include "cli/commands.h"
+#include "cli/opened_archive.h"
 #include "cli/output.h"
 #include "cli/report_verify.h"
 #include "cli/staged_stamp.h"
@@ -125,9 +126,10 @@ int run_stamp(const StampOptions& opts, Context& ctx) {
   context_options.git = !opts.no_git;
   content.context = collect_producer_context(context_options);
 
-  ArchiveFile file(opts.model, opts.output.empty() ? FileAccess::Edit : FileAccess::Read, opts.lock_timeout);
-  for (const std::string& note : file.notes()) print_note(ctx.err, note);
-  const auto archive = open_torchscript_archive(file.source(), kRefusal);
+  OpenedArchive opened(opts.model, opts.output.empty() ? FileAccess::Edit : FileAccess::Read, opts.lock_timeout, kRefusal,
+                       ctx);
+  ArchiveFile& file = opened.file();
+  const TorchArchive* archive = &opened.archive();
   bool keep_bytes = opts.keep_bytes;
   if (!keep_bytes && archive->kind() == FileKind::LiteInterpreter) {
     keep_bytes = true;

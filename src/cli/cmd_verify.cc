@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/opened_archive.h"
 #include "cli/output.h"
 #include "cli/report_verify.h"
 #include "base/error.h"
@@ -23,19 +24,17 @@ struct VerifyCliOptions {
 };
 
 int run_verify(const VerifyCliOptions& opts, Context& ctx) {
-  ArchiveFile file(opts.model, FileAccess::Read, 10.0);
-  for (const std::string& note : file.notes()) print_note(ctx.err, note);
-  const auto archive = open_torchscript_archive(file.source(), "cannot verify this file");
+  const OpenedArchive opened(opts.model, FileAccess::Read, kReaderLockTimeout, "cannot verify this file", ctx);
+  const TorchArchive* archive = &opened.archive();
   const VerifyReport report = verify_archive(*archive, VerifyOptions{opts.threads, built_libtorch_versions()});
   // libtorch sees the archive only once the core found nothing wrong with it.
   const bool load = opts.load && report.outcome() != VerifyOutcome::Malformed &&
                     report.outcome() != VerifyOutcome::Unreadable;
   if (load) {
-    in_worker<std::string>(worker_job(opts.worker, opts.model, archive->zip().source().size(), "loading the module"),
-                           [&](TorchBackend& torch) {
-                             torch.load(file.descriptor_path());
-                             return std::string();
-                           });
+    in_worker<std::string>(opened.job(opts.worker, "loading the module"), [&](TorchBackend& torch) {
+      torch.load(opened.descriptor_path());
+      return std::string();
+    });
   }
   if (opts.json) {
     ctx.out << json_text(verify_to_json(report, load)) << '\n';

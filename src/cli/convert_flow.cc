@@ -7,6 +7,7 @@
 #include "base/build_info.h"
 #include "base/strings.h"
 #include "cli/gate.h"
+#include "cli/opened_archive.h"
 #include "cli/output.h"
 #include "cli/report_jit.h"
 #include "cli/report_run.h"
@@ -100,14 +101,15 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
                 opts.model, "write the new archive to another file, e.g. -o deploy.pt");
   }
 
-  ArchiveFile file(opts.model, FileAccess::Read, 10);  // a reader: only an --in-place edit waits for it
-  const auto archive = open_torchscript_archive(file.source(), std::string("cannot ") + command + " this file");
+  OpenedArchive opened(opts.model, FileAccess::Read, kReaderLockTimeout, std::string("cannot ") + command + " this file",
+                             ctx);
+  const TorchArchive* archive = &opened.archive();
   check_before_libtorch(*archive, opts.model, "nothing was written", opts.worker.no_validate, ctx.err);
   if (archive->kind() == FileKind::LiteInterpreter) {
     throw_bad_input("a lite-interpreter archive holds bytecode, not TorchScript to " + std::string(command), opts.model,
                     std::string(command) + " the .pt it was made from");
   }
-  source.archive = file.descriptor_path();
+  source.archive = opened.descriptor_path();
 
   StampContent content;
   content.producer_version = build_info().version;
@@ -128,7 +130,7 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
   const StagingFolder stage(opts.output, archive->zip().source().size());
   request.output = stage.path() + "/" + top + (request.lite ? ".ptl" : ".pt");
 
-  const WorkerJob job = worker_job(opts.worker, opts.model, archive->zip().source().size(), opts.trace ? "tracing" : "converting");
+  const WorkerJob job = opened.job(opts.worker, opts.trace ? "tracing" : "converting");
   ConvertReport report;
   report = in_worker<ConvertReport>(job, [&](TorchBackend& torch) {
     content.libtorch_version = torch.runtime_info().libtorch_version;
@@ -178,7 +180,7 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
     }
     content.fields["conversion"] = steps_text(report.steps);
     const StagedStamp written =
-        write_staged_with_stamp(file, request.output, content, opts.output, top, opts.model, extras);
+        write_staged_with_stamp(opened.file(), request.output, content, opts.output, top, opts.model, extras);
     outcome.written = true;
     outcome.size = written.result.size;
     outcome.stamp_record = extra_record_name(extras.stamp_name);

@@ -187,7 +187,10 @@ def check_sampling():
         for label, d in (("exact", exact), ("sampled", doc)):
             op = next(op for op in d["profile"]["operators"] if op["name"] == name)
             ratio[label] = op["self_ms"] / op["total_ms"]
-        check(ratio["sampled"] < 2 * ratio["exact"] + 0.1,
+        # Halfway between the right ratio and the one the bug gives: a loaded
+        # machine's preemptions inflate self times, so a tighter bound flakes.
+        buggy = 1 - p * (1 - ratio["exact"])
+        check(ratio["sampled"] < (ratio["exact"] + buggy) / 2,
               f"--sample {p}: {name} self/total {ratio['sampled']:.2f}, exact {ratio['exact']:.2f}: children not subtracted")
         print(f"ok: --sample {p}: {name} self/total {ratio['sampled']:.2f} (exact profile: {ratio['exact']:.2f})")
 

@@ -1,0 +1,20 @@
+#include "cli/opened_archive.h"
+
+#include <utility>
+
+#include "cli/output.h"
+
+namespace tsarchive::cli {
+
+OpenedArchive::OpenedArchive(const std::string& path, FileAccess access, double lock_timeout,
+                             const std::string& cannot, Context& ctx)
+    : path_(path), file_(path, access, lock_timeout) {
+  for (const std::string& note : file_.notes()) print_note(ctx.err, note);
+  archive_ = open_torchscript_archive(file_.source(), cannot);
+}
+
+WorkerJob OpenedArchive::job(const WorkerOptions& options, std::string activity) const {
+  return worker_job(options, path_, archive_->zip().source().size(), std::move(activity));
+}
+
+}  // namespace tsarchive::cli

@@ -1,0 +1,42 @@
+// The first steps of every command that reads one archive: open and lock the
+// file (readers never wait: only an --in-place edit takes the write lock),
+// print what the open noticed (an interrupted edit nearby), read it as a
+// TorchScript archive, and make the worker job that hands it to libtorch.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "cli/commands.h"
+#include "cli/worker_options.h"
+#include "core/file_edit.h"
+#include "format/archive.h"
+
+namespace tsarchive::cli {
+
+// Seconds a reading command waits for its read lock: an editor holds the
+// write lock only while it swaps the file in (or for an --in-place edit).
+inline constexpr double kReaderLockTimeout = 10;
+
+class OpenedArchive {
+ public:
+  // `cannot` says what fails for a file that is not a TorchScript archive
+  // ("cannot run this file").
+  OpenedArchive(const std::string& path, FileAccess access, double lock_timeout, const std::string& cannot,
+                Context& ctx);
+
+  ArchiveFile& file() { return file_; }  // to replace it (an edit)
+  const ArchiveFile& file() const { return file_; }
+  const TorchArchive& archive() const { return *archive_; }
+  // What libtorch opens: the descriptor the core checked and locked.
+  std::string descriptor_path() const { return file_.descriptor_path(); }
+  // A worker job for `activity` on this archive under the options' limits.
+  WorkerJob job(const WorkerOptions& options, std::string activity) const;
+
+ private:
+  std::string path_;
+  ArchiveFile file_;
+  std::unique_ptr<TorchArchive> archive_;
+};
+
+}  // namespace tsarchive::cli
