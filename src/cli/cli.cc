@@ -3,6 +3,7 @@
 #include "cli/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
 
 #include "base/build_info.h"
 #include "cli/commands.h"
@@ -10,6 +11,7 @@
 #include "base/error.h"
 #include "contract/torch_backend.h"
 #include "cli/worker_options.h"
+#include "worker/model_worker.h"
 
 namespace tsarchive::cli {
 namespace {
@@ -36,6 +38,8 @@ int print_version(Context& ctx) {
 }  // namespace
 
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  // serve's model workers are this binary, exec'd (worker/model_worker.h).
+  if (argc == 4 && std::string(argv[1]) == "__model-worker") return model_worker_main(std::atoi(argv[2]), std::atoi(argv[3]));
   Context ctx{out, err};
   CLI::App app{"tsarchive: read, check, edit and run TorchScript archives", "tsarchive"};
   app.set_help_all_flag("--help-all", "Print help for every command");

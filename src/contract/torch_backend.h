@@ -8,11 +8,13 @@
 // library and asks it for this interface.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "contract/jit.h"
 #include "contract/run.h"
+#include "contract/serve.h"
 
 namespace tsarchive {
 
@@ -69,10 +71,15 @@ class TorchBackend {
   virtual MethodGraph graph(const GraphRequest& request) = 0;
   // inspect --ops: the root operators (export_opnames; a .ptl's bytecode).
   virtual OpsReport operators(const GraphRequest& request) = 0;
+
+  // serve (serve.h): loads the module on the request's device and selects
+  // the method, once; the model then answers many infer() calls. Throws as
+  // run() does.
+  virtual std::unique_ptr<ServedModel> open_served(const ServeModelRequest& request) = 0;
 };
 
 }  // namespace tsarchive
 
 // The one symbol the torch layer exports; versioned so a stale library is
 // refused instead of misused.
-extern "C" tsarchive::TorchBackend* tsarchive_torch_backend_v5();
+extern "C" tsarchive::TorchBackend* tsarchive_torch_backend_v6();

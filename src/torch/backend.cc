@@ -82,6 +82,9 @@ class LibtorchBackend final : public TorchBackend {
   ConvertReport convert(const ConvertRequest& request) override { return torch_layer::convert_module(request); }
   MethodGraph graph(const GraphRequest& request) override { return torch_layer::graph_of(request); }
   OpsReport operators(const GraphRequest& request) override { return torch_layer::operators_of(request); }
+  std::unique_ptr<ServedModel> open_served(const ServeModelRequest& request) override {
+    return torch_layer::open_served_model(request);
+  }
 
   // One load of the original serves both the save and the comparison.
   void resave_with_stamp(const ResaveRequest& request) override {
@@ -136,7 +139,7 @@ class LibtorchBackend final : public TorchBackend {
 }  // namespace
 }  // namespace tsarchive
 
-extern "C" __attribute__((visibility("default"))) tsarchive::TorchBackend* tsarchive_torch_backend_v5() {
+extern "C" __attribute__((visibility("default"))) tsarchive::TorchBackend* tsarchive_torch_backend_v6() {
   static tsarchive::LibtorchBackend backend;
   tsarchive::torch_layer::install_warning_notes();
   return &backend;

@@ -237,7 +237,140 @@ Error with_dtype_hint(const Error& e, LoadedModel& model,
 
 }  // namespace
 
+namespace {
+
+// The most common dtype of the module's floating parameters ("float32"), or
+// "" when it has none: what a served Tensor input is expected to be.
+std::string parameter_float_dtype(LoadedModel& model) {
+  torch::jit::Module* module = model.script_module();
+  if (module == nullptr) return "";
+  std::map<c10::ScalarType, size_t> counts;
+  for (const auto& p : module->parameters(/*recurse=*/true)) {
+    if (p.is_floating_point()) counts[p.scalar_type()] += 1;
+  }
+  if (counts.empty()) return "";
+  return float_dtype_name(std::max_element(counts.begin(), counts.end(), [](const auto& a, const auto& b) {
+                            return a.second < b.second;
+                          })->first);
+}
+
+// `serve`: loaded once by open_served_model(), called for every request (or
+// batch of requests) the worker is sent.
+class LibtorchServedModel final : public ServedModel {
+ public:
+  explicit LibtorchServedModel(const ServeModelRequest& serve) {
+    request_.archive = serve.archive;
+    request_.display_name = serve.display_name;
+    request_.method = serve.method;
+    request_.device = serve.device;
+    request_.threads = serve.threads;
+    request_.libraries = serve.libraries;
+    request_.lite = serve.lite;
+    torch::NoGradGuard no_grad;
+    load_libraries(request_.libraries);
+    device_ = parse_device(request_.device, request_.display_name);
+    if (request_.threads > 0) at::set_num_threads(request_.threads);
+    model_.emplace(request_, device_);
+    model_->select(request_.method);
+
+    info_.libtorch_version = TORCH_VERSION;
+    info_.device = device_.str();
+    info_.method = request_.method;
+    info_.schema = model_->signature();
+    const std::string float_dtype = parameter_float_dtype(*model_);
+    for (const Parameter& p : model_->parameters()) {
+      const std::string type = p.type ? p.type->annotation_str() : "Tensor";
+      info_.inputs.push_back(ServedValue{p.name, type, type == "Tensor" ? float_dtype : "", p.default_value.has_value()});
+    }
+    const std::vector<c10::TypePtr> returns = model_->return_types();
+    const auto output = [&](const std::string& name, const c10::TypePtr& type) {
+      const std::string text = type ? type->annotation_str() : "Tensor";
+      info_.outputs.push_back(ServedValue{name, text, text == "Tensor" ? float_dtype : "", false});
+    };
+    if (returns.size() == 1 && returns[0]->kind() == c10::TypeKind::TupleType) {
+      const auto elements = returns[0]->containedTypes();
+      for (size_t i = 0; i < elements.size(); ++i) output("out[" + std::to_string(i) + "]", static_type(elements[i]));
+    } else if (returns.size() == 1) {
+      output("out", returns[0]);
+    }
+  }
+
+  ServedModelInfo info() const override { return info_; }
+
+  std::vector<NamedTensor> infer(const std::vector<HostTensor>& inputs) override {
+    torch::NoGradGuard no_grad;
+    const std::string& file = request_.display_name;
+    RunRequest request = request_;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      HostValue v;
+      v.kind = HostValue::Kind::Tensor;
+      v.tensor = inputs[i];
+      v.origin = "input '" + (i < info_.inputs.size() ? info_.inputs[i].name : std::to_string(i)) + "'";
+      request.inputs.push_back(std::move(v));
+    }
+    std::vector<c10::IValue> args;
+    std::vector<std::pair<std::string, c10::ScalarType>> input_dtypes;
+    {
+      Arguments built = torch_call(file, "make the inputs", [&] { return build_arguments(*model_, request, 0); });
+      for (size_t i = 0; i < built.given && i < built.values.size(); ++i) {
+        const c10::IValue& v = built.values[i];
+        if (v.isTensor() && v.toTensor().defined() && v.toTensor().is_floating_point()) {
+          input_dtypes.emplace_back(built.names[i], v.toTensor().scalar_type());
+        }
+      }
+      for (c10::IValue& v : built.values) args.push_back(to_device(v, device_));
+    }
+    c10::IValue output;
+    try {
+      output = torch_call(file, "run " + request_.method, [&] {
+        c10::IValue out = model_->call(args);
+        synchronize(device_);
+        return out;
+      });
+    } catch (const Error& e) {
+      throw with_dtype_hint(e, *model_, input_dtypes);
+    }
+    std::vector<Leaf> leaves;
+    leaves_of(output, "out", leaves);
+    std::vector<NamedTensor> out;
+    for (const Leaf& leaf : leaves) {
+      const c10::IValue& v = leaf.value;
+      torch::Tensor t;
+      if (v.isTensor()) {
+        t = v.toTensor();
+      } else if (v.isBool()) {
+        t = torch::scalar_tensor(v.toBool(), torch::kBool);
+      } else if (v.isInt()) {
+        t = torch::scalar_tensor(v.toInt(), torch::kLong);
+      } else if (v.isDouble()) {
+        t = torch::scalar_tensor(v.toDouble(), torch::kDouble);
+      } else {
+        throw Error(ErrorKind::Usage, "output " + leaf.path + " is a " + v.tagKind() + ", not a tensor or number", file,
+                    "serve answers with tensors only; serve a method that returns tensors");
+      }
+      if (!t.defined()) {
+        throw Error(ErrorKind::Usage, "output " + leaf.path + " is an undefined tensor", file,
+                    "serve answers with tensors only");
+      }
+      out.push_back(NamedTensor{leaf.path, host_tensor(t)});
+    }
+    return out;
+  }
+
+ private:
+  RunRequest request_;
+  c10::Device device_{c10::kCPU};
+  std::optional<LoadedModel> model_;
+  ServedModelInfo info_;
+};
+
+}  // namespace
+
 std::string device_description(int cuda_index) { return cuda_device_name(cuda_index); }
+
+std::unique_ptr<ServedModel> open_served_model(const ServeModelRequest& request) {
+  return std::make_unique<LibtorchServedModel>(request);
+}
 
 RunReport run_module(const RunRequest& request) {
   torch::NoGradGuard no_grad;

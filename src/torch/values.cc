@@ -478,14 +478,7 @@ void describe(const c10::IValue& v, const std::string& path, int depth, std::vec
   }
 }
 
-namespace {
-
 // --- comparing with expected outputs ----------------------------------------------
-
-struct Leaf {
-  std::string path;
-  c10::IValue value;
-};
 
 void leaves_of(const c10::IValue& v, const std::string& path, std::vector<Leaf>& out) {
   if (v.isTuple()) {
@@ -508,6 +501,8 @@ void leaves_of(const c10::IValue& v, const std::string& path, std::vector<Leaf>&
     out.push_back(Leaf{path, v});
   }
 }
+
+namespace {
 
 // Expected values as the leaves they hold, in order.
 void host_leaves(const HostValue& v, std::vector<c10::IValue>& out) {
@@ -654,9 +649,7 @@ std::vector<OutputCheck> compare_values(const c10::IValue& output, const c10::IV
   return compare_leaves(output, values, request);
 }
 
-namespace {
-
-// --- serialized inputs and outputs ----------------------------------------------
+// --- serialized inputs and outputs; tensors as plain data ------------------------
 
 HostTensor host_tensor(const torch::Tensor& tensor) {
   const torch::Tensor t = tensor.detach().to(torch::kCPU).contiguous();
@@ -669,8 +662,6 @@ HostTensor host_tensor(const torch::Tensor& tensor) {
 }
 
 c10::IValue to_cpu(const c10::IValue& v) { return to_device(v, c10::Device(c10::kCPU)); }
-
-}  // namespace
 
 namespace {
 

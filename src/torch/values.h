@@ -110,6 +110,14 @@ class LoadedModel {
     return out;
   }
   bool has_schema() const { return schema_.has_value(); }
+  // What the method returns (one type per return; empty without a schema).
+  std::vector<c10::TypePtr> return_types() const {
+    std::vector<c10::TypePtr> types;
+    if (schema_) {
+      for (const auto& r : schema_->returns()) types.push_back(static_type(r.type()));
+    }
+    return types;
+  }
 
   // forward(Tensor x, float scale=2.) -> Tensor, without self.
   std::string signature() const {
@@ -182,11 +190,23 @@ std::string number_text(double x);
 // Appends `v` and what it holds to `out`, in walk order.
 void describe(const c10::IValue& v, const std::string& path, int depth, std::vector<ValueSummary>& out);
 
+// A value's leaves (tensors, scalars, strings) in walk order, with their
+// paths: out, out[0], out[1]["boxes"], out.field.
+struct Leaf {
+  std::string path;
+  c10::IValue value;
+};
+void leaves_of(const c10::IValue& v, const std::string& path, std::vector<Leaf>& out);
+
 // The output's leaves compared with request.expect's, in order.
 std::vector<OutputCheck> compare_outputs(const c10::IValue& output, const RunRequest& request);
 // The output's leaves compared with `expected`'s (another call's output), with
 // request's tolerances.
 std::vector<OutputCheck> compare_values(const c10::IValue& output, const c10::IValue& expected, const RunRequest& request);
+
+// A tensor as plain data: on the CPU, contiguous, its bytes copied.
+HostTensor host_tensor(const torch::Tensor& tensor);
+c10::IValue to_cpu(const c10::IValue& v);
 
 // torch.save format (Pt) or one tensor as .npy (Npy).
 std::string serialize(const c10::IValue& value, SaveFormat format, const std::string& what, const std::string& file);

@@ -28,17 +28,6 @@ namespace {
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 constexpr int kPollMs = 20;
 
-// Anonymous resident memory of `pid` (RssAnon in /proc/PID/status), bytes; 0
-// when it cannot be read (the process is gone).
-uint64_t anonymous_resident_bytes(pid_t pid) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("RssAnon:", 0) == 0) return std::strtoull(line.c_str() + 8, nullptr, 10) * 1024;
-  }
-  return 0;
-}
-
 void write_all(int fd, const std::string& bytes) {
   size_t done = 0;
   while (done < bytes.size()) {
@@ -76,14 +65,6 @@ void write_all(int fd, const std::string& bytes) {
   write_all(fd, payload);
   // No destructors, no atexit handlers: libtorch's teardown is not ours to run.
   ::_exit(0);
-}
-
-std::string signal_text(int sig) {
-  const char* abbrev = ::sigabbrev_np(sig);
-  const char* description = ::sigdescr_np(sig);
-  std::string text = abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
-  if (description != nullptr) text += std::string(" (") + description + ")";
-  return text;
 }
 
 std::string suspicion(const WorkerJob& job) {
@@ -156,6 +137,24 @@ Stop supervise(pid_t pid, int fd, const WorkerLimits& limits, std::string& paylo
 }
 
 }  // namespace
+
+// RssAnon in /proc/PID/status.
+uint64_t anonymous_resident_bytes(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("RssAnon:", 0) == 0) return std::strtoull(line.c_str() + 8, nullptr, 10) * 1024;
+  }
+  return 0;
+}
+
+std::string signal_text(int sig) {
+  const char* abbrev = ::sigabbrev_np(sig);
+  const char* description = ::sigdescr_np(sig);
+  std::string text = abbrev != nullptr ? std::string("SIG") + abbrev : "signal " + std::to_string(sig);
+  if (description != nullptr) text += std::string(" (") + description + ")";
+  return text;
+}
 
 bool worker_disabled() {
   const char* env = std::getenv("TSARCHIVE_IN_PROCESS");

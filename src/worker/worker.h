@@ -17,6 +17,8 @@
 // from /proc every 20 ms.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -68,6 +70,11 @@ Result in_worker(const WorkerJob& job, Work&& work) {
   });
   return decode_result<Result>(payload);
 }
+
+// Shared with the model worker (model_worker.h): "SIGSEGV (Segmentation
+// fault)", and a process's anonymous resident memory in bytes (0 when gone).
+std::string signal_text(int sig);
+uint64_t anonymous_resident_bytes(pid_t pid);
 
 // Set TSARCHIVE_IN_PROCESS=1 to call libtorch in this process (for a debugger,
 // or to measure what the worker costs); the limits then do not apply.

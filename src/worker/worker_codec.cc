@@ -5,6 +5,7 @@
 
 #include "contract/jit.h"
 #include "contract/run.h"
+#include "contract/serve.h"
 #include "contract/torch_backend.h"
 
 namespace nlohmann {
@@ -69,6 +70,25 @@ std::string bytes_of(const nlohmann::json& j) {
 }
 
 }  // namespace
+
+// serve's tensors: contiguous, their bytes as a CBOR byte string.
+void to_json(nlohmann::json& j, const HostTensor& t) {
+  j = {{"dtype", t.dtype}, {"shape", t.shape}, {"stride", t.stride}, {"offset", t.offset},
+       {"bytes", bytes_value(t.bytes ? *t.bytes : std::string())}};
+}
+
+void from_json(const nlohmann::json& j, HostTensor& t) {
+  j.at("dtype").get_to(t.dtype);
+  j.at("shape").get_to(t.shape);
+  j.at("stride").get_to(t.stride);
+  j.at("offset").get_to(t.offset);
+  t.bytes = std::make_shared<const std::string>(bytes_of(j.at("bytes")));
+}
+
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(NamedTensor, name, tensor)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ServedValue, name, type, dtype, has_default)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ServedModelInfo, libtorch_version, device, method, schema, inputs, outputs)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ServeModelRequest, archive, display_name, method, device, threads, libraries, lite)
 
 void to_json(nlohmann::json& j, const RunReport& r) {
   j = {{"libtorch_version", r.libtorch_version}, {"device", r.device}, {"device_name", r.device_name},
@@ -144,6 +164,10 @@ TSARCHIVE_WORKER_RESULT(RunReport)
 TSARCHIVE_WORKER_RESULT(ConvertReport)
 TSARCHIVE_WORKER_RESULT(MethodGraph)
 TSARCHIVE_WORKER_RESULT(OpsReport)
+TSARCHIVE_WORKER_RESULT(ServeModelRequest)
+TSARCHIVE_WORKER_RESULT(ServedModelInfo)
+TSARCHIVE_WORKER_RESULT(std::vector<HostTensor>)
+TSARCHIVE_WORKER_RESULT(std::vector<NamedTensor>)
 #undef TSARCHIVE_WORKER_RESULT
 
 }  // namespace tsarchive

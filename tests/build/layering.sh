@@ -16,9 +16,10 @@ declare -A below=(
   [contract]="base contract"
   [core]="base format contract core"
   [worker]="base format contract core worker"
-  [cli]="base format contract core worker cli"
+  [serve]="base format contract core worker serve"
+  [cli]="base format contract core worker serve cli"
 )
-layers=(base format contract core worker cli)
+layers=(base format contract core worker serve cli)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
@@ -47,7 +48,7 @@ for layer in "${layers[@]}"; do
   done < <(grep -Hn '#include "[a-z_]*/' "$src/src/$layer"/*.h "$src/src/$layer"/*.cc 2>/dev/null)
 done
 # The torch layer sees core and below, never worker or cli.
-if grep -Hn '#include "\(worker\|cli\)/' "$src"/src/torch/*.h "$src"/src/torch/*.cc; then fail=1; fi
+if grep -Hn '#include "\(worker\|serve\|cli\)/' "$src"/src/torch/*.h "$src"/src/torch/*.cc; then fail=1; fi
 # The installed headers include only the standard library and each other.
 if grep -Hn '#include "' "$src"/include/tsarchive/*.h | grep -v '#include "tsarchive/'; then fail=1; fi
 [ "$fail" -eq 0 ] && echo "layering: ${#layers[@]} layers, every include downward"

@@ -1,0 +1,449 @@
+#include "serve/http.h"
+
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+
+namespace tsarchive::serve {
+namespace {
+
+bool is_tchar(char c) {
+  if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')) return true;
+  return std::strchr("!#$%&'*+-.^_`|~", c) != nullptr && c != '\0';
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+// Whether a comma-separated header value holds `token` (case-insensitive).
+bool has_token(std::string_view value, std::string_view token) {
+  size_t start = 0;
+  while (start <= value.size()) {
+    size_t end = value.find(',', start);
+    if (end == std::string_view::npos) end = value.size();
+    if (lower(trim(value.substr(start, end - start))) == token) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
+const std::string* HttpRequest::header(std::string_view name) const {
+  for (const auto& [key, value] : headers) {
+    if (key == name) return &value;
+  }
+  return nullptr;
+}
+
+HttpResponse json_error(int status, const std::string& message) {
+  HttpResponse r;
+  r.status = status;
+  r.body = nlohmann::json{{"error", message}}.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return r;
+}
+
+const char* reason_phrase(int status) {
+  switch (status) {
+    case 100: return "Continue";
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 411: return "Length Required";
+    case 413: return "Content Too Large";
+    case 415: return "Unsupported Media Type";
+    case 417: return "Expectation Failed";
+    case 431: return "Request Header Fields Too Large";
+    case 500: return "Internal Server Error";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    case 504: return "Gateway Timeout";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Unknown";
+  }
+}
+
+std::string render_response(const HttpResponse& response, bool keep_alive) {
+  std::string out = "HTTP/1.1 " + std::to_string(response.status) + " " + reason_phrase(response.status) + "\r\n";
+  if (!response.content_type.empty()) out += "Content-Type: " + response.content_type + "\r\n";
+  out += "Content-Length: " + std::to_string(response.body.size()) + "\r\n";
+  for (const auto& [name, value] : response.headers) out += name + ": " + value + "\r\n";
+  if (!keep_alive) out += "Connection: close\r\n";
+  out += "\r\n";
+  out += response.body;
+  return out;
+}
+
+// --- the parser ----------------------------------------------------------------------
+
+HttpParser::State HttpParser::fail(int status, std::string message) {
+  state_ = State::Failed;
+  error_status_ = status;
+  error_message_ = std::move(message);
+  return state_;
+}
+
+HttpParser::State HttpParser::feed(std::string_view bytes) {
+  if (state_ == State::Failed) return state_;
+  buffer_.append(bytes);
+  return state_ == State::Complete ? state_ : parse();
+}
+
+HttpParser::State HttpParser::next() {
+  if (state_ != State::Complete) return state_;
+  request_ = HttpRequest{};
+  headers_done_ = false;
+  body_size_ = 0;
+  state_ = State::Incomplete;
+  return parse();
+}
+
+HttpParser::State HttpParser::parse() {
+  if (!headers_done_) {
+    // Empty lines before a request line are ignored (RFC 9112, 2.2).
+    size_t skip = 0;
+    while (buffer_.compare(skip, 2, "\r\n") == 0) skip += 2;
+    if (skip > 0) buffer_.erase(0, skip);
+    const size_t end = buffer_.find("\r\n\r\n");
+    if (end == std::string::npos) {
+      if (buffer_.size() > limits_.max_header_bytes) {
+        return fail(431, "the request line and headers are longer than " + std::to_string(limits_.max_header_bytes) + " bytes");
+      }
+      return state_;
+    }
+    if (end + 4 > limits_.max_header_bytes) {
+      return fail(431, "the request line and headers are longer than " + std::to_string(limits_.max_header_bytes) + " bytes");
+    }
+    if (parse_head(std::string_view(buffer_).substr(0, end + 2)) == State::Failed) return state_;
+    buffer_.erase(0, end + 4);
+    headers_done_ = true;
+  }
+  if (buffer_.size() < body_size_) return state_;
+  request_.body = buffer_.substr(0, body_size_);
+  buffer_.erase(0, body_size_);
+  state_ = State::Complete;
+  return state_;
+}
+
+HttpParser::State HttpParser::parse_head(std::string_view head) {
+  // The request line: METHOD SP TARGET SP VERSION CRLF, single spaces.
+  const size_t line_end = head.find("\r\n");
+  const std::string_view line = head.substr(0, line_end);
+  const size_t sp1 = line.find(' ');
+  const size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
+  if (sp1 == std::string_view::npos || sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos) {
+    return fail(400, "the request line is not 'METHOD TARGET HTTP/1.1'");
+  }
+  request_.method = std::string(line.substr(0, sp1));
+  request_.target = std::string(line.substr(sp1 + 1, sp2 - sp1 - 1));
+  request_.version = std::string(line.substr(sp2 + 1));
+  if (request_.method.empty()) return fail(400, "the request line has no method");
+  for (char c : request_.method) {
+    if (!is_tchar(c)) return fail(400, "the method is not a token");
+  }
+  if (request_.target.empty() || request_.target[0] != '/') return fail(400, "the request target is not a path");
+  for (char c : request_.target) {
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) return fail(400, "the request target holds a control character");
+  }
+  if (request_.version != "HTTP/1.1" && request_.version != "HTTP/1.0") {
+    if (request_.version.rfind("HTTP/", 0) == 0) return fail(505, "only HTTP/1.1 and HTTP/1.0 are served");
+    return fail(400, "the request line does not end with an HTTP version");
+  }
+
+  // Header fields: NAME ":" OWS VALUE OWS CRLF; no obsolete line folding.
+  std::string_view rest = head.substr(line_end + 2);
+  while (!rest.empty()) {
+    const size_t end = rest.find("\r\n");
+    const std::string_view field = rest.substr(0, end);
+    rest.remove_prefix(end + 2);
+    if (request_.headers.size() >= limits_.max_headers) {
+      return fail(431, "more than " + std::to_string(limits_.max_headers) + " header fields");
+    }
+    if (field.empty() || field[0] == ' ' || field[0] == '\t') return fail(400, "a header field is folded or empty");
+    const size_t colon = field.find(':');
+    if (colon == std::string_view::npos || colon == 0) return fail(400, "a header field has no name");
+    for (char c : field.substr(0, colon)) {
+      if (!is_tchar(c)) return fail(400, "a header field name holds a character that is not allowed");
+    }
+    const std::string_view value = trim(field.substr(colon + 1));
+    for (char c : value) {
+      const auto u = static_cast<unsigned char>(c);
+      if ((u < 0x20 && c != '\t') || u == 0x7f) return fail(400, "a header field value holds a control character");
+    }
+    request_.headers.emplace_back(lower(field.substr(0, colon)), std::string(value));
+  }
+
+  const bool http10 = request_.version == "HTTP/1.0";
+  if (!http10 && request_.header("host") == nullptr) return fail(400, "an HTTP/1.1 request needs a Host header");
+  const std::string* connection = request_.header("connection");
+  request_.keep_alive = http10 ? connection != nullptr && has_token(*connection, "keep-alive")
+                               : connection == nullptr || !has_token(*connection, "close");
+  if (const std::string* expect = request_.header("expect")) {
+    if (lower(*expect) != "100-continue") return fail(417, "only Expect: 100-continue is understood");
+    request_.expects_continue = !http10;
+  }
+
+  // The body: Content-Length only.
+  const std::string* length = nullptr;
+  bool transfer_encoding = false;
+  for (const auto& [name, value] : request_.headers) {
+    if (name == "transfer-encoding") transfer_encoding = true;
+    if (name != "content-length") continue;
+    if (length != nullptr && *length != value) return fail(400, "the request has two different Content-Length headers");
+    length = &value;
+  }
+  if (transfer_encoding) {
+    if (length != nullptr) return fail(400, "the request has both Transfer-Encoding and Content-Length");
+    const std::string* te = request_.header("transfer-encoding");
+    if (has_token(*te, "chunked")) return fail(411, "chunked request bodies are not accepted: send a Content-Length");
+    return fail(400, "Transfer-Encoding is not accepted: send a Content-Length");
+  }
+  if (length == nullptr) {
+    if (request_.method == "POST" || request_.method == "PUT") return fail(411, "a " + request_.method + " needs a Content-Length");
+    body_size_ = 0;
+    return state_;
+  }
+  if (length->empty() || length->size() > 19) return fail(400, "Content-Length is not a number");
+  uint64_t size = 0;
+  for (char c : *length) {
+    if (c < '0' || c > '9') return fail(400, "Content-Length is not a number");
+    size = size * 10 + static_cast<uint64_t>(c - '0');
+  }
+  if (size > limits_.max_body_bytes) {
+    return fail(413, "the body (" + std::to_string(size) + " bytes) is larger than the limit of " +
+                         std::to_string(limits_.max_body_bytes) + " bytes (--max-body)");
+  }
+  body_size_ = size;
+  return state_;
+}
+
+// --- the server -----------------------------------------------------------------------
+
+HttpServer::HttpServer(HttpServerOptions options, HttpHandler handler)
+    : options_(std::move(options)), handler_(std::move(handler)) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  const std::string port = std::to_string(options_.port);
+  if (const int rc = ::getaddrinfo(options_.host.c_str(), port.c_str(), &hints, &found); rc != 0) {
+    throw_usage("--host " + options_.host + " does not resolve: " + ::gai_strerror(rc), "give an address such as 127.0.0.1, ::1 or 0.0.0.0");
+  }
+  std::string why;
+  for (addrinfo* a = found; a != nullptr && listen_fd_ < 0; a = a->ai_next) {
+    const int fd = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    const int on = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0 && ::listen(fd, 128) == 0) {
+      listen_fd_ = fd;
+      sockaddr_storage bound{};
+      socklen_t size = sizeof bound;
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &size);
+      port_ = ntohs(bound.ss_family == AF_INET6 ? reinterpret_cast<sockaddr_in6*>(&bound)->sin6_port
+                                                : reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
+    } else {
+      why = std::strerror(errno);
+      ::close(fd);
+    }
+  }
+  ::freeaddrinfo(found);
+  if (listen_fd_ < 0) {
+    throw_io("cannot listen on " + options_.host + ":" + port + ": " + why, {},
+             "choose another --port, or stop what listens there");
+  }
+  if (::pipe2(wake_, O_CLOEXEC | O_NONBLOCK) != 0) {
+    ::close(listen_fd_);
+    throw_io(std::string("cannot make a pipe: ") + std::strerror(errno));
+  }
+}
+
+HttpServer::~HttpServer() {
+  stop();
+  std::unique_lock<std::mutex> lock(mutex_);
+  idle_.wait(lock, [this] { return connections_ == 0; });
+  lock.unlock();
+  if (listen_fd_ >= 0) ::close(listen_fd_);
+  ::close(wake_[0]);
+  ::close(wake_[1]);
+}
+
+void HttpServer::stop() {
+  stopping_ = true;
+  const char byte = 1;
+  [[maybe_unused]] const ssize_t n = ::write(wake_[1], &byte, 1);
+}
+
+void HttpServer::serve() {
+  while (!stopping_) {
+    pollfd p[2] = {{listen_fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
+    if (::poll(p, 2, -1) < 0) continue;  // EINTR
+    if (stopping_ || (p[1].revents & POLLIN) != 0) break;
+    if ((p[0].revents & POLLIN) == 0) continue;
+    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
+    const int on = 1;
+    ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (connections_ >= options_.max_connections) {
+        const std::string busy = render_response(json_error(503, "too many connections"), false);
+        [[maybe_unused]] const ssize_t n = ::send(fd, busy.data(), busy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        ::close(fd);
+        continue;
+      }
+      ++connections_;
+    }
+    try {
+      std::thread([this, fd] { connection(fd); }).detach();
+    } catch (const std::system_error&) {
+      ::close(fd);
+      std::lock_guard<std::mutex> lock(mutex_);
+      --connections_;
+    }
+  }
+  ::close(listen_fd_);
+  listen_fd_ = -1;
+  std::unique_lock<std::mutex> lock(mutex_);
+  idle_.wait(lock, [this] { return connections_ == 0; });
+}
+
+namespace {
+
+bool send_all(int fd, const std::string& bytes, int timeout_ms) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::send(fd, bytes.data() + done, bytes.size() - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) return false;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return false;
+    pollfd p{fd, POLLOUT, 0};
+    ::poll(&p, 1, static_cast<int>(left));
+  }
+  return true;
+}
+
+// After an error response on a connection whose request was not read in
+// full: stop writing, then read what the client still sends for a moment, so
+// that closing does not reset the connection before it reads the response.
+void lingering_close(int fd) {
+  ::shutdown(fd, SHUT_WR);
+  char buffer[1 << 14];
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (std::chrono::steady_clock::now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    if (::recv(fd, buffer, sizeof buffer, MSG_DONTWAIT) <= 0) break;
+  }
+  ::close(fd);
+}
+
+}  // namespace
+
+void HttpServer::connection(int fd) {
+  using Clock = std::chrono::steady_clock;
+  HttpParser parser(options_.limits);
+  auto idle_since = Clock::now();
+  auto request_since = Clock::now();
+  bool continued = false;
+  bool close_now = false;
+  char buffer[1 << 16];
+  const auto finish = [this] {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (--connections_ == 0) idle_.notify_all();
+  };
+  while (!close_now) {
+    // Requests already buffered (pipelined) are answered before reading more.
+    HttpParser::State state = parser.state();
+    if (state == HttpParser::State::Incomplete) {
+      if (stopping_ && !parser.started()) break;
+      pollfd p{fd, POLLIN, 0};
+      const int ready = ::poll(&p, 1, 100);
+      const auto now = Clock::now();
+      if (ready <= 0) {
+        if (parser.started()) {
+          if (now - request_since > std::chrono::milliseconds(options_.read_timeout_ms)) {
+            send_all(fd, render_response(json_error(408, "the request did not arrive within " +
+                                                             std::to_string(options_.read_timeout_ms) + " ms"),
+                                         false),
+                     1000);
+            lingering_close(fd);
+            return finish();
+          }
+        } else if (now - idle_since > std::chrono::milliseconds(options_.idle_timeout_ms)) {
+          break;
+        }
+        continue;
+      }
+      const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      if (!parser.started()) request_since = now;
+      state = parser.feed(std::string_view(buffer, static_cast<size_t>(n)));
+      if (parser.awaiting_body() && parser.request().expects_continue && !continued) {
+        continued = true;
+        send_all(fd, "HTTP/1.1 100 Continue\r\n\r\n", options_.read_timeout_ms);
+      }
+    }
+    if (state == HttpParser::State::Failed) {
+      HttpResponse error = json_error(parser.error_status(), parser.error_message());
+      send_all(fd, render_response(error, false), options_.read_timeout_ms);
+      lingering_close(fd);
+      return finish();
+    }
+    if (state != HttpParser::State::Complete) continue;
+    const HttpRequest& request = parser.request();
+    HttpResponse response;
+    try {
+      response = handler_(request);
+    } catch (const std::exception& e) {
+      response = json_error(500, std::string("internal error: ") + e.what());
+    }
+    const bool keep_alive = request.keep_alive && !response.close && !stopping_;
+    if (!send_all(fd, render_response(response, keep_alive), options_.read_timeout_ms)) break;
+    if (!keep_alive) close_now = true;
+    parser.next();
+    continued = false;
+    idle_since = request_since = Clock::now();
+  }
+  ::close(fd);
+  finish();
+}
+
+}  // namespace tsarchive::serve

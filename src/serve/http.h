@@ -1,0 +1,128 @@
+// A small, strict HTTP/1.1 server on POSIX sockets for `serve`: keep-alive,
+// Content-Length bodies only, limits on the header and the body, read
+// timeouts for slow or half-sent requests, one thread per connection (at
+// most HttpServerOptions::max_connections). Errors are JSON: {"error": "..."}.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace tsarchive::serve {
+
+struct HttpLimits {
+  size_t max_header_bytes = 16 * 1024;       // request line and headers: 431 beyond
+  size_t max_headers = 100;                   // header lines: 431 beyond
+  uint64_t max_body_bytes = uint64_t{64} << 20;  // Content-Length: 413 beyond
+};
+
+struct HttpRequest {
+  std::string method;   // "GET"
+  std::string target;   // "/v2/models/mlp/infer"
+  std::string version;  // "HTTP/1.1"
+  std::vector<std::pair<std::string, std::string>> headers;  // names lower-cased, values trimmed
+  std::string body;
+  bool keep_alive = true;
+  bool expects_continue = false;  // Expect: 100-continue
+  // The first header of that (lower-case) name, or null.
+  const std::string* header(std::string_view name) const;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string body;
+  std::string content_type = "application/json";
+  std::vector<std::pair<std::string, std::string>> headers;  // more headers (Retry-After, Allow)
+  bool close = false;  // close the connection after it
+};
+
+// {"error": message} with `status`.
+HttpResponse json_error(int status, const std::string& message);
+const char* reason_phrase(int status);
+// The bytes on the wire; `keep_alive` false adds Connection: close.
+std::string render_response(const HttpResponse& response, bool keep_alive);
+
+// Parses requests from bytes as they arrive; several requests may follow each
+// other on one connection (pipelining).
+class HttpParser {
+ public:
+  enum class State { Incomplete, Complete, Failed };
+  explicit HttpParser(HttpLimits limits = {}) : limits_(limits) {}
+
+  // Adds bytes and parses as far as they go.
+  State feed(std::string_view bytes);
+  State state() const { return state_; }
+  // Whether a request has begun (bytes of one are buffered, or it is complete).
+  bool started() const { return !buffer_.empty() || headers_done_ || state_ != State::Incomplete; }
+  // The headers are in and the request waits for its body.
+  bool awaiting_body() const { return headers_done_ && state_ == State::Incomplete; }
+  const HttpRequest& request() const { return request_; }
+  // With Failed: the status (400, 411, 413, 431, 505, ...) and why.
+  int error_status() const { return error_status_; }
+  const std::string& error_message() const { return error_message_; }
+  // After Complete: forgets that request and parses the bytes after it.
+  State next();
+
+ private:
+  State fail(int status, std::string message);
+  State parse();
+  State parse_head(std::string_view head);
+
+  HttpLimits limits_;
+  std::string buffer_;
+  State state_ = State::Incomplete;
+  bool headers_done_ = false;
+  uint64_t body_size_ = 0;
+  HttpRequest request_;
+  int error_status_ = 0;
+  std::string error_message_;
+};
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;  // 0: any free port (port() says which)
+  HttpLimits limits;
+  int read_timeout_ms = 10000;  // from a request's first byte to its last: 408 beyond
+  int idle_timeout_ms = 60000;  // a kept-alive connection with no request is closed
+  int max_connections = 256;    // beyond: 503 and close
+};
+
+using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+
+class HttpServer {
+ public:
+  // Binds and listens. Error(Usage) for a host that does not resolve,
+  // Error(Io) when the address cannot be bound.
+  HttpServer(HttpServerOptions options, HttpHandler handler);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  int port() const { return port_; }
+  // Accepts connections until stop(); returns once every connection has
+  // finished its request in flight and closed.
+  void serve();
+  // Stops accepting; idle connections close. Safe from any thread.
+  void stop();
+
+ private:
+  void connection(int fd);
+
+  HttpServerOptions options_;
+  HttpHandler handler_;
+  int listen_fd_ = -1;
+  int wake_[2] = {-1, -1};
+  int port_ = 0;
+  std::atomic<bool> stopping_{false};
+  std::mutex mutex_;
+  std::condition_variable idle_;
+  int connections_ = 0;
+};
+
+}  // namespace tsarchive::serve

@@ -1,0 +1,376 @@
+#include "serve/server.h"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+#include "base/build_info.h"
+#include "base/error.h"
+#include "serve/v2.h"
+
+namespace tsarchive::serve {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+InferOutcome failure(int status, std::string message) {
+  InferOutcome o;
+  o.status = status;
+  o.message = std::move(message);
+  return o;
+}
+
+}  // namespace
+
+// --- one model ------------------------------------------------------------------------
+
+ModelEndpoint::ModelEndpoint(ModelSpec spec, BatchOptions batch, std::string executable, LogLine warn)
+    : spec_(std::move(spec)), batch_(batch), warn_(std::move(warn)) {
+  worker_ = std::make_unique<ModelWorker>(spec_.job, spec_.request, std::move(executable));
+}
+
+ModelEndpoint::~ModelEndpoint() { stop(); }
+
+void ModelEndpoint::start() {
+  info_ = worker_->start();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ready_ = true;
+  }
+  thread_ = std::thread([this] { dispatch(); });
+}
+
+bool ModelEndpoint::ready() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return ready_;
+}
+
+ServedModelInfo ModelEndpoint::info() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return info_;
+}
+
+std::future<InferOutcome> ModelEndpoint::submit(std::vector<HostTensor> inputs) {
+  Pending p;
+  p.inputs = std::move(inputs);
+  p.deadline = batch_.timeout_ms > 0 ? Clock::now() + std::chrono::milliseconds(batch_.timeout_ms) : Clock::time_point::max();
+  std::future<InferOutcome> result = p.promise.get_future();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stopping_) {
+    p.promise.set_value(failure(503, "the server is shutting down"));
+  } else if (!ready_) {
+    p.promise.set_value(failure(503, "model '" + spec_.name + "' is not ready: its worker is being restarted"));
+  } else if (queue_.size() >= static_cast<size_t>(batch_.max_queue)) {
+    p.promise.set_value(failure(503, "model '" + spec_.name + "' has " + std::to_string(queue_.size()) +
+                                         " requests queued (--max-queue)"));
+  } else {
+    queue_.push_back(std::move(p));
+    wake_.notify_one();
+  }
+  return result;
+}
+
+void ModelEndpoint::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  worker_->stop();
+}
+
+bool ModelEndpoint::restart() {
+  try {
+    ServedModelInfo info = worker_->start();
+    std::lock_guard<std::mutex> lock(mutex_);
+    info_ = std::move(info);
+    return true;
+  } catch (const Error& e) {
+    warn_("model '" + spec_.name + "': its worker did not restart: " + e.what());
+    return false;
+  }
+}
+
+void ModelEndpoint::dispatch() {
+  auto backoff = std::chrono::milliseconds(100);
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    if (!ready_) {
+      // The worker died: what is queued gets 503 now, and it is restarted
+      // with back-off (0.1 s, doubling to 10 s) until it loads again.
+      while (!queue_.empty()) {
+        queue_.front().promise.set_value(failure(503, "model '" + spec_.name + "' is not ready: its worker is being restarted"));
+        queue_.pop_front();
+      }
+      if (stopping_) break;
+      if (wake_.wait_for(lock, backoff, [this] { return stopping_; })) break;
+      lock.unlock();
+      const bool ok = restart();
+      lock.lock();
+      if (ok) {
+        ready_ = true;
+        backoff = std::chrono::milliseconds(100);
+        warn_("model '" + spec_.name + "': its worker is back (pid " + std::to_string(worker_->pid()) + ")");
+      } else {
+        backoff = std::min(backoff * 2, std::chrono::milliseconds(10000));
+      }
+      continue;
+    }
+    wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) break;  // stopping, and everything queued was answered
+
+    std::vector<Pending> batch;
+    batch.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+    const std::optional<int64_t> first_rows = batch_rows(batch[0].inputs);
+    if (batch_.max_batch > 1 && first_rows && *first_rows < batch_.max_batch) {
+      int64_t total = *first_rows;
+      const auto until = Clock::now() + std::chrono::milliseconds(batch_.max_wait_ms);
+      while (total < batch_.max_batch) {
+        if (!queue_.empty()) {
+          Pending& next = queue_.front();
+          const std::optional<int64_t> rows = batch_rows(next.inputs);
+          if (!rows || !stackable(batch[0].inputs, next.inputs) || total + *rows > batch_.max_batch) break;
+          total += *rows;
+          batch.push_back(std::move(next));
+          queue_.pop_front();
+          continue;
+        }
+        if (stopping_ || !wake_.wait_until(lock, until, [this] { return stopping_ || !queue_.empty(); })) break;
+      }
+    }
+    lock.unlock();
+    run(batch);
+    lock.lock();
+  }
+}
+
+void ModelEndpoint::run(std::vector<Pending>& batch) {
+  const auto now = Clock::now();
+  std::vector<Pending*> live;
+  for (Pending& p : batch) {
+    if (now > p.deadline) {
+      p.promise.set_value(failure(504, "the request waited longer than --timeout (" + std::to_string(batch_.timeout_ms) +
+                                           " ms) and was not run"));
+    } else {
+      live.push_back(&p);
+    }
+  }
+  if (live.empty()) return;
+
+  bool crashed = false;
+  const auto crash = [&](const Error& e) {
+    crashed = true;
+    warn_("model '" + spec_.name + "' (" + spec_.job.file + "): " + e.what() + "; " + std::to_string(live.size()) +
+          " request(s) failed; restarting its worker");
+    std::lock_guard<std::mutex> lock(mutex_);
+    ready_ = false;
+  };
+  const auto alone = [&](Pending& p) {
+    if (crashed) {
+      p.promise.set_value(failure(500, "the model's worker died; it is being restarted"));
+      return;
+    }
+    try {
+      InferOutcome o;
+      o.outputs = worker_->infer(p.inputs);
+      p.promise.set_value(std::move(o));
+    } catch (const Error& e) {
+      if (!worker_->alive()) {
+        crash(e);
+        p.promise.set_value(failure(500, e.what()));
+      } else {
+        p.promise.set_value(failure(400, e.what()));
+      }
+    }
+  };
+
+  if (live.size() == 1) return alone(*live[0]);
+  std::vector<const std::vector<HostTensor>*> inputs;
+  std::vector<int64_t> rows;
+  for (Pending* p : live) {
+    inputs.push_back(&p->inputs);
+    rows.push_back(*batch_rows(p->inputs));
+  }
+  try {
+    const std::vector<NamedTensor> outputs = worker_->infer(stack(inputs));
+    if (auto split = unstack(outputs, rows)) {
+      for (size_t i = 0; i < live.size(); ++i) {
+        InferOutcome o;
+        o.outputs = std::move((*split)[i]);
+        live[i]->promise.set_value(std::move(o));
+      }
+      return;
+    }
+  } catch (const Error& e) {
+    if (!worker_->alive()) {
+      crash(e);
+      for (Pending* p : live) p->promise.set_value(failure(500, e.what()));
+      return;
+    }
+  }
+  // The batch failed or its outputs do not split by rows: each runs alone,
+  // and gets its own answer.
+  for (Pending* p : live) alone(*p);
+}
+
+// --- the routes --------------------------------------------------------------------------
+
+InferenceServer::InferenceServer(std::vector<ModelSpec> models, BatchOptions batch, std::string executable, LogLine warn) {
+  for (ModelSpec& spec : models) {
+    models_.push_back(std::make_unique<ModelEndpoint>(std::move(spec), batch, executable, warn));
+  }
+}
+
+void InferenceServer::start() {
+  for (auto& model : models_) model->start();
+}
+
+void InferenceServer::stop() {
+  for (auto& model : models_) model->stop();
+}
+
+ModelEndpoint* InferenceServer::find(const std::string& name) {
+  for (auto& model : models_) {
+    if (model->name() == name) return model.get();
+  }
+  return nullptr;
+}
+
+namespace {
+
+HttpResponse json_ok(const nlohmann::json& body) {
+  HttpResponse r;
+  r.body = body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return r;
+}
+
+HttpResponse empty_ok() {
+  HttpResponse r;
+  r.content_type.clear();
+  return r;
+}
+
+HttpResponse not_allowed(const char* allow) {
+  HttpResponse r = json_error(405, std::string("use ") + allow + " here");
+  r.headers.emplace_back("Allow", allow);
+  return r;
+}
+
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t start = 1;
+  while (start <= path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    parts.push_back(path.substr(start, end - start));
+    start = end + 1;
+  }
+  return parts;
+}
+
+}  // namespace
+
+HttpResponse InferenceServer::handle(const HttpRequest& request) {
+  const std::string path = request.target.substr(0, request.target.find('?'));
+  std::vector<std::string> parts = split_path(path);
+  if (!parts.empty() && parts.back().empty() && parts.size() > 1) parts.pop_back();  // a trailing slash
+  const bool get = request.method == "GET";
+  const auto is = [&](std::initializer_list<const char*> want) {
+    if (parts.size() != want.size()) return false;
+    size_t i = 0;
+    for (const char* w : want) {
+      if (*w != '*' && parts[i] != w) return false;
+      ++i;
+    }
+    return true;
+  };
+
+  if (is({"v2", "health", "live"})) return get ? empty_ok() : not_allowed("GET");
+  if (is({"v2", "health", "ready"})) {
+    if (!get) return not_allowed("GET");
+    for (auto& model : models_) {
+      if (!model->ready()) return json_error(400, "model '" + model->name() + "' is not ready");
+    }
+    return empty_ok();
+  }
+  if (is({"v2"})) {
+    if (!get) return not_allowed("GET");
+    return json_ok({{"name", "tsarchive"}, {"version", build_info().version}, {"extensions", nlohmann::json::array()}});
+  }
+  // /v2/models/{name}[/versions/{v}][/ready|/infer]
+  if (parts.size() >= 3 && parts[0] == "v2" && parts[1] == "models") {
+    ModelEndpoint* model = find(parts[2]);
+    std::vector<std::string> rest(parts.begin() + 3, parts.end());
+    if (rest.size() >= 2 && rest[0] == "versions") {
+      if (rest[1] != "1") return json_error(404, "model '" + parts[2] + "' has no version '" + rest[1] + "'; it has 1");
+      rest.erase(rest.begin(), rest.begin() + 2);
+    }
+    if (rest.size() > 1 || (rest.size() == 1 && rest[0] != "ready" && rest[0] != "infer")) {
+      return json_error(404, "no such endpoint: " + path.substr(0, 200));
+    }
+    if (model == nullptr) return json_error(404, "no model named '" + parts[2].substr(0, 200) + "' is served");
+    if (rest.empty()) return get ? json_ok(model_metadata(model->name(), model->info())) : not_allowed("GET");
+    if (rest[0] == "ready") {
+      if (!get) return not_allowed("GET");
+      return model->ready() ? empty_ok() : json_error(400, "model '" + model->name() + "' is not ready");
+    }
+    if (request.method != "POST") return not_allowed("POST");
+    return infer(*model, request);
+  }
+  return json_error(404, "no such endpoint: " + path.substr(0, 200));
+}
+
+HttpResponse InferenceServer::infer(ModelEndpoint& model, const HttpRequest& request) {
+  try {
+    if (request.header("inference-header-content-length") != nullptr) {
+      throw ApiError(400, "the binary tensor data extension (Inference-Header-Content-Length) is not served yet");
+    }
+    InferRequest parsed = parse_infer_request(request.body);
+    const ServedModelInfo info = model.info();
+    std::vector<HostTensor> inputs;
+    if (info.inputs.empty()) {
+      for (InferInput& in : parsed.inputs) inputs.push_back(std::move(in.tensor));
+    } else {
+      std::string expected;
+      for (const ServedValue& v : info.inputs) {
+        expected += (expected.empty() ? "" : ", ") + v.name + (v.type == "Tensor" ? "" : " (" + v.type + ")");
+      }
+      for (const InferInput& in : parsed.inputs) {
+        const bool known = std::any_of(info.inputs.begin(), info.inputs.end(), [&](const ServedValue& v) { return v.name == in.name; });
+        if (!known) throw ApiError(400, "model '" + model.name() + "' has no input '" + in.name.substr(0, 100) + "'; it takes " + expected);
+      }
+      size_t given = 0;
+      for (const ServedValue& v : info.inputs) {
+        auto it = std::find_if(parsed.inputs.begin(), parsed.inputs.end(), [&](const InferInput& in) { return in.name == v.name; });
+        if (it == parsed.inputs.end()) {
+          if (!v.has_default) throw ApiError(400, "input '" + v.name + "' is missing; model '" + model.name() + "' takes " + expected);
+          break;
+        }
+        if (v.type != "Tensor") {
+          throw ApiError(400, "input '" + v.name + "' is a " + v.type + " parameter; only Tensor parameters are served yet");
+        }
+        inputs.push_back(std::move(it->tensor));
+        ++given;
+      }
+      if (given != parsed.inputs.size()) {
+        throw ApiError(400, "inputs after a parameter with a default that was left out cannot be given; model '" +
+                                model.name() + "' takes " + expected);
+      }
+    }
+    InferOutcome outcome = model.submit(std::move(inputs)).get();
+    if (outcome.status != 200) {
+      HttpResponse r = json_error(outcome.status, outcome.message);
+      if (outcome.status == 503) r.headers.emplace_back("Retry-After", "1");
+      return r;
+    }
+    HttpResponse r;
+    r.body = render_infer_response(model.name(), parsed.id, outcome.outputs, parsed.outputs);
+    return r;
+  } catch (const ApiError& e) {
+    return json_error(e.status(), e.what());
+  }
+}
+
+}  // namespace tsarchive::serve

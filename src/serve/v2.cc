@@ -1,0 +1,409 @@
+#include "serve/v2.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "base/bounded_json.h"
+
+namespace tsarchive::serve {
+namespace {
+
+struct Datatype {
+  const char* v2;
+  const char* dtype;
+  size_t size;
+};
+
+constexpr Datatype kDatatypes[] = {
+    {"BOOL", "bool", 1},     {"UINT8", "uint8", 1},     {"INT8", "int8", 1},       {"INT16", "int16", 2},
+    {"INT32", "int32", 4},   {"INT64", "int64", 8},     {"FP16", "float16", 2},    {"BF16", "bfloat16", 2},
+    {"FP32", "float32", 4},  {"FP64", "float64", 8},
+};
+
+const Datatype* by_v2(std::string_view name) {
+  for (const Datatype& d : kDatatypes) {
+    if (name == d.v2) return &d;
+  }
+  return nullptr;
+}
+
+const Datatype* by_dtype(std::string_view name) {
+  for (const Datatype& d : kDatatypes) {
+    if (name == d.dtype) return &d;
+  }
+  return nullptr;
+}
+
+// IEEE half from a float, rounding to nearest even; NaN stays NaN.
+uint16_t to_half(float value) {
+  uint32_t x;
+  std::memcpy(&x, &value, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const uint32_t abs = x & 0x7fffffffu;
+  if (abs > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);  // NaN
+  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to >= 65520: Inf
+  if (abs < 0x38800000u) {  // below the smallest normal half: a subnormal or zero
+    const float magnitude = std::fabs(value) * 16777216.0f;  // in units of 2^-24
+    return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(magnitude)));
+  }
+  uint32_t mantissa = abs + 0xc8000fffu + ((abs >> 13) & 1u);  // rebias exponent by -112, round to nearest even
+  return static_cast<uint16_t>(sign | (mantissa >> 13));
+}
+
+float from_half(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  const uint32_t exponent = (h >> 10) & 0x1fu;
+  const uint32_t mantissa = h & 0x3ffu;
+  float magnitude;
+  if (exponent == 0) {
+    magnitude = std::ldexp(static_cast<float>(mantissa), -24);
+  } else if (exponent == 31) {
+    magnitude = mantissa != 0 ? std::numeric_limits<float>::quiet_NaN() : std::numeric_limits<float>::infinity();
+  } else {
+    magnitude = std::ldexp(static_cast<float>(mantissa | 0x400u), static_cast<int>(exponent) - 25);
+  }
+  return sign != 0 ? -magnitude : magnitude;
+}
+
+uint16_t to_bfloat16(float value) {
+  uint32_t x;
+  std::memcpy(&x, &value, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>(x >> 16);
+}
+
+float from_bfloat16(uint16_t b) {
+  const uint32_t x = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+template <class T>
+void put(std::string& out, T value) {
+  char bytes[sizeof(T)];
+  std::memcpy(bytes, &value, sizeof(T));
+  out.append(bytes, sizeof(T));
+}
+
+template <class T>
+T get(const std::string& bytes, size_t index) {
+  T value;
+  std::memcpy(&value, bytes.data() + index * sizeof(T), sizeof(T));
+  return value;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// Appends one JSON value as an element of `d` to `out`; false when it does not fit.
+bool put_element(const nlohmann::json& v, const Datatype& d, std::string& out) {
+  const std::string_view t = d.v2;
+  if (t == "BOOL") {
+    if (!v.is_boolean()) return false;
+    out.push_back(v.get<bool>() ? 1 : 0);
+    return true;
+  }
+  if (t == "FP32" || t == "FP64" || t == "FP16" || t == "BF16") {
+    if (!v.is_number()) return false;
+    const double x = v.get<double>();
+    if (t == "FP64") {
+      put(out, x);
+    } else if (std::fabs(x) > (t == "FP16" ? 65504.0 : static_cast<double>(std::numeric_limits<float>::max()))) {
+      return false;
+    } else if (t == "FP32") {
+      put(out, static_cast<float>(x));
+    } else if (t == "FP16") {
+      put(out, to_half(static_cast<float>(x)));
+    } else {
+      put(out, to_bfloat16(static_cast<float>(x)));
+    }
+    return true;
+  }
+  // Integers: exact JSON integers within the type's range.
+  if (!v.is_number_integer()) return false;
+  if (t == "UINT8") {
+    if (v.is_number_unsigned() ? v.get<uint64_t>() > 255 : v.get<int64_t>() < 0 || v.get<int64_t>() > 255) return false;
+    out.push_back(static_cast<char>(v.get<int64_t>()));
+    return true;
+  }
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) return false;
+  const int64_t x = v.get<int64_t>();
+  const auto within = [x](auto type_tag) {
+    using T = decltype(type_tag);
+    return x >= std::numeric_limits<T>::min() && x <= std::numeric_limits<T>::max();
+  };
+  if (t == "INT8") {
+    if (!within(int8_t{})) return false;
+    put(out, static_cast<int8_t>(x));
+  } else if (t == "INT16") {
+    if (!within(int16_t{})) return false;
+    put(out, static_cast<int16_t>(x));
+  } else if (t == "INT32") {
+    if (!within(int32_t{})) return false;
+    put(out, static_cast<int32_t>(x));
+  } else {
+    put(out, x);
+  }
+  return true;
+}
+
+// Flattens `data` (flat, or nested row-major) into `out`, at most `limit` elements.
+void flatten(const nlohmann::json& data, const Datatype& d, const std::string& name, uint64_t limit, uint64_t& count,
+             std::string& out) {
+  if (!data.is_array()) {
+    if (++count > limit) return;
+    if (!put_element(data, d, out)) {
+      throw ApiError(400, "input '" + name + "': " + data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).substr(0, 40) +
+                              " is not a " + d.v2 + " value");
+    }
+    return;
+  }
+  for (const nlohmann::json& item : data) {
+    flatten(item, d, name, limit, count, out);
+    if (count > limit) return;
+  }
+}
+
+}  // namespace
+
+std::optional<std::string> dtype_of_datatype(std::string_view datatype) {
+  if (const Datatype* d = by_v2(datatype)) return std::string(d->dtype);
+  return std::nullopt;
+}
+
+std::optional<std::string> datatype_of_dtype(std::string_view dtype) {
+  if (const Datatype* d = by_dtype(dtype)) return std::string(d->v2);
+  return std::nullopt;
+}
+
+size_t element_size(std::string_view dtype) {
+  const Datatype* d = by_dtype(dtype);
+  return d != nullptr ? d->size : 0;
+}
+
+InferRequest parse_infer_request(std::string_view body) {
+  std::string problem;
+  const auto doc = parse_bounded_json(body, &problem, 64, body.size() + 1);
+  if (!doc) throw ApiError(400, "the request body is " + problem);
+  if (!doc->is_object()) throw ApiError(400, "the request body is not a JSON object");
+  InferRequest request;
+  if (const auto id = doc->find("id"); id != doc->end()) {
+    if (!id->is_string()) throw ApiError(400, "\"id\" is not a string");
+    request.id = id->get<std::string>();
+  }
+  const auto inputs = doc->find("inputs");
+  if (inputs == doc->end() || !inputs->is_array() || inputs->empty()) {
+    throw ApiError(400, "the request has no \"inputs\" array");
+  }
+  for (const nlohmann::json& in : *inputs) {
+    if (!in.is_object()) throw ApiError(400, "an input is not a JSON object");
+    const auto name = in.find("name");
+    if (name == in.end() || !name->is_string()) throw ApiError(400, "an input has no \"name\"");
+    InferInput input;
+    input.name = name->get<std::string>();
+    for (const InferInput& other : request.inputs) {
+      if (other.name == input.name) throw ApiError(400, "input '" + input.name + "' is given twice");
+    }
+    const auto datatype = in.find("datatype");
+    if (datatype == in.end() || !datatype->is_string()) throw ApiError(400, "input '" + input.name + "' has no \"datatype\"");
+    const Datatype* d = by_v2(datatype->get<std::string>());
+    if (d == nullptr) {
+      throw ApiError(400, "input '" + input.name + "': datatype " + datatype->get<std::string>().substr(0, 20) +
+                              " is not served (BOOL, UINT8, INT8, INT16, INT32, INT64, FP16, BF16, FP32, FP64)");
+    }
+    const auto shape = in.find("shape");
+    if (shape == in.end() || !shape->is_array()) throw ApiError(400, "input '" + input.name + "' has no \"shape\"");
+    uint64_t elements = 1;
+    for (const nlohmann::json& dim : *shape) {
+      if (!dim.is_number_integer() || dim.get<int64_t>() < 0) {
+        throw ApiError(400, "input '" + input.name + "': the shape holds something other than sizes >= 0");
+      }
+      const auto size = static_cast<uint64_t>(dim.get<int64_t>());
+      input.tensor.shape.push_back(static_cast<int64_t>(size));
+      // More elements than bytes in the body cannot be there.
+      elements = size == 0 || elements == 0 ? 0 : (elements > body.size() / size + 1 ? body.size() + 1 : elements * size);
+    }
+    if (shape->size() > 64) throw ApiError(400, "input '" + input.name + "' has more than 64 dimensions");
+    const auto data = in.find("data");
+    if (data == in.end()) {
+      throw ApiError(400, "input '" + input.name + "' has no \"data\" (the binary tensor extension is not served yet)");
+    }
+    std::string bytes;
+    uint64_t count = 0;
+    flatten(*data, *d, input.name, elements, count, bytes);
+    if (count != elements) {
+      throw ApiError(400, "input '" + input.name + "': shape " + shape_text(input.tensor.shape) + " needs " +
+                              std::to_string(elements) + " values, but " + (count > elements ? "more" : std::to_string(count)) +
+                              " were given");
+    }
+    input.tensor.dtype = d->dtype;
+    input.tensor.stride = contiguous_strides(input.tensor.shape);
+    input.tensor.bytes = std::make_shared<const std::string>(std::move(bytes));
+    request.inputs.push_back(std::move(input));
+  }
+  if (const auto outputs = doc->find("outputs"); outputs != doc->end()) {
+    if (!outputs->is_array()) throw ApiError(400, "\"outputs\" is not an array");
+    for (const nlohmann::json& out : *outputs) {
+      if (!out.is_object() || !out.contains("name") || !out.at("name").is_string()) {
+        throw ApiError(400, "an entry of \"outputs\" has no \"name\"");
+      }
+      request.outputs.push_back(out.at("name").get<std::string>());
+    }
+  }
+  return request;
+}
+
+nlohmann::json tensor_json(const NamedTensor& named) {
+  const HostTensor& t = named.tensor;
+  const Datatype* d = by_dtype(t.dtype);
+  if (d == nullptr) {
+    throw ApiError(500, "output '" + named.name + "' has dtype " + t.dtype + ", which the protocol's JSON cannot carry");
+  }
+  uint64_t n = 1;
+  for (int64_t dim : t.shape) n *= static_cast<uint64_t>(dim);
+  const std::string empty;
+  const std::string& bytes = t.bytes ? *t.bytes : empty;
+  if (bytes.size() < n * d->size) throw ApiError(500, "output '" + named.name + "' holds fewer bytes than its shape needs");
+  nlohmann::json data = nlohmann::json::array();
+  const std::string_view v2 = d->v2;
+  for (uint64_t i = 0; i < n; ++i) {
+    if (v2 == "BOOL") data.push_back(bytes[i] != 0);
+    else if (v2 == "UINT8") data.push_back(get<uint8_t>(bytes, i));
+    else if (v2 == "INT8") data.push_back(get<int8_t>(bytes, i));
+    else if (v2 == "INT16") data.push_back(get<int16_t>(bytes, i));
+    else if (v2 == "INT32") data.push_back(get<int32_t>(bytes, i));
+    else if (v2 == "INT64") data.push_back(get<int64_t>(bytes, i));
+    else if (v2 == "FP16") data.push_back(from_half(get<uint16_t>(bytes, i)));
+    else if (v2 == "BF16") data.push_back(from_bfloat16(get<uint16_t>(bytes, i)));
+    else if (v2 == "FP32") data.push_back(get<float>(bytes, i));
+    else data.push_back(get<double>(bytes, i));
+  }
+  return {{"name", named.name}, {"datatype", d->v2}, {"shape", t.shape}, {"data", std::move(data)}};
+}
+
+std::string render_infer_response(const std::string& model, const std::string& id,
+                                  const std::vector<NamedTensor>& outputs, const std::vector<std::string>& wanted) {
+  for (const std::string& name : wanted) {
+    bool found = false;
+    for (const NamedTensor& out : outputs) found = found || out.name == name;
+    if (!found) {
+      std::string names;
+      for (const NamedTensor& out : outputs) names += (names.empty() ? "" : ", ") + out.name;
+      throw ApiError(400, "the model has no output '" + name + "'; it returns " + names);
+    }
+  }
+  nlohmann::json response = {{"model_name", model}, {"outputs", nlohmann::json::array()}};
+  if (!id.empty()) response["id"] = id;
+  for (const NamedTensor& out : outputs) {
+    bool keep = wanted.empty();
+    for (const std::string& name : wanted) keep = keep || name == out.name;
+    if (keep) response["outputs"].push_back(tensor_json(out));
+  }
+  // NaN and Inf have no JSON form: they are written as null.
+  return response.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+nlohmann::json model_metadata(const std::string& name, const ServedModelInfo& info) {
+  const auto values = [](const std::vector<ServedValue>& list) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const ServedValue& v : list) {
+      std::string datatype;
+      if (v.type == "Tensor") {
+        datatype = datatype_of_dtype(v.dtype.empty() ? "float32" : v.dtype).value_or("FP32");
+      } else if (v.type == "int") {
+        datatype = "INT64";
+      } else if (v.type == "float") {
+        datatype = "FP64";
+      } else if (v.type == "bool") {
+        datatype = "BOOL";
+      } else {
+        datatype = v.type;  // not a tensor: its TorchScript type
+      }
+      // -1: a size the schema does not give (a recorded self-check would).
+      out.push_back({{"name", v.name}, {"datatype", datatype}, {"shape", {-1}}});
+    }
+    return out;
+  };
+  return {{"name", name},
+          {"versions", nlohmann::json::array({"1"})},
+          {"platform", "pytorch_torchscript"},
+          {"inputs", values(info.inputs)},
+          {"outputs", values(info.outputs)},
+          {"parameters", {{"schema", info.schema}, {"device", info.device}, {"libtorch", info.libtorch_version}}}};
+}
+
+// --- dynamic batching --------------------------------------------------------------
+
+std::optional<int64_t> batch_rows(const std::vector<HostTensor>& inputs) {
+  if (inputs.empty() || inputs[0].shape.empty()) return std::nullopt;
+  const int64_t rows = inputs[0].shape[0];
+  for (const HostTensor& t : inputs) {
+    if (t.shape.empty() || t.shape[0] != rows || element_size(t.dtype) == 0) return std::nullopt;
+  }
+  return rows;
+}
+
+bool stackable(const std::vector<HostTensor>& a, const std::vector<HostTensor>& b) {
+  if (a.size() != b.size() || !batch_rows(a) || !batch_rows(b)) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].dtype != b[i].dtype || a[i].shape.size() != b[i].shape.size()) return false;
+    if (!std::equal(a[i].shape.begin() + 1, a[i].shape.end(), b[i].shape.begin() + 1)) return false;
+  }
+  return true;
+}
+
+std::vector<HostTensor> stack(const std::vector<const std::vector<HostTensor>*>& requests) {
+  std::vector<HostTensor> out;
+  if (requests.empty()) return out;
+  for (size_t i = 0; i < requests[0]->size(); ++i) {
+    HostTensor t;
+    t.dtype = (*requests[0])[i].dtype;
+    t.shape = (*requests[0])[i].shape;
+    t.shape[0] = 0;
+    std::string bytes;
+    for (const auto* request : requests) {
+      const HostTensor& part = (*request)[i];
+      t.shape[0] += part.shape[0];
+      if (part.bytes) bytes += *part.bytes;
+    }
+    t.stride = contiguous_strides(t.shape);
+    t.bytes = std::make_shared<const std::string>(std::move(bytes));
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::optional<std::vector<std::vector<NamedTensor>>> unstack(const std::vector<NamedTensor>& outputs,
+                                                              const std::vector<int64_t>& rows) {
+  int64_t total = 0;
+  for (int64_t r : rows) total += r;
+  std::vector<std::vector<NamedTensor>> split(rows.size());
+  for (const NamedTensor& out : outputs) {
+    const HostTensor& t = out.tensor;
+    const size_t size = element_size(t.dtype);
+    if (t.shape.empty() || t.shape[0] != total || size == 0 || !t.bytes) return std::nullopt;
+    uint64_t row_bytes = size;
+    for (size_t d = 1; d < t.shape.size(); ++d) row_bytes *= static_cast<uint64_t>(t.shape[d]);
+    if (t.bytes->size() != row_bytes * static_cast<uint64_t>(total)) return std::nullopt;
+    uint64_t at = 0;
+    for (size_t r = 0; r < rows.size(); ++r) {
+      HostTensor part = t;
+      part.shape[0] = rows[r];
+      part.stride = contiguous_strides(part.shape);
+      part.offset = 0;
+      const uint64_t n = row_bytes * static_cast<uint64_t>(rows[r]);
+      part.bytes = std::make_shared<const std::string>(t.bytes->substr(at, n));
+      at += n;
+      split[r].push_back(NamedTensor{out.name, std::move(part)});
+    }
+  }
+  return split;
+}
+
+}  // namespace tsarchive::serve

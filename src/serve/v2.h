@@ -1,0 +1,81 @@
+// The Open Inference Protocol (KServe v2) over HTTP/REST as data: tensors in
+// JSON ("datatype", "shape", "data" row-major, flat or nested) to and from
+// HostTensor, infer requests and responses, and dynamic batching's stacking
+// of requests on dimension 0. No sockets, no libtorch.
+#pragma once
+
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "contract/host_value.h"
+#include "contract/serve.h"
+
+namespace tsarchive::serve {
+
+// A request the protocol refuses: the HTTP status and the message of its
+// {"error": ...} body.
+class ApiError : public std::runtime_error {
+ public:
+  ApiError(int status, const std::string& message) : std::runtime_error(message), status_(status) {}
+  int status() const { return status_; }
+
+ private:
+  int status_;
+};
+
+// "FP32" <-> "float32" (model.h's dtype names): BOOL, UINT8, INT8, INT16,
+// INT32, INT64, FP16, BF16, FP32, FP64. Nothing for others (BYTES, complex).
+std::optional<std::string> dtype_of_datatype(std::string_view datatype);
+std::optional<std::string> datatype_of_dtype(std::string_view dtype);
+size_t element_size(std::string_view dtype);
+
+struct InferInput {
+  std::string name;
+  HostTensor tensor;  // contiguous
+};
+
+struct InferRequest {
+  std::string id;                    // echoed back; may be empty
+  std::vector<InferInput> inputs;
+  std::vector<std::string> outputs;  // the outputs asked for; empty: all
+};
+
+// Parses an infer request body. ApiError(400) naming the problem: not JSON,
+// not the protocol's shape, an unknown datatype, values that do not fit the
+// datatype, or a count of values that does not match the shape.
+InferRequest parse_infer_request(std::string_view body);
+
+// One tensor as {"name", "datatype", "shape", "data"}; ApiError(500) for a
+// dtype the JSON form cannot carry.
+nlohmann::json tensor_json(const NamedTensor& tensor);
+
+// {"model_name", "id", "outputs": [...]}: the outputs asked for (all when
+// `wanted` is empty), in the model's order. ApiError(400) for an output asked
+// for that the model does not return.
+std::string render_infer_response(const std::string& model, const std::string& id,
+                                  const std::vector<NamedTensor>& outputs, const std::vector<std::string>& wanted);
+
+// GET /v2/models/{name}: {"name", "versions", "platform", "inputs", "outputs"}.
+nlohmann::json model_metadata(const std::string& name, const ServedModelInfo& info);
+
+// --- dynamic batching --------------------------------------------------------------
+
+// Rows on dimension 0 of a request's first input, when every input of it has
+// a dimension 0 of that size; nothing otherwise (it then runs alone).
+std::optional<int64_t> batch_rows(const std::vector<HostTensor>& inputs);
+// Whether two requests' inputs stack: same count, dtypes, and every
+// dimension after the first.
+bool stackable(const std::vector<HostTensor>& a, const std::vector<HostTensor>& b);
+// The requests' inputs concatenated on dimension 0, input by input.
+std::vector<HostTensor> stack(const std::vector<const std::vector<HostTensor>*>& requests);
+// A batched call's outputs split back by `rows`; nothing when an output's
+// dimension 0 is not the sum of the rows (run each request alone then).
+std::optional<std::vector<std::vector<NamedTensor>>> unstack(const std::vector<NamedTensor>& outputs,
+                                                              const std::vector<int64_t>& rows);
+
+}  // namespace tsarchive::serve

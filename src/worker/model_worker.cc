@@ -1,0 +1,254 @@
+// serve's long-lived libtorch worker; see model_worker.h for why it execs.
+#include "worker/model_worker.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <exception>
+
+#include "base/error.h"
+#include "base/strings.h"
+#include "worker/worker_codec.h"
+
+namespace tsarchive {
+namespace {
+
+constexpr int kPollMs = 20;
+constexpr uint64_t kMaxFrame = uint64_t{16} << 30;  // beyond any tensor a request may carry
+
+bool write_all(int fd, const char* data, size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    size -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+bool write_frame(int fd, const std::string& payload) {
+  char header[8];
+  uint64_t size = payload.size();
+  for (char& c : header) {
+    c = static_cast<char>(size & 0xff);
+    size >>= 8;
+  }
+  return write_all(fd, header, sizeof header) && write_all(fd, payload.data(), payload.size());
+}
+
+uint64_t frame_size(const std::string& header) {
+  uint64_t size = 0;
+  for (size_t i = 8; i-- > 0;) size = (size << 8) | static_cast<unsigned char>(header[i]);
+  return size;
+}
+
+// Blocking read of one frame (the worker's side). False at EOF or on an error.
+bool read_frame(int fd, std::string& payload) {
+  const auto read_exact = [fd](std::string& out, size_t size) {
+    out.resize(size);
+    size_t done = 0;
+    while (done < size) {
+      const ssize_t n = ::read(fd, out.data() + done, size - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return false;
+      done += static_cast<size_t>(n);
+    }
+    return true;
+  };
+  std::string header;
+  if (!read_exact(header, 8)) return false;
+  const uint64_t size = frame_size(header);
+  return size <= kMaxFrame && read_exact(payload, size);
+}
+
+std::string error_payload(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const Error& error) {
+    return encode_error(error);
+  } catch (const std::exception& error) {
+    return encode_error(Error(ErrorKind::Torch, std::string("libtorch failed: ") + error.what()));
+  } catch (...) {
+    return encode_error(Error(ErrorKind::Torch, "libtorch failed with an exception that is not a std::exception"));
+  }
+}
+
+}  // namespace
+
+ModelWorker::ModelWorker(WorkerJob job, ServeModelRequest request, std::string executable)
+    : job_(std::move(job)), request_(std::move(request)), executable_(std::move(executable)) {}
+
+ModelWorker::~ModelWorker() { stop(); }
+
+void ModelWorker::stop() {
+  if (to_worker_ >= 0) ::close(to_worker_);
+  if (from_worker_ >= 0) ::close(from_worker_);
+  to_worker_ = from_worker_ = -1;
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+  pid_ = -1;
+}
+
+ServedModelInfo ModelWorker::start() {
+  stop();
+  int to[2], from[2];
+  if (::pipe2(to, O_CLOEXEC) != 0) {
+    throw Error(ErrorKind::Torch, std::string("cannot start the libtorch worker: ") + std::strerror(errno), job_.file,
+                "check the process and file limits (ulimit -u, ulimit -n)");
+  }
+  if (::pipe2(from, O_CLOEXEC) != 0) {
+    const int err = errno;
+    ::close(to[0]);
+    ::close(to[1]);
+    throw Error(ErrorKind::Torch, std::string("cannot start the libtorch worker: ") + std::strerror(err), job_.file,
+                "check the process and file limits (ulimit -u, ulimit -n)");
+  }
+  // The archive the core checked, by descriptor: kept open across the exec.
+  int archive_fd = -1;
+  const std::string prefix = "/proc/self/fd/";
+  if (request_.archive.rfind(prefix, 0) == 0) archive_fd = std::atoi(request_.archive.c_str() + prefix.size());
+  const std::string exe = executable_;
+  const std::string in_arg = std::to_string(to[0]), out_arg = std::to_string(from[1]);
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    const int err = errno;
+    for (int fd : {to[0], to[1], from[0], from[1]}) ::close(fd);
+    throw Error(ErrorKind::Torch, std::string("cannot start the libtorch worker: ") + std::strerror(err), job_.file,
+                "check the process limit (ulimit -u) and free memory");
+  }
+  if (pid == 0) {
+    // Only async-signal-safe calls until the exec. Its own process group: a
+    // Ctrl-C at the terminal stops the server, which then ends its workers.
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);
+    const struct rlimit no_core = {0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) ::signal(sig, SIG_DFL);
+    // The pipes' worker ends and the archive survive the exec; stdout goes
+    // to stderr.
+    for (int fd : {to[0], from[1], archive_fd}) {
+      if (fd >= 0 && ::fcntl(fd, F_SETFD, 0) != 0) ::_exit(127);
+    }
+    if (::dup2(2, 1) < 0) ::_exit(127);
+    const char* argv[] = {"tsarchive", "__model-worker", in_arg.c_str(), out_arg.c_str(), nullptr};
+    ::execv(exe.c_str(), const_cast<char* const*>(argv));
+    ::_exit(127);
+  }
+  ::close(to[0]);
+  ::close(from[1]);
+  pid_ = pid;
+  to_worker_ = to[1];
+  from_worker_ = from[0];
+  return decode_result<ServedModelInfo>(call(encode_result(request_), "loading the module"));
+}
+
+std::vector<NamedTensor> ModelWorker::infer(const std::vector<HostTensor>& inputs) {
+  if (!alive()) throw Error(ErrorKind::Torch, "the libtorch worker is not running", job_.file, "it is being restarted");
+  return decode_result<std::vector<NamedTensor>>(call(encode_result(inputs), "running " + request_.method));
+}
+
+void ModelWorker::died(int status, const std::string& activity, const std::string& why) {
+  std::string what = why;
+  if (what.empty()) {
+    what = WIFSIGNALED(status) ? "libtorch crashed with " + signal_text(WTERMSIG(status))
+                               : "the libtorch worker ended (exit status " +
+                                     std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")";
+  }
+  stop();
+  throw Error(ErrorKind::Torch, what + " while " + activity, job_.file,
+              "the worker is restarted; if this repeats, check the model with 'tsarchive run'");
+}
+
+std::string ModelWorker::call(const std::string& payload, const std::string& activity) {
+  using Clock = std::chrono::steady_clock;
+  // A worker that exits closes its end: the write fails with EPIPE (SIGPIPE is
+  // ignored by the server) and the read below sees EOF.
+  write_frame(to_worker_, payload);
+  const auto start = Clock::now();
+  std::string header, body;
+  uint64_t want = 8;
+  std::string* into = &header;
+  char buffer[1 << 16];
+  while (true) {
+    pollfd p{from_worker_, POLLIN, 0};
+    const int ready = ::poll(&p, 1, kPollMs);
+    if (ready > 0) {
+      const size_t room = static_cast<size_t>(std::min<uint64_t>(sizeof buffer, want - into->size()));
+      const ssize_t n = ::read(from_worker_, buffer, room);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        int status = 0;
+        while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+        }
+        pid_ = -1;
+        died(status, activity, "");
+      }
+      into->append(buffer, static_cast<size_t>(n));
+      if (into->size() == want) {
+        if (into == &body) return body;
+        want = frame_size(header);
+        if (want > kMaxFrame) died(0, activity, "the libtorch worker sent a malformed reply");
+        into = &body;
+        if (want == 0) return body;
+      }
+      continue;
+    }
+    if (job_.limits.memory_bytes != 0 && anonymous_resident_bytes(pid_) > job_.limits.memory_bytes) {
+      died(0, activity, "libtorch passed the memory limit (" + human_size(job_.limits.memory_bytes) +
+                            " resident, --memory-limit) and was stopped");
+    }
+    if (job_.limits.time_s > 0 && std::chrono::duration<double>(Clock::now() - start).count() > job_.limits.time_s) {
+      died(0, activity, "libtorch did not finish within the time limit (" + short_number(job_.limits.time_s) +
+                            " s, --time-limit) and was stopped");
+    }
+  }
+}
+
+int model_worker_main(int in_fd, int out_fd) {
+  std::string frame;
+  if (!read_frame(in_fd, frame)) return 1;
+  std::unique_ptr<ServedModel> model;
+  try {
+    const ServeModelRequest request = decode_result<ServeModelRequest>(frame);
+    TorchBackend& torch = load_torch_backend();
+    WorkerJob job;
+    job.file = request.display_name;
+    job.libraries = request.libraries;
+    load_job_libraries(job);
+    model = torch.open_served(request);
+    if (!write_frame(out_fd, encode_result(model->info()))) return 1;
+  } catch (...) {
+    write_frame(out_fd, error_payload(std::current_exception()));
+    return 0;
+  }
+  while (read_frame(in_fd, frame)) {
+    std::string reply;
+    try {
+      reply = encode_result(model->infer(decode_result<std::vector<HostTensor>>(frame)));
+    } catch (...) {
+      reply = error_payload(std::current_exception());
+    }
+    if (!write_frame(out_fd, reply)) break;
+  }
+  // No destructors: libtorch's teardown is not ours to run.
+  ::_exit(0);
+}
+
+}  // namespace tsarchive

@@ -1,0 +1,68 @@
+// A long-lived libtorch worker for `serve`: one process per loaded model that
+// loads it once and answers many calls over a pipe.
+//
+// The one-shot worker (worker.h) forks the calling process; a server forks
+// from many threads, and a forked copy of a threaded process may only call
+// async-signal-safe functions until it execs. So a model worker is the
+// tsarchive binary itself, exec'd as `tsarchive __model-worker IN OUT`, the
+// descriptors of its request and reply pipes (its stdout goes to the
+// server's stderr, so nothing libtorch prints can break the protocol). The
+// archive the core checked stays open across the exec: the worker loads it
+// by /proc/self/fd/N, never by path.
+//
+// Frames: 8 bytes of little-endian length, then the payload of
+// worker_codec.h. The first request is the ServeModelRequest, answered by the
+// model's ServedModelInfo (or the Error its load threw); every later one is
+// a list of input tensors, answered by the output tensors (or an Error).
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "contract/serve.h"
+#include "worker/worker.h"
+
+namespace tsarchive {
+
+class ModelWorker {
+ public:
+  // `executable`: the tsarchive binary ("/proc/self/exe" in the server).
+  ModelWorker(WorkerJob job, ServeModelRequest request, std::string executable = "/proc/self/exe");
+  ~ModelWorker();
+  ModelWorker(const ModelWorker&) = delete;
+  ModelWorker& operator=(const ModelWorker&) = delete;
+
+  // Starts the worker and waits until it has loaded the model (within the
+  // job's time and memory limits). Throws the load's Error as the worker
+  // threw it, or Error(Torch) when the worker died or could not start.
+  ServedModelInfo start();
+
+  // One call. Throws the model's Error (the worker lives on: alive() stays
+  // true), or Error(Torch) naming the signal or limit when the worker died
+  // (alive() is then false; start() again).
+  std::vector<NamedTensor> infer(const std::vector<HostTensor>& inputs);
+
+  bool alive() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
+  // Kills the worker (SIGKILL) and reaps it.
+  void stop();
+
+ private:
+  std::string call(const std::string& payload, const std::string& activity);
+  [[noreturn]] void died(int status, const std::string& activity, const std::string& why);
+
+  WorkerJob job_;
+  ServeModelRequest request_;
+  std::string executable_;
+  pid_t pid_ = -1;
+  int to_worker_ = -1;
+  int from_worker_ = -1;
+};
+
+// The worker's side: what `tsarchive __model-worker` runs. Returns the exit
+// status (0 when the server closed the pipe).
+int model_worker_main(int in_fd, int out_fd);
+
+}  // namespace tsarchive

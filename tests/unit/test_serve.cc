@@ -1,0 +1,215 @@
+// serve's HTTP parser and the Open Inference Protocol's JSON mapping
+// (src/serve): requests as bytes, strict limits, tensors to and from JSON,
+// batching's stacking.
+#include <catch2/catch.hpp>
+
+#include <cstring>
+
+#include "serve/http.h"
+#include "serve/v2.h"
+
+using namespace tsarchive;
+using namespace tsarchive::serve;
+
+namespace {
+
+HttpParser::State parse_all(HttpParser& p, const std::string& bytes) { return p.feed(bytes); }
+
+template <class T>
+std::vector<T> values_of(const HostTensor& t) {
+  std::vector<T> out(t.bytes->size() / sizeof(T));
+  std::memcpy(out.data(), t.bytes->data(), out.size() * sizeof(T));
+  return out;
+}
+
+HostTensor float_tensor(std::vector<int64_t> shape, std::vector<float> values) {
+  HostTensor t;
+  t.dtype = "float32";
+  t.shape = std::move(shape);
+  t.stride = contiguous_strides(t.shape);
+  t.bytes = std::make_shared<const std::string>(reinterpret_cast<const char*>(values.data()), values.size() * 4);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("http: a request with a body, fed a byte at a time, then a pipelined one") {
+  HttpParser p;
+  const std::string first = "POST /v2/models/m/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello";
+  const std::string second = "GET /v2 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  const std::string all = first + second;
+  HttpParser::State s = HttpParser::State::Incomplete;
+  for (size_t i = 0; i < first.size(); ++i) {
+    REQUIRE(s == HttpParser::State::Incomplete);
+    s = p.feed(all.substr(i, 1));
+  }
+  REQUIRE(s == HttpParser::State::Complete);
+  CHECK(p.request().method == "POST");
+  CHECK(p.request().target == "/v2/models/m/infer");
+  CHECK(p.request().body == "hello");
+  CHECK(p.request().keep_alive);
+  p.feed(second);
+  REQUIRE(p.next() == HttpParser::State::Complete);
+  CHECK(p.request().method == "GET");
+  CHECK(p.request().body.empty());
+  CHECK_FALSE(p.request().keep_alive);
+}
+
+TEST_CASE("http: strict parsing refuses with the right status") {
+  const auto status_of = [](const std::string& bytes, HttpLimits limits = {}) {
+    HttpParser p(limits);
+    p.feed(bytes);
+    return p.state() == HttpParser::State::Failed ? p.error_status() : 0;
+  };
+  CHECK(status_of("GET /v2 HTTP/1.1\r\nHost: x\r\n\r\n") == 0);
+  CHECK(status_of("POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n") == 411);
+  CHECK(status_of("POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n") == 400);
+  CHECK(status_of("POST /x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n") == 400);
+  CHECK(status_of("POST /x HTTP/1.1\r\nHost: x\r\n\r\n") == 411);
+  CHECK(status_of("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n") == 400);
+  CHECK(status_of("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n") == 400);
+  CHECK(status_of("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n") == 400);
+  HttpLimits small;
+  small.max_body_bytes = 10;
+  CHECK(status_of("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\n", small) == 413);
+  small.max_header_bytes = 64;
+  CHECK(status_of("GET /x HTTP/1.1\r\nHost: x\r\nX-Long: " + std::string(100, 'a'), small) == 431);
+  CHECK(status_of("GET /x HTTP/1.1\r\nX-Long: " + std::string(100, 'a') + "\r\n\r\n", small) == 431);
+  CHECK(status_of("GET /x HTTP/1.1\r\n\r\n") == 400);            // no Host
+  CHECK(status_of("GET /x HTTP/2.0\r\nHost: x\r\n\r\n") == 505);
+  CHECK(status_of("GET  /x HTTP/1.1\r\nHost: x\r\n\r\n") == 400);
+  CHECK(status_of("GET x HTTP/1.1\r\nHost: x\r\n\r\n") == 400);
+  CHECK(status_of("GET /x HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n") == 400);
+  CHECK(status_of("GET /x HTTP/1.1\r\nHost : x\r\n\r\n") == 400);
+  CHECK(status_of("GET /x HTTP/1.1\r\nHost: x\r\nExpect: magic\r\n\r\n") == 417);
+  CHECK(status_of("G\x01T /x HTTP/1.1\r\nHost: x\r\n\r\n") == 400);
+}
+
+TEST_CASE("http: HTTP/1.0 closes unless asked, Expect: 100-continue is seen") {
+  HttpParser p;
+  p.feed("GET / HTTP/1.0\r\n\r\n");
+  REQUIRE(p.state() == HttpParser::State::Complete);
+  CHECK_FALSE(p.request().keep_alive);
+  HttpParser q;
+  q.feed("POST /x HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n");
+  CHECK(q.awaiting_body());
+  CHECK(q.request().expects_continue);
+  CHECK(q.feed("abcd") == HttpParser::State::Complete);
+}
+
+TEST_CASE("http: responses carry their length and a JSON error body") {
+  const std::string wire = render_response(json_error(404, "no \"m\""), false);
+  CHECK(wire.rfind("HTTP/1.1 404 Not Found\r\n", 0) == 0);
+  CHECK(wire.find("Connection: close\r\n") != std::string::npos);
+  const std::string body = R"({"error":"no \"m\""})";
+  CHECK(wire.find("Content-Length: " + std::to_string(body.size()) + "\r\n") != std::string::npos);
+  CHECK(wire.substr(wire.size() - body.size()) == body);
+}
+
+TEST_CASE("v2: an infer request becomes tensors of the right dtype and bytes") {
+  const InferRequest r = parse_infer_request(R"({"id": "7", "inputs": [
+      {"name": "x", "shape": [2, 2], "datatype": "FP32", "data": [[1, 2.5], [3, -4]]},
+      {"name": "n", "shape": [3], "datatype": "INT64", "data": [1, -2, 9007199254740993]},
+      {"name": "b", "shape": [], "datatype": "BOOL", "data": [true]},
+      {"name": "h", "shape": [2], "datatype": "FP16", "data": [1.0, -65504]},
+      {"name": "u", "shape": [1], "datatype": "UINT8", "data": [255]}],
+    "outputs": [{"name": "out"}]})");
+  CHECK(r.id == "7");
+  REQUIRE(r.inputs.size() == 5);
+  CHECK(r.inputs[0].tensor.dtype == "float32");
+  CHECK(r.inputs[0].tensor.stride == std::vector<int64_t>{2, 1});
+  CHECK(values_of<float>(r.inputs[0].tensor) == std::vector<float>{1, 2.5f, 3, -4});
+  CHECK(values_of<int64_t>(r.inputs[1].tensor) == std::vector<int64_t>{1, -2, 9007199254740993});
+  CHECK(values_of<uint8_t>(r.inputs[2].tensor) == std::vector<uint8_t>{1});
+  CHECK(values_of<uint16_t>(r.inputs[3].tensor) == std::vector<uint16_t>{0x3c00, 0xfbff});
+  CHECK(values_of<uint8_t>(r.inputs[4].tensor) == std::vector<uint8_t>{255});
+  CHECK(r.outputs == std::vector<std::string>{"out"});
+}
+
+TEST_CASE("v2: bad requests are 400 with a reason") {
+  const auto message_of = [](const std::string& body) -> std::string {
+    try {
+      parse_infer_request(body);
+    } catch (const ApiError& e) {
+      CHECK(e.status() == 400);
+      return e.what();
+    }
+    return "accepted";
+  };
+  CHECK(message_of("{") == "the request body is not valid JSON");
+  CHECK(message_of("[]") == "the request body is not a JSON object");
+  CHECK(message_of(R"({"inputs": []})") == "the request has no \"inputs\" array");
+  CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [2], "datatype": "FP32", "data": [1]}]})") ==
+        "input 'x': shape [2] needs 2 values, but 1 were given");
+  CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP32", "data": [1, 2]}]})") ==
+        "input 'x': shape [1] needs 1 values, but more were given");
+  CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "INT8", "data": [128]}]})") ==
+        "input 'x': 128 is not a INT8 value");
+  CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "INT32", "data": [1.5]}]})") ==
+        "input 'x': 1.5 is not a INT32 value");
+  CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "BOOL", "data": [1]}]})") ==
+        "input 'x': 1 is not a BOOL value");
+  CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP16", "data": [70000]}]})") ==
+        "input 'x': 70000 is not a FP16 value");
+  CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "BYTES", "data": ["a"]}]})").find(
+            "datatype BYTES is not served") != std::string::npos);
+  CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [-1], "datatype": "FP32", "data": []}]})") ==
+        "input 'x': the shape holds something other than sizes >= 0");
+  CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP32"}]})").find("has no \"data\"") !=
+        std::string::npos);
+  CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP32", "data": [1]},
+                                  {"name": "x", "shape": [1], "datatype": "FP32", "data": [1]}]})") ==
+        "input 'x' is given twice");
+  // A huge shape with little data is refused without allocating for it.
+  CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [100000000000, 100000000000], "datatype": "FP32", "data": [1]}]})")
+            .find("needs") != std::string::npos);
+}
+
+TEST_CASE("v2: outputs as JSON, and the outputs asked for") {
+  const std::vector<NamedTensor> outputs = {{"out[0]", float_tensor({1, 2}, {0.5f, -1})},
+                                            {"out[1]", float_tensor({}, {3})}};
+  const auto all = nlohmann::json::parse(render_infer_response("m", "9", outputs, {}));
+  CHECK(all["model_name"] == "m");
+  CHECK(all["id"] == "9");
+  REQUIRE(all["outputs"].size() == 2);
+  CHECK(all["outputs"][0]["datatype"] == "FP32");
+  CHECK(all["outputs"][0]["shape"] == nlohmann::json::array({1, 2}));
+  CHECK(all["outputs"][0]["data"] == nlohmann::json::array({0.5, -1.0}));
+  CHECK(all["outputs"][1]["shape"] == nlohmann::json::array());
+  const auto one = nlohmann::json::parse(render_infer_response("m", "", outputs, {"out[1]"}));
+  CHECK_FALSE(one.contains("id"));
+  REQUIRE(one["outputs"].size() == 1);
+  CHECK(one["outputs"][0]["name"] == "out[1]");
+  CHECK_THROWS_AS(render_infer_response("m", "", outputs, {"nope"}), ApiError);
+}
+
+TEST_CASE("v2: every served datatype round-trips through JSON") {
+  for (const char* v2 : {"BOOL", "UINT8", "INT8", "INT16", "INT32", "INT64", "FP16", "BF16", "FP32", "FP64"}) {
+    const std::string body = std::string(R"({"inputs": [{"name": "x", "shape": [2], "datatype": ")") + v2 +
+                             (std::string(v2) == "BOOL" ? R"(", "data": [true, false]}]})" : R"(", "data": [1, 2]}]})");
+    const InferRequest r = parse_infer_request(body);
+    const nlohmann::json back = tensor_json(NamedTensor{"x", r.inputs[0].tensor});
+    CHECK(back["datatype"] == v2);
+    CHECK(back["data"] == nlohmann::json::parse(body)["inputs"][0]["data"]);
+  }
+}
+
+TEST_CASE("batching: requests stack on dimension 0 and split back") {
+  const std::vector<HostTensor> a = {float_tensor({1, 2}, {1, 2})};
+  const std::vector<HostTensor> b = {float_tensor({2, 2}, {3, 4, 5, 6})};
+  const std::vector<HostTensor> c = {float_tensor({1, 3}, {1, 2, 3})};
+  CHECK(stackable(a, b));
+  CHECK_FALSE(stackable(a, c));
+  CHECK_FALSE(stackable(a, {float_tensor({}, {1})}));
+  const std::vector<HostTensor> stacked = stack({&a, &b});
+  REQUIRE(stacked.size() == 1);
+  CHECK(stacked[0].shape == std::vector<int64_t>{3, 2});
+  CHECK(values_of<float>(stacked[0]) == std::vector<float>{1, 2, 3, 4, 5, 6});
+  const auto split = unstack({NamedTensor{"out", stacked[0]}}, {1, 2});
+  REQUIRE(split);
+  CHECK(values_of<float>((*split)[0][0].tensor) == std::vector<float>{1, 2});
+  CHECK((*split)[1][0].tensor.shape == std::vector<int64_t>{2, 2});
+  CHECK(values_of<float>((*split)[1][0].tensor) == std::vector<float>{3, 4, 5, 6});
+  // An output that is not one row per input row does not split.
+  CHECK_FALSE(unstack({NamedTensor{"out", float_tensor({2}, {1, 2})}}, {1, 2}));
+}
