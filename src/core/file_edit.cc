@@ -1,4 +1,4 @@
-// Safe writes (see include/tsarchive/file_edit.h for the protocol).
+// Safe writes (core/file_edit.h for the protocol).
 //
 // Journal of an --in-place edit, ".<name>.tsarchive-journal":
 //   "tsarchive-journal 2\n"

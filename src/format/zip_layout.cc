@@ -1,4 +1,4 @@
-// Reader for the ZIP structure (see include/tsarchive/zip.h for the format).
+// Reader for the ZIP structure (format/zip.h for the format).
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>

@@ -1,4 +1,4 @@
-// Planning and writing ZIP rewrites (see include/tsarchive/zip_writer.h).
+// Planning and writing ZIP rewrites (format/zip_writer.h).
 #include "format/zip_writer.h"
 
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# libtorch runs in a worker process (src/cli/worker.h). With --no-validate the
+# libtorch runs in a worker process (src/worker/worker.h). With --no-validate the
 # hostile archives that crash or exhaust libtorch 1.13 reach it, and tsarchive
 # must report each as one error line, exit 5, write nothing and leave no
 # process behind: renamed __parameters__/__buffers__ (SIGSEGV in
