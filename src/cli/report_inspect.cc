@@ -29,6 +29,11 @@ void render_summary(const InspectReport& r, std::ostream& out) {
     }
   }
   if (r.is_zip) render_archive_fields(r, out);
+  if (r.pt2) {
+    field(out, "archive format", r.pt2->archive_format + (r.pt2->archive_version.empty() ? "" : ", version " + r.pt2->archive_version));
+    field(out, "programs", plural(r.pt2->programs.size(), "program") + ", " + plural(r.pt2->aoti.size(), "AOTInductor model"));
+    if (!r.pt2->programs.empty()) field(out, "parameters", with_commas(r.parameter_count));
+  }
   if (!r.tensors.empty() || r.kind == FileKind::TorchScript || r.kind == FileKind::LiteInterpreter) {
     field(out, "parameters", with_commas(r.parameter_count));
     field(out, "tensors", plural(r.tensors.size(), "tensor") + " in " + plural(r.storages.size(), "storage") + ", " +
@@ -169,6 +174,7 @@ void render_inspect_text(const InspectReport& r, const InspectView& view, std::o
   render_summary(r, out);
   render_records(r, view, out);
   render_extra(r, out);
+  if (r.pt2) render_pt2_text(*r.pt2, out);
   render_tensors(r, out);
   render_modules(r, out);
   render_methods(r, out);
@@ -251,6 +257,7 @@ nlohmann::ordered_json inspect_to_json(const InspectReport& r) {
     classes.push_back({{"name", c.qualified_name}, {"base", c.base}, {"record", c.record},
                        {"parameters", c.parameters}, {"buffers", c.buffers}, {"methods", methods}});
   }
+  if (r.pt2) doc["pt2"] = pt2_to_json(*r.pt2);
   doc["tensors"] = tensors;
   doc["storages"] = storages;
   doc["dtype_totals"] = totals;

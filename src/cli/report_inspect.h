@@ -16,4 +16,8 @@ struct InspectView {
 void render_inspect_text(const InspectReport& report, const InspectView& view, std::ostream& out);
 nlohmann::ordered_json inspect_to_json(const InspectReport& report);
 
+// The .pt2 part of both (report_pt2.cc).
+void render_pt2_text(const Pt2Contents& pt2, std::ostream& out);
+nlohmann::ordered_json pt2_to_json(const Pt2Contents& pt2);
+
 }  // namespace tsarchive::cli

@@ -197,6 +197,13 @@ void inspect_archive(const TorchArchive& archive, InspectReport& report) {
     model = std::move(contents.model);
     if (!model.modules.empty()) report.root_type = model.modules.front().type;
     if (report.kind == FileKind::LiteInterpreter) report.bytecode_version = bytecode_version(archive);
+  } else if (report.kind == FileKind::ExportedProgram) {
+    report.pt2 = read_pt2(archive);
+    for (const std::string& n : report.pt2->notes) report.notes.push_back(n);
+    for (const std::string& p : report.pt2->problems) report.problems.push_back(p);
+    for (const Pt2Program& p : report.pt2->programs) {
+      for (const Pt2Payload& w : p.weights) report.parameter_count += w.is_param && w.tensor ? w.tensor->numel.value_or(0) : 0;
+    }
   } else if (report.kind == FileKind::TorchSave) {
     collect_saved_object(read_pickle(archive, *archive.find("data.pkl")), "data", model);
   }
@@ -288,8 +295,13 @@ void add_kind_notes(InspectReport& report) {
                              "load it with torch.load, or export the model with torch.jit.script/trace and torch.jit.save");
       break;
     case FileKind::ExportedProgram:
-      report.notes.push_back("a torch.export program: load it with torch.export.load (Python) or AOTInductor, "
-                             "not torch::jit::load");
+      if (report.pt2 && !report.pt2->aoti.empty()) {
+        report.notes.push_back("an AOTInductor package: load it with torch._inductor.aoti_load_package (Python) or "
+                               "libtorch 2.x's torch::inductor::AOTIModelPackageLoader, not torch::jit::load");
+      } else {
+        report.notes.push_back("a torch.export program: load it with torch.export.load (Python); for C++, compile it "
+                               "with torch._inductor.aoti_compile_and_package. torch::jit::load does not read it");
+      }
       break;
     case FileKind::Onnx:
       report.notes.push_back("an ONNX model: run it with ONNX Runtime or TensorRT, not libtorch");

@@ -11,6 +11,7 @@
 #include "format/archive.h"
 #include "core/extra.h"
 #include "format/model.h"
+#include "format/pt2.h"
 #include "core/run_check.h"
 #include "format/torchscript_code.h"
 
@@ -76,6 +77,7 @@ struct InspectReport {
   std::string root_type;           // class of the root module
   std::optional<int64_t> bytecode_version;
   std::optional<OnnxInfo> onnx;
+  std::optional<Pt2Contents> pt2;  // a .pt2 (FileKind::ExportedProgram): its programs, weights, AOTInductor models
 
   std::vector<std::string> problems;  // inconsistencies found while reading
 };

@@ -49,6 +49,10 @@ std::string_view record_kind_id(RecordKind kind) {
     case RecordKind::Version: return "version";
     case RecordKind::ByteOrder: return "byteorder";
     case RecordKind::SerializationId: return "serialization_id";
+    case RecordKind::Program: return "program";
+    case RecordKind::PayloadConfig: return "payload_config";
+    case RecordKind::SampleInputs: return "sample_inputs";
+    case RecordKind::Compiled: return "compiled";
     case RecordKind::Other: return "other";
   }
   return "other";
@@ -66,6 +70,20 @@ RecordKind classify_record(std::string_view name) {
   if (starts_with(name, "data/")) return RecordKind::TensorData;
   if (starts_with(name, "constants/")) return RecordKind::ConstantData;
   return RecordKind::Other;
+}
+
+RecordKind classify_pt2_record(std::string_view name) {
+  if (name == "archive_format" || name == "archive_version") return RecordKind::Version;
+  if (starts_with(name, "models/")) return RecordKind::Program;
+  if ((starts_with(name, "data/weights/") || starts_with(name, "data/constants/")) && ends_with(name, "_config.json")) {
+    return RecordKind::PayloadConfig;
+  }
+  if (starts_with(name, "data/weights/")) return RecordKind::TensorData;
+  if (starts_with(name, "data/constants/")) return RecordKind::ConstantData;
+  if (starts_with(name, "data/sample_inputs/")) return RecordKind::SampleInputs;
+  if (starts_with(name, "data/aotinductor/")) return RecordKind::Compiled;
+  const RecordKind kind = classify_record(name);
+  return kind == RecordKind::TensorData ? RecordKind::Other : kind;  // data/mtia, data/executorch, ...
 }
 
 TorchArchive::TorchArchive(std::unique_ptr<ByteSource> source) : zip_(std::move(source)) {
@@ -102,6 +120,7 @@ TorchArchive::TorchArchive(std::unique_ptr<ByteSource> source) : zip_(std::move(
   } else if (find("serialized_exported_program.json") != nullptr || find("archive_format") != nullptr ||
              find("models/model.json") != nullptr) {
     kind_ = FileKind::ExportedProgram;
+    for (Record& r : records_) r.kind = classify_pt2_record(r.name);
   } else if (find("data.pkl") != nullptr) {
     kind_ = FileKind::TorchSave;
   } else {

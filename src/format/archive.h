@@ -54,11 +54,18 @@ enum class RecordKind {
   Version,          // version, .data/version
   ByteOrder,        // byteorder
   SerializationId,  // .data/serialization_id
+  Program,          // .pt2: models/<model>.json (a serialized ExportedProgram)
+  PayloadConfig,    // .pt2: data/weights|constants/<model>_*_config.json
+  SampleInputs,     // .pt2: data/sample_inputs/<model>.pt
+  Compiled,         // .pt2: data/aotinductor/** (AOTInductor's code and libraries)
   Other,
 };
 
 std::string_view record_kind_id(RecordKind kind);
 RecordKind classify_record(std::string_view relative_name);
+// The same for a record of a .pt2 (PT2 Archive Spec, format/pt2.h): weights are
+// TensorData, data/constants/ ConstantData, archive_format and archive_version Version.
+RecordKind classify_pt2_record(std::string_view relative_name);
 
 // Where the extra files a producer attaches live (relative to the top folder).
 inline constexpr std::string_view kExtraFolder = "extra/";

@@ -1,0 +1,456 @@
+#include "format/pt2.h"
+
+#include <algorithm>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "base/bounded_json.h"
+#include "base/error.h"
+#include "base/strings.h"
+#include "format/pickle.h"
+
+namespace tsarchive {
+namespace {
+
+using json = nlohmann::json;
+
+constexpr std::string_view kModels = "models/";
+constexpr std::string_view kWeights = "data/weights/";
+constexpr std::string_view kConstants = "data/constants/";
+constexpr std::string_view kSampleInputs = "data/sample_inputs/";
+constexpr std::string_view kAoti = "data/aotinductor/";
+
+// A JSON value and where it is ("models/model.json: graph_module.signature"),
+// so that every complaint names the record and the place in it.
+class Node {
+ public:
+  Node(const json& value, std::string where, const std::string& file) : value_(value), where_(std::move(where)), file_(file) {}
+
+  const json& value() const { return value_; }
+  const std::string& where() const { return where_; }
+
+  [[noreturn]] void fail(const std::string& what) const {
+    throw_bad_input(where_ + ": " + what, file_, "the archive is damaged or was not written by torch.export");
+  }
+  bool has(const char* key) const { return value_.is_object() && value_.contains(key) && !value_.at(key).is_null(); }
+  Node at(const char* key) const {
+    if (!value_.is_object()) fail("expected an object");
+    const auto it = value_.find(key);
+    if (it == value_.end()) fail("has no '" + std::string(key) + "'");
+    return Node(*it, where_ + "." + key, file_);
+  }
+  std::optional<Node> find(const std::string& key) const {
+    if (!value_.is_object()) fail("expected an object");
+    const auto it = value_.find(key);
+    if (it == value_.end()) return std::nullopt;
+    return Node(*it, where_ + "." + key, file_);
+  }
+  Node at(size_t i) const { return Node(value_.at(i), where_ + "[" + std::to_string(i) + "]", file_); }
+  std::vector<Node> items() const {
+    if (!value_.is_array()) fail("expected an array");
+    std::vector<Node> out;
+    out.reserve(value_.size());
+    for (size_t i = 0; i < value_.size(); ++i) out.push_back(at(i));
+    return out;
+  }
+  std::vector<std::pair<std::string, Node>> members() const {
+    if (!value_.is_object()) fail("expected an object");
+    std::vector<std::pair<std::string, Node>> out;
+    for (auto it = value_.begin(); it != value_.end(); ++it) {
+      out.emplace_back(it.key(), Node(it.value(), where_ + "." + it.key(), file_));
+    }
+    return out;
+  }
+  // The one member of a union ({"as_tensor": {...}}): its key and value.
+  std::pair<std::string, Node> only_member() const {
+    if (!value_.is_object() || value_.size() != 1) fail("expected an object with one member (a union)");
+    return {value_.begin().key(), Node(value_.begin().value(), where_ + "." + value_.begin().key(), file_)};
+  }
+  std::string str() const {
+    if (!value_.is_string()) fail("expected a string");
+    return value_.get<std::string>();
+  }
+  int64_t integer() const {
+    if (!value_.is_number_integer()) fail("expected an integer");
+    if (value_.is_number_unsigned() && value_.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max())) {
+      fail("integer out of range");
+    }
+    return value_.get<int64_t>();
+  }
+  bool boolean() const {
+    if (!value_.is_boolean()) fail("expected true or false");
+    return value_.get<bool>();
+  }
+
+ private:
+  const json& value_;
+  std::string where_;
+  const std::string& file_;
+};
+
+json parse_record(const TorchArchive& archive, const Record& r, uint64_t limit) {
+  const std::string text = archive.read(r, limit);
+  std::string problem;
+  auto doc = parse_bounded_json(text, &problem, JsonLimits::kDepth, limit);
+  if (!doc) throw_bad_input(r.name + ": " + problem, archive.path(), "the archive is damaged or was not written by torch.export");
+  return std::move(*doc);
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+bool mul_overflows(uint64_t a, uint64_t b, uint64_t* out) {
+  if (a != 0 && b > std::numeric_limits<uint64_t>::max() / a) return true;
+  *out = a * b;
+  return false;
+}
+
+// SymInt: {"as_int": 4} or {"as_expr": {"expr_str": ..., "hint": {"as_int": 2}}}.
+Pt2Dim read_dim(const Node& n) {
+  const auto [kind, v] = n.only_member();
+  Pt2Dim d;
+  if (kind == "as_int") {
+    d.value = v.integer();
+  } else if (kind == "as_expr") {
+    d.symbol = pt2_symbol_text(v.at("expr_str").str());
+    if (v.has("hint")) {
+      const auto [hk, hv] = v.at("hint").only_member();
+      if (hk == "as_int") d.hint = hv.integer();
+    }
+  } else {
+    n.fail("unknown SymInt kind '" + kind + "'");
+  }
+  return d;
+}
+
+Pt2Tensor read_tensor_meta(const Node& n) {
+  Pt2Tensor t;
+  uint64_t element_size = 0;
+  const int64_t code = n.at("dtype").integer();
+  if (!pt2_scalar_type(code, &t.dtype, &element_size)) t.dtype = "scalar_type_" + std::to_string(code);
+  for (const Node& s : n.at("sizes").items()) t.sizes.push_back(read_dim(s));
+  if (n.has("strides")) {
+    for (const Node& s : n.at("strides").items()) t.strides.push_back(read_dim(s));
+  }
+  if (n.has("storage_offset")) t.storage_offset = read_dim(n.at("storage_offset")).value;
+  if (n.has("requires_grad")) t.requires_grad = n.at("requires_grad").boolean();
+  if (n.has("device")) {
+    const Node dev = n.at("device");
+    t.device = dev.at("type").str();
+    if (dev.has("index")) t.device += ":" + std::to_string(dev.at("index").integer());
+  }
+  std::vector<int64_t> shape, stride;
+  for (const Pt2Dim& d : t.sizes) {
+    if (!d.value) return t;
+    if (*d.value < 0) n.fail("a negative size (" + std::to_string(*d.value) + ")");
+    shape.push_back(*d.value);
+  }
+  uint64_t numel = 1;
+  for (int64_t s : shape) {
+    if (mul_overflows(numel, static_cast<uint64_t>(s), &numel)) n.fail("sizes whose product overflows 64 bits");
+  }
+  t.numel = numel;
+  if (element_size == 0) return t;
+  // The bytes a storage needs: by the strides when they are all numbers,
+  // else as if contiguous.
+  uint64_t end = numel;
+  bool strided = t.strides.size() == shape.size();
+  for (const Pt2Dim& d : t.strides) strided = strided && d.value.has_value();
+  if (strided) {
+    for (const Pt2Dim& d : t.strides) stride.push_back(*d.value);
+    uint64_t ignored = 0;
+    if (!tensor_extent(shape, stride, t.storage_offset.value_or(0), &ignored, &end)) {
+      n.fail("sizes, strides and offset that overflow 64 bits or are negative");
+    }
+  }
+  uint64_t nbytes = 0;
+  if (mul_overflows(end, element_size, &nbytes)) n.fail("a tensor whose size in bytes overflows 64 bits");
+  t.nbytes = nbytes;
+  return t;
+}
+
+// Argument or a signature's TensorArgument: the name and what the value is.
+void read_argument(const Node& n, Pt2Arg& arg) {
+  if (n.has("name") && n.value().size() == 1) {  // a bare TensorArgument / TokenArgument
+    arg.name = n.at("name").str();
+    return;
+  }
+  const auto [kind, v] = n.only_member();
+  if (kind == "as_tensor") {
+    arg.value_type = "tensor";
+    arg.name = v.at("name").str();
+  } else if (kind == "as_sym_int" || kind == "as_sym_float" || kind == "as_sym_bool") {
+    arg.value_type = kind.substr(3);
+    const auto [sk, sv] = v.only_member();
+    if (sk == "as_name") arg.name = sv.str();
+    else arg.value_text = sv.value().dump();
+  } else if (kind == "as_custom_obj") {
+    arg.value_type = "custom_obj";
+    arg.name = v.at("name").str();
+    arg.value_text = v.at("class_fqn").str();
+  } else if (kind == "as_none") {
+    arg.value_type = "none";
+  } else if (kind == "as_int" || kind == "as_float" || kind == "as_bool" || kind == "as_string") {
+    arg.value_type = kind.substr(3);
+    arg.value_text = v.value().dump();
+  } else {
+    arg.value_type = kind.substr(0, 3) == "as_" ? kind.substr(3) : kind;
+  }
+}
+
+// InputSpec / OutputSpec union: {"user_input": {"arg": ...}}, {"parameter": {"arg": ..., "parameter_name": ...}}.
+Pt2Arg read_spec(const Node& n) {
+  const auto [kind, v] = n.only_member();
+  Pt2Arg arg;
+  arg.kind = kind;
+  if (kind == "constant_input") {
+    arg.name = v.at("name").str();
+    const auto [ck, cv] = v.at("value").only_member();
+    arg.value_type = ck.substr(0, 3) == "as_" ? ck.substr(3) : ck;
+    arg.value_text = cv.value().dump();
+    return arg;
+  }
+  const Node a = v.at("arg");
+  read_argument(a, arg);
+  if (arg.value_type.empty() && kind != "token") arg.value_type = "tensor";
+  if (kind == "token") arg.value_type = "token";
+  for (const char* key : {"parameter_name", "buffer_name", "tensor_constant_name", "custom_obj_name", "user_input_name"}) {
+    if (v.has(key)) arg.target = v.at(key).str();
+  }
+  if (v.has("persistent")) arg.persistent = v.at("persistent").boolean();
+  return arg;
+}
+
+void attach_values(const Node& graph, std::vector<Pt2Arg>& args) {
+  if (!graph.has("tensor_values")) return;
+  const Node values = graph.at("tensor_values");
+  for (Pt2Arg& a : args) {
+    if (a.value_type != "tensor" || a.name.empty()) continue;
+    if (const auto meta = values.find(a.name)) a.tensor = read_tensor_meta(*meta);
+  }
+}
+
+void read_program(const TorchArchive& archive, const Record& r, Pt2Program& p) {
+  const json doc = parse_record(archive, r, Pt2Limits::kProgramJson);
+  const Node root(doc, r.name, archive.path());
+  if (const auto v = root.find("schema_version")) {
+    if (v->has("major")) p.schema_major = v->at("major").integer();
+    if (v->has("minor")) p.schema_minor = v->at("minor").integer();
+  }
+  if (root.has("torch_version")) p.torch_version = root.at("torch_version").str();
+  if (root.has("opset_version")) {
+    for (const auto& [name, v] : root.at("opset_version").members()) p.opsets[name] = v.integer();
+  }
+  if (root.has("verifiers")) {
+    for (const Node& v : root.at("verifiers").items()) p.verifiers.push_back(v.str());
+  }
+  if (root.has("range_constraints")) {
+    for (const auto& [symbol, v] : root.at("range_constraints").members()) {
+      Pt2Range range{symbol, std::nullopt, std::nullopt};
+      if (v.has("min_val")) range.min = v.at("min_val").integer();
+      if (v.has("max_val")) range.max = v.at("max_val").integer();
+      p.ranges.push_back(std::move(range));
+    }
+  }
+  const Node gm = root.at("graph_module");
+  const Node graph = gm.at("graph");
+  const Node signature = gm.at("signature");
+  for (const Node& s : signature.at("input_specs").items()) p.inputs.push_back(read_spec(s));
+  for (const Node& s : signature.at("output_specs").items()) p.outputs.push_back(read_spec(s));
+  attach_values(graph, p.inputs);
+  attach_values(graph, p.outputs);
+  const std::vector<Node> nodes = graph.at("nodes").items();
+  p.nodes = nodes.size();
+  for (const Node& n : nodes) p.operators[n.at("target").str()] += 1;
+}
+
+void read_payloads(const TorchArchive& archive, const Record& r, std::string_view folder, std::vector<Pt2Payload>& out,
+                   std::vector<std::string>& problems) {
+  const json doc = parse_record(archive, r, Pt2Limits::kConfigJson);
+  const Node root(doc, r.name, archive.path());
+  for (const auto& [name, v] : root.at("config").members()) {
+    Pt2Payload p;
+    p.name = name;
+    const std::string path_name = v.at("path_name").str();
+    if (path_name.empty() || path_name.find('/') != std::string::npos || path_name == "." || path_name == "..") {
+      v.fail("path_name '" + path_name + "' is not a file name in " + std::string(folder));
+    }
+    p.record = std::string(folder) + path_name;
+    if (v.has("is_param")) p.is_param = v.at("is_param").boolean();
+    if (v.has("use_pickle")) p.use_pickle = v.at("use_pickle").boolean();
+    if (v.has("tensor_meta")) p.tensor = read_tensor_meta(v.at("tensor_meta"));
+    if (const Record* data = archive.find(p.record)) {
+      const ZipEntry& e = *data->entry;
+      p.present = true;
+      p.stored_size = e.uncompressed_size;
+      p.stored = e.stored();
+      p.aligned = e.data_offset % 64 == 0;
+      if (!p.use_pickle && p.tensor && p.tensor->nbytes && e.uncompressed_size < *p.tensor->nbytes) {
+        problems.push_back("record '" + p.record + "' holds " + std::to_string(e.uncompressed_size) + " bytes but '" +
+                           name + "' (" + p.tensor->dtype + ") needs " + std::to_string(*p.tensor->nbytes));
+      }
+    } else {
+      problems.push_back("record '" + p.record + "' of '" + name + "' (" + r.name + ") is missing");
+    }
+    out.push_back(std::move(p));
+  }
+}
+
+// Sample inputs are a torch.save file inside the archive: its pickle is read
+// (bounded), never its tensor data.
+void read_sample_inputs(const TorchArchive& archive, const Record& r, Pt2SampleInputs& s) {
+  s.record = r.name;
+  s.size = r.entry->uncompressed_size;
+  if (s.size > Pt2Limits::kSampleInputs) {
+    s.problem = "not read: larger than " + human_size(Pt2Limits::kSampleInputs);
+    return;
+  }
+  try {
+    const TorchArchive inner(make_memory_source(archive.read(r, Pt2Limits::kSampleInputs), r.name));
+    const Record* data = inner.find("data.pkl");
+    if (data == nullptr) {
+      s.problem = "not a torch.save file (no data.pkl)";
+      return;
+    }
+    ModelContents contents;
+    collect_saved_object(parse_pickle(inner.read(*data, ReadLimits::kPickle), r.name + "/data.pkl"), "data", contents);
+    for (TensorInfo& t : contents.tensors) s.tensors.push_back(std::move(t));
+    for (const std::string& p : contents.problems) s.problem += (s.problem.empty() ? "" : "; ") + p;
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::BadInput) throw;
+    s.problem = e.what();
+  }
+}
+
+void read_aoti(const TorchArchive& archive, Pt2Contents& out) {
+  std::map<std::string, Pt2AotiModel> models;
+  for (const Record& r : archive.records()) {
+    if (r.name.compare(0, kAoti.size(), kAoti) != 0) continue;
+    const std::string rest = r.name.substr(kAoti.size());
+    const size_t slash = rest.find('/');
+    if (slash == std::string::npos || slash == 0 || slash + 1 == rest.size()) {
+      out.problems.push_back("record '" + r.name + "' is not inside a model folder of " + std::string(kAoti));
+      continue;
+    }
+    const std::string model = rest.substr(0, slash);
+    Pt2AotiModel& m = models[model];
+    m.name = model;
+    const std::string file = rest.substr(slash + 1);
+    m.files.push_back(Pt2AotiFile{file, r.entry->uncompressed_size});
+    m.bytes += r.entry->uncompressed_size;
+    if (!ends_with(file, "_metadata.json") || file.find('/') != std::string::npos) continue;
+    const json doc = parse_record(archive, r, Pt2Limits::kMetadataJson);
+    const Node root(doc, r.name, archive.path());
+    for (const auto& [key, v] : root.members()) {
+      std::string value = v.value().is_string() ? v.str() : v.value().dump();
+      const auto [it, fresh] = m.metadata.emplace(key, value);
+      if (!fresh && it->second != value) {
+        out.problems.push_back("AOTInductor model '" + model + "': " + key + " is '" + it->second + "' in one metadata "
+                               "record and '" + value + "' in " + r.name);
+      }
+    }
+  }
+  for (auto& [name, m] : models) {
+    if (const auto it = m.metadata.find("AOTI_DEVICE_KEY"); it != m.metadata.end()) m.device = it->second;
+    out.aoti.push_back(std::move(m));
+  }
+}
+
+// "<model>" of prefix + "<model>" + suffix, or nothing.
+std::optional<std::string> model_of(const std::string& name, std::string_view prefix, std::string_view suffix) {
+  if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
+      !ends_with(name, suffix)) {
+    return std::nullopt;
+  }
+  std::string model = name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+  if (model.find('/') != std::string::npos) return std::nullopt;
+  return model;
+}
+
+}  // namespace
+
+bool pt2_scalar_type(int64_t code, std::string* dtype, uint64_t* element_size) {
+  struct Entry {
+    int64_t code;
+    const char* name;
+    uint64_t size;
+  };
+  static constexpr Entry kTypes[] = {
+      {1, "uint8", 1},           {2, "int8", 1},           {3, "int16", 2},          {4, "int32", 4},
+      {5, "int64", 8},           {6, "float16", 2},        {7, "float32", 4},        {8, "float64", 8},
+      {9, "complex32", 4},       {10, "complex64", 8},     {11, "complex128", 16},   {12, "bool", 1},
+      {13, "bfloat16", 2},       {28, "uint16", 2},        {29, "float8_e4m3fn", 1}, {30, "float8_e5m2", 1},
+      {31, "float8_e4m3fnuz", 1}, {32, "float8_e5m2fnuz", 1}, {33, "float8_e8m0fnu", 1}, {34, "uint32", 4},
+      {35, "uint64", 8},
+  };
+  for (const Entry& e : kTypes) {
+    if (e.code != code) continue;
+    *dtype = e.name;
+    *element_size = e.size;
+    return true;
+  }
+  return false;
+}
+
+std::string pt2_symbol_text(const std::string& expr) {
+  static constexpr std::string_view kSymbol = "Symbol('";
+  std::string out;
+  size_t i = 0;
+  while (i < expr.size()) {
+    const size_t at = expr.find(kSymbol, i);
+    if (at == std::string::npos) break;
+    const size_t name_end = expr.find('\'', at + kSymbol.size());
+    const size_t close = name_end == std::string::npos ? std::string::npos : expr.find(')', name_end);
+    if (close == std::string::npos) break;
+    out += expr.substr(i, at - i) + expr.substr(at + kSymbol.size(), name_end - at - kSymbol.size());
+    i = close + 1;
+  }
+  return out + expr.substr(i);
+}
+
+Pt2Contents read_pt2(const TorchArchive& archive) {
+  Pt2Contents out;
+  if (auto v = archive.read_optional("archive_format", ReadLimits::kSmall)) out.archive_format = trim(*v);
+  if (auto v = archive.read_optional("archive_version", ReadLimits::kSmall)) out.archive_version = trim(*v);
+  if (!out.archive_format.empty() && out.archive_format != "pt2") {
+    out.problems.push_back("archive_format holds '" + out.archive_format + "', expected pt2");
+  }
+  if (archive.find("serialized_exported_program.json") != nullptr) {
+    out.notes.push_back("the torch.export layout of PyTorch before 2.6 (serialized_exported_program.json): "
+                        "its program is not read");
+  }
+  for (const Record& r : archive.records()) {
+    if (const auto model = model_of(r.name, kModels, ".json")) {
+      Pt2Program p;
+      p.name = *model;
+      p.record = r.name;
+      read_program(archive, r, p);
+      const std::string weights = std::string(kWeights) + *model + "_weights_config.json";
+      const std::string constants = std::string(kConstants) + *model + "_constants_config.json";
+      if (const Record* w = archive.find(weights)) {
+        p.weights_config = weights;
+        read_payloads(archive, *w, kWeights, p.weights, out.problems);
+      }
+      if (const Record* c = archive.find(constants)) {
+        p.constants_config = constants;
+        read_payloads(archive, *c, kConstants, p.constants, out.problems);
+      }
+      out.programs.push_back(std::move(p));
+    } else if (const auto sample = model_of(r.name, kSampleInputs, ".pt")) {
+      Pt2SampleInputs s;
+      s.model = *sample;
+      read_sample_inputs(archive, r, s);
+      out.sample_inputs.push_back(std::move(s));
+    }
+  }
+  read_aoti(archive, out);
+  if (out.programs.empty() && out.aoti.empty() && archive.find("serialized_exported_program.json") == nullptr) {
+    out.problems.push_back("no program (models/<model>.json) and no AOTInductor model (data/aotinductor/<model>/)");
+  }
+  return out;
+}
+
+}  // namespace tsarchive

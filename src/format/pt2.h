@@ -1,0 +1,146 @@
+// A PT2 archive (torch.export.save, torch._inductor.aoti_compile_and_package)
+// read as data, without libtorch. PyTorch's "PT2 Archive Spec"
+// (torch/export/pt2_archive/constants.py, docs/source/export/pt2_archive.md):
+//   archive_format                  "pt2"
+//   archive_version, .data/version, byteorder, .data/serialization_id
+//   models/<model>.json             an ExportedProgram (torch/_export/serde/schema.py)
+//   data/weights/<model>_weights_config.json    FQN -> {path_name, is_param, use_pickle, tensor_meta}
+//   data/weights/weight_<n>         raw bytes of a parameter or buffer
+//   data/constants/<model>_constants_config.json, data/constants/tensor_<n>, custom_obj_<n>
+//   data/sample_inputs/<model>.pt   torch.save of (args, kwargs)
+//   data/aotinductor/<model>/       compiled artifacts: *.so, *.cpp, *_metadata.json (AOTI_DEVICE_KEY, ...)
+//   extra/                          user files (extra_files=)
+// Every JSON record goes through parse_bounded_json; declared shapes are
+// multiplied with overflow checks and compared with the records' sizes, never
+// trusted to allocate or read.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "format/archive.h"
+#include "format/model.h"
+
+namespace tsarchive {
+
+// Size limits for the JSON records of a .pt2 (documented in the man page).
+struct Pt2Limits {
+  static constexpr uint64_t kProgramJson = 64ull << 20;  // models/<model>.json
+  static constexpr uint64_t kConfigJson = 16ull << 20;   // weights and constants configs
+  static constexpr uint64_t kMetadataJson = 1ull << 20;  // data/aotinductor/<model>/*_metadata.json
+  static constexpr uint64_t kSampleInputs = 64ull << 20; // data/sample_inputs/<model>.pt, read to list its tensors
+};
+
+// One dimension of a shape: a number, or a symbol ("s77") or expression.
+struct Pt2Dim {
+  std::optional<int64_t> value;
+  std::string symbol;           // when not a number: the symbol or the expression, as text
+  std::optional<int64_t> hint;  // the example's size, when the program records one
+  std::string text() const { return value ? std::to_string(*value) : symbol; }
+};
+
+// TensorMeta of the serialized program.
+struct Pt2Tensor {
+  std::string dtype;  // "float32"; "scalar_type_<n>" when unknown
+  std::vector<Pt2Dim> sizes;
+  std::vector<Pt2Dim> strides;
+  std::optional<int64_t> storage_offset;
+  std::string device;  // "cpu", "cuda:0"
+  bool requires_grad = false;
+  std::optional<uint64_t> numel;   // when every size is a number
+  std::optional<uint64_t> nbytes;  // bytes a storage needs for it (sizes, strides, offset), when static
+};
+
+// A graph input or output: what the signature says it is and its value.
+struct Pt2Arg {
+  std::string kind;    // input: user_input, parameter, buffer, tensor_constant, custom_obj, token, constant_input;
+                       // output: user_output, buffer_mutation, user_input_mutation, loss_output, ...
+  std::string name;    // the graph's name for it ("x", "p_fc1_weight")
+  std::string target;  // parameter/buffer/constant FQN, or the mutated input
+  std::optional<bool> persistent;  // buffers
+  std::string value_type;          // tensor, sym_int, int, float, bool, none, string, custom_obj, token, ...
+  std::string value_text;          // a constant's value, a custom object's class
+  std::optional<Pt2Tensor> tensor;
+};
+
+struct Pt2Range {
+  std::string symbol;
+  std::optional<int64_t> min, max;  // nothing: unbounded
+};
+
+// One entry of a weights or constants config, and its record.
+struct Pt2Payload {
+  std::string name;    // FQN ("fc1.weight") or constant name
+  std::string record;  // "data/weights/weight_0"
+  bool is_param = false;
+  bool use_pickle = false;
+  std::optional<Pt2Tensor> tensor;
+  bool present = false;  // the record exists
+  uint64_t stored_size = 0;
+  bool stored = false;   // not compressed
+  bool aligned = false;  // data starts on a 64-byte boundary
+};
+
+struct Pt2Program {
+  std::string name;    // <model> of models/<model>.json
+  std::string record;
+  std::optional<int64_t> schema_major, schema_minor;
+  std::string torch_version;
+  std::map<std::string, int64_t> opsets;
+  std::vector<std::string> verifiers;
+  std::vector<Pt2Arg> inputs;
+  std::vector<Pt2Arg> outputs;
+  std::vector<Pt2Range> ranges;
+  uint64_t nodes = 0;
+  std::map<std::string, uint64_t> operators;  // call targets and how often
+  std::vector<Pt2Payload> weights;            // from <model>_weights_config.json
+  std::vector<Pt2Payload> constants;          // from <model>_constants_config.json
+  std::string weights_config, constants_config;  // their records, empty when absent
+};
+
+struct Pt2AotiFile {
+  std::string name;  // below data/aotinductor/<model>/
+  uint64_t size = 0;
+};
+
+struct Pt2AotiModel {
+  std::string name;
+  std::string device;  // AOTI_DEVICE_KEY: "cpu", "cuda", ...
+  std::map<std::string, std::string> metadata;  // every AOTI_* key of the *_metadata.json records
+  std::vector<Pt2AotiFile> files;
+  uint64_t bytes = 0;
+};
+
+struct Pt2SampleInputs {
+  std::string model;
+  std::string record;
+  uint64_t size = 0;
+  std::vector<TensorInfo> tensors;  // paths as torch.save's pickle nests them: "0.0" is args[0]
+  std::string problem;              // why the tensors could not be listed
+};
+
+struct Pt2Contents {
+  std::string archive_format;   // "pt2"
+  std::string archive_version;  // "0"
+  std::vector<Pt2Program> programs;
+  std::vector<Pt2AotiModel> aoti;
+  std::vector<Pt2SampleInputs> sample_inputs;
+  std::vector<std::string> notes;
+  std::vector<std::string> problems;  // inconsistencies that do not stop the reading
+};
+
+// Reads a FileKind::ExportedProgram archive. Malformed JSON or structure is
+// Error(BadInput) naming the record and where in it.
+Pt2Contents read_pt2(const TorchArchive& archive);
+
+// The dtype name and element size of the serialized ScalarType `code`
+// (torch/_export/serde/schema.py); false when unknown.
+bool pt2_scalar_type(int64_t code, std::string* dtype, uint64_t* element_size);
+
+// "Symbol('s77', positive=True, integer=True)" -> "s77", in any expression.
+std::string pt2_symbol_text(const std::string& expr);
+
+}  // namespace tsarchive

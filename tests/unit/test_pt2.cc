@@ -1,0 +1,193 @@
+// inspect on .pt2 archives (torch.export, AOTInductor): every claim checked
+// against what PyTorch 2.13 said when scripts/make_testdata_pt2.py wrote them
+// (testdata/pt2/expected.json), and malformed programs refused with exit 3.
+#include <catch2/catch.hpp>
+
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "core/inspect.h"
+#include "format/byte_source.h"
+#include "format/pt2.h"
+#include "format/zip_writer.h"
+#include "helpers.h"
+
+using namespace tsarchive;
+using nlohmann::json;
+
+namespace {
+
+const json& expected() {
+  static const json doc = json::parse(slurp(testdata("pt2/expected.json")));
+  return doc;
+}
+
+std::vector<std::string> dims(const Pt2Tensor& t) {
+  std::vector<std::string> out;
+  for (const Pt2Dim& d : t.sizes) out.push_back(d.text());
+  return out;
+}
+
+std::string kind_id(const std::string& python) {  // InputKind/OutputKind names -> the spec's union keys
+  static const std::map<std::string, std::string> kinds = {
+      {"USER_INPUT", "user_input"}, {"PARAMETER", "parameter"},   {"BUFFER", "buffer"},
+      {"CONSTANT_TENSOR", "tensor_constant"}, {"CUSTOM_OBJ", "custom_obj"}, {"TOKEN", "token"},
+      {"USER_OUTPUT", "user_output"}, {"BUFFER_MUTATION", "buffer_mutation"}};
+  return kinds.at(python);
+}
+
+void check_tensor(const Pt2Tensor& t, const json& fact) {
+  CHECK(t.dtype == fact["dtype"].get<std::string>());
+  CHECK(dims(t) == fact["shape"].get<std::vector<std::string>>());
+  if (!fact["bytes"].is_null()) CHECK(t.nbytes == fact["bytes"].get<uint64_t>());
+}
+
+}  // namespace
+
+TEST_CASE("pt2: programs, signatures and payloads match torch.export.load", "[pt2]") {
+  for (const auto& [file, facts] : expected()["files"].items()) {
+    INFO(file);
+    const InspectReport r = inspect_file(testdata("pt2/" + file));
+    CHECK(r.kind == FileKind::ExportedProgram);
+    REQUIRE(r.pt2);
+    CHECK(r.problems.empty());
+    CHECK(r.pt2->archive_format == "pt2");
+    CHECK(r.top_folder == facts["top_folder"].get<std::string>());
+    CHECK(r.records.size() == facts["records"].size());
+    if (facts["kind"] == "aoti_package") {
+      REQUIRE(r.pt2->aoti.size() == 1);
+      CHECK(r.pt2->programs.empty());
+      const Pt2AotiModel& m = r.pt2->aoti[0];
+      CHECK(m.device == facts["metadata"]["AOTI_DEVICE_KEY"].get<std::string>());
+      for (const auto& [key, value] : facts["metadata"].items()) CHECK(m.metadata.at(key) == value.get<std::string>());
+      continue;
+    }
+    REQUIRE(r.pt2->programs.size() == 1);
+    const Pt2Program& p = r.pt2->programs[0];
+    const json& model = facts["models"]["model"];
+    CHECK(p.name == "model");
+    // Python counts the placeholders and the output node too; the program
+    // serializes only the calls.
+    CHECK(p.nodes == model["graph_nodes"].get<uint64_t>() - model["input_specs"].size() - 1);
+    REQUIRE(p.inputs.size() == model["input_specs"].size());
+    for (size_t i = 0; i < p.inputs.size(); ++i) {
+      const json& spec = model["input_specs"][i];
+      INFO(spec.dump());
+      CHECK(p.inputs[i].kind == kind_id(spec["kind"]));
+      CHECK(p.inputs[i].name == spec["arg"]["name"].get<std::string>());
+      if (!spec["target"].is_null()) CHECK(p.inputs[i].target == spec["target"].get<std::string>());
+      if (!spec["persistent"].is_null()) CHECK(p.inputs[i].persistent == spec["persistent"].get<bool>());
+      REQUIRE(p.inputs[i].tensor);
+      check_tensor(*p.inputs[i].tensor, spec["value"]);
+    }
+    REQUIRE(p.outputs.size() == model["output_specs"].size());
+    for (size_t i = 0; i < p.outputs.size(); ++i) {
+      const json& spec = model["output_specs"][i];
+      CHECK(p.outputs[i].kind == kind_id(spec["kind"]));
+      CHECK(p.outputs[i].name == spec["arg"]["name"].get<std::string>());
+      REQUIRE(p.outputs[i].tensor);
+      check_tensor(*p.outputs[i].tensor, spec["value"]);
+    }
+    std::map<std::string, std::pair<int64_t, int64_t>> ranges;
+    for (const Pt2Range& range : p.ranges) ranges[range.symbol] = {range.min.value(), range.max.value()};
+    CHECK(ranges.size() == model["range_constraints"].size());
+    for (const auto& [symbol, bounds] : model["range_constraints"].items()) {
+      CHECK(ranges.at(symbol) == std::make_pair(bounds[0].get<int64_t>(), bounds[1].get<int64_t>()));
+    }
+    // Parameters and persistent buffers in data/weights/, constants and
+    // non-persistent buffers in data/constants/, each against Python's tensor.
+    std::map<std::string, const Pt2Payload*> payloads;
+    for (const Pt2Payload& w : p.weights) payloads[w.name] = &w;
+    for (const Pt2Payload& c : p.constants) payloads[c.name] = &c;
+    size_t expected_payloads = 0;
+    for (const char* group : {"parameters", "buffers", "constants"}) {
+      for (const auto& [name, fact] : model[group].items()) {
+        INFO(group << " " << name);
+        REQUIRE(payloads.count(name) == 1);
+        const Pt2Payload& payload = *payloads.at(name);
+        CHECK(payload.is_param == (std::string(group) == "parameters"));
+        CHECK(payload.present);
+        CHECK(payload.stored);
+        CHECK(payload.aligned);
+        REQUIRE(payload.tensor);
+        check_tensor(*payload.tensor, fact);
+        CHECK(payload.stored_size == fact["bytes"].get<uint64_t>());
+        expected_payloads += 1;
+      }
+    }
+    CHECK(payloads.size() == expected_payloads);
+    // Extra files, as torch.export.load gave them back.
+    CHECK(r.extra_files.size() == facts["extra_files"].size());
+    for (const ExtraFileInfo& e : r.extra_files) CHECK(facts["extra_files"].contains(e.name));
+    REQUIRE(r.pt2->sample_inputs.size() == 1);
+    CHECK(r.pt2->sample_inputs[0].problem.empty());
+    CHECK(r.pt2->sample_inputs[0].tensors.size() ==
+          static_cast<size_t>(std::count_if(model["input_specs"].begin(), model["input_specs"].end(),
+                                            [](const json& s) { return s["kind"] == "USER_INPUT"; })));
+  }
+}
+
+TEST_CASE("pt2: symbols and scalar types", "[pt2]") {
+  CHECK(pt2_symbol_text("Symbol('s77', positive=True, integer=True)") == "s77");
+  CHECK(pt2_symbol_text("2*Symbol('s0', integer=True) + Symbol('s1')") == "2*s0 + s1");
+  CHECK(pt2_symbol_text("s3 + 1") == "s3 + 1");
+  CHECK(pt2_symbol_text("Symbol('unterminated") == "Symbol('unterminated");
+  std::string dtype;
+  uint64_t size = 0;
+  CHECK(pt2_scalar_type(13, &dtype, &size));
+  CHECK(dtype == "bfloat16");
+  CHECK(size == 2);
+  CHECK_FALSE(pt2_scalar_type(99, &dtype, &size));
+}
+
+namespace {
+
+// testdata/pt2/mlp_dynamic.pt2 with record `name` holding `bytes` instead.
+std::string with_record(const std::string& name, const std::string& bytes) {
+  const TorchArchive archive(open_file_source(testdata("pt2/mlp_dynamic.pt2")));
+  std::vector<ZipEntrySpec> entries;
+  for (const Record& r : archive.records()) {
+    entries.push_back(r.name == name ? ZipEntrySpec::create(archive.top_folder() + "/" + r.name, bytes)
+                                     : ZipEntrySpec::keep(*r.entry));
+  }
+  const ByteSource& source = archive.zip().source();
+  const ZipRewritePlan plan = plan_zip_rewrite(source, archive.zip().layout(), entries);
+  return render_plan(plan, 0, [&](uint64_t at, char* out, size_t n) { source.read_at(at, out, n); });
+}
+
+std::string inspect_error(const std::string& bytes) {
+  try {
+    inspect_source(make_memory_source(bytes, "hostile.pt2"));
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::BadInput);
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("pt2: malformed programs are refused in one line", "[pt2]") {
+  CHECK(inspect_error(with_record("models/model.json", std::string(100000, '['))) ==
+        "models/model.json: JSON nested deeper than 512 levels");
+  CHECK(inspect_error(with_record("models/model.json", "{\"graph_module\": 3}")) ==
+        "models/model.json.graph_module: expected an object");
+  CHECK(inspect_error(with_record("models/model.json", "not json")) == "models/model.json: not valid JSON");
+  const std::string huge =
+      R"({"config": {"w": {"path_name": "weight_0", "is_param": true, "use_pickle": false, "tensor_meta":
+         {"dtype": 7, "sizes": [{"as_int": 4294967296}, {"as_int": 4294967296}], "requires_grad": false,
+          "device": {"type": "cpu", "index": null}, "strides": [{"as_int": 4294967296}, {"as_int": 1}],
+          "storage_offset": {"as_int": 0}, "layout": 7}}}})";
+  CHECK(inspect_error(with_record("data/weights/model_weights_config.json", huge)).find("overflow") != std::string::npos);
+  const std::string escape = R"({"config": {"w": {"path_name": "../../models/model.json", "is_param": true}}})";
+  CHECK(inspect_error(with_record("data/weights/model_weights_config.json", escape)).find("not a file name") !=
+        std::string::npos);
+}
+
+TEST_CASE("pt2: a weight record shorter than its tensor is a problem, not a read past it", "[pt2]") {
+  const InspectReport r = inspect_source(make_memory_source(with_record("data/weights/weight_0", "tiny"), "short.pt2"));
+  REQUIRE(r.problems.size() == 1);
+  CHECK(r.problems[0] == "record 'data/weights/weight_0' holds 4 bytes but 'fc1.weight' (float32) needs 128");
+}
