@@ -364,7 +364,7 @@ InspectReport inspect_file(const std::string& path) { return inspect_source(open
 
 
 std::string read_extra_file(const std::string& path, const std::string& name) {
-  const auto archive = open_torchscript_archive(open_file_source(path), "this file has no extra files");
+  const auto archive = open_torchscript_archive(open_file_source(path), "this file has no extra files", true);
   return read_extra(*archive, name, kExtraReadLimit);
 }
 

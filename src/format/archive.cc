@@ -215,11 +215,13 @@ namespace {
 }
 }  // namespace
 
-std::unique_ptr<TorchArchive> open_torchscript_archive(std::unique_ptr<ByteSource> source, const std::string& refusal) {
+std::unique_ptr<TorchArchive> open_torchscript_archive(std::unique_ptr<ByteSource> source, const std::string& refusal,
+                                                       bool accept_pt2) {
   const FileKind sniffed = detect_file_kind(*source);
   if (sniffed != FileKind::OtherZip) refuse_kind(sniffed, source->name(), refusal);
   auto archive = std::make_unique<TorchArchive>(std::move(source));
-  if (archive->kind() != FileKind::TorchScript && archive->kind() != FileKind::LiteInterpreter) {
+  if (archive->kind() != FileKind::TorchScript && archive->kind() != FileKind::LiteInterpreter &&
+      !(accept_pt2 && archive->kind() == FileKind::ExportedProgram)) {
     refuse_kind(archive->kind(), archive->path(), refusal);
   }
   return archive;

@@ -126,8 +126,10 @@ class TorchArchive {
 // Opens `source` as a TorchScript or lite-interpreter archive. Anything else
 // (torch.save, ONNX, a foreign ZIP, not a model) is Error(BadInput) whose
 // message is `refusal` followed by what the file is, e.g. "this file has no
-// extra files: it is a torch.save file".
-std::unique_ptr<TorchArchive> open_torchscript_archive(std::unique_ptr<ByteSource> source, const std::string& refusal);
+// extra files: it is a torch.save file". `accept_pt2` also opens a .pt2
+// (FileKind::ExportedProgram), for what reads both alike (inspect --extra).
+std::unique_ptr<TorchArchive> open_torchscript_archive(std::unique_ptr<ByteSource> source, const std::string& refusal,
+                                                       bool accept_pt2 = false);
 
 // Names the kind of any file from its first bytes and, for ZIPs, its records.
 // Never throws for content; only for I/O.

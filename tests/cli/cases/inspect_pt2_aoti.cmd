@@ -1,0 +1,1 @@
+inspect testdata/pt2/buffers_consts_aoti.pt2

@@ -1,0 +1,1 @@
+inspect testdata/pt2/mlp_dynamic.pt2

@@ -1,0 +1,1 @@
+inspect --json testdata/pt2/buffers_consts.pt2
