@@ -539,6 +539,36 @@ def make_cases(testdata):
          "UTF-8 flag clear): ZIP readers decode it differently (Python's zipfile as CP437), so it is refused.",
          build(base + [Rec(top + "/extra/bad\udcffname", b"x\n", flags=0)]))
 
+    # .pt2 archives (issue 23): edits of testdata/pt2/mlp_dynamic.pt2 (make_testdata_pt2.py, torch 2.13).
+    pt2 = read_recs(os.path.join(testdata, "pt2", "mlp_dynamic.pt2"))
+    pt2_top = pt2[0].name.split("/")[0]
+
+    def pt2_with(suffix, data, method=0):
+        return build(replace_rec(pt2, suffix, data=data, method=method))
+
+    case("pt2_json_bomb.pt2", "mlp_dynamic.pt2 whose `models/model.json` is 100000 nested empty JSON arrays (deflated).",
+         pt2_with("/models/model.json", deep, method=8))
+    case("pt2_json_huge_string.pt2", "mlp_dynamic.pt2 whose `data/weights/model_weights_config.json` is a 17 MiB "
+         "JSON string, deflated (above the 16 MiB limit for configs).",
+         pt2_with("/data/weights/model_weights_config.json", b'"' + b"a" * (17 << 20) + b'"', method=8))
+    huge = ('{"config": {"fc1.weight": {"path_name": "weight_0", "is_param": true, "use_pickle": false, '
+            '"tensor_meta": {"dtype": 7, "sizes": [{"as_int": 4294967296}, {"as_int": 4294967296}], '
+            '"requires_grad": true, "device": {"type": "cpu", "index": null}, "strides": [{"as_int": 4294967296}, '
+            '{"as_int": 1}], "storage_offset": {"as_int": 0}, "layout": 7}}}}')
+    case("pt2_huge_shape.pt2", "mlp_dynamic.pt2 whose weights config declares fc1.weight as 2^32 x 2^32 float32 "
+         "(2^66 bytes: overflows 64 bits).", pt2_with("/data/weights/model_weights_config.json", huge.encode()))
+    case("pt2_weight_path_escape.pt2", "mlp_dynamic.pt2 whose weights config names `../../models/model.json` as "
+         "fc1.weight's record.",
+         pt2_with("/data/weights/model_weights_config.json",
+                  b'{"config": {"fc1.weight": {"path_name": "../../models/model.json", "is_param": true}}}'))
+    aoti = "data/aotinductor/"
+    case("pt2_aoti_odd_names.pt2", "mlp_dynamic.pt2 plus AOTInductor records with odd names: a file directly "
+         "under `data/aotinductor/` (no model folder), a model folder named `red\x1b[31m` (ESC, UTF-8 flag clear) "
+         "and a `_metadata.json` that is not JSON.",
+         build(pt2 + [Rec(pt2_top + "/" + aoti + "loose.so", b"\x7fELF", flags=0),
+                      Rec(pt2_top + "/" + aoti + "red\x1b[31m/model.wrapper.so", b"\x7fELF", flags=0),
+                      Rec(pt2_top + "/" + aoti + "model/model.wrapper_metadata.json", b"{not json")]))
+
     # The plain ZIP, last as before.
     return cases
 
