@@ -134,7 +134,8 @@ int run_inspect(const InspectOptions& opts, Context& ctx) {
 Runner setup_inspect(CLI::App& app, Context& ctx) {
   auto opts = std::make_shared<InspectOptions>();
   app.description(
-      "Show what a model file holds: its kind, records, extra files, tensors, modules and methods.\n"
+      "Show what a model file holds: its kind, records, extra files, tensors, modules and methods\n"
+      "(for a .pt2: its programs, signatures, weights and AOTInductor models).\n"
       "Reads the ZIP directory and the pickles with a safe reader; never loads the model or executes code.\n"
       "Except --graph and --ops, which load it with libtorch (after verify's checks pass):\n"
       "  --graph       the method's TorchScript IR (libtorch's printing); --inlined inlines calls;\n"
