@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz) with clang in build-fuzz/ and runs
 # each for SECONDS (default 60), one after another, from a seed corpus made of
-# testdata/ (archives for zip_layer, inspect_path and zip_structure, which also
+# testdata/ (archives, .pt2 included, for zip_layer, inspect_path and zip_structure, which also
 # reads its input as mutations of a built-in archive; the pickles inside them
 # for pickle_reader; the extra/ files inside them and testdata's JSON files
 # for json_text). Prints executions and crashes per target; copies every
@@ -28,7 +28,7 @@ ninja -C "$build" -j"${JOBS:-2}" "${targets[@]/#/fuzz_}" >/dev/null
 seeds=$build/seeds
 rm -rf "$seeds"
 mkdir -p "$seeds/archives" "$seeds/pickles" "$seeds/json"
-find "$root/testdata" -maxdepth 2 -type f \( -name '*.pt' -o -name '*.ptl' -o -name '*.pth' -o -name '*.bin' \
+find "$root/testdata" -maxdepth 2 -type f \( -name '*.pt' -o -name '*.ptl' -o -name '*.pt2' -o -name '*.pth' -o -name '*.bin' \
   -o -name '*.zip' -o -name '*.onnx' \) -exec cp {} "$seeds/archives/" \;
 python3 - "$root/testdata" "$seeds/pickles" "$seeds/json" <<'PY'
 import os, sys, zipfile
