@@ -38,6 +38,15 @@ inline void put64(std::string& s, uint64_t v) {
   put32(s, static_cast<uint32_t>(v & 0xFFFFFFFFu));
   put32(s, static_cast<uint32_t>(v >> 32));
 }
+// The same, overwriting the bytes at `at` (which must exist).
+inline void set16(std::string& s, size_t at, uint16_t v) {
+  s[at] = static_cast<char>(v & 0xFF);
+  s[at + 1] = static_cast<char>(v >> 8);
+}
+inline void set32(std::string& s, size_t at, uint32_t v) {
+  set16(s, at, static_cast<uint16_t>(v & 0xFFFF));
+  set16(s, at + 2, static_cast<uint16_t>(v >> 16));
+}
 
 // CRC-32 as ZIP uses it (zlib's), over any length.
 uint32_t crc32(std::string_view data);

@@ -18,14 +18,6 @@ namespace {
 using namespace zipfmt;
 constexpr uint16_t kPyTorchFlags = 0x0808;  // data descriptor follows; UTF-8 name
 
-void set16(std::string& s, size_t at, uint16_t v) {
-  s[at] = static_cast<char>(v & 0xFF);
-  s[at + 1] = static_cast<char>(v >> 8);
-}
-void set32(std::string& s, size_t at, uint32_t v) {
-  set16(s, at, static_cast<uint16_t>(v & 0xFFFF));
-  set16(s, at + 2, static_cast<uint16_t>(v >> 16));
-}
 void set64(std::string& s, size_t at, uint64_t v) {
   set32(s, at, static_cast<uint32_t>(v & k32Max));
   set32(s, at + 4, static_cast<uint32_t>(v >> 32));

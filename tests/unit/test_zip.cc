@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "format/zip_format.h"
 #include "helpers.h"
 #include "format/archive.h"
 #include "base/error.h"
@@ -92,20 +93,14 @@ TEST_CASE("zip: signature sniffing") {
 
 namespace {
 
-void put16_at(std::string& s, size_t at, uint16_t v) {
-  s[at] = static_cast<char>(v & 0xFF);
-  s[at + 1] = static_cast<char>(v >> 8);
-}
-void put32_at(std::string& s, size_t at, uint32_t v) {
-  put16_at(s, at, static_cast<uint16_t>(v & 0xFFFF));
-  put16_at(s, at + 2, static_cast<uint16_t>(v >> 16));
-}
+using zipfmt::set16;
+using zipfmt::set32;
 
 // mlp_scripted.pt with `comment` as its archive comment (comment length set).
 std::string with_comment(const std::string& comment) {
   std::string bytes = slurp(testdata("mlp_scripted.pt"));
   REQUIRE(bytes.compare(bytes.size() - 22, 4, "PK\x05\x06") == 0);
-  put16_at(bytes, bytes.size() - 2, static_cast<uint16_t>(comment.size()));
+  set16(bytes, bytes.size() - 2, static_cast<uint16_t>(comment.size()));
   return bytes + comment;
 }
 
@@ -157,16 +152,16 @@ TEST_CASE("zip: the ZIP64 end record must end at its locator and agree with the 
   REQUIRE(good.compare(z64, 4, "PK\x06\x06") == 0);
   REQUIRE(good.compare(locator, 4, "PK\x06\x07") == 0);
   std::string disks = good;
-  put32_at(disks, locator + 16, 0);  // total disks 0: miniz refuses, Python reads it
+  set32(disks, locator + 16, 0);  // total disks 0: miniz refuses, Python reads it
   CHECK_THAT(what_of(disks), Catch::Contains("multi-disk"));
   std::string count = good;
   const uint16_t n = static_cast<uint16_t>(open_bytes(good).entries().size());
-  put16_at(count, end + 8, static_cast<uint16_t>(n - 1));
-  put16_at(count, end + 10, static_cast<uint16_t>(n - 1));
+  set16(count, end + 8, static_cast<uint16_t>(n - 1));
+  set16(count, end + 10, static_cast<uint16_t>(n - 1));
   CHECK_THAT(what_of(count), Catch::Contains("end record and the ZIP64 end record disagree"));
   std::string placeholder = good;  // 0xFFFF stands for "see ZIP64": fine
-  put16_at(placeholder, end + 8, 0xFFFF);
-  put16_at(placeholder, end + 10, 0xFFFF);
+  set16(placeholder, end + 8, 0xFFFF);
+  set16(placeholder, end + 10, 0xFFFF);
   CHECK(open_bytes(placeholder).entries().size() == n);
   CHECK_THAT(what_of(slurp(testdata("hostile/zip64_locator_elsewhere.pt"))),
              Catch::Contains("does not end where its locator starts"));
@@ -195,24 +190,24 @@ TEST_CASE("zip: local headers must agree with the central directory") {
   REQUIRE(good.compare(at + 14, 12, std::string(12, '\0')) == 0);
 
   std::string method = good;
-  put16_at(method, at + 8, 8);
+  set16(method, at + 8, 8);
   CHECK_THAT(what_of(method), Catch::Contains("local header says compression method 'deflated'"));
   std::string encrypted = good;
-  put16_at(encrypted, at + 6, 0x0809);
+  set16(encrypted, at + 6, 0x0809);
   CHECK_THAT(what_of(encrypted), Catch::Contains("disagree on encryption"));
   std::string real = good;  // the real values locally, as other writers do: accepted
-  put32_at(real, at + 14, pkl.crc32);
-  put32_at(real, at + 18, static_cast<uint32_t>(pkl.compressed_size));
-  put32_at(real, at + 22, static_cast<uint32_t>(pkl.uncompressed_size));
+  set32(real, at + 14, pkl.crc32);
+  set32(real, at + 18, static_cast<uint32_t>(pkl.compressed_size));
+  set32(real, at + 22, static_cast<uint32_t>(pkl.uncompressed_size));
   CHECK(open_bytes(real).read(*open_bytes(real).find("mlp_scripted/data.pkl"), 1 << 20).size() == 1096);
   std::string crc = real;
-  put32_at(crc, at + 14, pkl.crc32 ^ 1);
+  set32(crc, at + 14, pkl.crc32 ^ 1);
   CHECK_THAT(what_of(crc), Catch::Contains("local header's CRC-32 differs"));
   std::string size = good;  // bit 3 excuses zeros, not other values
-  put32_at(size, at + 22, 100);
+  set32(size, at + 22, 100);
   CHECK_THAT(what_of(size), Catch::Contains("local header's sizes"));
   std::string no_bit3 = good;  // zeros without bit 3 are sizes, and wrong
-  put16_at(no_bit3, at + 6, 0x0800);
+  set16(no_bit3, at + 6, 0x0800);
   CHECK_THAT(what_of(no_bit3), Catch::Contains("differs"));
   for (const char* file : {"local_method_differs.pt", "local_encrypted_flag.pt", "local_crc_differs.pt",
                            "local_sizes_differ.pt"}) {
