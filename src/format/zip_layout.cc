@@ -236,8 +236,12 @@ void read_local_header(const ByteSource& source, ZipEntry& e, uint64_t data_limi
   if (add_overflows(e.local_header_offset, kLocalHeaderSize, &fixed_end) || fixed_end > data_limit) {
     invalid(source, "entry '" + e.name + "' has a local header offset outside the archive");
   }
-  const std::string fixed = source.read_string(e.local_header_offset, kLocalHeaderSize);
-  ByteReader r(fixed, "local header of '" + e.name + "'");
+  // One read for the fixed part, the name and a usual extra field (PyTorch's
+  // alignment padding is under 64 bytes); a longer extra costs a second read.
+  // Listing a 265-record archive this way makes 265 reads rather than 530.
+  const uint64_t guess = std::min<uint64_t>(kLocalHeaderSize + e.name.size() + 80, data_limit - e.local_header_offset);
+  std::string head = source.read_string(e.local_header_offset, static_cast<size_t>(guess));
+  ByteReader r(std::string_view(head).substr(0, kLocalHeaderSize), "local header of '" + e.name + "'");
   if (r.u32() != kLocalHeaderSig) invalid(source, "no local header where entry '" + e.name + "' should start");
   r.skip(2);  // version needed
   const uint16_t flags = r.u16();
@@ -249,11 +253,13 @@ void read_local_header(const ByteSource& source, ZipEntry& e, uint64_t data_limi
   const uint16_t extra_len = r.u16();
   uint64_t data_offset = fixed_end + name_len + extra_len;
   if (data_offset > data_limit) invalid(source, "local header of '" + e.name + "' runs past the central directory");
-  const std::string name_and_extra = source.read_string(fixed_end, name_len + extra_len);
-  if (std::string_view(name_and_extra).substr(0, name_len) != e.name) {
+  const size_t header_size = kLocalHeaderSize + name_len + extra_len;
+  if (header_size > head.size()) head += source.read_string(e.local_header_offset + head.size(), header_size - head.size());
+  const std::string_view name_and_extra = std::string_view(head).substr(kLocalHeaderSize, name_len + extra_len);
+  if (name_and_extra.substr(0, name_len) != e.name) {
     invalid(source, "local and central names differ for entry '" + e.name + "'");
   }
-  const std::string_view local_extra = std::string_view(name_and_extra).substr(name_len);
+  const std::string_view local_extra = name_and_extra.substr(name_len);
   uint64_t csize = csize32, usize = usize32;
   if ((csize32 == k32Max || usize32 == k32Max) && !local_zip64_sizes(local_extra, &usize, &csize)) {
     ambiguous(source, "entry '" + e.name + "': the local header has 0xFFFFFFFF sizes but no ZIP64 field");

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <zlib.h>
 
 #include "format/zip_format.h"
 #include "helpers.h"
@@ -263,4 +264,63 @@ TEST_CASE("zip: libzip's view is cross-checked once and agrees on real archives"
   const ZipArchive zip = open_bytes(slurp(testdata("gru_scripted.pt")));
   CHECK_NOTHROW(zip.cross_check());
   CHECK_NOTHROW(zip.cross_check());
+}
+
+TEST_CASE("zip: a local extra field longer than PyTorch's padding is read whole") {
+  using zipfmt::put16;
+  using zipfmt::put32;
+  // The local header, name and a usual extra come in one read; a longer extra
+  // (here 300 bytes of an unknown field, as another writer may add) needs a
+  // second read, and the entry's data must still start where it says.
+  const std::string name = "m/data.pkl", data = "payload";
+  const std::string extra = [] {
+    std::string e;
+    put16(e, 0xCAFE);
+    put16(e, 296);
+    e += std::string(296, 'x');
+    return e;
+  }();
+  const uint32_t crc = static_cast<uint32_t>(::crc32(0, reinterpret_cast<const Bytef*>(data.data()), data.size()));
+  std::string zip;
+  const auto header = [&](uint32_t sig, bool central) {
+    put32(zip, sig);
+    if (central) put16(zip, 20);  // version made by
+    put16(zip, 20);               // version needed
+    put16(zip, 0);                // flags
+    put16(zip, 0);                // stored
+    put32(zip, 0);                // DOS time and date
+    put32(zip, crc);
+    put32(zip, static_cast<uint32_t>(data.size()));
+    put32(zip, static_cast<uint32_t>(data.size()));
+    put16(zip, static_cast<uint16_t>(name.size()));
+    put16(zip, static_cast<uint16_t>(central ? 0 : extra.size()));
+    if (central) {
+      put16(zip, 0);  // comment length
+      put16(zip, 0);  // disk
+      put16(zip, 0);  // internal attributes
+      put32(zip, 0);  // external attributes
+      put32(zip, 0);  // local header offset
+    }
+    zip += name;
+    if (!central) zip += extra;
+  };
+  header(0x04034b50, false);
+  zip += data;
+  const size_t cd_offset = zip.size();
+  header(0x02014b50, true);
+  const size_t cd_size = zip.size() - cd_offset;
+  put32(zip, 0x06054b50);
+  put32(zip, 0);  // disk numbers
+  put16(zip, 1);
+  put16(zip, 1);
+  put32(zip, static_cast<uint32_t>(cd_size));
+  put32(zip, static_cast<uint32_t>(cd_offset));
+  put16(zip, 0);  // comment length
+
+  const ZipArchive archive = open_bytes(zip);
+  const ZipEntry* e = archive.find(name);
+  REQUIRE(e != nullptr);
+  CHECK(e->local_extra_length == extra.size());
+  CHECK(e->data_offset == 30 + name.size() + extra.size());
+  CHECK(archive.read(*e, 100) == data);
 }
