@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "base/utf8.h"
 #include "core/inspect.h"
+#include "format/pt2.h"
 
 namespace tsarchive {
 
@@ -227,10 +228,18 @@ void note_problems(const ModelContents& model, const std::string& side, std::vec
   }
 }
 
+// The tensors of an archive: from the pickles of a TorchScript archive, from
+// the weights and constants configs of a .pt2 (by FQN, as state_dict names
+// them: a TorchScript archive and its torch.export counterpart compare).
+ModelContents archive_tensors(const TorchArchive& archive) {
+  if (archive.kind() == FileKind::ExportedProgram) return pt2_tensors(read_pt2(archive));
+  return read_torchscript_model(archive).model;
+}
+
 void diff_tensors(const TorchArchive& a, const TorchArchive& b, const std::unordered_set<std::string>& unchanged,
                   ArchiveDiff& out) {
-  const ModelContents old_model = read_torchscript_model(a).model;
-  const ModelContents new_model = read_torchscript_model(b).model;
+  const ModelContents old_model = archive_tensors(a);
+  const ModelContents new_model = archive_tensors(b);
   note_problems(old_model, "old", out.notes);
   note_problems(new_model, "new", out.notes);
   out.tensors_compared = true;
@@ -326,8 +335,8 @@ ArchiveDiff diff_archives(const TorchArchive& a, const TorchArchive& b, const Di
 }
 
 ArchiveDiff diff_files(const std::string& old_path, const std::string& new_path, const DiffOptions& options) {
-  const auto a = open_torchscript_archive(open_file_source(old_path), kRefusal);
-  const auto b = open_torchscript_archive(open_file_source(new_path), kRefusal);
+  const auto a = open_torchscript_archive(open_file_source(old_path), kRefusal, true);
+  const auto b = open_torchscript_archive(open_file_source(new_path), kRefusal, true);
   return diff_archives(*a, *b, options);
 }
 
