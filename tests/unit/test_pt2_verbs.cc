@@ -27,6 +27,9 @@ namespace {
 const char* const kArchives[] = {"with_extra.pt2", "mlp_dynamic.pt2", "buffers_consts.pt2", "mlp_dynamic_aoti.pt2",
                                  "buffers_consts_aoti.pt2"};
 
+// The top folder PyTorch 2.13 gives a .pt2: the file's stem ("with_extra").
+std::string top_of(const std::string& name) { return name.substr(0, name.size() - 4); }
+
 std::string copy_pt2(const TempDir& dir, const std::string& name) {
   const std::string to = dir.file(name);
   std::filesystem::copy_file(testdata("pt2/" + name), to, std::filesystem::copy_options::overwrite_existing);
@@ -47,18 +50,7 @@ std::map<std::string, std::pair<std::string, bool>> kept_records(const std::stri
 
 // `path` with record `name` holding `bytes` instead (a model retrained, or damage).
 void replace_record(const std::string& path, const std::string& name, const std::string& bytes) {
-  std::string out;
-  {
-    const TorchArchive archive(open_file_source(path));
-    std::vector<ZipEntrySpec> entries;
-    for (const Record& r : archive.records()) {
-      entries.push_back(r.name == name ? ZipEntrySpec::create(archive.top_folder() + "/" + r.name, bytes)
-                                       : ZipEntrySpec::keep(*r.entry));
-    }
-    const ByteSource& source = archive.zip().source();
-    const ZipRewritePlan plan = plan_zip_rewrite(source, archive.zip().layout(), entries);
-    out = render_plan(plan, 0, [&](uint64_t at, char* to, size_t n) { source.read_at(at, to, n); });
-  }
+  const std::string out = archive_with_record(path, name, bytes);
   std::ofstream(path, std::ios::binary | std::ios::trunc) << out;
 }
 
@@ -105,7 +97,7 @@ TEST_CASE("pt2 extra: edits keep every other record byte for byte and aligned", 
     // The records a .pt2 is made of stay first, the new extra files go after them.
     const TorchArchive archive(open_file_source(path));
     CHECK(archive.records().back().name == "extra/owner");
-    CHECK(archive.top_folder() == std::string(name).substr(0, std::string(name).size() - 4));
+    CHECK(archive.top_folder() == top_of(name));
 
     REQUIRE(run_cli({"extra", "rm", path, "owner", "notes/x.md"}).code == 0);
     CHECK(kept_records(path) == before);
@@ -174,7 +166,7 @@ TEST_CASE("pt2 stamp: written by the core, verified, chained", "[pt2][stamp]") {
     const json doc = json::parse(s.out);
     CHECK(doc["method"] == "keep-bytes");
     CHECK(doc["stamp_record"] == "extra/producer_info.json");
-    CHECK(doc["stamp"]["archive"]["name"] == std::string(name).substr(0, std::string(name).size() - 4));
+    CHECK(doc["stamp"]["archive"]["name"] == top_of(name));
     CHECK(doc["stamp"]["entries"]["records"].contains("models/model.json") ==
           (std::string(name).find("aoti") == std::string::npos));
     CHECK(kept_records(path) == before);
