@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "base/utf8.h"
 #include "core/inspect.h"
+#include "core/pt2_graph.h"
 #include "format/pt2.h"
 
 namespace tsarchive {
@@ -288,8 +289,36 @@ bool is_python_code(const RecordChange& r) {
   return r.kind == RecordKind::Code && r.name.size() > 3 && r.name.compare(r.name.size() - 3, 3, ".py") == 0;
 }
 
+// A .pt2 program's JSON is one long line: its change is shown as the change of
+// its graph as inspect --graph prints it (pt2_graph.h), one line per node.
+std::string program_text(const TorchArchive& archive, const std::string& name) {
+  return pt2_method_graph(archive, name).text;
+}
+
+void diff_programs(const TorchArchive& a, const TorchArchive& b, const DiffOptions& options, ArchiveDiff& out) {
+  constexpr size_t kAround = sizeof("models/") - 1 + sizeof(".json") - 1;
+  for (const RecordChange& r : out.records) {
+    if (r.kind != RecordKind::Program || r.name.size() <= kAround || r.name.compare(r.name.size() - 5, 5, ".json") != 0) {
+      continue;
+    }
+    const std::string name = r.name.substr(7, r.name.size() - kAround);  // models/<name>.json
+    if (name.find('/') != std::string::npos) continue;  // not a program PyTorch reads
+    CodeChange c;
+    c.record = r.name;
+    c.change = r.change;
+    const std::string old_text = r.change == Change::Added ? "" : program_text(a, name);
+    const std::string new_text = r.change == Change::Removed ? "" : program_text(b, name);
+    c.diff = diff_text(old_text, new_text, r.change == Change::Added ? "/dev/null" : "a/" + r.name + " (graph)",
+                       r.change == Change::Removed ? "/dev/null" : "b/" + r.name + " (graph)", options.text);
+    out.code.push_back(std::move(c));
+  }
+}
+
 void diff_code(const TorchArchive& a, const TorchArchive& b, const DiffOptions& options, ArchiveDiff& out) {
   out.code_compared = true;
+  if (a.kind() == FileKind::ExportedProgram || b.kind() == FileKind::ExportedProgram) {
+    diff_programs(a, b, options, out);
+  }
   for (const RecordChange& r : out.records) {
     if (!is_python_code(r)) continue;
     CodeChange c;

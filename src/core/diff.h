@@ -36,7 +36,9 @@
 //   the weights and constants configs (pt2_tensors in format/pt2.h), values
 //   read from their data/weights and data/constants records. Names are FQNs,
 //   as in a TorchScript archive's state dict, so an archive and its
-//   torch.export counterpart compare tensor by tensor.
+//   torch.export counterpart compare tensor by tensor. A changed program
+//   (models/<model>.json, one long JSON line) is shown as a unified diff of
+//   its graph as `inspect --graph` prints it (pt2_graph.h), among `code`.
 #pragma once
 
 #include <cstdint>

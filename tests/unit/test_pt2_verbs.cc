@@ -216,6 +216,21 @@ TEST_CASE("pt2 diff: records, extra files and weights by name", "[pt2][diff]") {
   CHECK(cli.code == 1);
   CHECK(cli.out.find("fc1.bias") != std::string::npos);
 
+  // A changed program is shown as the diff of its graph, one line per node.
+  const std::string program = archive.read(*archive.find("models/model.json"), 1 << 20);
+  std::string sigmoid = program;
+  const size_t at = sigmoid.find("torch.ops.aten.relu.default");
+  REQUIRE(at != std::string::npos);
+  sigmoid.replace(at, std::strlen("torch.ops.aten.relu.default"), "torch.ops.aten.sigmoid.default");
+  replace_record(path, "models/model.json", sigmoid);
+  const ArchiveDiff graph = diff_files(original, path, options);
+  REQUIRE(graph.code.size() == 1);
+  CHECK(graph.code[0].record == "models/model.json");
+  CHECK(graph.code[0].diff.lines_removed == 1);
+  CHECK(graph.code[0].diff.lines_added == 1);
+  CHECK(graph.code[0].diff.unified.find("+  %relu: float32[s77, 8] = aten.sigmoid.default(%linear)\n") !=
+        std::string::npos);
+
   // Constants are compared as well (buffers_consts has two).
   const ArchiveDiff consts = diff_files(testdata("pt2/buffers_consts.pt2"), testdata("pt2/buffers_consts.pt2"), options);
   CHECK(consts.tensors_matched == 5);  // 3 weights, 2 constants
