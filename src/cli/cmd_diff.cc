@@ -48,8 +48,9 @@ Runner setup_diff(CLI::App& app, Context& ctx) {
   app.description(
       "Compare two TorchScript archives: records added, removed or changed; tensors (dtype, shape, and for\n"
       "same-shaped ones how many elements differ and by how much at most); code/ as a unified diff; extra/ files.\n"
+      "Two .pt2 (or a .pt and a .pt2) compare the same way; a .pt2's tensors are its weights and constants by name.\n"
       "Exit status 0 when the archives hold the same records, 1 when they differ. Never loads the models.");
-  app.add_option("old", opts->old_path, "The archive to compare from (.pt, .ptl)")->required();
+  app.add_option("old", opts->old_path, "The archive to compare from (.pt, .ptl, .pt2)")->required();
   app.add_option("new", opts->new_path, "The archive to compare to")->required();
   CLI::Option* json = app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.diff/1) instead of text");
   app.add_flag("-q,--quiet", opts->quiet, "Print nothing; only the exit status says whether they differ")->excludes(json);

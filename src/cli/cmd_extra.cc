@@ -151,7 +151,7 @@ int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const E
                                                                                           : FileAccess::Read;
   ArchiveFile file(model, access, flags.lock_timeout);
   print_notes(file, ctx);
-  const auto archive = open_torchscript_archive(file.source(), kRefusal);
+  const auto archive = open_torchscript_archive(file.source(), kRefusal, true);
   if (typed_names) {
     for (ExtraEdit& e : edits) e.name = without_extra_prefix(*archive, e.name, ctx);
   }
@@ -222,7 +222,7 @@ std::unique_ptr<TorchArchive> open_for_reading(const std::string& model, Context
                                                std::unique_ptr<ArchiveFile>& file) {
   file = std::make_unique<ArchiveFile>(model, FileAccess::Read, 10.0);
   print_notes(*file, ctx);
-  return open_torchscript_archive(file->source(), kRefusal);
+  return open_torchscript_archive(file->source(), kRefusal, true);
 }
 
 int run_list(const ListOptions& opts, Context& ctx) {
@@ -341,20 +341,21 @@ void add_edit_flags(CLI::App& app, EditFlags& flags) {
 
 Runner setup_extra(CLI::App& app, Context& ctx) {
   app.description(
-      "List, read and edit the extra/ files of a TorchScript archive (.pt, .ptl) without loading it.\n"
-      "Edits keep every other record byte-for-byte and 64-byte aligned, and are atomic.");
+      "List, read and edit the extra/ files of a TorchScript archive (.pt, .ptl) or a .pt2 without loading it.\n"
+      "Edits keep every other record byte-for-byte and 64-byte aligned, and are atomic. In a .pt2 values\n"
+      "must be UTF-8 text (torch.export.load decodes every extra file).");
   app.require_subcommand(1);
   std::vector<std::pair<CLI::App*, Runner>> runners;
 
   auto list = std::make_shared<ListOptions>();
   CLI::App* list_app = app.add_subcommand("list", "Names, sizes and a preview of each extra file");
-  list_app->add_option("model", list->model, "TorchScript archive")->required();
+  list_app->add_option("model", list->model, "TorchScript archive or .pt2")->required();
   list_app->add_flag("--json", list->json, "One JSON document (schema tsarchive.extra-list/1)");
   runners.emplace_back(list_app, [list, &ctx] { return run_list(*list, ctx); });
 
   auto get = std::make_shared<GetOptions>();
   CLI::App* get_app = app.add_subcommand("get", "Print one extra file's bytes, or write them to a file");
-  get_app->add_option("model", get->model, "TorchScript archive")->required();
+  get_app->add_option("model", get->model, "TorchScript archive or .pt2")->required();
   get_app->add_option("name", get->name, "Extra file name, e.g. labels.json")->required();
   CLI::Option* get_out = get_app->add_option("-o,--output", get->output, "Write the bytes to FILE (atomically)");
   get_app->add_flag("--json", get->json, "Wrap the content in JSON (schema tsarchive.extra/1; base64 if binary)")
@@ -364,14 +365,14 @@ Runner setup_extra(CLI::App& app, Context& ctx) {
 
   auto set = std::make_shared<SetOptions>();
   CLI::App* set_app = app.add_subcommand("set", "Add or replace extra files, all in one rewrite");
-  set_app->add_option("model", set->model, "TorchScript archive")->required();
+  set_app->add_option("model", set->model, "TorchScript archive or .pt2")->required();
   set_app->add_option("assignments", set->assignments, "NAME=VALUE, NAME=@FILE, or NAME=@- (stdin)")->required();
   add_edit_flags(*set_app, set->flags);
   runners.emplace_back(set_app, [set, &ctx] { return run_set(*set, ctx); });
 
   auto rm = std::make_shared<RemoveOptions>();
   CLI::App* rm_app = app.add_subcommand("rm", "Remove extra files");
-  rm_app->add_option("model", rm->model, "TorchScript archive")->required();
+  rm_app->add_option("model", rm->model, "TorchScript archive or .pt2")->required();
   rm_app->add_option("names", rm->names, "Extra file names")->required();
   rm_app->add_flag("--missing-ok", rm->missing_ok, "Names that are not there are not an error");
   add_edit_flags(*rm_app, rm->flags);
@@ -379,7 +380,7 @@ Runner setup_extra(CLI::App& app, Context& ctx) {
 
   auto exp = std::make_shared<ExportOptions>();
   CLI::App* exp_app = app.add_subcommand("export", "Write every extra file into a folder (a/b becomes DIR/a/b)");
-  exp_app->add_option("model", exp->model, "TorchScript archive")->required();
+  exp_app->add_option("model", exp->model, "TorchScript archive or .pt2")->required();
   exp_app->add_option("dir", exp->dir, "Folder, created if missing")->required();
   exp_app->add_flag("--json", exp->json, "One JSON document (schema tsarchive.extra-export/1)");
   exp_app->add_flag("--force", exp->force, "Allow files above 64 MiB");
@@ -387,7 +388,7 @@ Runner setup_extra(CLI::App& app, Context& ctx) {
 
   auto imp = std::make_shared<ImportOptions>();
   CLI::App* imp_app = app.add_subcommand("import", "Set extra files from every file in a folder (DIR/a/b becomes a/b)");
-  imp_app->add_option("model", imp->model, "TorchScript archive")->required();
+  imp_app->add_option("model", imp->model, "TorchScript archive or .pt2")->required();
   imp_app->add_option("dir", imp->dir, "Folder, as written by 'extra export'")->required();
   imp_app->add_flag("--prune", imp->prune, "Also remove extra files that are not in the folder");
   add_edit_flags(*imp_app, imp->flags);

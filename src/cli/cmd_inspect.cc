@@ -20,6 +20,7 @@
 #include "base/error.h"
 #include "core/file_edit.h"
 #include "core/inspect.h"
+#include "core/pt2_graph.h"
 #include "contract/torch_backend.h"
 #include "cli/worker_options.h"
 
@@ -41,12 +42,27 @@ struct InspectOptions {
   WorkerOptions worker;
 };
 
-// --graph and --ops: libtorch, after the core's checks.
+void print_graph(const MethodGraph& graph, const InspectOptions& opts, Context& ctx) {
+  if (opts.json) {
+    ctx.out << json_text(graph_to_json(graph, opts.path)) << '\n';
+  } else if (opts.format == "dot") {
+    write_text(ctx.out, [&](std::ostream& text) { render_graph_dot(graph, text); });
+  } else {
+    ctx.out << escape_text(graph.text, TextEscape::Block);
+  }
+}
+
+// --graph and --ops: libtorch, after the core's checks (a .pt2's graph: the core).
 int print_jit_view(const InspectOptions& opts, Context& ctx) {
   const OpenedArchive opened(opts.path, FileAccess::Read, kReaderLockTimeout,
                              opts.graph ? "cannot show the graph of this file" : "cannot list the operators of this file",
-                             ctx);
+                             ctx, opts.graph);
   const TorchArchive* archive = &opened.archive();
+  if (archive->kind() == FileKind::ExportedProgram) {
+    // A .pt2's graph is data (its program's JSON): the core reads it, no libtorch.
+    print_graph(pt2_method_graph(*archive, opts.method), opts, ctx);
+    return 0;
+  }
   check_before_libtorch(*archive, opts.path, "nothing was loaded", opts.worker.no_validate, ctx.err);
   GraphRequest request;
   request.archive = opened.descriptor_path();
@@ -69,16 +85,9 @@ int print_jit_view(const InspectOptions& opts, Context& ctx) {
     }
     return 0;
   }
-  const MethodGraph graph =
-      in_worker<MethodGraph>(opened.job(opts.worker, "reading the graph"),
-                             [&](TorchBackend& torch) { return torch.graph(request); });
-  if (opts.json) {
-    ctx.out << json_text(graph_to_json(graph, opts.path)) << '\n';
-  } else if (opts.format == "dot") {
-    write_text(ctx.out, [&](std::ostream& text) { render_graph_dot(graph, text); });
-  } else {
-    ctx.out << escape_text(graph.text, TextEscape::Block);
-  }
+  print_graph(in_worker<MethodGraph>(opened.job(opts.worker, "reading the graph"),
+                                     [&](TorchBackend& torch) { return torch.graph(request); }),
+              opts, ctx);
   return 0;
 }
 
@@ -139,7 +148,8 @@ Runner setup_inspect(CLI::App& app, Context& ctx) {
       "Reads the ZIP directory and the pickles with a safe reader; never loads the model or executes code.\n"
       "Except --graph and --ops, which load it with libtorch (after verify's checks pass):\n"
       "  --graph       the method's TorchScript IR (libtorch's printing); --inlined inlines calls;\n"
-      "                --format dot gives Graphviz DOT of the inlined graph (dot -Tsvg > graph.svg)\n"
+      "                --format dot gives Graphviz DOT of the inlined graph (dot -Tsvg > graph.svg);\n"
+      "                for a .pt2, a program's graph read from its JSON (no libtorch; --method picks the program)\n"
       "  --ops         the root operators the model calls, as the YAML list PyTorch's selective (custom)\n"
       "                mobile build takes: export_opnames for .pt, the bytecode's operator list for .ptl");
   app.add_option("model", opts->path, "Model file (.pt, .ptl, .pth, .pt2, .onnx)")->required();
@@ -155,7 +165,7 @@ Runner setup_inspect(CLI::App& app, Context& ctx) {
                            ->excludes(extra)
                            ->excludes(code);
   app.add_flag("--inlined", opts->inlined, "With --graph: inline calls to submodules and functions")->needs(graph);
-  app.add_option("-m,--method", opts->method, "With --graph: the method (default: forward)")->needs(graph);
+  app.add_option("-m,--method", opts->method, "With --graph: the method (default: forward; of a .pt2: the program)")->needs(graph);
   app.add_option("--format", opts->format, "With --graph: text (default) or dot (Graphviz, inlined)")
       ->check(CLI::IsMember({"text", "dot"}))
       ->needs(graph);

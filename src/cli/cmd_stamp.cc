@@ -127,13 +127,18 @@ int run_stamp(const StampOptions& opts, Context& ctx) {
   content.context = collect_producer_context(context_options);
 
   OpenedArchive opened(opts.model, opts.output.empty() ? FileAccess::Edit : FileAccess::Read, opts.lock_timeout, kRefusal,
-                       ctx);
+                       ctx, true);
   ArchiveFile& file = opened.file();
   const TorchArchive* archive = &opened.archive();
   bool keep_bytes = opts.keep_bytes;
   if (!keep_bytes && archive->kind() == FileKind::LiteInterpreter) {
     keep_bytes = true;
     content.context.notes.push_back("lite-interpreter archive: stamped with --keep-bytes (a libtorch re-save would drop its bytecode)");
+  } else if (!keep_bytes && archive->kind() == FileKind::ExportedProgram) {
+    // The export hook is TorchScript's save: the core writes a .pt2's stamp,
+    // as an extra file, the way `extra set` would.
+    keep_bytes = true;
+    content.context.notes.push_back(".pt2 archive: stamped with --keep-bytes (libtorch's export hook is TorchScript's)");
   }
   VerifyOptions gate_options;
   if (!keep_bytes) gate_options.readable = built_libtorch_versions();  // libtorch must read what it re-saves
@@ -228,8 +233,9 @@ Runner setup_stamp(CLI::App& app, Context& ctx) {
       "By default libtorch re-saves the module with the stamp supplied by its export hook, and the copy is\n"
       "loaded back and compared before it replaces anything. --keep-bytes adds the stamp without libtorch,\n"
       "keeping every other record byte-identical; archives from a newer PyTorch than the linked libtorch, and\n"
-      ".ptl files, are always stamped that way (with a note). A re-save that raises the format version says so.");
-  app.add_option("model", opts->model, "TorchScript archive to stamp (.pt; .ptl are stamped with --keep-bytes)")
+      ".ptl and .pt2 files, are always stamped that way (with a note). A re-save that raises the format version\n"
+      "says so.");
+  app.add_option("model", opts->model, "Archive to stamp (.pt; .ptl and .pt2 are stamped with --keep-bytes)")
       ->required();
   app.add_option("-o,--output", opts->output, "Write the stamped archive here instead of replacing MODEL");
   app.add_option("--field", opts->fields, "Add a string field KEY=VALUE to the stamp (repeatable)");

@@ -24,8 +24,14 @@ struct VerifyCliOptions {
 };
 
 int run_verify(const VerifyCliOptions& opts, Context& ctx) {
-  const OpenedArchive opened(opts.model, FileAccess::Read, kReaderLockTimeout, "cannot verify this file", ctx);
+  const OpenedArchive opened(opts.model, FileAccess::Read, kReaderLockTimeout, "cannot verify this file", ctx, true);
   const TorchArchive* archive = &opened.archive();
+  const bool pt2 = archive->kind() == FileKind::ExportedProgram;
+  if (opts.load && pt2) {
+    // A package's compiled code is code: only `run` loads it, on request.
+    throw Error(ErrorKind::Usage, "--load does not load a .pt2 (an AOTInductor package's compiled code is code)",
+                opts.model, "leave out --load; the core's checks need no libtorch");
+  }
   const VerifyReport report = verify_archive(*archive, VerifyOptions{opts.threads, built_libtorch_versions()});
   // libtorch sees the archive only once the core found nothing wrong with it.
   const bool load = opts.load && report.outcome() != VerifyOutcome::Malformed &&
@@ -46,7 +52,8 @@ int run_verify(const VerifyCliOptions& opts, Context& ctx) {
                                "do not deploy it; re-export it or fetch it again"));
   }
   if (report.outcome() == VerifyOutcome::Unreadable) {
-    print_error(ctx.err, Error(ErrorKind::BadInput, report.unreadable.front(), opts.model, newer_libtorch_hint()));
+    print_error(ctx.err, Error(ErrorKind::BadInput, report.unreadable.front(), opts.model,
+                               pt2 ? "load it with the PyTorch that wrote it" : newer_libtorch_hint()));
   }
   if (report.outcome() == VerifyOutcome::Intact && opts.require_stamp && !report.stamp) {
     print_error(ctx.err, Error(ErrorKind::CheckFailed,
@@ -70,8 +77,11 @@ Runner setup_verify(CLI::App& app, Context& ctx) {
       "An intact archive whose format or bytecode version the linked libtorch does not read (written by a newer\n"
       "PyTorch) is reported as such, not as damaged.\n"
       "Exit 0 intact, 1 changed since it was stamped (or not stamped, with --require-stamp), 3 damaged, or\n"
-      "unreadable by this libtorch.");
-  app.add_option("model", opts->model, "TorchScript archive (.pt, .ptl)")->required();
+      "unreadable by this libtorch.\n"
+      "A .pt2 gets the same checks (its programs and weight configs read as inspect reads them, every weight\n"
+      "record holding its tensor, archive_format and archive_version as torch.export.load wants them); --load\n"
+      "does not take one.");
+  app.add_option("model", opts->model, "TorchScript archive (.pt, .ptl) or .pt2")->required();
   app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.verify/1)");
   app.add_flag("--load", opts->load, "Also load the module with libtorch (after the checks pass); runs nothing");
   app.add_flag("--require-stamp", opts->require_stamp,

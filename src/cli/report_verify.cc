@@ -25,7 +25,8 @@ std::string headline(const VerifyReport& r) {
     case VerifyOutcome::Malformed:
       return "DAMAGED";
     case VerifyOutcome::Unreadable:
-      return "intact, but not readable by this libtorch";
+      return r.kind == FileKind::ExportedProgram ? "intact, but not readable by torch.export.load"
+                                                 : "intact, but not readable by this libtorch";
   }
   return "";
 }
@@ -62,7 +63,8 @@ void render_verify_text(const VerifyReport& r, bool loaded, std::ostream& out) {
   }
   for (const std::string& p : r.problems) out << "  problem   " << shown(p) << '\n';
   if (r.producer_info) out << "  producer  extra/" << kStampName << " (the producer's own; tsarchive leaves it as it is)\n";
-  for (const std::string& u : r.unreadable) out << "  libtorch  cannot read it: " << shown(u) << '\n';
+  const char* reader = r.kind == FileKind::ExportedProgram ? "  pytorch   cannot read it: " : "  libtorch  cannot read it: ";
+  for (const std::string& u : r.unreadable) out << reader << shown(u) << '\n';
   if (r.stamp) {
     const StampCheck& s = *r.stamp;
     if (r.stamp_record != kStampRecord) out << "  stamp in  " << r.stamp_record << '\n';

@@ -10,6 +10,8 @@
 #include "base/error.h"
 #include "base/utf8.h"
 #include "core/inspect.h"
+#include "core/pt2_graph.h"
+#include "format/pt2.h"
 
 namespace tsarchive {
 
@@ -227,10 +229,18 @@ void note_problems(const ModelContents& model, const std::string& side, std::vec
   }
 }
 
+// The tensors of an archive: from the pickles of a TorchScript archive, from
+// the weights and constants configs of a .pt2 (by FQN, as state_dict names
+// them: a TorchScript archive and its torch.export counterpart compare).
+ModelContents archive_tensors(const TorchArchive& archive) {
+  if (archive.kind() == FileKind::ExportedProgram) return pt2_tensors(read_pt2(archive));
+  return read_torchscript_model(archive).model;
+}
+
 void diff_tensors(const TorchArchive& a, const TorchArchive& b, const std::unordered_set<std::string>& unchanged,
                   ArchiveDiff& out) {
-  const ModelContents old_model = read_torchscript_model(a).model;
-  const ModelContents new_model = read_torchscript_model(b).model;
+  const ModelContents old_model = archive_tensors(a);
+  const ModelContents new_model = archive_tensors(b);
   note_problems(old_model, "old", out.notes);
   note_problems(new_model, "new", out.notes);
   out.tensors_compared = true;
@@ -279,8 +289,36 @@ bool is_python_code(const RecordChange& r) {
   return r.kind == RecordKind::Code && r.name.size() > 3 && r.name.compare(r.name.size() - 3, 3, ".py") == 0;
 }
 
+// A .pt2 program's JSON is one long line: its change is shown as the change of
+// its graph as inspect --graph prints it (pt2_graph.h), one line per node.
+std::string program_text(const TorchArchive& archive, const std::string& name) {
+  return pt2_method_graph(archive, name).text;
+}
+
+void diff_programs(const TorchArchive& a, const TorchArchive& b, const DiffOptions& options, ArchiveDiff& out) {
+  constexpr size_t kAround = sizeof("models/") - 1 + sizeof(".json") - 1;
+  for (const RecordChange& r : out.records) {
+    if (r.kind != RecordKind::Program || r.name.size() <= kAround || r.name.compare(r.name.size() - 5, 5, ".json") != 0) {
+      continue;
+    }
+    const std::string name = r.name.substr(7, r.name.size() - kAround);  // models/<name>.json
+    if (name.find('/') != std::string::npos) continue;  // not a program PyTorch reads
+    CodeChange c;
+    c.record = r.name;
+    c.change = r.change;
+    const std::string old_text = r.change == Change::Added ? "" : program_text(a, name);
+    const std::string new_text = r.change == Change::Removed ? "" : program_text(b, name);
+    c.diff = diff_text(old_text, new_text, r.change == Change::Added ? "/dev/null" : "a/" + r.name + " (graph)",
+                       r.change == Change::Removed ? "/dev/null" : "b/" + r.name + " (graph)", options.text);
+    out.code.push_back(std::move(c));
+  }
+}
+
 void diff_code(const TorchArchive& a, const TorchArchive& b, const DiffOptions& options, ArchiveDiff& out) {
   out.code_compared = true;
+  if (a.kind() == FileKind::ExportedProgram || b.kind() == FileKind::ExportedProgram) {
+    diff_programs(a, b, options, out);
+  }
   for (const RecordChange& r : out.records) {
     if (!is_python_code(r)) continue;
     CodeChange c;
@@ -326,8 +364,8 @@ ArchiveDiff diff_archives(const TorchArchive& a, const TorchArchive& b, const Di
 }
 
 ArchiveDiff diff_files(const std::string& old_path, const std::string& new_path, const DiffOptions& options) {
-  const auto a = open_torchscript_archive(open_file_source(old_path), kRefusal);
-  const auto b = open_torchscript_archive(open_file_source(new_path), kRefusal);
+  const auto a = open_torchscript_archive(open_file_source(old_path), kRefusal, true);
+  const auto b = open_torchscript_archive(open_file_source(new_path), kRefusal, true);
   return diff_archives(*a, *b, options);
 }
 

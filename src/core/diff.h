@@ -31,6 +31,14 @@
 //   as a unified diff (text_diff.h). *.debug_pkl records are listed among the
 //   records only.
 // - extra/: names added, removed or changed, with sizes.
+// - A .pt2 (torch.export, AOTInductor) is compared the same way: its records,
+//   its extra/ files, and its parameters, buffers and constants by name from
+//   the weights and constants configs (pt2_tensors in format/pt2.h), values
+//   read from their data/weights and data/constants records. Names are FQNs,
+//   as in a TorchScript archive's state dict, so an archive and its
+//   torch.export counterpart compare tensor by tensor. A changed program
+//   (models/<model>.json, one long JSON line) is shown as a unified diff of
+//   its graph as `inspect --graph` prints it (pt2_graph.h), among `code`.
 #pragma once
 
 #include <cstdint>
@@ -130,10 +138,10 @@ struct ArchiveDiff {
   std::optional<double> max_abs_diff() const;
 };
 
-// Compares two open archives (both TorchScript or lite-interpreter).
+// Compares two open archives (TorchScript, lite-interpreter or .pt2).
 ArchiveDiff diff_archives(const TorchArchive& old_archive, const TorchArchive& new_archive, const DiffOptions& options);
 
-// Opens both files (refusing anything but TorchScript archives with
+// Opens both files (refusing anything but TorchScript archives and .pt2 with
 // Error(BadInput): "cannot diff this file: it is a torch.save file ...")
 // and compares them.
 ArchiveDiff diff_files(const std::string& old_path, const std::string& new_path, const DiffOptions& options);

@@ -186,6 +186,12 @@ ExtraEditPlan plan_extra_edits(const TorchArchive& archive, const std::vector<Ex
                     "that does not end in .json");
       }
     }
+    if (edit.value && archive.kind() == FileKind::ExportedProgram && !is_valid_utf8(*edit.value)) {
+      // torch.export.load (load_pt2, _load_extra_files) decodes every extra
+      // file as UTF-8: one byte that is not would make the archive unloadable.
+      throw_usage("cannot set '" + edit.name + "' in a .pt2: its value is not UTF-8 text",
+                  "torch.export.load reads every extra file of a .pt2 as UTF-8; store binary data base64-encoded");
+    }
     if (wanted.find(edit.name) == wanted.end()) asked.push_back(edit.name);
     wanted[edit.name] = edit.value;
   }

@@ -1,5 +1,8 @@
-// extra/ files of a TorchScript archive: listing them, checking names, and
-// planning edits that keep every other record byte-for-byte.
+// extra/ files of a TorchScript archive or a .pt2: listing them, checking
+// names, and planning edits that keep every other record byte-for-byte.
+// torch.export.save(..., extra_files=) writes "<top>/extra/<name>" too, and
+// torch.export.load(..., extra_files=) reads back every record under extra/
+// (torch/export/pt2_archive/_package.py, _load_extra_files), as UTF-8 text.
 //
 // torch.jit.save(..., _extra_files={"name": bytes}) writes "<top>/extra/<name>";
 // libtorch can read one back only by its exact name (ExtraFilesMap). Names are
@@ -97,7 +100,9 @@ struct ExtraEditPlan {
 // name the archive has. A removal may also give a name as escape_text shows
 // it ("a\x1bb" for a, ESC, b) when no extra file has that exact name; two
 // files shown alike are Error(BadInput). A value for a name ending in ".json"
-// must be within JsonLimits::kDepth (bounded_json.h; Error(Usage)).
+// must be within JsonLimits::kDepth (bounded_json.h; Error(Usage)). In a
+// .pt2 every value must be UTF-8 (Error(Usage)): torch.export.load decodes
+// each extra file as text.
 ExtraEditPlan plan_extra_edits(const TorchArchive& archive, const std::vector<ExtraEdit>& edits, bool missing_ok);
 
 struct ExportedFile {

@@ -34,6 +34,26 @@ void check_versions(const VerifyReport& report, const ReadableVersions& readable
   }
 }
 
+// A .pt2 is read by torch.export.load and AOTIModelPackageLoader, not by
+// torch::jit::load: libtorch's format range does not apply to it. PyTorch's
+// PT2ArchiveReader refuses an archive without archive_format "pt2" (read_pt2
+// reports another value), and load_pt2 one whose archive_version is not "0",
+// the only version PyTorch (up to 2.13) writes: a newer one is unreadable,
+// not damage.
+void check_pt2_versions(const TorchArchive& archive, VerifyReport& report) {
+  if (archive.find("serialized_exported_program.json") != nullptr) return;  // the layout before 2.6, a note
+  if (archive.find("archive_format") == nullptr) {
+    report.problems.push_back("the .pt2 has no archive_format record (torch.export.load refuses it)");
+  }
+  std::optional<std::string> version = archive.read_optional("archive_version", ReadLimits::kSmall);
+  if (!version) return;
+  while (!version->empty() && (version->back() == '\n' || version->back() == ' ')) version->pop_back();
+  if (*version != "0") {
+    report.unreadable.push_back("written by a newer PyTorch: PT2 archive_version '" + version->substr(0, 20) +
+                                "' (torch.export.load of PyTorch up to 2.13 reads version 0)");
+  }
+}
+
 StampCheck check_stamp(const TorchArchive& archive, const Record& record, const std::vector<RecordDigest>& digests) {
   const std::string& stamp_name = record.name;
   StampCheck check;
@@ -123,7 +143,8 @@ VerifyReport verify_archive(const TorchArchive& archive, const VerifyOptions& op
   report.file_size = archive.zip().source().size();
   report.kind = archive.kind();
   report.top_folder = archive.top_folder();
-  report.readable = options.readable;
+  // A .pt2 is not read by torch::jit::load: its versions are checked against torch.export.load's (check_pt2_versions).
+  if (archive.kind() != FileKind::ExportedProgram) report.readable = options.readable;
 
   report.records = digest_records(archive, DigestOptions{options.threads, {}});
   for (const RecordDigest& d : report.records) {
@@ -155,7 +176,11 @@ VerifyReport verify_archive(const TorchArchive& archive, const VerifyOptions& op
       report.problems.push_back("the archive has no version record");
     }
   }
-  if (options.readable && report.problems.empty()) check_versions(report, *options.readable, report.unreadable);
+  if (report.kind == FileKind::ExportedProgram) {
+    check_pt2_versions(archive, report);
+  } else if (options.readable && report.problems.empty()) {
+    check_versions(report, *options.readable, report.unreadable);
+  }
 
   const StampPlace place = locate_stamp(archive);
   report.stamp_record = place.record();

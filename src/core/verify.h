@@ -98,7 +98,8 @@ struct VerifyReport {
 // PyTorch than a libtorch 1.x, even when its format version is one 1.x reads.
 std::string pytorch2_record(const TorchArchive& archive);
 
-// Verifies an open TorchScript or lite archive. Damage is reported, not
+// Verifies an open TorchScript, lite or .pt2 archive (a .pt2's versions are
+// checked against what torch.export.load reads, not the linked libtorch). Damage is reported, not
 // thrown; only I/O errors throw.
 VerifyReport verify_archive(const TorchArchive& archive, const VerifyOptions& options);
 

@@ -207,22 +207,24 @@ FileKind detect_file_kind(const ByteSource& source) {
 }
 
 namespace {
-[[noreturn]] void refuse_kind(FileKind kind, const std::string& path, const std::string& refusal) {
+[[noreturn]] void refuse_kind(FileKind kind, const std::string& path, const std::string& refusal, bool accept_pt2) {
   const std::string name(file_kind_name(kind));
   const bool vowel = std::string("AEIOU").find(name[0]) != std::string::npos;
   const std::string is = name.rfind("not ", 0) == 0 ? "it is " : vowel ? "it is an " : "it is a ";
-  throw_bad_input(refusal + ": " + is + name, path, "give a TorchScript archive written by torch.jit.save");
+  throw_bad_input(refusal + ": " + is + name, path,
+                  accept_pt2 ? "give a TorchScript archive (torch.jit.save) or a .pt2 (torch.export.save)"
+                             : "give a TorchScript archive written by torch.jit.save");
 }
 }  // namespace
 
 std::unique_ptr<TorchArchive> open_torchscript_archive(std::unique_ptr<ByteSource> source, const std::string& refusal,
                                                        bool accept_pt2) {
   const FileKind sniffed = detect_file_kind(*source);
-  if (sniffed != FileKind::OtherZip) refuse_kind(sniffed, source->name(), refusal);
+  if (sniffed != FileKind::OtherZip) refuse_kind(sniffed, source->name(), refusal, accept_pt2);
   auto archive = std::make_unique<TorchArchive>(std::move(source));
   if (archive->kind() != FileKind::TorchScript && archive->kind() != FileKind::LiteInterpreter &&
       !(accept_pt2 && archive->kind() == FileKind::ExportedProgram)) {
-    refuse_kind(archive->kind(), archive->path(), refusal);
+    refuse_kind(archive->kind(), archive->path(), refusal, accept_pt2);
   }
   return archive;
 }

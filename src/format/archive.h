@@ -127,7 +127,8 @@ class TorchArchive {
 // (torch.save, ONNX, a foreign ZIP, not a model) is Error(BadInput) whose
 // message is `refusal` followed by what the file is, e.g. "this file has no
 // extra files: it is a torch.save file". `accept_pt2` also opens a .pt2
-// (FileKind::ExportedProgram), for what reads both alike (inspect --extra).
+// (FileKind::ExportedProgram), for what reads both alike (inspect --extra,
+// extra, verify, diff, stamp --keep-bytes): its hint then names both.
 std::unique_ptr<TorchArchive> open_torchscript_archive(std::unique_ptr<ByteSource> source, const std::string& refusal,
                                                        bool accept_pt2 = false);
 

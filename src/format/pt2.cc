@@ -1,6 +1,7 @@
 #include "format/pt2.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 
 #include <nlohmann/json.hpp>
@@ -370,7 +371,170 @@ std::optional<std::string> model_of(const std::string& name, std::string_view pr
   return model;
 }
 
+std::string tensor_type(const Pt2Tensor& t) {
+  std::string dims;
+  for (const Pt2Dim& d : t.sizes) dims += (dims.empty() ? "" : ", ") + d.text();
+  return t.dtype + "[" + dims + "]";
+}
+
+std::string literal(const json& v) {
+  std::string text = v.dump();
+  if (text.size() > Pt2GraphLimits::kLiteral) text = text.substr(0, Pt2GraphLimits::kLiteral) + "...";
+  return text;
+}
+
+// An Argument (torch/_export/serde/schema.py) as text; the values it reads go to `reads`.
+std::string render_argument(const Node& n, std::vector<std::string>& reads) {
+  const auto value_name = [&](const Node& v) {
+    const std::string name = v.at("name").str();
+    reads.push_back(name);
+    return "%" + name;
+  };
+  const auto list = [&](const Node& v, const std::function<std::string(const Node&)>& item) {
+    std::string out;
+    for (const Node& i : v.items()) out += (out.empty() ? "" : ", ") + item(i);
+    return "[" + out + "]";
+  };
+  const auto sym = [&](const Node& v) {
+    const auto [k, x] = v.only_member();
+    if (k == "as_name") {
+      reads.push_back(x.str());
+      return "%" + x.str();
+    }
+    return literal(x.value());
+  };
+  const auto [kind, v] = n.only_member();
+  if (kind == "as_tensor" || kind == "as_custom_obj") return value_name(v);
+  if (kind == "as_tensors") return list(v, value_name);
+  if (kind == "as_optional_tensor") return render_argument(v, reads);
+  if (kind == "as_optional_tensors") return list(v, [&](const Node& i) { return render_argument(i, reads); });
+  if (kind == "as_sym_int" || kind == "as_sym_float" || kind == "as_sym_bool") return sym(v);
+  if (kind == "as_sym_ints" || kind == "as_sym_floats" || kind == "as_sym_bools") return list(v, sym);
+  if (kind == "as_none") return "None";
+  if (kind == "as_scalar_type") {
+    std::string dtype;
+    uint64_t size = 0;
+    return pt2_scalar_type(v.integer(), &dtype, &size) ? dtype : "scalar_type(" + literal(v.value()) + ")";
+  }
+  if (kind == "as_device") {
+    std::string device = v.at("type").str();
+    if (v.has("index")) device += ":" + std::to_string(v.at("index").integer());
+    return "device(" + device + ")";
+  }
+  if (kind == "as_graph") return "graph(" + v.at("name").str() + ")";
+  if (kind == "as_int" || kind == "as_float" || kind == "as_bool" || kind == "as_string" || kind == "as_ints" ||
+      kind == "as_floats" || kind == "as_bools" || kind == "as_strings") {
+    return literal(v.value());
+  }
+  const std::string short_kind = kind.compare(0, 3, "as_") == 0 ? kind.substr(3) : kind;
+  return short_kind + "(" + literal(v.value()) + ")";
+}
+
+// A node's outputs: Argument values ({"as_tensor": ...}, {"as_tensors": [...]}, ...), by name.
+void output_names(const Node& n, std::vector<std::string>& names) {
+  std::vector<std::string> reads;
+  render_argument(n, reads);
+  for (std::string& r : reads) names.push_back(std::move(r));
+}
+
+const Record& find_program(const TorchArchive& archive, const std::string& program) {
+  std::vector<std::string> names;
+  for (const Record& r : archive.records()) {
+    if (const auto model = model_of(r.name, kModels, ".json")) names.push_back(*model);
+  }
+  std::string wanted = program;
+  if (wanted.empty()) wanted = names.size() == 1 ? names.front() : "model";
+  if (const Record* r = archive.find(std::string(kModels) + wanted + ".json"); r != nullptr && !names.empty()) {
+    if (std::find(names.begin(), names.end(), wanted) != names.end()) return *r;
+  }
+  std::string list;
+  for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+  throw_bad_input("no program '" + wanted + "' (models/" + wanted + ".json)", archive.path(),
+                  list.empty() ? "the archive holds no program (an AOTInductor package keeps only compiled code)"
+                               : "its programs: " + list + " (choose one with --method)");
+}
+
 }  // namespace
+
+Pt2Graph read_pt2_graph(const TorchArchive& archive, const std::string& program) {
+  const Record& r = find_program(archive, program);
+  const json doc = parse_record(archive, r, Pt2Limits::kProgramJson);
+  const Node root(doc, r.name, archive.path());
+  Pt2Graph g;
+  g.program = *model_of(r.name, kModels, ".json");
+  g.record = r.name;
+  const Node gm = root.at("graph_module");
+  const Node graph = gm.at("graph");
+  if (graph.has("tensor_values")) {
+    for (const auto& [name, meta] : graph.at("tensor_values").members()) g.types[name] = tensor_type(read_tensor_meta(meta));
+  }
+  for (const char* kind : {"sym_int_values", "sym_float_values", "sym_bool_values"}) {
+    if (!graph.has(kind)) continue;
+    const std::string type = std::string(kind).substr(0, std::string(kind).size() - 7);
+    for (const auto& [name, _] : graph.at(kind).members()) g.types.emplace(name, type);
+  }
+  for (const Node& s : gm.at("signature").at("input_specs").items()) {
+    const Pt2Arg arg = read_spec(s);
+    if (!arg.name.empty()) g.roles[arg.name] = arg.kind + (arg.target.empty() ? "" : " " + arg.target);
+  }
+  for (const Node& i : graph.at("inputs").items()) output_names(i, g.inputs);
+  for (const Node& o : graph.at("outputs").items()) output_names(o, g.outputs);
+  for (const Node& n : graph.at("nodes").items()) {
+    Pt2GraphNode node;
+    node.target = n.at("target").str();
+    if (node.target.compare(0, 10, "torch.ops.") == 0) node.target = node.target.substr(10);
+    for (const Node& in : n.at("inputs").items()) {
+      std::string text = render_argument(in.at("arg"), node.inputs);
+      const bool keyword = in.has("kind") && in.at("kind").integer() == 2;
+      node.args.push_back(keyword && in.has("name") ? in.at("name").str() + "=" + text : text);
+    }
+    for (const Node& out : n.at("outputs").items()) output_names(out, node.outputs);
+    g.nodes.push_back(std::move(node));
+  }
+  return g;
+}
+
+ModelContents pt2_tensors(const Pt2Contents& contents) {
+  ModelContents out;
+  const bool several = contents.programs.size() > 1;
+  for (const Pt2Program& program : contents.programs) {
+    const auto add = [&](const Pt2Payload& p, TensorRole role) {
+      const std::string path = several ? program.name + "/" + p.name : p.name;
+      if (!p.tensor || p.use_pickle || !p.tensor->numel) {
+        out.problems.push_back("'" + path + "' (" + p.record + ") is " +
+                               (p.use_pickle ? "pickled" : p.tensor ? "of a symbolic shape" : "without tensor_meta") +
+                               ": compared as a record only");
+        return;
+      }
+      const Pt2Tensor& t = *p.tensor;
+      TensorInfo info;
+      info.path = path;
+      info.role = role;
+      info.dtype = t.dtype;
+      for (const Pt2Dim& d : t.sizes) info.shape.push_back(*d.value);
+      bool strided = t.strides.size() == t.sizes.size();
+      for (const Pt2Dim& d : t.strides) strided = strided && d.value.has_value();
+      if (strided) {
+        for (const Pt2Dim& d : t.strides) info.stride.push_back(*d.value);
+      } else {  // contiguous, as torch.export writes its weights
+        info.stride.assign(info.shape.size(), 1);
+        for (size_t i = info.shape.size(); i > 1; --i) info.stride[i - 2] = info.stride[i - 1] * info.shape[i - 1];
+      }
+      info.storage_offset = t.storage_offset.value_or(0);
+      info.device = t.device;
+      info.storage_record = p.record;
+      info.numel = *t.numel;
+      uint64_t element_size = 0;
+      if (dtype_element_size(t.dtype, &element_size)) info.nbytes = info.numel * element_size;
+      info.requires_grad = t.requires_grad;
+      out.storages[p.record] = StorageInfo{p.record, t.dtype, info.numel, t.nbytes.value_or(info.nbytes), t.device};
+      out.tensors.push_back(std::move(info));
+    };
+    for (const Pt2Payload& p : program.weights) add(p, p.is_param ? TensorRole::Parameter : TensorRole::Buffer);
+    for (const Pt2Payload& p : program.constants) add(p, TensorRole::Constant);
+  }
+  return out;
+}
 
 bool pt2_scalar_type(int64_t code, std::string* dtype, uint64_t* element_size) {
   struct Entry {

@@ -132,9 +132,42 @@ struct Pt2Contents {
   std::vector<std::string> problems;  // inconsistencies that do not stop the reading
 };
 
+// A program's graph as text pieces (inspect --graph), from models/<model>.json.
+struct Pt2GraphNode {
+  std::string target;                // "aten.linear.default" (without "torch.ops.")
+  std::vector<std::string> args;     // rendered: "%x", "dtype=float32", "[%a, %b]", "None"
+  std::vector<std::string> inputs;   // the values it reads, by name, in order
+  std::vector<std::string> outputs;  // the values it makes
+};
+struct Pt2Graph {
+  std::string program, record;
+  std::vector<std::string> inputs, outputs;   // value names, in order
+  std::map<std::string, std::string> types;   // value name -> "float32[s77, 4]" (tensors), "sym_int"
+  std::map<std::string, std::string> roles;   // input name -> "parameter fc1.weight", "user_input"
+  std::vector<Pt2GraphNode> nodes;
+};
+
+// Limits of a rendered graph: a literal argument is cut at kLiteral bytes.
+struct Pt2GraphLimits {
+  static constexpr size_t kLiteral = 80;
+};
+
+// Reads the graph of models/<program>.json; an empty `program` is "model" or
+// the only program there is. Error(BadInput) names the programs there are
+// when it is not found, and the record and place when its JSON is malformed.
+Pt2Graph read_pt2_graph(const TorchArchive& archive, const std::string& program);
+
 // Reads a FileKind::ExportedProgram archive. Malformed JSON or structure is
 // Error(BadInput) naming the record and where in it.
 Pt2Contents read_pt2(const TorchArchive& archive);
+
+// The parameters, buffers and tensor constants of every program as tensors
+// (model.h), by name from the weights and constants configs: the FQN
+// ("fc1.weight"), prefixed "<model>/" when the archive holds more than one
+// program; role parameter, buffer or constant; storage_record the payload's
+// record. Payloads that are pickled (use_pickle) or have a symbolic shape
+// have no plain layout: they are left out and named in `problems`.
+ModelContents pt2_tensors(const Pt2Contents& contents);
 
 // The dtype name and element size of the serialized ScalarType `code`
 // (torch/_export/serde/schema.py); false when unknown.

@@ -160,6 +160,12 @@ EXPECTED = {
     # writes the stamp beside it; the views and run do not need it.
     "stamp_json_deep.pt": {"*": {0}, "diff": {1}},
 }
+# Hostile .pt2 files (issue 23): their damage is in JSON records, so extra/
+# lists (empty); verify --load is a usage error on any .pt2 (exit 2: a
+# package's compiled code is loaded only by run).
+for _name in ("pt2_aoti_odd_names.pt2", "pt2_huge_shape.pt2", "pt2_json_bomb.pt2", "pt2_json_huge_string.pt2",
+              "pt2_weight_path_escape.pt2"):
+    EXPECTED[_name] = {"extra list": {0}, "verify --load": {2}}
 
 # Files ZIP readers read differently (issue 24): the layout parser refuses
 # them before anything else, so every command, --no-validate included, must

@@ -8,6 +8,8 @@
 #include "base/error.h"
 #include "core/extra.h"
 #include "core/inspect.h"
+#include "core/pt2_graph.h"
+#include "format/pt2.h"
 #include "format/model.h"
 #include "format/pickle.h"
 #include "core/producer_info.h"
@@ -74,8 +76,16 @@ void inspect_path(const uint8_t* data, size_t size) {
   } catch (const Error&) {
   }
   try {
-    auto archive = open_torchscript_archive(make_memory_source(bytes_of(data, size)), "fuzz");
+    auto archive = open_torchscript_archive(make_memory_source(bytes_of(data, size)), "fuzz", true);
     verify_archive(*archive, VerifyOptions{1, std::nullopt});
+    if (archive->kind() == FileKind::ExportedProgram) {
+      // What diff and inspect --graph read of a .pt2 besides inspect's report.
+      try {
+        (void)pt2_tensors(read_pt2(*archive));
+      } catch (const Error&) {
+      }
+      (void)pt2_method_graph(*archive, "");
+    }
   } catch (const Error&) {
   }
 }

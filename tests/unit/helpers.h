@@ -9,6 +9,9 @@
 #include <vector>
 
 #include "cli/cli.h"
+#include "format/archive.h"
+#include "format/byte_source.h"
+#include "format/zip_writer.h"
 
 inline std::string testdata(const std::string& name) { return std::string(TSARCHIVE_TESTDATA_DIR) + "/" + name; }
 
@@ -53,4 +56,19 @@ inline CliResult run_cli(std::vector<std::string> args) {
   std::ostringstream out, err;
   const int code = tsarchive::cli::run(static_cast<int>(argv.size()), argv.data(), out, err);
   return {code, out.str(), err.str()};
+}
+
+// The bytes of the archive at `path` with record `name` (below its top folder)
+// holding `bytes` instead, every other record kept: damage, or a changed model.
+inline std::string archive_with_record(const std::string& path, const std::string& name, const std::string& bytes) {
+  using namespace tsarchive;
+  const TorchArchive archive(open_file_source(path));
+  std::vector<ZipEntrySpec> entries;
+  for (const Record& r : archive.records()) {
+    entries.push_back(r.name == name ? ZipEntrySpec::create(archive.top_folder() + "/" + r.name, bytes)
+                                     : ZipEntrySpec::keep(*r.entry));
+  }
+  const ByteSource& source = archive.zip().source();
+  const ZipRewritePlan plan = plan_zip_rewrite(source, archive.zip().layout(), entries);
+  return render_plan(plan, 0, [&](uint64_t at, char* out, size_t n) { source.read_at(at, out, n); });
 }

@@ -146,15 +146,7 @@ namespace {
 
 // testdata/pt2/mlp_dynamic.pt2 with record `name` holding `bytes` instead.
 std::string with_record(const std::string& name, const std::string& bytes) {
-  const TorchArchive archive(open_file_source(testdata("pt2/mlp_dynamic.pt2")));
-  std::vector<ZipEntrySpec> entries;
-  for (const Record& r : archive.records()) {
-    entries.push_back(r.name == name ? ZipEntrySpec::create(archive.top_folder() + "/" + r.name, bytes)
-                                     : ZipEntrySpec::keep(*r.entry));
-  }
-  const ByteSource& source = archive.zip().source();
-  const ZipRewritePlan plan = plan_zip_rewrite(source, archive.zip().layout(), entries);
-  return render_plan(plan, 0, [&](uint64_t at, char* out, size_t n) { source.read_at(at, out, n); });
+  return archive_with_record(testdata("pt2/mlp_dynamic.pt2"), name, bytes);
 }
 
 std::string inspect_error(const std::string& bytes) {

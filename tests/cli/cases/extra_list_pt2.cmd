@@ -1,0 +1,1 @@
+extra list testdata/pt2/with_extra.pt2

@@ -1,0 +1,1 @@
+inspect --graph testdata/pt2/buffers_consts.pt2

@@ -1,0 +1,1 @@
+verify testdata/pt2/buffers_consts_aoti.pt2
