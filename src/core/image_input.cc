@@ -428,6 +428,9 @@ std::optional<HostTensor> read_image_argument(const std::string& text, const Ima
     if (files.size() > kMaxBatchFiles) throw_usage("more than " + std::to_string(kMaxBatchFiles) + " pictures in one batch");
   } else if (file_is_picture(path)) {
     files = {path};
+  } else if (has_options && !exists(path)) {
+    throw_io("cannot read picture: no such file", path,
+             "@FILE names a PNG, JPEG or BMP picture, a folder of them, or files joined by ','");
   } else if (has_options) {
     throw_usage("\"@" + text.substr(0, 200) + "\": options after ':' apply to pictures (PNG, JPEG, BMP) only, and " +
                     path.substr(0, 200) + " is not one",
