@@ -15,7 +15,7 @@ set -euo pipefail
 seconds=${1:-60}
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/scripts/debian.sh"
-install_packages cmake ninja-build clang libclang-rt-14-dev g++ pkg-config libzip-dev zlib1g-dev libssl-dev libstb-dev \
+install_packages cmake ninja-build clang libclang-rt-14-dev g++ pkg-config libzip-dev zlib1g-dev libssl-dev libstb-dev libjpeg-dev \
   nlohmann-json3-dev libcli11-dev python3
 build=${TSARCHIVE_FUZZ_BUILD:-$root/build-fuzz}
 targets=(zip_layer pickle_reader inspect_path zip_structure json_text image)

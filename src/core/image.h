@@ -1,5 +1,5 @@
 // Pictures in and out of `run`, with no libtorch: PNG, JPEG and BMP files
-// decoded into 8-bit RGB (stb_image, in image_codec.cc), turned into input
+// decoded into 8-bit RGB (stb_image and libjpeg-turbo, in image_codec.cc), turned into input
 // tensors by the options of an image spec (image_input.cc), and output tensors
 // written back as PNG files or read as a classifier's top-k (image_output.cc).
 //

@@ -1,12 +1,17 @@
-// PNG, JPEG and BMP through stb_image (Debian's libstb-dev; ARCHITECTURE.md
-// says why), compiled here with only those three decoders, from memory, and
+// PNG and BMP through stb_image (Debian's libstb-dev; ARCHITECTURE.md says
+// why), compiled here with only those two decoders, from memory, and
 // with every allocation it makes bounded by what the header's dimensions need:
 // the header is read first (stbi_info_from_memory) and checked against
 // ImageLimits, so a decompression bomb (a small PNG whose IDAT inflates past
 // its own rows) fails on its first allocation over the cap instead of
 // allocating gigabytes.
+#include <csetjmp>
+#include <cstdio>  // jpeglib.h needs FILE
 #include <cstdlib>
 #include <cstring>
+
+#include <jpeglib.h>
+#include <jerror.h>
 
 #include "base/error.h"
 #include "core/image.h"
@@ -30,7 +35,6 @@ void* capped_realloc(void* p, size_t size) { return size > allocation_cap ? null
 #define STB_IMAGE_STATIC
 #define STB_IMAGE_IMPLEMENTATION
 #define STBI_ONLY_PNG
-#define STBI_ONLY_JPEG
 #define STBI_ONLY_BMP
 #define STBI_NO_STDIO
 #define STBI_NO_LINEAR
@@ -63,6 +67,96 @@ void check_limits(const char* format, int64_t width, int64_t height, const std::
   }
 }
 
+// JPEG through libjpeg-turbo, the decoder PIL uses, with PIL's settings
+// (libjpeg's defaults: ISLOW inverse DCT, fancy upsampling), so that JPEG
+// pixels are PIL's to the bit. libjpeg reports errors by longjmp: nothing with
+// a destructor lives in the frames it jumps over (this function's C++ objects
+// are the caller's, reached through `out` and `problem`).
+struct JpegErrors {
+  jpeg_error_mgr manager;
+  std::jmp_buf jump;
+  char message[JMSG_LENGTH_MAX];
+};
+
+void jpeg_fail(j_common_ptr info) {
+  auto* errors = reinterpret_cast<JpegErrors*>(info->err);
+  (*info->err->format_message)(info, errors->message);
+  std::longjmp(errors->jump, 1);
+}
+
+// Warnings about corrupt data are ignored, as PIL ignores them, except a file
+// that ends before its picture does: libjpeg would fill the rest with grey,
+// PIL refuses it ("image file is truncated").
+void jpeg_warning(j_common_ptr info, int level) {
+  if (level == -1 && info->err->msg_code == JWRN_JPEG_EOF) {
+    std::snprintf(reinterpret_cast<JpegErrors*>(info->err)->message, JMSG_LENGTH_MAX,
+                  "the file ends before the picture does: truncated");
+    std::longjmp(reinterpret_cast<JpegErrors*>(info->err)->jump, 4);
+  }
+}
+
+// A progressive JPEG may hold any number of scans, each a pass over every
+// coefficient: libjpeg-turbo's advice against that CPU bomb is a scan limit.
+constexpr int kMaxJpegScans = 500;
+
+void jpeg_count_scans(j_common_ptr info) {
+  auto* d = reinterpret_cast<j_decompress_ptr>(info);
+  if (d->input_scan_number > kMaxJpegScans) {
+    std::snprintf(reinterpret_cast<JpegErrors*>(info->err)->message, JMSG_LENGTH_MAX,
+                  "more than %d progressive scans", kMaxJpegScans);
+    std::longjmp(reinterpret_cast<JpegErrors*>(info->err)->jump, 2);
+  }
+}
+
+// Fills `out` and returns true, or returns false with `problem` saying why
+// (`over_limits`: the size the header gives, in out.width/height, is over `limits`).
+bool decode_jpeg(std::string_view bytes, const ImageLimits& limits, Image& out, std::string& problem,
+                 bool& over_limits) {
+  jpeg_decompress_struct info;
+  JpegErrors errors;
+  jpeg_progress_mgr progress;
+  info.err = jpeg_std_error(&errors.manager);
+  errors.manager.error_exit = jpeg_fail;
+  errors.manager.emit_message = jpeg_warning;
+  errors.message[0] = '\0';
+  progress.progress_monitor = jpeg_count_scans;
+  if (setjmp(errors.jump) != 0) {
+    problem = errors.message;
+    jpeg_destroy_decompress(&info);
+    return false;
+  }
+  jpeg_create_decompress(&info);
+  info.progress = &progress;
+  jpeg_mem_src(&info, reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<unsigned long>(bytes.size()));
+  jpeg_read_header(&info, TRUE);
+  out.width = info.image_width;
+  out.height = info.image_height;
+  if (out.width <= 0 || out.height <= 0 || out.width > limits.max_side || out.height > limits.max_side ||
+      out.width * out.height > limits.max_pixels) {
+    over_limits = true;
+    jpeg_destroy_decompress(&info);
+    return false;
+  }
+  if (info.jpeg_color_space == JCS_CMYK || info.jpeg_color_space == JCS_YCCK) {
+    std::snprintf(errors.message, JMSG_LENGTH_MAX, "CMYK pictures are not supported");
+    std::longjmp(errors.jump, 3);
+  }
+  info.out_color_space = JCS_RGB;  // grey is repeated, as PIL's convert("RGB")
+  jpeg_start_decompress(&info);
+  if (info.output_components != 3) {
+    std::snprintf(errors.message, JMSG_LENGTH_MAX, "%d components after conversion to RGB", info.output_components);
+    std::longjmp(errors.jump, 3);
+  }
+  out.rgb.resize(static_cast<size_t>(out.width * out.height * 3));
+  while (info.output_scanline < info.output_height) {
+    JSAMPROW row = out.rgb.data() + static_cast<size_t>(info.output_scanline) * static_cast<size_t>(out.width) * 3;
+    jpeg_read_scanlines(&info, &row, 1);
+  }
+  jpeg_finish_decompress(&info);
+  jpeg_destroy_decompress(&info);
+  return true;
+}
+
 }  // namespace
 
 const char* image_format(std::string_view head) {
@@ -89,10 +183,20 @@ Image decode_image(std::string_view bytes, const std::string& file, const ImageL
     };
     check_limits(format, be32(16), be32(20), file, limits);
   }
+  if (std::string_view(format) == "JPEG") {
+    Image image;
+    std::string problem;
+    bool over_limits = false;
+    if (!decode_jpeg(bytes, limits, image, problem, over_limits)) {
+      if (over_limits) check_limits(format, image.width, image.height, file, limits);
+      throw_bad_input("damaged or unsupported JPEG picture (" + problem + ")", file, kFormatsHint);
+    }
+    return image;
+  }
   const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
   const int length = static_cast<int>(bytes.size());
   int width = 0, height = 0, channels = 0;
-  allocation_cap = size_t{1} << 20;  // the JPEG reader's state and Huffman tables
+  allocation_cap = size_t{1} << 20;  // the readers' small state
   const int header_ok = stbi_info_from_memory(data, length, &width, &height, &channels);
   allocation_cap = 0;
   if (header_ok == 0 || width <= 0 || height <= 0) {
