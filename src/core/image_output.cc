@@ -10,17 +10,12 @@
 
 #include "base/bounded_json.h"
 #include "base/error.h"
+#include "base/strings.h"
 #include "core/image.h"
 #include "core/tensor_values.h"
 
 namespace tsarchive {
 namespace {
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 // Element `index` (flattened in C order over the shape) of a real tensor, as a double.
 class RealElements {

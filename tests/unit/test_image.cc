@@ -17,20 +17,6 @@ namespace {
 
 std::string picture(const std::string& name) { return testdata("images/" + name); }
 
-template <typename F>
-Error image_error(F&& f, ErrorKind kind, const std::string& text) {
-  try {
-    f();
-  } catch (const Error& e) {
-    INFO(e.what() << " | hint: " << e.hint());
-    CHECK(e.kind() == kind);
-    CHECK_THAT(e.what(), Catch::Contains(text));
-    return e;
-  }
-  FAIL("no error; expected one containing: " << text);
-  throw;  // unreachable
-}
-
 HostTensor float_tensor(std::vector<int64_t> shape, const std::vector<float>& values) {
   HostTensor t;
   t.dtype = "float32";
@@ -65,24 +51,24 @@ TEST_CASE("decode_image reads PNG, JPEG and BMP into RGB, and a PNG written back
 }
 
 TEST_CASE("hostile pictures are refused before their pixels are allocated") {
-  image_error([] { decode_image(slurp(picture("hostile/huge_dims.png")), "h.png"); }, ErrorKind::BadInput,
+  error_of([] { decode_image(slurp(picture("hostile/huge_dims.png")), "h.png"); }, ErrorKind::BadInput,
               "PNG of 100000x100000 pixels, over the limit");
-  image_error([] { decode_image(slurp(picture("hostile/huge_dims.bmp")), "h.bmp"); }, ErrorKind::BadInput,
+  error_of([] { decode_image(slurp(picture("hostile/huge_dims.bmp")), "h.bmp"); }, ErrorKind::BadInput,
               "over the limit");
-  image_error([] { decode_image(slurp(picture("hostile/over_pixel_limit.png")), "o.png"); }, ErrorKind::BadInput,
+  error_of([] { decode_image(slurp(picture("hostile/over_pixel_limit.png")), "o.png"); }, ErrorKind::BadInput,
               "16000x16000 pixels");
-  image_error([] { decode_image(slurp(picture("hostile/inflate_bomb.png")), "b.png"); }, ErrorKind::BadInput,
+  error_of([] { decode_image(slurp(picture("hostile/inflate_bomb.png")), "b.png"); }, ErrorKind::BadInput,
               "decompression bomb");
-  image_error([] { decode_image(slurp(picture("hostile/truncated.jpg")), "t.jpg"); }, ErrorKind::BadInput,
+  error_of([] { decode_image(slurp(picture("hostile/truncated.jpg")), "t.jpg"); }, ErrorKind::BadInput,
               "truncated");
-  image_error([] { decode_image("not a picture", "x.png"); }, ErrorKind::BadInput, "not a PNG, JPEG or BMP");
+  error_of([] { decode_image("not a picture", "x.png"); }, ErrorKind::BadInput, "not a PNG, JPEG or BMP");
   ImageLimits small;
   small.max_file_bytes = 100;
-  image_error([&] { decode_image(slurp(picture("gradient.png")), "g.png", small); }, ErrorKind::BadInput,
+  error_of([&] { decode_image(slurp(picture("gradient.png")), "g.png", small); }, ErrorKind::BadInput,
               "MiB limit");
   small = ImageLimits();
   small.max_pixels = 1000;
-  image_error([&] { decode_image(slurp(picture("gradient.png")), "g.png", small); }, ErrorKind::BadInput,
+  error_of([&] { decode_image(slurp(picture("gradient.png")), "g.png", small); }, ErrorKind::BadInput,
               "64x48 pixels");
 }
 
@@ -106,14 +92,14 @@ TEST_CASE("image specs: default tensor, options, batches and their errors") {
         std::vector<int64_t>{1, 3, 32, 42});
 
   const std::string g = "@" + picture("gradient.png");
-  image_error([&] { parse_input_argument(g + ":resize=0"); }, ErrorKind::Usage, "not a size");
-  image_error([&] { parse_input_argument(g + ":colour=red"); }, ErrorKind::Usage, "unknown option \"colour\"");
-  image_error([&] { parse_input_argument(g + ":crop=100"); }, ErrorKind::Usage, "larger than the picture");
-  image_error([&] { parse_input_argument(g + ":dtype=uint8:normalize=imagenet"); }, ErrorKind::Usage, "dtype=float32");
-  image_error([&] { parse_input_argument(g + ":mean=1,2"); }, ErrorKind::Usage, "one value or three");
-  image_error([&] { parse_input_argument("@" + picture("batch")); }, ErrorKind::Usage, "differ in size");
-  image_error([&] { parse_input_argument("@" + picture("nothing.png") + ":resize=3"); }, ErrorKind::Io, "no such file");
-  image_error([&] { parse_input_argument("@" + testdata("run/mlp_in.npy") + ":resize=3"); }, ErrorKind::Usage,
+  error_of([&] { parse_input_argument(g + ":resize=0"); }, ErrorKind::Usage, "not a size");
+  error_of([&] { parse_input_argument(g + ":colour=red"); }, ErrorKind::Usage, "unknown option \"colour\"");
+  error_of([&] { parse_input_argument(g + ":crop=100"); }, ErrorKind::Usage, "larger than the picture");
+  error_of([&] { parse_input_argument(g + ":dtype=uint8:normalize=imagenet"); }, ErrorKind::Usage, "dtype=float32");
+  error_of([&] { parse_input_argument(g + ":mean=1,2"); }, ErrorKind::Usage, "one value or three");
+  error_of([&] { parse_input_argument("@" + picture("batch")); }, ErrorKind::Usage, "differ in size");
+  error_of([&] { parse_input_argument("@" + picture("nothing.png") + ":resize=3"); }, ErrorKind::Io, "no such file");
+  error_of([&] { parse_input_argument("@" + testdata("run/mlp_in.npy") + ":resize=3"); }, ErrorKind::Usage,
               "apply to pictures");
   // .npy and .pt inputs still go their own way.
   CHECK(parse_input_argument("@" + testdata("run/mlp_in.npy")).kind == HostValue::Kind::Tensor);
@@ -130,11 +116,11 @@ TEST_CASE("output pictures: normalization undone, clamped, shapes checked") {
   CHECK(image.rgb == std::vector<uint8_t>{0, 128, 64, 255, 191, 255});
   CHECK(is_image_output("x/out.PNG:normalize=imagenet"));
   CHECK_FALSE(is_image_output("out.npy"));
-  image_error([&] { output_tensor_png(float_tensor({1, 10}, std::vector<float>(10)), ImageOutputSpec{}); },
+  error_of([&] { output_tensor_png(float_tensor({1, 10}, std::vector<float>(10)), ImageOutputSpec{}); },
               ErrorKind::BadInput, "not one picture");
-  image_error([&] { output_tensor_png(float_tensor({2, 2, 2}, std::vector<float>(8)), ImageOutputSpec{}); },
+  error_of([&] { output_tensor_png(float_tensor({2, 2, 2}, std::vector<float>(8)), ImageOutputSpec{}); },
               ErrorKind::BadInput, "2 channels");
-  image_error([] { parse_image_output("out.png:resize=3"); }, ErrorKind::Usage, "unknown option");
+  error_of([] { parse_image_output("out.png:resize=3"); }, ErrorKind::Usage, "unknown option");
 }
 
 TEST_CASE("top k with softmax probabilities and labels in their usual files") {
@@ -149,7 +135,7 @@ TEST_CASE("top k with softmax probabilities and labels in their usual files") {
   const double sum = std::exp(1.0) + 2 * std::exp(3.0) + std::exp(2.0);
   CHECK(top[0].probability == Approx(std::exp(3.0) / sum));
   CHECK(top_classes(scores, 10, {}).size() == 4);
-  image_error([] { top_classes(float_tensor({2, 2}, std::vector<float>(4)), 1, {}); }, ErrorKind::BadInput,
+  error_of([] { top_classes(float_tensor({2, 2}, std::vector<float>(4)), 1, {}); }, ErrorKind::BadInput,
               "not one row");
 
   CHECK(parse_labels(R"(["x", "y"])", "l") == std::vector<std::string>{"x", "y"});
@@ -157,5 +143,5 @@ TEST_CASE("top k with softmax probabilities and labels in their usual files") {
   CHECK(parse_labels(R"({"1": ["n2", "goldfish"], "0": ["n1", "tench"]})", "l") ==
         std::vector<std::string>{"tench", "goldfish"});
   CHECK(parse_labels("red\r\ngreen\n", "l") == std::vector<std::string>{"red", "green"});
-  image_error([] { parse_labels(R"({"a": 1})", "l.json"); }, ErrorKind::BadInput, "no labels");
+  error_of([] { parse_labels(R"({"a": 1})", "l.json"); }, ErrorKind::BadInput, "no labels");
 }
