@@ -28,9 +28,11 @@ JOBS=${JOBS:-$(nproc)}
 # `inspect --graph --format dot` with dot. python3 runs the test drivers; time
 # (/usr/bin/time) measures the memory of commands in cli.hostile_all. g++
 # brings GCC's ASan and UBSan runtimes. ccache, when there, caches compiles
-# across the build folders (build/, build-asan/, ...).
+# across the build folders (build/, build-asan/, ...). libstb-dev and
+# libjpeg-dev decode pictures (run --input @photo.jpg); python3-pil and python3-torchvision are
+# what pytorch.images compares that with.
 PACKAGES=(cmake ninja-build g++ pkg-config libtorch-dev libzip-dev zlib1g-dev libcli11-dev nlohmann-json3-dev catch2
-          libssl-dev graphviz python3 python3-torch python3-numpy time ccache)
+          libssl-dev libstb-dev libjpeg-dev graphviz python3 python3-torch python3-numpy python3-pil python3-torchvision time ccache)
 . scripts/debian.sh
 
 # build BUILD_TYPE [CMAKE_ARGS...]

@@ -4,7 +4,7 @@
 # testdata/ (archives, .pt2 included, for zip_layer, inspect_path and zip_structure, which also
 # reads its input as mutations of a built-in archive; the pickles inside them
 # for pickle_reader; the extra/ files inside them and testdata's JSON files
-# for json_text). Prints executions and crashes per target; copies every
+# for json_text; testdata/images for image). Prints executions and crashes per target; copies every
 # crash, timeout, leak or OOM input to testdata/fuzz-crashes/<target>-<name>,
 # where CTest's fuzz.replay replays it in the normal build. Exit 1 if any.
 #
@@ -15,10 +15,10 @@ set -euo pipefail
 seconds=${1:-60}
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/scripts/debian.sh"
-install_packages cmake ninja-build clang libclang-rt-14-dev g++ pkg-config libzip-dev zlib1g-dev libssl-dev \
+install_packages cmake ninja-build clang libclang-rt-14-dev g++ pkg-config libzip-dev zlib1g-dev libssl-dev libstb-dev libjpeg-dev \
   nlohmann-json3-dev libcli11-dev python3
 build=${TSARCHIVE_FUZZ_BUILD:-$root/build-fuzz}
-targets=(zip_layer pickle_reader inspect_path zip_structure json_text)
+targets=(zip_layer pickle_reader inspect_path zip_structure json_text image)
 
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=${CXX_FUZZ:-clang++} -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTSARCHIVE_FUZZ=ON >/dev/null
@@ -27,7 +27,7 @@ ninja -C "$build" -j"${JOBS:-2}" "${targets[@]/#/fuzz_}" >/dev/null
 # Seeds: copied into the working corpus, which libFuzzer grows in place.
 seeds=$build/seeds
 rm -rf "$seeds"
-mkdir -p "$seeds/archives" "$seeds/pickles" "$seeds/json"
+mkdir -p "$seeds/archives" "$seeds/pickles" "$seeds/json" "$seeds/images"
 find "$root/testdata" -maxdepth 2 -type f \( -name '*.pt' -o -name '*.ptl' -o -name '*.pt2' -o -name '*.pth' -o -name '*.bin' \
   -o -name '*.zip' -o -name '*.onnx' \) -exec cp {} "$seeds/archives/" \;
 python3 - "$root/testdata" "$seeds/pickles" "$seeds/json" <<'PY'
@@ -53,6 +53,9 @@ for name in sorted(os.listdir(src)):
 PY
 find "$root/testdata" -maxdepth 2 -type f -name '*.json' -size -64k -exec cp {} "$seeds/json/" \;
 cp "$root/testdata/legacy_state_dict.pth" "$seeds/pickles/"
+# Pictures (testdata/images, its hostile ones too) and the labels files.
+find "$root/testdata/images" -type f \( -name '*.png' -o -name '*.jpg' -o -name '*.bmp' -o -name '*.txt' \) \
+  -exec sh -c 'cp "$1" "$2/$(echo "${1#$3/}" | tr / _)"' _ {} "$seeds/images" "$root/testdata/images" \;
 
 status=0
 summary=()
@@ -63,6 +66,7 @@ for t in "${targets[@]}"; do
   seed_dir=$seeds/archives
   [ "$t" = pickle_reader ] && seed_dir=$seeds/pickles
   [ "$t" = json_text ] && seed_dir=$seeds/json
+  [ "$t" = image ] && seed_dir=$seeds/images
   cp "$seed_dir/"* "$corpus/"
   log=$build/$t.log
   # -fork keeps going after a crash; each crash leaves a file in $artifacts.

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tsarchive {
 
@@ -19,5 +20,8 @@ std::string human_size(uint64_t bytes);
 
 // Four significant digits: enough to see a value, short enough for a table.
 std::string short_number(double x);
+
+// "[3, 16]", "[]"
+std::string shape_text(const std::vector<int64_t>& shape);
 
 }  // namespace tsarchive

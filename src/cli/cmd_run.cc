@@ -22,6 +22,7 @@
 #include "cli/opened_archive.h"
 #include "cli/output.h"
 #include "cli/report_run.h"
+#include "cli/run_images.h"
 #include "cli/run_options.h"
 #include "base/error.h"
 #include "core/extra.h"
@@ -49,6 +50,8 @@ struct RunOptions {
   std::vector<std::string> atol, rtol;
   bool allow_nonfinite = false;
   std::string save_inputs, save_outputs;
+  int top = 0;
+  std::string labels;
   bool record = false;
   bool check = false;
   int warmup = -1;
@@ -129,6 +132,10 @@ void record_check(ArchiveFile& file, const TorchArchive& archive, const RunRepor
   file.replace(plan_extra_edits(archive, edits, false).zip);
 }
 
+RunImageOptions image_options(const RunOptions& opts) {
+  return {is_image_output(opts.save_outputs) ? opts.save_outputs : std::string(), opts.top, opts.labels};
+}
+
 bool wants_profile(const RunOptions& opts) {
   return opts.profile || opts.sample_given || opts.record_shapes || !opts.model_id.empty() || !opts.trace_out.empty();
 }
@@ -168,8 +175,11 @@ RunRequest request_from_options(const RunOptions& opts) {
   const bool timed = request.iterations > 0 || request.duration_s > 0;
   request.warmup = opts.warmup >= 0 ? opts.warmup : (timed ? 10 : 0);
   if (!opts.save_inputs.empty()) request.save_inputs = format_for(opts.save_inputs);
-  if (!opts.save_outputs.empty()) request.save_outputs = format_for(opts.save_outputs);
+  if (!opts.save_outputs.empty() && !is_image_output(opts.save_outputs)) request.save_outputs = format_for(opts.save_outputs);
   if (opts.record) request.save_inputs = request.save_outputs = SaveFormat::Pt;
+  if (!opts.labels.empty() && opts.top == 0) throw_usage("--labels names the classes of --top K; give --top too");
+  if (is_image_output(opts.save_outputs)) (void)parse_image_output(opts.save_outputs);  // bad options: before the run
+  request.save_outputs = image_outputs_format(image_options(opts), request.save_outputs);
   for (const std::string& text : opts.inputs) {
     HostValue v = parse_input_argument(text);
     request.inputs.push_back(std::move(v));
@@ -235,7 +245,10 @@ int run_run(const RunOptions& opts, Context& ctx) {
   RunReport report = in_worker<RunReport>(job, [&](TorchBackend& torch) { return torch.run(request); });
 
   if (!opts.save_inputs.empty()) write_file_atomically(opts.save_inputs, report.saved_inputs);
-  if (!opts.save_outputs.empty()) write_file_atomically(opts.save_outputs, report.saved_outputs);
+  if (!opts.save_outputs.empty() && !is_image_output(opts.save_outputs)) {
+    write_file_atomically(opts.save_outputs, report.saved_outputs);
+  }
+  const std::optional<TopReport> top = finish_image_outputs(image_options(opts), report, request.save_outputs, opened.archive());
   if (!opts.trace_out.empty() && report.profile) {
     write_file_atomically(opts.trace_out,
                           trace_file_text(*report.profile, "tsarchive run " + file_name_of(opts.model), ::getpid()));
@@ -246,9 +259,14 @@ int run_run(const RunOptions& opts, Context& ctx) {
   verdict.allow_nonfinite = opts.allow_nonfinite;
   if (opts.record) record_if_passed(opts, verdict, opened, request, report);
   if (opts.json) {
-    ctx.out << json_text(run_to_json(report, opts.model, verdict)) << '\n';
+    nlohmann::ordered_json doc = run_to_json(report, opts.model, verdict);
+    if (top) doc["top"] = top_to_json(*top);
+    ctx.out << json_text(doc) << '\n';
   } else {
-    write_text(ctx.out, [&](std::ostream& text) { render_run_text(report, opts.model, verdict, text); });
+    write_text(ctx.out, [&](std::ostream& text) {
+      render_run_text(report, opts.model, verdict, text);
+      if (top) render_top_text(*top, text);
+    });
   }
   return report_run_failures(report, opts.model, verdict, ctx.err);
 }
@@ -269,7 +287,14 @@ Runner setup_run(CLI::App& app, Context& ctx) {
       "                        full=V randint=LOW,HIGH (ints default to randint=0,10)\n"
       "  @FILE.npy | @FILE.pt  a NumPy array, or torch.save of a tensor or a list/tuple of tensors\n"
       "  json:TEXT             non-tensor values by the method's schema: json:2.5, json:[1,2], json:{\"a\":\"1x3\"}\n"
+      "  @PICTURE[:OPTIONS]    a PNG, JPEG or BMP file, a folder of them or files joined by ',' (a batch): float32\n"
+      "                        [N, 3, H, W] in [0, 1], prepared as torchvision does from PIL; OPTIONS joined by ':'\n"
+      "                        resize=N (shorter side) | resize=HxW, crop=N|HxW (centre), normalize=imagenet|none,\n"
+      "                        mean=M[,M,M], std=S[,S,S], layout=nchw|nhwc|chw|hwc, channels=rgb|bgr,\n"
+      "                        dtype=float32|uint8, e.g. @cat.jpg:resize=256:crop=224:normalize=imagenet\n"
       "Without --input, it says which inputs the method needs.\n"
+      "--save-outputs out.png[:OPTIONS] writes an output [1, C, H, W] or [C, H, W] (C = 1, 3, 4) as a picture:\n"
+      "floating values x 255, clamped; normalize/mean/std/channels/layout undo what the input options did.\n"
       "\n"
       "--profile adds a table of the operators the timed calls ran (calls, total and self time), --sample P\n"
       "observes 1 in 1/P operator calls (estimates), --trace-out writes a Chrome trace for Perfetto: Kineto's\n"
@@ -286,7 +311,13 @@ Runner setup_run(CLI::App& app, Context& ctx) {
   app.add_option("--rtol", opts->rtol, "Relative tolerance (default 1e-3); PATH=R for one output");
   app.add_flag("--allow-nonfinite", opts->allow_nonfinite, "Do not fail when an output holds NaN or Inf");
   app.add_option("--save-inputs", opts->save_inputs, "Write the inputs to FILE (.pt: torch.save format; .npy: one tensor)");
-  app.add_option("--save-outputs", opts->save_outputs, "Write the outputs to FILE (.pt or .npy)");
+  app.add_option("--save-outputs", opts->save_outputs,
+                 "Write the outputs to FILE (.pt or .npy), or one picture output to FILE.png[:OPTIONS] (below)");
+  app.add_option("--top", opts->top, "Print the K largest scores of a classifier's output [1, N] with softmax probabilities")
+      ->check(CLI::Range(1, 1000000));
+  app.add_option("--labels", opts->labels,
+                 "Class names for --top: extra:NAME (an extra file) or a file (JSON or one per line; default: the "
+                 "archive's extra/labels.json)");
   app.add_flag("--record", opts->record,
                "Store this run's inputs and outputs in the archive's extra/tsarchive/ (other records keep their bytes)");
   app.add_flag("--check", opts->check, "Replay the recorded inputs and compare with the recorded outputs");

@@ -86,12 +86,6 @@ std::string with_commas(uint64_t n) {
 
 std::string plural(uint64_t n, const char* word) { return with_commas(n) + " " + word + (n == 1 ? "" : "s"); }
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
 namespace detail {
 
 namespace {

@@ -69,8 +69,7 @@ std::string with_commas(uint64_t n);
 std::string plural(uint64_t n, const char* word);
 // Milliseconds with the decimals their size deserves: "0.012", "45.68", "1203".
 std::string ms_text(double ms);
-// "[3, 16]", "[]"
-std::string shape_text(const std::vector<int64_t>& shape);
+using tsarchive::shape_text;  // base/strings.h: "[3, 16]", "[]"
 
 class TextTable {
  public:

@@ -21,6 +21,7 @@
 #include "base/bounded_json.h"
 #include "base/error.h"
 #include "contract/host_value.h"
+#include "core/image.h"
 #include "core/input_values.h"
 
 namespace tsarchive {
@@ -350,7 +351,12 @@ HostValue parse_input_argument(const std::string& text) {
   HostValue v;
   if (!text.empty() && text[0] == '@') {
     if (text.size() == 1) throw_usage("input \"@\" names no file", "write @PATH, e.g. @image.npy");
-    v = read_input_file(text.substr(1));
+    if (auto image = read_image_argument(text.substr(1))) {
+      v.kind = HostValue::Kind::Tensor;
+      v.tensor = std::move(*image);
+    } else {
+      v = read_input_file(text.substr(1));
+    }
   } else if (text.rfind("json:", 0) == 0) {
     v = parse_json_argument(std::string_view(text).substr(5));
   } else {

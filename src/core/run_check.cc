@@ -2,18 +2,10 @@
 
 #include "base/bounded_json.h"
 #include "base/error.h"
+#include "base/strings.h"
 #include "format/archive.h"
 
 namespace tsarchive {
-namespace {
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
-
-}  // namespace
 
 std::string value_line(const ValueSummary& v) {
   std::string line = v.path + ": " + v.type;

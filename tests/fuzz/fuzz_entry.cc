@@ -7,6 +7,7 @@
 #include "base/bounded_json.h"
 #include "base/error.h"
 #include "core/extra.h"
+#include "core/image.h"
 #include "core/inspect.h"
 #include "core/pt2_graph.h"
 #include "format/pt2.h"
@@ -115,6 +116,24 @@ void json_text(const uint8_t* data, size_t size) {
   }
   const std::string preview = escape_text(info.preview);
   if (needs_escape(preview)) std::abort();
+}
+
+void image(const uint8_t* data, size_t size) {
+  const std::string bytes = bytes_of(data, size);
+  ImageLimits limits;
+  limits.max_pixels = int64_t{4} << 20;
+  limits.max_side = 4096;
+  try {
+    const Image decoded = decode_image(bytes, "fuzz.png", limits);
+    const std::string png = encode_png(decoded.rgb, decoded.width, decoded.height, 3);
+    const Image again = decode_image(png, "fuzz-again.png", limits);
+    if (again.width != decoded.width || again.height != decoded.height || again.rgb != decoded.rgb) std::abort();
+  } catch (const Error&) {
+  }
+  try {
+    (void)parse_labels(bytes, "fuzz.json");
+  } catch (const Error&) {
+  }
 }
 
 }  // namespace tsarchive::fuzz

@@ -31,4 +31,10 @@ void zip_structure(const uint8_t* data, size_t size);
 // must need no further escaping (checked; a violation aborts).
 void json_text(const uint8_t* data, size_t size);
 
+// What `run` does to a picture file (core/image.h): decode_image under small
+// limits (4 Mpixel), then the picture written back as PNG and decoded again,
+// which must give the same pixels (a difference aborts); and the bytes read
+// as a labels file.
+void image(const uint8_t* data, size_t size);
+
 }  // namespace tsarchive::fuzz

@@ -25,7 +25,8 @@ int main(int argc, char** argv) {
                                                     {"pickle_reader", tsarchive::fuzz::pickle_reader},
                                                     {"inspect_path", tsarchive::fuzz::inspect_path},
                                                     {"zip_structure", tsarchive::fuzz::zip_structure},
-                                                    {"json_text", tsarchive::fuzz::json_text}};
+                                                    {"json_text", tsarchive::fuzz::json_text},
+                                                    {"image", tsarchive::fuzz::image}};
   std::vector<std::filesystem::path> files;
   for (int i = 1; i < argc; ++i) {
     for (const auto& entry : std::filesystem::recursive_directory_iterator(argv[i])) {

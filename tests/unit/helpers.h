@@ -8,12 +8,30 @@
 #include <string>
 #include <vector>
 
+#include <catch2/catch.hpp>
+
+#include "base/error.h"
 #include "cli/cli.h"
 #include "format/archive.h"
 #include "format/byte_source.h"
 #include "format/zip_writer.h"
 
 inline std::string testdata(const std::string& name) { return std::string(TSARCHIVE_TESTDATA_DIR) + "/" + name; }
+
+// Runs `f`, which must throw tsarchive::Error of `kind` whose message contains `text`; returns it.
+template <typename F>
+tsarchive::Error error_of(F&& f, tsarchive::ErrorKind kind, const std::string& text) {
+  try {
+    f();
+  } catch (const tsarchive::Error& e) {
+    INFO(e.what() << " | hint: " << e.hint());
+    CHECK(e.kind() == kind);
+    CHECK_THAT(e.what(), Catch::Contains(text));
+    return e;
+  }
+  FAIL("no error; expected one containing: " << text);
+  throw;  // unreachable
+}
 
 inline std::string slurp(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

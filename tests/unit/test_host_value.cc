@@ -130,21 +130,6 @@ void check_value(const HostValue& v, const json& want, const std::string& where)
   }
 }
 
-// Runs `f`, which must throw Error of `kind` whose message contains `text`; returns it.
-template <typename F>
-Error error_of(F&& f, ErrorKind kind, const std::string& text) {
-  try {
-    f();
-  } catch (const Error& e) {
-    INFO(e.what() << " | hint: " << e.hint());
-    CHECK(e.kind() == kind);
-    CHECK_THAT(e.what(), Catch::Contains(text));
-    return e;
-  }
-  FAIL("no error; expected one containing: " << text);
-  throw;  // unreachable
-}
-
 Error spec_error(const std::string& text, const std::string& what) {
   INFO("spec " << text);
   return error_of([&] { parse_tensor_spec(text); }, ErrorKind::Usage, what);

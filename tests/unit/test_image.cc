@@ -1,0 +1,147 @@
+// Pictures in the core (core/image.h): decoding under limits, PNG round trips,
+// image specs, output pictures, top k and labels. What the tensors hold
+// against torchvision is pytorch.images' job (tests/pytorch/check_images.py).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+
+#include "helpers.h"
+#include "base/error.h"
+#include "core/image.h"
+#include "core/input_values.h"
+
+using namespace tsarchive;
+
+namespace {
+
+std::string picture(const std::string& name) { return testdata("images/" + name); }
+
+HostTensor float_tensor(std::vector<int64_t> shape, const std::vector<float>& values) {
+  HostTensor t;
+  t.dtype = "float32";
+  t.shape = std::move(shape);
+  t.stride.assign(t.shape.size(), 1);
+  for (size_t i = t.shape.size() - 1; i > 0; --i) t.stride[i - 1] = t.stride[i] * t.shape[i];
+  t.bytes = std::make_shared<std::string>(reinterpret_cast<const char*>(values.data()), values.size() * 4);
+  return t;
+}
+
+float element(const HostTensor& t, size_t i) {
+  float f;
+  std::memcpy(&f, t.bytes->data() + i * 4, 4);
+  return f;
+}
+
+}  // namespace
+
+TEST_CASE("decode_image reads PNG, JPEG and BMP into RGB, and a PNG written back decodes to the same pixels") {
+  for (const char* name : {"gradient.png", "photo.jpg", "odd.bmp", "gray.png", "rgba.png", "palette.png"}) {
+    INFO(name);
+    const Image image = decode_image(slurp(picture(name)), name);
+    CHECK(image.rgb.size() == static_cast<size_t>(image.width * image.height * 3));
+    const Image again = decode_image(encode_png(image.rgb, image.width, image.height, 3), "again.png");
+    CHECK(again.width == image.width);
+    CHECK(again.height == image.height);
+    CHECK(again.rgb == image.rgb);
+  }
+  CHECK(decode_image(slurp(picture("odd.bmp")), "odd.bmp").width == 37);
+  CHECK(std::string(image_format(slurp(picture("photo.jpg")))) == "JPEG");
+  CHECK(image_format("P6 1 1 255\n") == nullptr);
+}
+
+TEST_CASE("hostile pictures are refused before their pixels are allocated") {
+  error_of([] { decode_image(slurp(picture("hostile/huge_dims.png")), "h.png"); }, ErrorKind::BadInput,
+              "PNG of 100000x100000 pixels, over the limit");
+  error_of([] { decode_image(slurp(picture("hostile/huge_dims.bmp")), "h.bmp"); }, ErrorKind::BadInput,
+              "over the limit");
+  error_of([] { decode_image(slurp(picture("hostile/over_pixel_limit.png")), "o.png"); }, ErrorKind::BadInput,
+              "16000x16000 pixels");
+  error_of([] { decode_image(slurp(picture("hostile/inflate_bomb.png")), "b.png"); }, ErrorKind::BadInput,
+              "decompression bomb");
+  error_of([] { decode_image(slurp(picture("hostile/truncated.jpg")), "t.jpg"); }, ErrorKind::BadInput,
+              "truncated");
+  error_of([] { decode_image("not a picture", "x.png"); }, ErrorKind::BadInput, "not a PNG, JPEG or BMP");
+  ImageLimits small;
+  small.max_file_bytes = 100;
+  error_of([&] { decode_image(slurp(picture("gradient.png")), "g.png", small); }, ErrorKind::BadInput,
+              "MiB limit");
+  small = ImageLimits();
+  small.max_pixels = 1000;
+  error_of([&] { decode_image(slurp(picture("gradient.png")), "g.png", small); }, ErrorKind::BadInput,
+              "64x48 pixels");
+}
+
+TEST_CASE("image specs: default tensor, options, batches and their errors") {
+  const HostValue v = parse_input_argument("@" + picture("gradient.png"));
+  REQUIRE(v.kind == HostValue::Kind::Tensor);
+  CHECK(v.tensor.dtype == "float32");
+  CHECK(v.tensor.shape == std::vector<int64_t>{1, 3, 48, 64});
+  const Image image = decode_image(slurp(picture("gradient.png")), "g");
+  CHECK(element(v.tensor, 0) == static_cast<float>(image.rgb[0]) / 255.0f);       // R of (0, 0)
+  CHECK(element(v.tensor, 48 * 64) == static_cast<float>(image.rgb[1]) / 255.0f);  // G of (0, 0)
+
+  const HostValue u = parse_input_argument("@" + picture("portrait.png") + ":resize=20:crop=16x12:dtype=uint8:layout=nhwc");
+  CHECK(u.tensor.dtype == "uint8");
+  CHECK(u.tensor.shape == std::vector<int64_t>{1, 16, 12, 3});
+  CHECK(parse_input_argument("@" + picture("gradient.png") + ":resize=10x20:layout=chw").tensor.shape ==
+        std::vector<int64_t>{3, 10, 20});
+  CHECK(parse_input_argument("@" + picture("batch") + ":resize=8x8").tensor.shape == std::vector<int64_t>{3, 3, 8, 8});
+  // Resize(N) keeps the aspect ratio, shorter side N: 64x48 -> 42x32 (int(32 * 64 / 48)).
+  CHECK(parse_input_argument("@" + picture("gradient.png") + ":resize=32").tensor.shape ==
+        std::vector<int64_t>{1, 3, 32, 42});
+
+  const std::string g = "@" + picture("gradient.png");
+  error_of([&] { parse_input_argument(g + ":resize=0"); }, ErrorKind::Usage, "not a size");
+  error_of([&] { parse_input_argument(g + ":colour=red"); }, ErrorKind::Usage, "unknown option \"colour\"");
+  error_of([&] { parse_input_argument(g + ":crop=100"); }, ErrorKind::Usage, "larger than the picture");
+  error_of([&] { parse_input_argument(g + ":dtype=uint8:normalize=imagenet"); }, ErrorKind::Usage, "dtype=float32");
+  error_of([&] { parse_input_argument(g + ":mean=1,2"); }, ErrorKind::Usage, "one value or three");
+  error_of([&] { parse_input_argument("@" + picture("batch")); }, ErrorKind::Usage, "differ in size");
+  error_of([&] { parse_input_argument("@" + picture("nothing.png") + ":resize=3"); }, ErrorKind::Io, "no such file");
+  error_of([&] { parse_input_argument("@" + testdata("run/mlp_in.npy") + ":resize=3"); }, ErrorKind::Usage,
+              "apply to pictures");
+  // .npy and .pt inputs still go their own way.
+  CHECK(parse_input_argument("@" + testdata("run/mlp_in.npy")).kind == HostValue::Kind::Tensor);
+}
+
+TEST_CASE("output pictures: normalization undone, clamped, shapes checked") {
+  // [1, 3, 1, 2]: normalized with mean 0.5 / std 0.25 per channel.
+  const HostTensor t = float_tensor({1, 3, 1, 2}, {-2.0f, 2.0f, 0.0f, 1.0f, -1.0f, 10.0f});
+  ImageOutputSpec spec = parse_image_output("out.png:mean=0.5:std=0.25");
+  CHECK(spec.path == "out.png");
+  const Image image = decode_image(output_tensor_png(t, spec), "out.png");
+  REQUIRE(image.width == 2);
+  // pixel 0: R = -2*0.25+0.5 = 0, G = 0.5 -> 128, B = -1*0.25+0.5 = 0.25 -> 64
+  CHECK(image.rgb == std::vector<uint8_t>{0, 128, 64, 255, 191, 255});
+  CHECK(is_image_output("x/out.PNG:normalize=imagenet"));
+  CHECK_FALSE(is_image_output("out.npy"));
+  error_of([&] { output_tensor_png(float_tensor({1, 10}, std::vector<float>(10)), ImageOutputSpec{}); },
+              ErrorKind::BadInput, "not one picture");
+  error_of([&] { output_tensor_png(float_tensor({2, 2, 2}, std::vector<float>(8)), ImageOutputSpec{}); },
+              ErrorKind::BadInput, "2 channels");
+  error_of([] { parse_image_output("out.png:resize=3"); }, ErrorKind::Usage, "unknown option");
+}
+
+TEST_CASE("top k with softmax probabilities and labels in their usual files") {
+  const HostTensor scores = float_tensor({1, 4}, {1.0f, 3.0f, 2.0f, 3.0f});
+  const std::vector<TopClass> top = top_classes(scores, 3, {"a", "b", "c"});
+  REQUIRE(top.size() == 3);
+  CHECK(top[0].index == 1);  // ties: the lower index first
+  CHECK(top[1].index == 3);
+  CHECK(top[2].index == 2);
+  CHECK(top[0].label == "b");
+  CHECK(top[1].label.empty());  // no label for class 3
+  const double sum = std::exp(1.0) + 2 * std::exp(3.0) + std::exp(2.0);
+  CHECK(top[0].probability == Approx(std::exp(3.0) / sum));
+  CHECK(top_classes(scores, 10, {}).size() == 4);
+  error_of([] { top_classes(float_tensor({2, 2}, std::vector<float>(4)), 1, {}); }, ErrorKind::BadInput,
+              "not one row");
+
+  CHECK(parse_labels(R"(["x", "y"])", "l") == std::vector<std::string>{"x", "y"});
+  CHECK(parse_labels(R"({"classes": ["cat", "dog"]})", "l") == std::vector<std::string>{"cat", "dog"});
+  CHECK(parse_labels(R"({"1": ["n2", "goldfish"], "0": ["n1", "tench"]})", "l") ==
+        std::vector<std::string>{"tench", "goldfish"});
+  CHECK(parse_labels("red\r\ngreen\n", "l") == std::vector<std::string>{"red", "green"});
+  error_of([] { parse_labels(R"({"a": 1})", "l.json"); }, ErrorKind::BadInput, "no labels");
+}
