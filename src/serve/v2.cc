@@ -309,8 +309,33 @@ std::string render_infer_response(const std::string& model, const std::string& i
   return response.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-nlohmann::json model_metadata(const std::string& name, const ServedModelInfo& info) {
-  const auto values = [](const std::vector<ServedValue>& list) {
+std::optional<std::pair<std::string, std::vector<int64_t>>> recorded_shape(const std::string& line) {
+  const size_t colon = line.find(": Tensor ");
+  const size_t open = line.find('[', colon == std::string::npos ? 0 : colon);
+  const size_t close = line.find(']', open == std::string::npos ? 0 : open);
+  if (colon == std::string::npos || colon == 0 || open == std::string::npos || close == std::string::npos) return std::nullopt;
+  std::vector<int64_t> sizes;
+  std::string_view inside(line.data() + open + 1, close - open - 1);
+  while (!inside.empty()) {
+    const size_t comma = inside.find(',');
+    std::string_view item = inside.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    int64_t size = 0;
+    if (item.empty() || item.size() > 18) return std::nullopt;
+    for (char c : item) {
+      if (c < '0' || c > '9') return std::nullopt;
+      size = size * 10 + (c - '0');
+    }
+    sizes.push_back(size);
+    if (comma == std::string_view::npos) break;
+    inside.remove_prefix(comma + 1);
+  }
+  return std::make_pair(line.substr(0, colon), std::move(sizes));
+}
+
+nlohmann::json model_metadata(const std::string& name, const ServedModelInfo& info,
+                              const std::map<std::string, std::vector<int64_t>>& recorded_shapes) {
+  const auto values = [&recorded_shapes](const std::vector<ServedValue>& list) {
     nlohmann::json out = nlohmann::json::array();
     for (const ServedValue& v : list) {
       std::string datatype;
@@ -325,8 +350,14 @@ nlohmann::json model_metadata(const std::string& name, const ServedModelInfo& in
       } else {
         datatype = v.type;  // not a tensor: its TorchScript type
       }
-      // -1: a size the schema does not give (a recorded self-check would).
-      out.push_back({{"name", v.name}, {"datatype", datatype}, {"shape", {-1}}});
+      // -1: a size the schema does not give. A recorded self-check gives
+      // every size but the batch dimension's.
+      nlohmann::json shape = nlohmann::json::array({-1});
+      if (auto it = recorded_shapes.find(v.name); it != recorded_shapes.end()) {
+        shape = it->second;
+        if (!it->second.empty()) shape[0] = -1;
+      }
+      out.push_back({{"name", v.name}, {"datatype", datatype}, {"shape", shape}});
     }
     return out;
   };

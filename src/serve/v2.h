@@ -4,6 +4,7 @@
 // of requests on dimension 0. No sockets, no libtorch.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -61,7 +62,14 @@ std::string render_infer_response(const std::string& model, const std::string& i
                                   const std::vector<NamedTensor>& outputs, const std::vector<std::string>& wanted);
 
 // GET /v2/models/{name}: {"name", "versions", "platform", "inputs", "outputs"}.
-nlohmann::json model_metadata(const std::string& name, const ServedModelInfo& info);
+// A value's shape is its recorded one (from the archive's self-check, by
+// name) with -1 for the batch dimension, or [-1] (unknown) without one.
+nlohmann::json model_metadata(const std::string& name, const ServedModelInfo& info,
+                              const std::map<std::string, std::vector<int64_t>>& recorded_shapes = {});
+
+// The sizes in a recorded self-check's value line ("x: Tensor float32 [2, 8]"
+// gives x and {2, 8}); nothing for a line that is not a tensor's.
+std::optional<std::pair<std::string, std::vector<int64_t>>> recorded_shape(const std::string& line);
 
 // --- dynamic batching --------------------------------------------------------------
 

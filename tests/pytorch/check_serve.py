@@ -12,7 +12,12 @@ inputs, alone and in concurrent batches. Then hostile requests (malformed
 JSON, wrong names, shapes and datatypes, unknown model, oversize and chunked
 bodies, a half-sent body, huge headers), each expecting its status and a
 JSON error while the server keeps serving; a killed worker (500, readiness
-false, restart); SIGTERM (exit 0, no worker left). tritonclient comes later.
+false, restart); GET /metrics (checked by promtool when installed, and its
+counts against the requests made); SIGTERM (exit 0, no worker left). Then,
+on a slow model scripted here: a full queue (503 with Retry-After), a request
+queued past --timeout (504), SIGTERM finishing queued requests within
+--grace and failing them after it, --instances spreading requests over
+workers; and metadata shapes from a recorded self-check.
 """
 
 import concurrent.futures
@@ -45,6 +50,7 @@ except ImportError:
 TSARCHIVE, TESTDATA = sys.argv[1], sys.argv[2]
 MLP = os.path.join(TESTDATA, "mlp_scripted.pt")
 CURL = shutil.which("curl")
+PROMTOOL = shutil.which("promtool")
 
 
 def start(*args):
@@ -107,6 +113,25 @@ def infer_body(x, name="x"):
 
 def as_tensor(output):
     return torch.tensor(output["data"], dtype=torch.float32).reshape(output["shape"])
+
+
+def metrics(url):
+    """GET /metrics: its text, checked by promtool, and {(name, labels): value}."""
+    with urllib.request.urlopen(url + "/metrics", timeout=30) as r:
+        check(r.status == 200 and r.headers["Content-Type"].startswith("text/plain; version=0.0.4"),
+              f"/metrics: {r.status} {r.headers['Content-Type']}")
+        text = r.read().decode()
+    if PROMTOOL:
+        p = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+        check(p.returncode == 0, f"promtool check metrics: {p.stdout}{p.stderr}")
+    values = {}
+    for line in text.splitlines():
+        if line.startswith("#") or not line:
+            continue
+        series, value = line.rsplit(" ", 1)
+        name, _, labels = series.partition("{")
+        values[(name, labels.rstrip("}"))] = float(value)
+    return text, values
 
 
 def still_serving(url, what):
@@ -229,6 +254,24 @@ try:
         check(status == 200 and torch.allclose(as_tensor(answer["outputs"][0]), want, atol=1e-5, rtol=1e-4),
               f"infer after the restart: {status}")
 
+    # /metrics: valid exposition text whose counts match what was sent.
+    text, values = metrics(url)
+    m = 'model="mlp_scripted"'
+    ok = values.get(("tsarchive_serve_requests_total", m + ',status="200"'), 0)
+    check(ok >= 27, f"requests answered 200 in /metrics: {ok}, at least 27 were")
+    bad = values.get(("tsarchive_serve_requests_total", m + ',status="400"'), 0)
+    check(bad >= 6, f"requests answered 400 in /metrics: {bad}")
+    check(values.get(("tsarchive_serve_worker_restarts_total", m)) == 1, "one worker restart in /metrics")
+    check(values.get(("tsarchive_serve_queue_depth", m)) == 0, "queue depth 0 in /metrics")
+    check(values.get(("tsarchive_serve_model_ready", m)) == 1, "ready in /metrics")
+    calls = values.get(("tsarchive_serve_batch_size_count", m), 0)
+    check(0 < calls < ok and values.get(("tsarchive_serve_batch_size_sum", m), 0) > calls,
+          f"some calls ran batches of several requests: {calls} calls")
+    for family in ("request", "queue", "compute"):
+        check(values.get((f"tsarchive_serve_{family}_seconds_count", m), 0) > 0, f"{family} latency histogram")
+    check("operator" not in text, "no operator metrics without --sample")
+    check(http("POST", url + "/metrics", b"")[0] == 405, "POST /metrics is 405")
+
     # SIGTERM: exit 0, nothing left behind.
     server.send_signal(signal.SIGTERM)
     check(server.wait(timeout=20) == 0, f"exit status after SIGTERM: {server.returncode}")
@@ -242,6 +285,194 @@ finally:
     if server.poll() is None:
         server.kill()
 
+# --sample 1: every operator call of the served method is observed, tagged
+# with the model's name; /metrics gives them (two linear layers per call).
+server, url, log = start(MLP, "--sample", "1")
+try:
+    for _ in range(10):
+        status, _ = http("POST", url + "/v2/models/mlp_scripted/infer", infer_body(torch.randn(1, 8)))
+        check(status == 200, f"infer with --sample: {status}")
+    text, values = metrics(url)
+    linear = 'model="mlp_scripted",operator="aten::linear",scope="function"'
+    check(values.get(("tsarchive_serve_operator_calls_total", linear)) == 20
+          and values.get(("tsarchive_serve_operator_sampled_calls_total", linear)) == 20,
+          f"aten::linear calls in /metrics: {[l for l in text.splitlines() if 'aten::linear' in l]}")
+    total = values.get(("tsarchive_serve_operator_seconds_total", linear), 0)
+    own = values.get(("tsarchive_serve_operator_self_seconds_total", linear), 0)
+    check(0 < own <= total, f"aten::linear self {own} s within total {total} s")
+    check(values.get(("tsarchive_serve_operator_sample_probability", 'model="mlp_scripted"')) == 1, "probability 1")
+    check(values.get(("tsarchive_serve_api_usage", 'model="mlp_scripted",key="torch.script.load"')) == 1,
+          "the API usage key torch.script.load")
+finally:
+    server.kill()
+    server.wait()
+
+
+class Slow(torch.nn.Module):
+    """Returns x + 1 after x[0, 0] rounds of 256x256 matrix products: its
+    requests take as long as the test asks."""
+
+    def forward(self, x):
+        a = torch.eye(256) + 0.001
+        for _ in range(int(x[0, 0].item())):
+            a = torch.mm(a, a) / a.norm()
+        return x + 1 + 0 * a.sum()
+
+
+def workers_of(server):
+    return [int(pid) for pid in os.listdir("/proc") if pid.isdigit() and os.path.exists(f"/proc/{pid}/cmdline")
+            and open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")[1:2] == [b"__model-worker"]
+            and f"PPid:\t{server.pid}\n" in open(f"/proc/{pid}/status").read()]
+
+
+def cpu_ticks(pid):
+    return sum(int(v) for v in open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[11:13])
+
+
+def rounds_for(seconds, url):
+    """Rounds of Slow that take about `seconds` here (the machine may be loaded)."""
+    started = time.monotonic()
+    status, _ = http("POST", url + "/v2/models/slow/infer", infer_body(torch.full((1, 4), 20.0)))
+    check(status == 200, f"timing the slow model: {status}")
+    per_round = max((time.monotonic() - started) / 20, 1e-4)
+    return max(2, int(seconds / per_round))
+
+
+def post_later(url, rounds, into, delay=0.0):
+    def go():
+        time.sleep(delay)
+        req = urllib.request.Request(url + "/v2/models/slow/infer", method="POST",
+                                     data=json.dumps(infer_body(torch.full((1, 4), float(rounds)))).encode())
+        try:
+            with urllib.request.urlopen(req, timeout=120) as r:
+                into.append((r.status, dict(r.headers), r.read().decode()))
+        except urllib.error.HTTPError as e:
+            into.append((e.code, dict(e.headers), e.read().decode()))
+        except OSError as e:
+            into.append((0, {}, str(e)))
+    t = threading.Thread(target=go)
+    t.start()
+    return t
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    slow = os.path.join(tmp, "slow.pt")
+    torch.jit.script(Slow()).save(slow)
+
+    # A full queue answers 503 with Retry-After at once; a request still
+    # queued after --timeout answers 504 without running.
+    server, url, log = start(slow, "--threads", "1", "--max-queue", "1", "--timeout", "300")
+    try:
+        rounds = rounds_for(1.5, url)
+        running, queued, refused = [], [], []
+        threads = [post_later(url, rounds, running), post_later(url, 2, queued, 0.3)]
+        time.sleep(0.6)
+        started = time.monotonic()
+        threads.append(post_later(url, 2, refused))
+        threads[-1].join()
+        check(refused and refused[0][0] == 503 and refused[0][1].get("Retry-After") == "1"
+              and "--max-queue" in refused[0][2], f"a full queue: {refused}")
+        check(time.monotonic() - started < 0.5, "503 came at once")
+        for t in threads:
+            t.join()
+        check(running and running[0][0] == 200, f"the running request: {running}")
+        check(queued and queued[0][0] == 504 and "--timeout" in queued[0][2], f"a request queued past --timeout: {queued}")
+        _, values = metrics(url)
+        for status in (200, 503, 504):
+            check(values.get(("tsarchive_serve_requests_total", f'model="slow",status="{status}"')) >= 1,
+                  f"/metrics counts a {status}")
+    finally:
+        server.kill()
+        server.wait()
+
+    # SIGTERM with --grace: the listener closes, the running and queued
+    # requests finish, exit 0.
+    server, url, log = start(slow, "--threads", "1", "--grace", "20000")
+    try:
+        rounds = rounds_for(1.0, url)
+        answers = []
+        threads = [post_later(url, rounds, answers), post_later(url, rounds, answers, 0.2)]
+        time.sleep(0.5)
+        server.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        refused = []
+        post_later(url, 2, refused).join()
+        check(refused and refused[0][0] == 0, f"a new connection after SIGTERM is refused: {refused}")
+        for t in threads:
+            t.join()
+        check(sorted(a[0] for a in answers) == [200, 200], f"requests in flight and queued at SIGTERM: {answers}")
+        check(server.wait(timeout=60) == 0, f"exit status after SIGTERM: {server.returncode}")
+    finally:
+        if server.poll() is None:
+            server.kill()
+
+    # A grace period that ends first: the running request fails (500), the
+    # server still exits 0, at once.
+    server, url, log = start(slow, "--threads", "1", "--grace", "300")
+    try:
+        rounds = rounds_for(5.0, url)
+        answers = []
+        thread = post_later(url, rounds, answers)
+        time.sleep(0.5)
+        stopped = time.monotonic()
+        server.send_signal(signal.SIGTERM)
+        thread.join()
+        check(answers and answers[0][0] == 500, f"a request still running when --grace ended: {answers}")
+        check(server.wait(timeout=30) == 0, f"exit status after --grace: {server.returncode}")
+        check(time.monotonic() - stopped < 3, f"exited {time.monotonic() - stopped:.1f} s after SIGTERM")
+        check("--grace" in "".join(log), f"one line says --grace ended: {''.join(log)!r}")
+    finally:
+        if server.poll() is None:
+            server.kill()
+
+    # --instances 2: two workers, both take requests; one killed, the other
+    # goes on serving while it restarts.
+    server, url, log = start(slow, "--threads", "1", "--instances", "2")
+    try:
+        workers = workers_of(server)
+        check(len(workers) == 2, f"two workers: {workers}")
+        rounds = rounds_for(1.0, url)
+        before = {pid: cpu_ticks(pid) for pid in workers}
+        answers = []
+        threads = [post_later(url, rounds, answers) for _ in range(4)]
+        for t in threads:
+            t.join()
+        check([a[0] for a in answers] == [200] * 4, f"4 requests on 2 instances: {answers}")
+        used = {pid: cpu_ticks(pid) - before[pid] for pid in workers}
+        check(all(ticks > 0 for ticks in used.values()), f"both workers ran requests (CPU ticks): {used}")
+        os.kill(workers[0], signal.SIGKILL)
+        time.sleep(0.3)
+        check(http("GET", url + "/v2/models/slow/ready")[0] == 400, "not ready while a worker is down")
+        status, answer = http("POST", url + "/v2/models/slow/infer", infer_body(torch.full((1, 4), 2.0)))
+        check(status == 200, f"the other instance serves while one restarts: {status} {answer}")
+        back = any(http("GET", url + "/v2/models/slow/ready")[0] == 200 or time.sleep(0.1) for _ in range(100))
+        check(back, "the killed instance came back")
+        _, values = metrics(url)
+        check(values.get(("tsarchive_serve_instances", 'model="slow"')) == 2, "/metrics: 2 instances")
+        check(values.get(("tsarchive_serve_worker_restarts_total", 'model="slow"')) == 1, "/metrics: 1 restart")
+    finally:
+        server.kill()
+        server.wait()
+
+    # Metadata shapes: -1 for the batch dimension and the recorded sizes of a
+    # self-check (run --record); [-1] without one.
+    checked = os.path.join(tmp, "checked.pt")
+    shutil.copy(MLP, checked)
+    harness.tsarchive(TSARCHIVE, "run", checked, "--input", "2x8", "--record", timeout=120)
+    server, url, log = start(checked, MLP)
+    try:
+        with torch.no_grad():
+            out_size = model(torch.randn(2, 8)).shape[1]
+        status, meta = http("GET", url + "/v2/models/checked")
+        check(status == 200 and meta["inputs"][0]["shape"] == [-1, 8] and meta["outputs"][0]["shape"] == [-1, out_size],
+              f"metadata shapes from the recorded check: {meta}")
+        status, meta = http("GET", url + "/v2/models/mlp_scripted")
+        check(status == 200 and meta["inputs"][0]["shape"] == [-1], f"metadata shapes without a check: {meta}")
+    finally:
+        server.kill()
+        server.wait()
+
+
 # The gate: a damaged archive is refused before any worker sees it.
 with tempfile.TemporaryDirectory() as tmp:
     damaged = os.path.join(tmp, "damaged.pt")
@@ -252,5 +483,7 @@ with tempfile.TemporaryDirectory() as tmp:
 harness.tsarchive(TSARCHIVE, "serve", "bad/name=" + MLP, want=2, timeout=60)
 harness.tsarchive(TSARCHIVE, "serve", "a=" + MLP, "a=" + MLP, want=2, timeout=60)
 
+if not PROMTOOL:
+    print("note: promtool (Debian's prometheus package) is not installed; /metrics was checked without it")
 finish("serve: health, metadata, infer (alone, curl, batched) equal torch.jit; hostile requests refused; "
-       "a killed worker restarts; SIGTERM exits 0")
+       "a killed worker restarts; /metrics; 503/504; SIGTERM with --grace; --instances; recorded shapes")

@@ -6,14 +6,13 @@
 #include <cstring>
 
 #include "serve/http.h"
+#include "serve/metrics.h"
 #include "serve/v2.h"
 
 using namespace tsarchive;
 using namespace tsarchive::serve;
 
 namespace {
-
-HttpParser::State parse_all(HttpParser& p, const std::string& bytes) { return p.feed(bytes); }
 
 template <class T>
 std::vector<T> values_of(const HostTensor& t) {
@@ -212,4 +211,75 @@ TEST_CASE("batching: requests stack on dimension 0 and split back") {
   CHECK(values_of<float>((*split)[1][0].tensor) == std::vector<float>{3, 4, 5, 6});
   // An output that is not one row per input row does not split.
   CHECK_FALSE(unstack({NamedTensor{"out", float_tensor({2}, {1, 2})}}, {1, 2}));
+}
+
+// --- /metrics ---------------------------------------------------------------------
+
+TEST_CASE("metrics: counters, cumulative histograms and escaped labels in the exposition format") {
+  ModelMetrics m;
+  m.request(200, 0.003);
+  m.request(200, 0.2);
+  m.request(503, 0.0001);
+  m.queued(0.002);
+  m.computed(3, 0.004);
+  m.computed(1, 0.001);
+  m.restarted();
+  ModelReport r;
+  r.name = "a\"b\\c";
+  r.counters = m.snapshot();
+  r.queue_depth = 2;
+  r.ready = true;
+  const std::string text = render_metrics({r});
+  const std::string label = "model=\"a\\\"b\\\\c\"";
+  CHECK(text.find("# TYPE tsarchive_serve_requests_total counter\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_requests_total{" + label + ",status=\"200\"} 2\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_requests_total{" + label + ",status=\"503\"} 1\n") != std::string::npos);
+  // 0.0001 and 0.003 at or below 0.005; 0.2 only from 0.25 on.
+  CHECK(text.find("tsarchive_serve_request_seconds_bucket{" + label + ",le=\"0.005\"} 2\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_request_seconds_bucket{" + label + ",le=\"0.1\"} 2\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_request_seconds_bucket{" + label + ",le=\"0.25\"} 3\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_request_seconds_bucket{" + label + ",le=\"+Inf\"} 3\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_request_seconds_count{" + label + "} 3\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_batch_size_bucket{" + label + ",le=\"2\"} 1\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_batch_size_bucket{" + label + ",le=\"4\"} 2\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_batch_size_sum{" + label + "} 4\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_queue_depth{" + label + "} 2\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_worker_restarts_total{" + label + "} 1\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_model_ready{" + label + "} 1\n") != std::string::npos);
+  CHECK(text.find("operator") == std::string::npos);  // no --sample: no operator families
+}
+
+TEST_CASE("metrics: sampled operators summed over instances and scaled by the probability") {
+  ModelReport r;
+  r.name = "m";
+  r.sample = 0.5;
+  OperatorStats op;
+  op.name = "aten::addmm";
+  op.scope = "function";
+  op.model_id = "m";
+  op.calls = 3;
+  op.total_ns = 2'000'000;
+  op.self_ns = 1'000'000;
+  r.operators = {op, op};  // two workers
+  const std::string text = render_metrics({r});
+  const std::string labels = "{model=\"m\",operator=\"aten::addmm\",scope=\"function\"}";
+  CHECK(text.find("tsarchive_serve_operator_sampled_calls_total" + labels + " 6\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_operator_calls_total" + labels + " 12\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_operator_seconds_total" + labels + " 0.008\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_operator_self_seconds_total" + labels + " 0.004\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_operator_sample_probability{model=\"m\"} 0.5\n") != std::string::npos);
+}
+
+TEST_CASE("metadata: recorded shapes with -1 for the batch dimension") {
+  CHECK(recorded_shape("x: Tensor float32 [2, 8]") == std::make_pair(std::string("x"), std::vector<int64_t>{2, 8}));
+  CHECK(recorded_shape("out[0]: Tensor int64 []") == std::make_pair(std::string("out[0]"), std::vector<int64_t>{}));
+  CHECK(!recorded_shape("scale: float 2.5"));
+  CHECK(!recorded_shape("x: Tensor float32 [2, -8]"));
+  ServedModelInfo info;
+  info.inputs = {ServedValue{"x", "Tensor", "float32", false}, ServedValue{"y", "Tensor", "float32", false}};
+  info.outputs = {ServedValue{"out", "Tensor", "float32", false}};
+  const nlohmann::json meta = model_metadata("m", info, {{"x", {2, 8}}, {"out", {2, 3}}});
+  CHECK(meta["inputs"][0]["shape"] == nlohmann::json::array({-1, 8}));
+  CHECK(meta["inputs"][1]["shape"] == nlohmann::json::array({-1}));  // not recorded
+  CHECK(meta["outputs"][0]["shape"] == nlohmann::json::array({-1, 3}));
 }
