@@ -425,7 +425,7 @@ HttpResponse InferenceServer::handle(const HttpRequest& request) {
   if (is({"metrics"})) return get ? metrics() : not_allowed("GET");
   if (is({"v2"})) {
     if (!get) return not_allowed("GET");
-    return json_ok({{"name", "tsarchive"}, {"version", build_info().version}, {"extensions", nlohmann::json::array()}});
+    return json_ok({{"name", "tsarchive"}, {"version", build_info().version}, {"extensions", nlohmann::json::array({"binary_tensor_data"})}});
   }
   // /v2/models/{name}[/versions/{v}][/ready|/infer]
   if (parts.size() >= 3 && parts[0] == "v2" && parts[1] == "models") {
@@ -455,10 +455,14 @@ HttpResponse InferenceServer::handle(const HttpRequest& request) {
 
 HttpResponse InferenceServer::infer(ModelEndpoint& model, const HttpRequest& request) {
   try {
-    if (request.header("inference-header-content-length") != nullptr) {
-      throw ApiError(400, "the binary tensor data extension (Inference-Header-Content-Length) is not served yet");
+    std::optional<uint64_t> json_size;
+    if (const std::string* header = request.header("inference-header-content-length")) {
+      const bool digits = !header->empty() && header->size() <= 18 &&
+                          std::all_of(header->begin(), header->end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (!digits) throw ApiError(400, "Inference-Header-Content-Length is not a size: " + header->substr(0, 40));
+      json_size = std::stoull(*header);
     }
-    InferRequest parsed = parse_infer_request(request.body);
+    InferRequest parsed = parse_infer_request(request.body, json_size);
     const ServedModelInfo info = model.info();
     std::vector<HostTensor> inputs;
     if (info.inputs.empty()) {
@@ -497,7 +501,13 @@ HttpResponse InferenceServer::infer(ModelEndpoint& model, const HttpRequest& req
       return r;
     }
     HttpResponse r;
-    r.body = render_infer_response(model.name(), parsed.id, outcome.outputs, parsed.outputs);
+    size_t header_size = 0;
+    r.body = render_infer_response(model.name(), parsed.id, outcome.outputs, parsed.outputs, parsed.binary_outputs,
+                                   parsed.binary_data_output, &header_size);
+    if (header_size > 0) {
+      r.content_type = "application/octet-stream";
+      r.headers.emplace_back("Inference-Header-Content-Length", std::to_string(header_size));
+    }
     return r;
   } catch (const ApiError& e) {
     return json_error(e.status(), e.what());

@@ -151,7 +151,7 @@ TEST_CASE("v2: bad requests are 400 with a reason") {
   CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP16", "data": [70000]}]})") ==
         "input 'x': 70000 is not a FP16 value");
   CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "BYTES", "data": ["a"]}]})").find(
-            "datatype BYTES is not served") != std::string::npos);
+            "datatype BYTES (strings) cannot be served") != std::string::npos);
   CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [-1], "datatype": "FP32", "data": []}]})") ==
         "input 'x': the shape holds something other than sizes >= 0");
   CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP32"}]})").find("has no \"data\"") !=
@@ -282,4 +282,54 @@ TEST_CASE("metadata: recorded shapes with -1 for the batch dimension") {
   CHECK(meta["inputs"][0]["shape"] == nlohmann::json::array({-1, 8}));
   CHECK(meta["inputs"][1]["shape"] == nlohmann::json::array({-1}));  // not recorded
   CHECK(meta["outputs"][0]["shape"] == nlohmann::json::array({-1, 3}));
+}
+
+// --- the binary tensor data extension -----------------------------------------------
+
+TEST_CASE("v2: binary inputs after the JSON header, binary outputs after the JSON answer") {
+  const std::vector<float> x = {1.5f, -2.0f, 3.25f, 4.0f};
+  const std::vector<int64_t> ids = {7, -9};
+  const std::string json = R"({"inputs": [
+      {"name": "x", "shape": [2, 2], "datatype": "FP32", "parameters": {"binary_data_size": 16}},
+      {"name": "ids", "shape": [2], "datatype": "INT64", "data": [7, -9]}],
+    "outputs": [{"name": "out", "parameters": {"binary_data": true}}, {"name": "n"}]})";
+  const std::string body = json + std::string(reinterpret_cast<const char*>(x.data()), 16);
+  const InferRequest r = parse_infer_request(body, json.size());
+  REQUIRE(r.inputs.size() == 2);
+  CHECK(r.inputs[0].tensor.shape == std::vector<int64_t>{2, 2});
+  CHECK(values_of<float>(r.inputs[0].tensor) == x);
+  CHECK(values_of<int64_t>(r.inputs[1].tensor) == ids);
+  CHECK(r.binary_outputs == std::vector<std::string>{"out"});
+
+  // Sizes that do not add up, bytes nobody claims, a header past the body,
+  // binary_data_size without the header, BYTES.
+  CHECK_THROWS_AS(parse_infer_request(body.substr(0, body.size() - 1), json.size()), ApiError);
+  CHECK_THROWS_AS(parse_infer_request(body + "x", json.size()), ApiError);
+  CHECK_THROWS_AS(parse_infer_request(body, body.size() + 1), ApiError);
+  CHECK_THROWS_AS(parse_infer_request(json), ApiError);
+  try {
+    parse_infer_request(R"({"inputs": [{"name": "s", "shape": [1], "datatype": "BYTES", "data": ["a"]}]})");
+    FAIL("BYTES was accepted");
+  } catch (const ApiError& e) {
+    CHECK(e.status() == 400);
+    CHECK(std::string(e.what()).find("BYTES") != std::string::npos);
+  }
+
+  const std::vector<NamedTensor> outputs = {NamedTensor{"out", float_tensor({2, 2}, x)},
+                                            NamedTensor{"n", float_tensor({1}, {5.0f})}};
+  size_t header = 0;
+  const std::string answer = render_infer_response("m", "", outputs, {}, {"out"}, false, &header);
+  REQUIRE(header > 0);
+  REQUIRE(answer.size() == header + 16);
+  const auto doc = nlohmann::json::parse(answer.substr(0, header));
+  CHECK(doc["outputs"][0]["parameters"]["binary_data_size"] == 16);
+  CHECK(!doc["outputs"][0].contains("data"));
+  CHECK(doc["outputs"][1]["data"] == nlohmann::json::array({5.0}));
+  CHECK(answer.substr(header) == std::string(reinterpret_cast<const char*>(x.data()), 16));
+  // No binary output asked for: JSON only, no header.
+  render_infer_response("m", "", outputs, {}, {}, false, &header);
+  CHECK(header == 0);
+  // binary_data_output: every output.
+  const std::string all = render_infer_response("m", "", outputs, {}, {}, true, &header);
+  CHECK(all.size() == header + 20);
 }
