@@ -23,6 +23,8 @@
 #include "cli/gate.h"
 #include "cli/opened_archive.h"
 #include "cli/output.h"
+#include "cli/report_run.h"
+#include "cli/run_options.h"
 #include "cli/worker_options.h"
 #include "core/extra.h"
 #include "core/file_edit.h"
@@ -47,6 +49,7 @@ struct ServeOptions {
   int instances = 1;
   int grace_ms = 30000;
   double sample = 0;
+  bool ready_check = false;
   WorkerOptions worker;
 };
 
@@ -90,6 +93,42 @@ std::map<std::string, std::vector<int64_t>> recorded_shapes(const TorchArchive& 
   return shapes;
 }
 
+// --ready-check: the archive's recorded check replayed in a one-shot worker
+// on the served device, before any model is served. Error(CheckFailed) when
+// it fails; true when it ran, false when the archive records none.
+bool run_ready_check(const OpenedArchive& opened, const ServeOptions& opts, const serve::ModelSpec& spec,
+                     const std::string& path) {
+  if (opened.archive().find(extra_record_name(kRunCheckName)) == nullptr) return false;
+  RunRequest request;
+  request.archive = spec.request.archive;
+  request.display_name = path;
+  request.device = opts.device;
+  request.threads = opts.threads;
+  request.libraries = opts.worker.libraries;
+  request.lite = spec.request.lite;
+  const RunCheck recorded = load_recorded_check(opened.archive(), request, path);
+  if (recorded.method != opts.method) {
+    throw_usage("the recorded check of " + path + " calls " + recorded.method + ", not the served --method " + opts.method,
+                "serve --method " + recorded.method + ", or leave out --ready-check");
+  }
+  request.tolerance = recorded.tolerance;
+  request.tolerance_by_path = recorded.tolerance_by_path;
+  WorkerJob job = opened.job(opts.worker, "running its recorded check");
+  const RunReport report = in_worker<RunReport>(job, [&](TorchBackend& torch) { return torch.run(request); });
+  for (const OutputCheck& c : report.checks) {
+    if (c.passed) continue;
+    throw Error(ErrorKind::CheckFailed,
+                "model '" + spec.name + "' failed its recorded self-check, nothing was served: " + c.path + ": " + check_text(c),
+                path, "see 'tsarchive run " + path + " --check'");
+  }
+  if (report.nonfinite() > 0) {
+    throw Error(ErrorKind::CheckFailed,
+                "model '" + spec.name + "' failed its recorded self-check, nothing was served: its outputs hold NaN or Inf",
+                path, "see 'tsarchive run " + path + " --check'");
+  }
+  return true;
+}
+
 int run_serve(const ServeOptions& opts, Context& ctx) {
   if (opts.batch.max_wait_ms > 0 && opts.batch.max_batch <= 1) {
     throw_usage("--max-wait needs --max-batch above 1", "e.g. --max-batch 8 --max-wait 5");
@@ -130,6 +169,13 @@ int run_serve(const ServeOptions& opts, Context& ctx) {
     spec.request.model_id = name;
     spec.instances = opts.instances;
     spec.recorded_shapes = recorded_shapes(*archive, opts.method, path);
+    if (opts.ready_check) {
+      if (run_ready_check(*opened, opts, spec, path)) {
+        ctx.err << "tsarchive serve: model '" << name << "' passed its recorded self-check" << std::endl;
+      } else {
+        print_warning(ctx.err, "model '" + name + "' has no recorded self-check to run (record one with run --record)", path);
+      }
+    }
     specs.push_back(std::move(spec));
     files.push_back(std::move(opened));
   }
@@ -247,6 +293,9 @@ Runner setup_serve(CLI::App& app, Context& ctx) {
                  "Observe operator calls with probability P in (0, 1] (e.g. 0.01): /metrics then gives each model's\n"
                  "operator calls, self and total time, and libtorch's API usage keys (default: off)")
       ->check(CLI::Range(0.0, 1.0));
+  app.add_flag("--ready-check", opts->ready_check,
+               "Before serving, replay each archive's recorded self-check (run --record) on --device; one that\n"
+               "fails ends the command (exit 1); one without a check is served and a line says so");
   app.add_option("--max-body", opts->max_body, "Largest request body (default 64M); beyond: 413");
   app.add_option("--read-timeout", opts->read_timeout_ms,
                  "Milliseconds from a request's first byte to its last (default 10000); beyond: 408")

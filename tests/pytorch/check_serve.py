@@ -17,7 +17,7 @@ counts against the requests made); SIGTERM (exit 0, no worker left). Then,
 on a slow model scripted here: a full queue (503 with Retry-After), a request
 queued past --timeout (504), SIGTERM finishing queued requests within
 --grace and failing them after it, --instances spreading requests over
-workers; and metadata shapes from a recorded self-check.
+workers; metadata shapes from a recorded self-check, and --ready-check.
 """
 
 import concurrent.futures
@@ -472,6 +472,24 @@ with tempfile.TemporaryDirectory() as tmp:
         server.kill()
         server.wait()
 
+    # --ready-check: the recorded check replays before serving; one without
+    # a check is served with a warning; a failing check serves nothing (exit 1).
+    server, url, log = start(checked, MLP, "--ready-check")
+    try:
+        check(http("GET", url + "/v2/health/ready")[0] == 200, "ready after --ready-check")
+        time.sleep(0.2)
+        text = "".join(log)
+        check("model 'checked' passed its recorded self-check" in text
+              and "model 'mlp_scripted' has no recorded self-check" in text, f"--ready-check lines: {text!r}")
+    finally:
+        server.kill()
+        server.wait()
+    wrong = os.path.join(tmp, "wrong.pt")
+    torch.save(torch.ones(2, out_size), wrong)
+    harness.tsarchive(TSARCHIVE, "extra", "set", checked, "tsarchive/check_outputs.pt=@" + wrong, timeout=60)
+    p = harness.tsarchive(TSARCHIVE, "serve", checked, "--port", "0", "--ready-check", want=1, timeout=120)
+    check("failed its recorded self-check" in p.stderr, f"a failing --ready-check: {p.stderr!r}")
+
 
 # The gate: a damaged archive is refused before any worker sees it.
 with tempfile.TemporaryDirectory() as tmp:
@@ -486,4 +504,4 @@ harness.tsarchive(TSARCHIVE, "serve", "a=" + MLP, "a=" + MLP, want=2, timeout=60
 if not PROMTOOL:
     print("note: promtool (Debian's prometheus package) is not installed; /metrics was checked without it")
 finish("serve: health, metadata, infer (alone, curl, batched) equal torch.jit; hostile requests refused; "
-       "a killed worker restarts; /metrics; 503/504; SIGTERM with --grace; --instances; recorded shapes")
+       "a killed worker restarts; /metrics; 503/504; SIGTERM with --grace; --instances; recorded shapes; --ready-check")
