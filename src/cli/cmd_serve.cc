@@ -1,6 +1,6 @@
 // tsarchive serve MODEL... [--host H] [--port P] [--method NAME] [--device DEV] [--threads N]
 //                 [--max-batch N] [--max-wait MS] [--max-queue N] [--timeout MS]
-//                 [--instances K] [--grace MS]
+//                 [--instances K] [--grace MS] [--sample P] [--ready-check]
 //                 [--max-body SIZE] [--read-timeout MS] [--memory-limit SIZE] [--time-limit S]
 //                 [--no-validate] [--load-library LIB]...
 //
@@ -78,12 +78,18 @@ class StopSignals {
 };
 
 // Shapes from the archive's recorded self-check (run --record), by input and
-// output name, when it has one for the served method.
+// output name, when it has one for the served method. A check that does not
+// read only costs the shapes (--ready-check reports it).
 std::map<std::string, std::vector<int64_t>> recorded_shapes(const TorchArchive& archive, const std::string& method,
                                                             const std::string& file) {
   std::map<std::string, std::vector<int64_t>> shapes;
   if (archive.find(extra_record_name(kRunCheckName)) == nullptr) return shapes;
-  const RunCheck check = parse_run_check(read_extra(archive, kRunCheckName, 1 << 20), file);
+  RunCheck check;
+  try {
+    check = parse_run_check(read_extra(archive, kRunCheckName, 1 << 20), file);
+  } catch (const Error&) {
+    return shapes;
+  }
   if (check.method != method) return shapes;
   for (const auto* lines : {&check.inputs, &check.outputs}) {
     for (const std::string& line : *lines) {

@@ -176,6 +176,22 @@ try:
     else:
         print("note: no curl; curl cases skipped")
 
+    # The binary tensor data extension, by hand: the input's bytes after the
+    # JSON, the output asked for as bytes.
+    header = json.dumps({"inputs": [{"name": "x", "shape": [4, 8], "datatype": "FP32",
+                                     "parameters": {"binary_data_size": 128}}],
+                         "outputs": [{"name": "out", "parameters": {"binary_data": True}}]}).encode()
+    req = urllib.request.Request(url + "/v2/models/mlp_scripted/infer", data=header + x.numpy().tobytes(), method="POST",
+                                 headers={"Inference-Header-Content-Length": str(len(header)),
+                                          "Content-Type": "application/octet-stream"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        size = int(r.headers["Inference-Header-Content-Length"])
+        reply = r.read()
+    answer = json.loads(reply[:size])
+    check(answer["outputs"][0]["parameters"]["binary_data_size"] == len(reply) - size, f"binary answer: {answer}")
+    out = torch.frombuffer(bytearray(reply[size:]), dtype=torch.float32).reshape(answer["outputs"][0]["shape"])
+    check(torch.allclose(out, want, atol=1e-5, rtol=1e-4), f"binary infer differs from torch: {out} vs {want}")
+
     # Concurrent requests of 1-3 rows, batched by the server: each answer
     # equals torch on that request alone.
     inputs = [torch.randn(1 + i % 3, 8) for i in range(24)]
@@ -200,6 +216,9 @@ try:
          {"inputs": [{"name": "x", "shape": [1, 8], "datatype": "INT64", "data": [1] * 8}]}, 400),
         ("unknown datatype", "POST", infer,
          {"inputs": [{"name": "x", "shape": [1, 8], "datatype": "FP128", "data": [1] * 8}]}, 400),
+        ("BYTES", "POST", infer, {"inputs": [{"name": "x", "shape": [1], "datatype": "BYTES", "data": ["a"]}]}, 400),
+        ("binary_data_size without the header", "POST", infer,
+         {"inputs": [{"name": "x", "shape": [1, 8], "datatype": "FP32", "parameters": {"binary_data_size": 32}}]}, 400),
         ("unknown model", "POST", url + "/v2/models/nope/infer", infer_body(torch.randn(1, 8)), 404),
         ("unknown model metadata", "GET", url + "/v2/models/nope", None, 404),
         ("unknown path", "GET", url + "/v3", None, 404),
@@ -260,7 +279,7 @@ try:
     ok = values.get(("tsarchive_serve_requests_total", m + ',status="200"'), 0)
     check(ok >= 27, f"requests answered 200 in /metrics: {ok}, at least 27 were")
     bad = values.get(("tsarchive_serve_requests_total", m + ',status="400"'), 0)
-    check(bad >= 6, f"requests answered 400 in /metrics: {bad}")
+    check(bad >= 8, f"requests answered 400 in /metrics: {bad}")
     check(values.get(("tsarchive_serve_worker_restarts_total", m)) == 1, "one worker restart in /metrics")
     check(values.get(("tsarchive_serve_queue_depth", m)) == 0, "queue depth 0 in /metrics")
     check(values.get(("tsarchive_serve_model_ready", m)) == 1, "ready in /metrics")
