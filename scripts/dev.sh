@@ -28,11 +28,13 @@ JOBS=${JOBS:-$(nproc)}
 # `inspect --graph --format dot` with dot. python3 runs the test drivers; time
 # (/usr/bin/time) measures the memory of commands in cli.hostile_all.
 # prometheus brings promtool, which checks serve's /metrics (pytorch.serve);
-# python3-yaml reads docs/openapi/serve.yaml (pytorch.serve_openapi). g++
+# python3-yaml reads docs/openapi/serve.yaml (pytorch.serve_openapi);
+# python3-venv lets pytorch.serve_triton pip-install tritonclient[http] into
+# build/tests/serve-venv. g++
 # brings GCC's ASan and UBSan runtimes. ccache, when there, caches compiles
 # across the build folders (build/, build-asan/, ...).
 PACKAGES=(cmake ninja-build g++ pkg-config libtorch-dev libzip-dev zlib1g-dev libcli11-dev nlohmann-json3-dev catch2
-          libssl-dev graphviz python3 python3-torch python3-numpy time ccache prometheus python3-yaml)
+          libssl-dev graphviz python3 python3-torch python3-numpy time ccache prometheus python3-yaml python3-venv)
 . scripts/debian.sh
 
 # build BUILD_TYPE [CMAKE_ARGS...]

@@ -7,9 +7,10 @@ or tritonclient cannot be installed):
     python3 tests/pytorch/check_serve_triton.py TSARCHIVE TESTDATA_DIR VENV_DIR
 
 tritonclient is not a Debian package: when this python cannot import it, the
-driver makes VENV_DIR (a venv with this python's site packages, so torch
-stays visible), pip-installs tritonclient[http] into it once, and runs itself
-again with the venv's python. On loopback only, it asks the server for
+driver pip-installs tritonclient[http] into this python's venv when it runs
+in one (scripts/dev.sh torch2's .venv), else into VENV_DIR, a venv it makes
+with this python's site packages (so torch stays visible), and runs itself
+again. On loopback only, it asks the server for
 health, metadata and readiness, and runs inferences with JSON and with binary
 tensors (the binary tensor data extension tritonclient uses by default),
 alone and concurrently batched, comparing every answer with torch.jit.load.
@@ -34,7 +35,8 @@ except ImportError:
     if os.environ.get("TSARCHIVE_TRITON_VENV") == VENV:
         print("tritonclient does not import even from the venv it was installed in; skipping")
         sys.exit(77)
-    python = os.path.join(VENV, "bin", "python")
+    # Already a venv's python (scripts/dev.sh torch2's .venv): install into it.
+    python = sys.executable if sys.prefix != sys.base_prefix else os.path.join(VENV, "bin", "python")
     if not os.path.exists(python):
         made = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", VENV])
         if made.returncode != 0:
