@@ -10,11 +10,17 @@ server, on loopback with testdata/mlp_scripted.pt, answers every operation of
 the document with a status the document lists for it, its JSON bodies match
 the document's schemas (a small validator: $ref, type, required, properties,
 items, enum, minimum), an unknown model gets a listed 404 and a wrong method
-a listed 405.
+a listed 405. Then, when a `schemathesis` command is found (TSARCHIVE_SCHEMATHESIS,
+or on PATH; pip install schemathesis), a bounded property run against the
+document: 25 examples per operation, fixed seed, every check but
+positive_data_acceptance (a schema-valid tensor still has to fit the model),
+which must pass: no crash, every status and body as documented.
 """
 
 import json
+import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -136,6 +142,23 @@ try:
             other = "POST" if method == "get" else "GET"
             check_answer(method, template, operation, *call(other, path, {} if other == "POST" else None))
     check(operations == 10, f"operations in the document: {operations}")
+
+    schemathesis = os.environ.get("TSARCHIVE_SCHEMATHESIS") or shutil.which("schemathesis")
+    if schemathesis:
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            config = os.path.join(tmp, "schemathesis.toml")
+            with open(config, "w") as f:
+                f.write('[parameters]\n"path.name" = "mlp_scripted"\n"path.version" = "1"\n')
+            run = subprocess.run([schemathesis, "--config-file", config, "run", os.path.abspath(DOC), "--url", base,
+                                  "--max-examples", "25", "--seed", "1", "--exclude-checks", "positive_data_acceptance"],
+                                 capture_output=True, text=True, timeout=600, cwd=tmp)
+            check(run.returncode == 0, f"schemathesis: {run.stdout[-3000:]}{run.stderr[-1000:]}")
+            summary = [line for line in run.stdout.splitlines() if "generated" in line]
+            print(f"schemathesis: {summary[-1].strip() if summary else run.stdout[-200:]}")
+        check(p.poll() is None, "the server still runs after schemathesis")
+    else:
+        print("note: no schemathesis (pip install schemathesis, or TSARCHIVE_SCHEMATHESIS); its property run skipped")
 finally:
     p.terminate()
     p.wait(timeout=30)
