@@ -388,10 +388,10 @@ with tempfile.TemporaryDirectory() as tmp:
     # queued after --timeout answers 504 without running.
     server, url, log = start(slow, "--threads", "1", "--max-queue", "1", "--timeout", "300")
     try:
-        rounds = rounds_for(1.5, url)
+        rounds = rounds_for(3.0, url)
         running, queued, refused = [], [], []
-        threads = [post_later(url, rounds, running), post_later(url, 2, queued, 0.3)]
-        time.sleep(0.6)
+        threads = [post_later(url, rounds, running), post_later(url, 2, queued, 0.5)]
+        time.sleep(1.0)
         started = time.monotonic()
         threads.append(post_later(url, 2, refused))
         threads[-1].join()
@@ -414,10 +414,10 @@ with tempfile.TemporaryDirectory() as tmp:
     # requests finish, exit 0.
     server, url, log = start(slow, "--threads", "1", "--grace", "20000")
     try:
-        rounds = rounds_for(1.0, url)
+        rounds = rounds_for(2.0, url)
         answers = []
-        threads = [post_later(url, rounds, answers), post_later(url, rounds, answers, 0.2)]
-        time.sleep(0.5)
+        threads = [post_later(url, rounds, answers), post_later(url, rounds, answers, 0.3)]
+        time.sleep(1.0)
         server.send_signal(signal.SIGTERM)
         time.sleep(0.3)
         refused = []
