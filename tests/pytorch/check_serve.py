@@ -134,6 +134,30 @@ def metrics(url):
     return text, values
 
 
+def children_of(server, worker_only=False):
+    """Processes whose parent is the server (its model workers with
+    worker_only); processes that end while /proc is read are left out."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                if f"PPid:\t{server.pid}\n" not in f.read():
+                    continue
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if worker_only and f.read().split(b"\0")[1:2] != [b"__model-worker"]:
+                    continue
+        except OSError:
+            continue
+        found.append(int(pid))
+    return found
+
+
+def workers_of(server):
+    return children_of(server, worker_only=True)
+
+
 def still_serving(url, what):
     status, _ = http("GET", url + "/v2/health/ready")
     check(status == 200, f"after {what}: ready is {status}")
@@ -253,9 +277,7 @@ try:
         check(p.stdout == "411", f"curl chunked: {p.stdout}")
 
     # A killed worker: its requests fail, readiness is false, it comes back.
-    workers = [int(pid) for pid in os.listdir("/proc") if pid.isdigit()
-               and open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")[1:2] == [b"__model-worker"]
-               and f"PPid:\t{server.pid}\n" in open(f"/proc/{pid}/status").read()]
+    workers = workers_of(server)
     check(len(workers) == 1, f"one worker under the server: {workers}")
     if workers:
         os.kill(workers[0], signal.SIGKILL)
@@ -297,8 +319,7 @@ try:
     text = "".join(log)
     check("SIGKILL" in text and "restarting its worker" in text, f"one log line for the crash: {text!r}")
     time.sleep(0.2)
-    left = [pid for pid in os.listdir("/proc") if pid.isdigit() and os.path.exists(f"/proc/{pid}/status")
-            and f"PPid:\t{server.pid}\n" in open(f"/proc/{pid}/status").read()]
+    left = children_of(server)
     check(not left, f"processes left after SIGTERM: {left}")
 finally:
     if server.poll() is None:
@@ -338,12 +359,6 @@ class Slow(torch.nn.Module):
         for _ in range(int(x[0, 0].item())):
             a = torch.mm(a, a) / a.norm()
         return x + 1 + 0 * a.sum()
-
-
-def workers_of(server):
-    return [int(pid) for pid in os.listdir("/proc") if pid.isdigit() and os.path.exists(f"/proc/{pid}/cmdline")
-            and open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")[1:2] == [b"__model-worker"]
-            and f"PPid:\t{server.pid}\n" in open(f"/proc/{pid}/status").read()]
 
 
 def cpu_ticks(pid):
