@@ -26,13 +26,18 @@ JOBS=${JOBS:-$(nproc)}
 # checks our answers against PyTorch: without it the pytorch.* tests would skip,
 # so a fresh machine installs it. graphviz lets the tests check
 # `inspect --graph --format dot` with dot. python3 runs the test drivers; time
-# (/usr/bin/time) measures the memory of commands in cli.hostile_all. g++
+# (/usr/bin/time) measures the memory of commands in cli.hostile_all.
+# prometheus brings promtool, which checks serve's /metrics (pytorch.serve);
+# python3-yaml reads docs/openapi/serve.yaml (pytorch.serve_openapi);
+# python3-venv lets pytorch.serve_triton pip-install tritonclient[http] into
+# build/tests/serve-venv. g++
 # brings GCC's ASan and UBSan runtimes. ccache, when there, caches compiles
 # across the build folders (build/, build-asan/, ...). libstb-dev and
 # libjpeg-dev decode pictures (run --input @photo.jpg); python3-pil and python3-torchvision are
 # what pytorch.images compares that with.
 PACKAGES=(cmake ninja-build g++ pkg-config libtorch-dev libzip-dev zlib1g-dev libcli11-dev nlohmann-json3-dev catch2
-          libssl-dev libstb-dev libjpeg-dev graphviz python3 python3-torch python3-numpy python3-pil python3-torchvision time ccache)
+          libssl-dev libstb-dev libjpeg-dev graphviz python3 python3-torch python3-numpy python3-pil python3-torchvision
+          time ccache prometheus python3-yaml python3-venv)
 . scripts/debian.sh
 
 # build BUILD_TYPE [CMAKE_ARGS...]

@@ -83,32 +83,6 @@ HostValue read_expected(const std::string& text) {
   return parse_input_argument(text);
 }
 
-// --check: the request comes from the archive's recorded check.
-RunCheck load_recorded_check(const TorchArchive& archive, RunRequest& request, const std::string& file) {
-  for (const char* name : {kRunCheckName, kRunCheckInputsName, kRunCheckOutputsName}) {
-    if (archive.find(extra_record_name(name)) == nullptr) {
-      throw_bad_input(std::string("the archive has no recorded check (extra/") + name + " is missing)", file,
-                      "record one with 'tsarchive run MODEL --input ... --record'");
-    }
-  }
-  constexpr uint64_t kMax = 1ull << 30;
-  RunCheck check = parse_run_check(read_extra(archive, kRunCheckName, 1 << 20), file);
-  const auto value_of = [&](const char* name) {
-    try {
-      return read_torch_save_value(*make_memory_source(read_extra(archive, name, kMax), extra_record_name(name)));
-    } catch (const Error& e) {
-      throw e.with_file(file);
-    }
-  };
-  HostValue inputs = value_of(kRunCheckInputsName);
-  inputs.origin = extra_record_name(kRunCheckInputsName);
-  inputs.spreads = true;
-  request.inputs = {inputs};
-  request.expect = value_of(kRunCheckOutputsName);
-  request.method = check.method;
-  return check;
-}
-
 void record_check(ArchiveFile& file, const TorchArchive& archive, const RunReport& report, const RunRequest& request) {
   RunCheck check;
   check.method = report.method;

@@ -1,16 +1,19 @@
 // tsarchive serve MODEL... [--host H] [--port P] [--method NAME] [--device DEV] [--threads N]
 //                 [--max-batch N] [--max-wait MS] [--max-queue N] [--timeout MS]
+//                 [--instances K] [--grace MS] [--sample P] [--ready-check]
 //                 [--max-body SIZE] [--read-timeout MS] [--memory-limit SIZE] [--time-limit S]
 //                 [--no-validate] [--load-library LIB]...
 //
 // Every archive passes the gate (gate.h) first and stays open and locked;
 // each model's worker (worker/model_worker.h) loads it by descriptor. The
 // server (serve/server.h) answers the Open Inference Protocol until SIGTERM
-// or SIGINT, then finishes the requests in flight and exits 0.
+// or SIGINT, then stops accepting, finishes the requests in flight and
+// queued within --grace, and exits 0.
 #include <pthread.h>
 #include <signal.h>
 
 #include <CLI/CLI.hpp>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -20,10 +23,15 @@
 #include "cli/gate.h"
 #include "cli/opened_archive.h"
 #include "cli/output.h"
+#include "cli/report_run.h"
+#include "cli/run_options.h"
 #include "cli/worker_options.h"
+#include "core/extra.h"
 #include "core/file_edit.h"
+#include "core/run_check.h"
 #include "serve/http.h"
 #include "serve/server.h"
+#include "serve/v2.h"
 
 namespace tsarchive::cli {
 namespace {
@@ -38,6 +46,10 @@ struct ServeOptions {
   serve::BatchOptions batch;
   std::string max_body = "64M";
   int read_timeout_ms = 10000;
+  int instances = 1;
+  int grace_ms = 30000;
+  double sample = 0;
+  bool ready_check = false;
   WorkerOptions worker;
 };
 
@@ -64,6 +76,64 @@ class StopSignals {
  private:
   sigset_t set_{}, saved_{};
 };
+
+// Shapes from the archive's recorded self-check (run --record), by input and
+// output name, when it has one for the served method. A check that does not
+// read only costs the shapes (--ready-check reports it).
+std::map<std::string, std::vector<int64_t>> recorded_shapes(const TorchArchive& archive, const std::string& method,
+                                                            const std::string& file) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  if (archive.find(extra_record_name(kRunCheckName)) == nullptr) return shapes;
+  RunCheck check;
+  try {
+    check = parse_run_check(read_extra(archive, kRunCheckName, 1 << 20), file);
+  } catch (const Error&) {
+    return shapes;
+  }
+  if (check.method != method) return shapes;
+  for (const auto* lines : {&check.inputs, &check.outputs}) {
+    for (const std::string& line : *lines) {
+      if (auto shape = serve::recorded_shape(line)) shapes.insert(std::move(*shape));
+    }
+  }
+  return shapes;
+}
+
+// --ready-check: the archive's recorded check replayed in a one-shot worker
+// on the served device, before any model is served. Error(CheckFailed) when
+// it fails; true when it ran, false when the archive records none.
+bool run_ready_check(const OpenedArchive& opened, const ServeOptions& opts, const serve::ModelSpec& spec,
+                     const std::string& path) {
+  if (opened.archive().find(extra_record_name(kRunCheckName)) == nullptr) return false;
+  RunRequest request;
+  request.archive = spec.request.archive;
+  request.display_name = path;
+  request.device = opts.device;
+  request.threads = opts.threads;
+  request.libraries = opts.worker.libraries;
+  request.lite = spec.request.lite;
+  const RunCheck recorded = load_recorded_check(opened.archive(), request, path);
+  if (recorded.method != opts.method) {
+    throw_usage("the recorded check of " + path + " calls " + recorded.method + ", not the served --method " + opts.method,
+                "serve --method " + recorded.method + ", or leave out --ready-check");
+  }
+  request.tolerance = recorded.tolerance;
+  request.tolerance_by_path = recorded.tolerance_by_path;
+  WorkerJob job = opened.job(opts.worker, "running its recorded check");
+  const RunReport report = in_worker<RunReport>(job, [&](TorchBackend& torch) { return torch.run(request); });
+  for (const OutputCheck& c : report.checks) {
+    if (c.passed) continue;
+    throw Error(ErrorKind::CheckFailed,
+                "model '" + spec.name + "' failed its recorded self-check, nothing was served: " + c.path + ": " + check_text(c),
+                path, "see 'tsarchive run " + path + " --check'");
+  }
+  if (report.nonfinite() > 0) {
+    throw Error(ErrorKind::CheckFailed,
+                "model '" + spec.name + "' failed its recorded self-check, nothing was served: its outputs hold NaN or Inf",
+                path, "see 'tsarchive run " + path + " --check'");
+  }
+  return true;
+}
 
 int run_serve(const ServeOptions& opts, Context& ctx) {
   if (opts.batch.max_wait_ms > 0 && opts.batch.max_batch <= 1) {
@@ -101,6 +171,17 @@ int run_serve(const ServeOptions& opts, Context& ctx) {
     spec.request.threads = opts.threads;
     spec.request.libraries = opts.worker.libraries;
     spec.request.lite = archive->kind() == FileKind::LiteInterpreter;
+    spec.request.sample = opts.sample;
+    spec.request.model_id = name;
+    spec.instances = opts.instances;
+    spec.recorded_shapes = recorded_shapes(*archive, opts.method, path);
+    if (opts.ready_check) {
+      if (run_ready_check(*opened, opts, spec, path)) {
+        ctx.err << "tsarchive serve: model '" << name << "' passed its recorded self-check" << std::endl;
+      } else {
+        print_warning(ctx.err, "model '" + name + "' has no recorded self-check to run (record one with run --record)", path);
+      }
+    }
     specs.push_back(std::move(spec));
     files.push_back(std::move(opened));
   }
@@ -134,12 +215,29 @@ int run_serve(const ServeOptions& opts, Context& ctx) {
     ctx.out << line << std::endl;
   }
 
-  std::thread stopper([&http, &signals] {
+  // A stop signal: stop accepting, then let the requests in flight and
+  // queued finish; what is left when --grace ends gets 503 (queued) or 500
+  // (running: its worker is killed).
+  std::mutex served_mutex;
+  std::condition_variable served_cv;
+  bool served = false;
+  std::thread stopper([&] {
     int sig = 0;
     ::sigwait(&signals.set(), &sig);
     http.stop();
+    std::unique_lock<std::mutex> lock(served_mutex);
+    if (!served_cv.wait_for(lock, std::chrono::milliseconds(opts.grace_ms), [&] { return served; })) {
+      warn("the requests in flight did not finish within --grace (" + std::to_string(opts.grace_ms) +
+           " ms); the rest are failed");
+      server.abort();
+    }
   });
   http.serve();  // returns once stopped and every connection has finished
+  {
+    std::lock_guard<std::mutex> lock(served_mutex);
+    served = true;
+  }
+  served_cv.notify_all();
   stopper.join();
   server.stop();
   return 0;
@@ -151,20 +249,27 @@ Runner setup_serve(CLI::App& app, Context& ctx) {
   auto opts = std::make_shared<ServeOptions>();
   app.description(
       "Serve archives over HTTP with the Open Inference Protocol (KServe v2), which Triton, KServe and\n"
-      "MLServer clients speak. Each archive passes verify's checks, then loads once in its own libtorch\n"
-      "worker process; a worker that dies fails its requests with 500 and is restarted (readiness is false\n"
-      "until it is back). The tsarchive process itself never loads libtorch.\n"
+      "MLServer clients speak. Each archive passes verify's checks, then loads in --instances libtorch\n"
+      "worker processes that take requests from the model's queue; a worker that dies fails its requests\n"
+      "with 500 and is restarted with back-off (readiness is false until it is back). The tsarchive process\n"
+      "itself never loads libtorch.\n"
       "\n"
       "Endpoints: GET /v2/health/live, /v2/health/ready, /v2, /v2/models/NAME, /v2/models/NAME/ready;\n"
       "POST /v2/models/NAME/infer with JSON tensors (BOOL, UINT8, INT8, INT16, INT32, INT64, FP16, BF16,\n"
-      "FP32, FP64), named as the method's parameters. Outputs are named out, or out[0], out[1], ...\n"
-      "Statuses: 400 bad request or inputs that do not fit the model, 404 unknown model or path, 408 request\n"
-      "not sent in --read-timeout, 411 no Content-Length (chunked bodies are refused), 413 body over\n"
-      "--max-body, 431 headers over 16 KiB, 500 the worker died, 503 not ready or queue full (Retry-After),\n"
-      "504 queued past --timeout. Errors are {\"error\": \"...\"}.\n"
+      "FP32, FP64), named as the method's parameters, or binary (Inference-Header-Content-Length, the\n"
+      "binary tensor data extension; outputs too when asked with binary_data). BYTES is refused (400).\n"
+      "Outputs are named out, or out[0], out[1], ...\n"
+      "Model metadata gives shapes from the archive's recorded self-check (run --record), -1 for the\n"
+      "batch dimension; [-1] without one. GET /metrics: Prometheus text (requests by model and status;\n"
+      "request, queue and compute latency and batch-size histograms; queue depth; readiness; worker\n"
+      "restarts; with --sample, operator calls, self and total time, and API usage keys).\n"
+      "Statuses: 400 bad request or inputs that do not fit the model, 404 unknown model or path, 405 wrong\n"
+      "method, 408 request not sent in --read-timeout, 411 no Content-Length (chunked bodies are refused),\n"
+      "413 body over --max-body, 431 headers over 16 KiB, 500 the worker died, 503 not ready, queue full\n"
+      "or shutting down (Retry-After), 504 queued past --timeout. Errors are {\"error\": \"...\"}.\n"
       "\n"
       "One line on stdout when it serves: the URL, and each model's signature. SIGTERM or SIGINT: stop\n"
-      "accepting, finish the requests in flight, exit 0.");
+      "accepting, finish the requests in flight and queued within --grace, exit 0.");
   app.add_option("model", opts->models, "Archives to serve: PATH (named after its file, mlp for mlp.pt) or NAME=PATH")
       ->required();
   app.add_option("--host", opts->host, "Address to listen on (default 127.0.0.1; 0.0.0.0 or :: for every interface)");
@@ -184,6 +289,19 @@ Runner setup_serve(CLI::App& app, Context& ctx) {
   app.add_option("--timeout", opts->batch.timeout_ms,
                  "Milliseconds a request may wait in the queue; beyond: 504 without running (default 0: no limit)")
       ->check(CLI::Range(0, 86400000));
+  app.add_option("--instances", opts->instances,
+                 "Worker processes per model, each a copy of it taking requests from the model's queue (default 1)")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--grace", opts->grace_ms,
+                 "After SIGTERM or SIGINT, milliseconds to finish requests in flight and queued (default 30000)")
+      ->check(CLI::Range(0, 3600000));
+  app.add_option("--sample", opts->sample,
+                 "Observe operator calls with probability P in (0, 1] (e.g. 0.01): /metrics then gives each model's\n"
+                 "operator calls, self and total time, and libtorch's API usage keys (default: off)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_flag("--ready-check", opts->ready_check,
+               "Before serving, replay each archive's recorded self-check (run --record) on --device; one that\n"
+               "fails ends the command (exit 1); one without a check is served and a line says so");
   app.add_option("--max-body", opts->max_body, "Largest request body (default 64M); beyond: 413");
   app.add_option("--read-timeout", opts->read_timeout_ms,
                  "Milliseconds from a request's first byte to its last (default 10000); beyond: 408")

@@ -5,11 +5,18 @@
 #include <vector>
 
 #include "contract/run.h"
+#include "core/run_check.h"
+#include "format/archive.h"
 
 namespace tsarchive::cli {
 
 // --atol / --rtol values: "1e-4" sets the default tolerance, "out[1]=1e-2"
 // one output's (paths as the reports name them). Error(Usage) for anything else.
 void apply_tolerances(const std::vector<std::string>& values, const char* flag, RunRequest& request);
+
+// run --check and serve --ready-check: the archive's recorded check (run
+// --record) as the request's inputs, expected outputs and method.
+// Error(BadInput) naming `file` when it has none or it does not read.
+RunCheck load_recorded_check(const TorchArchive& archive, RunRequest& request, const std::string& file);
 
 }  // namespace tsarchive::cli

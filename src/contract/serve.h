@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "contract/host_value.h"
+#include "tsarchive/operator_events.h"
 
 namespace tsarchive {
 
@@ -19,6 +20,18 @@ struct ServeModelRequest {
   int threads = 0;  // intra-op threads; 0: libtorch's default
   std::vector<std::string> libraries;
   bool lite = false;  // a .ptl: the lite interpreter
+  // --sample P: the operator observer runs in the worker with probability P
+  // (0: off), every call tagged with model_id, and libtorch's API usage keys
+  // are logged.
+  double sample = 0;
+  std::string model_id;
+};
+
+// What a served model's worker observed since it loaded (ServedModel::stats).
+struct ServedStats {
+  double sample = 0;  // 0: not observed
+  std::vector<OperatorStats> operators;
+  std::vector<std::string> api_usage;  // keys fired, in order
 };
 
 // One parameter or output of the served method, from its schema.
@@ -53,6 +66,9 @@ class ServedModel {
   virtual ~ServedModel() = default;
   virtual ServedModelInfo info() const = 0;
   virtual std::vector<NamedTensor> infer(const std::vector<HostTensor>& inputs) = 0;
+  // With ServeModelRequest::sample: the sampled operators and API usage keys
+  // so far; empty otherwise.
+  virtual ServedStats stats() const { return {}; }
 };
 
 // A contiguous tensor's strides (in elements) for `shape`.

@@ -1,5 +1,7 @@
 #include "serve/server.h"
 
+#include <signal.h>
+
 #include <algorithm>
 
 #include <nlohmann/json.hpp>
@@ -26,23 +28,37 @@ InferOutcome failure(int status, std::string message) {
 
 ModelEndpoint::ModelEndpoint(ModelSpec spec, BatchOptions batch, std::string executable, LogLine warn)
     : spec_(std::move(spec)), batch_(batch), warn_(std::move(warn)) {
-  worker_ = std::make_unique<ModelWorker>(spec_.job, spec_.request, std::move(executable));
+  for (int i = 0; i < std::max(1, spec_.instances); ++i) {
+    auto instance = std::make_unique<Instance>();
+    instance->worker = std::make_unique<ModelWorker>(spec_.job, spec_.request, executable);
+    instances_.push_back(std::move(instance));
+  }
 }
 
 ModelEndpoint::~ModelEndpoint() { stop(); }
 
 void ModelEndpoint::start() {
-  info_ = worker_->start();
-  {
+  for (auto& instance : instances_) {
+    ServedModelInfo info = instance->worker->start();
     std::lock_guard<std::mutex> lock(mutex_);
-    ready_ = true;
+    info_ = std::move(info);
+    instance->ready = true;
   }
-  thread_ = std::thread([this] { dispatch(); });
+  for (auto& instance : instances_) {
+    Instance* self = instance.get();
+    instance->thread = std::thread([this, self] { dispatch(*self); });
+  }
+}
+
+int ModelEndpoint::ready_count() const {
+  int n = 0;
+  for (const auto& instance : instances_) n += instance->ready ? 1 : 0;
+  return n;
 }
 
 bool ModelEndpoint::ready() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return ready_;
+  return !stopping_ && ready_count() == static_cast<int>(instances_.size());
 }
 
 ServedModelInfo ModelEndpoint::info() const {
@@ -50,22 +66,68 @@ ServedModelInfo ModelEndpoint::info() const {
   return info_;
 }
 
+ModelReport ModelEndpoint::report() {
+  ModelReport r;
+  r.name = spec_.name;
+  r.counters = metrics_.snapshot();
+  r.instances = static_cast<int>(instances_.size());
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (spec_.request.sample > 0 && !stopping_) {
+    for (auto& instance : instances_) instance->stats_wanted = instance->ready;
+    wake_.notify_all();
+    stats_fetched_.wait_for(lock, std::chrono::seconds(2), [this] {
+      return stopping_ || std::none_of(instances_.begin(), instances_.end(), [](const auto& i) { return i->stats_wanted; });
+    });
+  }
+  r.queue_depth = queue_.size();
+  r.ready = !stopping_ && ready_count() == static_cast<int>(instances_.size());
+  r.sample = spec_.request.sample;
+  for (const auto& instance : instances_) {
+    // The calls the model id guard tagged: the served method's, not the load's.
+    for (const OperatorStats& op : instance->stats.operators) {
+      if (op.model_id == spec_.request.model_id) r.operators.push_back(op);
+    }
+    for (const std::string& key : instance->stats.api_usage) {
+      if (std::find(r.api_usage.begin(), r.api_usage.end(), key) == r.api_usage.end()) r.api_usage.push_back(key);
+    }
+  }
+  return r;
+}
+
+void ModelEndpoint::fetch_stats(Instance& instance, std::unique_lock<std::mutex>& lock) {
+  lock.unlock();
+  std::optional<ServedStats> stats;
+  try {
+    stats = instance.worker->stats();
+  } catch (const Error& e) {
+    if (!instance.worker->alive()) {
+      warn_("model '" + spec_.name + "' (" + spec_.job.file + "): " + e.what() + "; restarting its worker");
+    }
+  }
+  lock.lock();
+  if (stats) instance.stats = std::move(*stats);
+  if (!instance.worker->alive()) instance.ready = false;
+  instance.stats_wanted = false;
+  stats_fetched_.notify_all();
+}
+
 std::future<InferOutcome> ModelEndpoint::submit(std::vector<HostTensor> inputs) {
   Pending p;
   p.inputs = std::move(inputs);
-  p.deadline = batch_.timeout_ms > 0 ? Clock::now() + std::chrono::milliseconds(batch_.timeout_ms) : Clock::time_point::max();
+  p.queued = Clock::now();
+  p.deadline = batch_.timeout_ms > 0 ? p.queued + std::chrono::milliseconds(batch_.timeout_ms) : Clock::time_point::max();
   std::future<InferOutcome> result = p.promise.get_future();
   std::lock_guard<std::mutex> lock(mutex_);
   if (stopping_) {
     p.promise.set_value(failure(503, "the server is shutting down"));
-  } else if (!ready_) {
+  } else if (ready_count() == 0) {
     p.promise.set_value(failure(503, "model '" + spec_.name + "' is not ready: its worker is being restarted"));
   } else if (queue_.size() >= static_cast<size_t>(batch_.max_queue)) {
     p.promise.set_value(failure(503, "model '" + spec_.name + "' has " + std::to_string(queue_.size()) +
                                          " requests queued (--max-queue)"));
   } else {
     queue_.push_back(std::move(p));
-    wake_.notify_one();
+    wake_.notify_all();  // a dispatcher in restart back-off waits on it too
   }
   return result;
 }
@@ -76,13 +138,37 @@ void ModelEndpoint::stop() {
     stopping_ = true;
   }
   wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
-  worker_->stop();
+  stats_fetched_.notify_all();
+  for (auto& instance : instances_) {
+    if (instance->thread.joinable()) instance->thread.join();
+  }
+  for (auto& instance : instances_) instance->worker->stop();
 }
 
-bool ModelEndpoint::restart() {
+void ModelEndpoint::abort() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+    fail_queued("the server is shutting down: the request was still queued when the grace period (--grace) ended");
+  }
+  wake_.notify_all();
+  stats_fetched_.notify_all();
+  // A worker mid-call sees its pipe end; its dispatcher answers 500.
+  for (auto& instance : instances_) {
+    if (const pid_t pid = instance->worker->pid(); pid > 0) ::kill(pid, SIGKILL);
+  }
+}
+
+void ModelEndpoint::fail_queued(const std::string& why) {
+  while (!queue_.empty()) {
+    queue_.front().promise.set_value(failure(503, why));
+    queue_.pop_front();
+  }
+}
+
+bool ModelEndpoint::restart(Instance& instance) {
   try {
-    ServedModelInfo info = worker_->start();
+    ServedModelInfo info = instance.worker->start();
     std::lock_guard<std::mutex> lock(mutex_);
     info_ = std::move(info);
     return true;
@@ -92,32 +178,45 @@ bool ModelEndpoint::restart() {
   }
 }
 
-void ModelEndpoint::dispatch() {
+void ModelEndpoint::dispatch(Instance& instance) {
   auto backoff = std::chrono::milliseconds(100);
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
-    if (!ready_) {
-      // The worker died: what is queued gets 503 now, and it is restarted
-      // with back-off (0.1 s, doubling to 10 s) until it loads again.
-      while (!queue_.empty()) {
-        queue_.front().promise.set_value(failure(503, "model '" + spec_.name + "' is not ready: its worker is being restarted"));
-        queue_.pop_front();
-      }
+    if (!instance.ready) {
+      // The worker died. With no other worker serving, what is queued gets
+      // 503 now; it is restarted with back-off (0.1 s, doubling to 10 s)
+      // until it loads again.
+      if (ready_count() == 0) fail_queued("model '" + spec_.name + "' is not ready: its worker is being restarted");
       if (stopping_) break;
       if (wake_.wait_for(lock, backoff, [this] { return stopping_; })) break;
       lock.unlock();
-      const bool ok = restart();
+      const bool ok = restart(instance);
       lock.lock();
       if (ok) {
-        ready_ = true;
+        instance.ready = true;
         backoff = std::chrono::milliseconds(100);
-        warn_("model '" + spec_.name + "': its worker is back (pid " + std::to_string(worker_->pid()) + ")");
+        metrics_.restarted();
+        warn_("model '" + spec_.name + "': its worker is back (pid " + std::to_string(instance.worker->pid()) + ")");
       } else {
         backoff = std::min(backoff * 2, std::chrono::milliseconds(10000));
       }
       continue;
     }
-    wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    // Idle, it looks at its worker every 100 ms: one that died between calls
+    // makes the model not ready at once, and is restarted.
+    if (!wake_.wait_for(lock, std::chrono::milliseconds(100),
+                        [&] { return stopping_ || !queue_.empty() || instance.stats_wanted; })) {
+      std::string why;
+      if (instance.worker->ended(why)) {
+        warn_("model '" + spec_.name + "' (" + spec_.job.file + "): " + why + " between requests; restarting its worker");
+        instance.ready = false;
+      }
+      continue;
+    }
+    if (instance.stats_wanted) {
+      fetch_stats(instance, lock);
+      continue;
+    }
     if (queue_.empty()) break;  // stopping, and everything queued was answered
 
     std::vector<Pending> batch;
@@ -140,16 +239,20 @@ void ModelEndpoint::dispatch() {
         if (stopping_ || !wake_.wait_until(lock, until, [this] { return stopping_ || !queue_.empty(); })) break;
       }
     }
+    // Another worker may take what this batch left in the queue.
+    if (!queue_.empty()) wake_.notify_all();
     lock.unlock();
-    run(batch);
+    run(instance, batch);
     lock.lock();
   }
 }
 
-void ModelEndpoint::run(std::vector<Pending>& batch) {
+void ModelEndpoint::run(Instance& instance, std::vector<Pending>& batch) {
+  ModelWorker& worker = *instance.worker;
   const auto now = Clock::now();
   std::vector<Pending*> live;
   for (Pending& p : batch) {
+    metrics_.queued(std::chrono::duration<double>(now - p.queued).count());
     if (now > p.deadline) {
       p.promise.set_value(failure(504, "the request waited longer than --timeout (" + std::to_string(batch_.timeout_ms) +
                                            " ms) and was not run"));
@@ -165,7 +268,18 @@ void ModelEndpoint::run(std::vector<Pending>& batch) {
     warn_("model '" + spec_.name + "' (" + spec_.job.file + "): " + e.what() + "; " + std::to_string(live.size()) +
           " request(s) failed; restarting its worker");
     std::lock_guard<std::mutex> lock(mutex_);
-    ready_ = false;
+    instance.ready = false;
+  };
+  // One worker call, timed for /metrics.
+  const auto call = [&](const std::vector<HostTensor>& inputs, size_t requests) {
+    const auto began = Clock::now();
+    struct Record {
+      ModelMetrics& metrics;
+      size_t requests;
+      Clock::time_point began;
+      ~Record() { metrics.computed(requests, std::chrono::duration<double>(Clock::now() - began).count()); }
+    } record{metrics_, requests, began};
+    return worker.infer(inputs);
   };
   const auto alone = [&](Pending& p) {
     if (crashed) {
@@ -174,10 +288,10 @@ void ModelEndpoint::run(std::vector<Pending>& batch) {
     }
     try {
       InferOutcome o;
-      o.outputs = worker_->infer(p.inputs);
+      o.outputs = call(p.inputs, 1);
       p.promise.set_value(std::move(o));
     } catch (const Error& e) {
-      if (!worker_->alive()) {
+      if (!worker.alive()) {
         crash(e);
         p.promise.set_value(failure(500, e.what()));
       } else {
@@ -194,7 +308,7 @@ void ModelEndpoint::run(std::vector<Pending>& batch) {
     rows.push_back(*batch_rows(p->inputs));
   }
   try {
-    const std::vector<NamedTensor> outputs = worker_->infer(stack(inputs));
+    const std::vector<NamedTensor> outputs = call(stack(inputs), live.size());
     if (auto split = unstack(outputs, rows)) {
       for (size_t i = 0; i < live.size(); ++i) {
         InferOutcome o;
@@ -204,7 +318,7 @@ void ModelEndpoint::run(std::vector<Pending>& batch) {
       return;
     }
   } catch (const Error& e) {
-    if (!worker_->alive()) {
+    if (!worker.alive()) {
       crash(e);
       for (Pending* p : live) p->promise.set_value(failure(500, e.what()));
       return;
@@ -229,6 +343,19 @@ void InferenceServer::start() {
 
 void InferenceServer::stop() {
   for (auto& model : models_) model->stop();
+}
+
+void InferenceServer::abort() {
+  for (auto& model : models_) model->abort();
+}
+
+HttpResponse InferenceServer::metrics() const {
+  std::vector<ModelReport> reports;
+  for (const auto& model : models_) reports.push_back(model->report());
+  HttpResponse r;
+  r.body = render_metrics(reports);
+  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  return r;
 }
 
 ModelEndpoint* InferenceServer::find(const std::string& name) {
@@ -295,9 +422,10 @@ HttpResponse InferenceServer::handle(const HttpRequest& request) {
     }
     return empty_ok();
   }
+  if (is({"metrics"})) return get ? metrics() : not_allowed("GET");
   if (is({"v2"})) {
     if (!get) return not_allowed("GET");
-    return json_ok({{"name", "tsarchive"}, {"version", build_info().version}, {"extensions", nlohmann::json::array()}});
+    return json_ok({{"name", "tsarchive"}, {"version", build_info().version}, {"extensions", nlohmann::json::array({"binary_tensor_data"})}});
   }
   // /v2/models/{name}[/versions/{v}][/ready|/infer]
   if (parts.size() >= 3 && parts[0] == "v2" && parts[1] == "models") {
@@ -311,23 +439,30 @@ HttpResponse InferenceServer::handle(const HttpRequest& request) {
       return json_error(404, "no such endpoint: " + path.substr(0, 200));
     }
     if (model == nullptr) return json_error(404, "no model named '" + parts[2].substr(0, 200) + "' is served");
-    if (rest.empty()) return get ? json_ok(model_metadata(model->name(), model->info())) : not_allowed("GET");
+    if (rest.empty()) return get ? json_ok(model_metadata(model->name(), model->info(), model->spec().recorded_shapes)) : not_allowed("GET");
     if (rest[0] == "ready") {
       if (!get) return not_allowed("GET");
       return model->ready() ? empty_ok() : json_error(400, "model '" + model->name() + "' is not ready");
     }
     if (request.method != "POST") return not_allowed("POST");
-    return infer(*model, request);
+    const auto began = std::chrono::steady_clock::now();
+    HttpResponse response = infer(*model, request);
+    model->metrics().request(response.status, std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
+    return response;
   }
   return json_error(404, "no such endpoint: " + path.substr(0, 200));
 }
 
 HttpResponse InferenceServer::infer(ModelEndpoint& model, const HttpRequest& request) {
   try {
-    if (request.header("inference-header-content-length") != nullptr) {
-      throw ApiError(400, "the binary tensor data extension (Inference-Header-Content-Length) is not served yet");
+    std::optional<uint64_t> json_size;
+    if (const std::string* header = request.header("inference-header-content-length")) {
+      const bool digits = !header->empty() && header->size() <= 18 &&
+                          std::all_of(header->begin(), header->end(), [](char c) { return c >= '0' && c <= '9'; });
+      if (!digits) throw ApiError(400, "Inference-Header-Content-Length is not a size: " + header->substr(0, 40));
+      json_size = std::stoull(*header);
     }
-    InferRequest parsed = parse_infer_request(request.body);
+    InferRequest parsed = parse_infer_request(request.body, json_size);
     const ServedModelInfo info = model.info();
     std::vector<HostTensor> inputs;
     if (info.inputs.empty()) {
@@ -366,7 +501,13 @@ HttpResponse InferenceServer::infer(ModelEndpoint& model, const HttpRequest& req
       return r;
     }
     HttpResponse r;
-    r.body = render_infer_response(model.name(), parsed.id, outcome.outputs, parsed.outputs);
+    size_t header_size = 0;
+    r.body = render_infer_response(model.name(), parsed.id, outcome.outputs, parsed.outputs, parsed.binary_outputs,
+                                   parsed.binary_data_output, &header_size);
+    if (header_size > 0) {
+      r.content_type = "application/octet-stream";
+      r.headers.emplace_back("Inference-Header-Content-Length", std::to_string(header_size));
+    }
     return r;
   } catch (const ApiError& e) {
     return json_error(e.status(), e.what());

@@ -1,13 +1,15 @@
-// `serve`'s inference server: the KServe v2 routes over HttpServer, one
-// endpoint per model with a bounded queue, dynamic batching and a supervised
-// libtorch worker (worker/model_worker.h) that is restarted with back-off
-// when it dies. The server process never loads libtorch.
+// `serve`'s inference server: the KServe v2 routes and /metrics over
+// HttpServer, one endpoint per model with a bounded queue, dynamic batching
+// and --instances supervised libtorch workers (worker/model_worker.h) that
+// take batches from that queue and are restarted with back-off when they
+// die. The server process never loads libtorch.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -17,6 +19,7 @@
 
 #include "contract/serve.h"
 #include "serve/http.h"
+#include "serve/metrics.h"
 #include "worker/model_worker.h"
 
 namespace tsarchive::serve {
@@ -25,6 +28,10 @@ struct ModelSpec {
   std::string name;           // the URL's {name}
   WorkerJob job;              // limits, the file as the user named it
   ServeModelRequest request;  // what the worker loads
+  int instances = 1;          // worker processes taking requests from the model's queue
+  // Sizes of each input and output (by name) from the archive's recorded
+  // self-check, batch dimension first; empty when it has none.
+  std::map<std::string, std::vector<int64_t>> recorded_shapes;
 };
 
 struct BatchOptions {
@@ -48,40 +55,61 @@ class ModelEndpoint {
   ModelEndpoint(ModelSpec spec, BatchOptions batch, std::string executable, LogLine warn);
   ~ModelEndpoint();
 
-  // Loads the model in its worker; throws the load's Error. Then starts the
-  // dispatcher thread.
+  // Loads the model in each of its workers; throws the first load's Error.
+  // Then starts one dispatcher thread per worker.
   void start();
+  // Every worker is loaded and serving.
   bool ready() const;
   const std::string& name() const { return spec_.name; }
+  const ModelSpec& spec() const { return spec_; }
   ServedModelInfo info() const;
+  ModelMetrics& metrics() { return metrics_; }
+  // What /metrics says about this model now; with --sample, after asking
+  // each worker for its operator statistics (waiting at most 2 s for a busy
+  // one; its last ones are used then).
+  ModelReport report();
 
   // Queues one request; the future answers when it ran, failed or expired.
-  // 503 at once when the queue is full or the worker is being restarted.
+  // 503 at once when the queue is full or no worker is serving.
   std::future<InferOutcome> submit(std::vector<HostTensor> inputs);
-  // Answers what is queued, then stops the worker.
+  // Answers what is queued (runs it), then stops the workers.
   void stop();
+  // Answers what is still queued with 503 and kills the workers: the
+  // requests they run get 500. For the end of SIGTERM's grace period.
+  void abort();
 
  private:
   struct Pending {
     std::vector<HostTensor> inputs;
+    std::chrono::steady_clock::time_point queued;
     std::chrono::steady_clock::time_point deadline;
     std::promise<InferOutcome> promise;
   };
-  void dispatch();
-  void run(std::vector<Pending>& batch);
-  bool restart();
+  struct Instance {
+    std::unique_ptr<ModelWorker> worker;
+    bool ready = false;  // under mutex_, as the two below
+    bool stats_wanted = false;  // /metrics asks its dispatcher for the worker's stats
+    ServedStats stats;          // the latest the worker sent
+    std::thread thread;
+  };
+  void dispatch(Instance& instance);
+  void run(Instance& instance, std::vector<Pending>& batch);
+  bool restart(Instance& instance);
+  int ready_count() const;  // with mutex_ held
+  void fail_queued(const std::string& why);  // with mutex_ held
+  void fetch_stats(Instance& instance, std::unique_lock<std::mutex>& lock);
 
   ModelSpec spec_;
   BatchOptions batch_;
   LogLine warn_;
-  std::unique_ptr<ModelWorker> worker_;
+  std::vector<std::unique_ptr<Instance>> instances_;
   ServedModelInfo info_;
+  ModelMetrics metrics_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;
+  std::condition_variable stats_fetched_;
   std::deque<Pending> queue_;
-  bool ready_ = false;
   bool stopping_ = false;
-  std::thread thread_;
 };
 
 class InferenceServer {
@@ -91,11 +119,13 @@ class InferenceServer {
   void start();
   HttpResponse handle(const HttpRequest& request);
   void stop();
+  void abort();  // ModelEndpoint::abort for every model
   const std::vector<std::unique_ptr<ModelEndpoint>>& models() const { return models_; }
 
  private:
   ModelEndpoint* find(const std::string& name);
   HttpResponse infer(ModelEndpoint& model, const HttpRequest& request);
+  HttpResponse metrics() const;
   std::vector<std::unique_ptr<ModelEndpoint>> models_;
 };
 

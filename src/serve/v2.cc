@@ -1,5 +1,6 @@
 #include "serve/v2.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -187,7 +188,33 @@ size_t element_size(std::string_view dtype) {
   return d != nullptr ? d->size : 0;
 }
 
-InferRequest parse_infer_request(std::string_view body) {
+namespace {
+
+// "parameters": {...} of a request, an input or an output; null when absent.
+const nlohmann::json* parameters_of(const nlohmann::json& object, const std::string& what) {
+  const auto p = object.find("parameters");
+  if (p == object.end()) return nullptr;
+  if (!p->is_object()) throw ApiError(400, what + ": \"parameters\" is not an object");
+  return &*p;
+}
+
+bool flag(const nlohmann::json* parameters, const char* name, const std::string& what) {
+  if (parameters == nullptr) return false;
+  const auto v = parameters->find(name);
+  if (v == parameters->end()) return false;
+  if (!v->is_boolean()) throw ApiError(400, what + ": parameter \"" + name + "\" is not true or false");
+  return v->get<bool>();
+}
+
+}  // namespace
+
+InferRequest parse_infer_request(std::string_view whole, std::optional<uint64_t> json_size) {
+  if (json_size && *json_size > whole.size()) {
+    throw ApiError(400, "Inference-Header-Content-Length (" + std::to_string(*json_size) + ") is larger than the body (" +
+                            std::to_string(whole.size()) + " bytes)");
+  }
+  const std::string_view body = json_size ? whole.substr(0, *json_size) : whole;
+  std::string_view binary = json_size ? whole.substr(*json_size) : std::string_view();
   std::string problem;
   const auto doc = parse_bounded_json(body, &problem, 64, body.size() + 1);
   if (!doc) throw ApiError(400, "the request body is " + problem);
@@ -213,6 +240,10 @@ InferRequest parse_infer_request(std::string_view body) {
     const auto datatype = in.find("datatype");
     if (datatype == in.end() || !datatype->is_string()) throw ApiError(400, "input '" + input.name + "' has no \"datatype\"");
     const Datatype* d = by_v2(datatype->get<std::string>());
+    if (d == nullptr && datatype->get<std::string>() == "BYTES") {
+      throw ApiError(400, "input '" + input.name + "': datatype BYTES (strings) cannot be served: the model's inputs are "
+                              "tensors, which hold numbers; send the values as a numeric datatype");
+    }
     if (d == nullptr) {
       throw ApiError(400, "input '" + input.name + "': datatype " + datatype->get<std::string>().substr(0, 20) +
                               " is not served (BOOL, UINT8, INT8, INT16, INT32, INT64, FP16, BF16, FP32, FP64)");
@@ -231,21 +262,56 @@ InferRequest parse_infer_request(std::string_view body) {
     }
     if (shape->size() > 64) throw ApiError(400, "input '" + input.name + "' has more than 64 dimensions");
     const auto data = in.find("data");
-    if (data == in.end()) {
-      throw ApiError(400, "input '" + input.name + "' has no \"data\" (the binary tensor extension is not served yet)");
-    }
+    const nlohmann::json* parameters = parameters_of(in, "input '" + input.name + "'");
+    const auto binary_size = parameters != nullptr ? parameters->find("binary_data_size") : nlohmann::json::const_iterator();
     std::string bytes;
-    uint64_t count = 0;
-    flatten(*data, *d, input.name, elements, count, bytes);
-    if (count != elements) {
+    if (parameters != nullptr && binary_size != parameters->end()) {
+      // The binary tensor data extension: its bytes follow the JSON.
+      if (data != in.end()) throw ApiError(400, "input '" + input.name + "' has both \"data\" and binary_data_size");
+      if (!json_size) {
+        throw ApiError(400, "input '" + input.name + "' has binary_data_size, but the request has no "
+                                "Inference-Header-Content-Length header");
+      }
+      if (!binary_size->is_number_unsigned()) {
+        throw ApiError(400, "input '" + input.name + "': binary_data_size is not a size");
+      }
+      const uint64_t size = binary_size->get<uint64_t>();
+      if (size > binary.size()) {
+        throw ApiError(400, "input '" + input.name + "': binary_data_size is " + std::to_string(size) + " but only " +
+                                std::to_string(binary.size()) + " bytes of binary data are left");
+      }
+      // Counted exactly here (the estimate above is capped by the body size).
+      uint64_t exact = 1;
+      for (int64_t dim : input.tensor.shape) {
+        exact = dim == 0 || exact == 0 ? 0 : (exact > size / static_cast<uint64_t>(dim) + 1 ? size + 1 : exact * static_cast<uint64_t>(dim));
+      }
+      if (exact > size || exact * d->size != size) {
+        throw ApiError(400, "input '" + input.name + "': shape " + shape_text(input.tensor.shape) + " of " + d->v2 +
+                                " needs " + (exact > size ? "more than " + std::to_string(size) : std::to_string(exact * d->size)) +
+                                " bytes, but binary_data_size is " + std::to_string(size));
+      }
+      bytes.assign(binary.data(), size);
+      binary.remove_prefix(size);
+    } else {
+      if (data == in.end()) {
+        throw ApiError(400, "input '" + input.name + "' has no \"data\" (nor binary_data_size)");
+      }
+      uint64_t count = 0;
+      flatten(*data, *d, input.name, elements, count, bytes);
+      if (count != elements) {
       throw ApiError(400, "input '" + input.name + "': shape " + shape_text(input.tensor.shape) + " needs " +
                               std::to_string(elements) + " values, but " + (count > elements ? "more" : std::to_string(count)) +
                               " were given");
+      }
     }
     input.tensor.dtype = d->dtype;
     input.tensor.stride = contiguous_strides(input.tensor.shape);
     input.tensor.bytes = std::make_shared<const std::string>(std::move(bytes));
     request.inputs.push_back(std::move(input));
+  }
+  if (!binary.empty()) {
+    throw ApiError(400, std::to_string(binary.size()) + " bytes of binary data follow the JSON that no input's "
+                                                        "binary_data_size claims");
   }
   if (const auto outputs = doc->find("outputs"); outputs != doc->end()) {
     if (!outputs->is_array()) throw ApiError(400, "\"outputs\" is not an array");
@@ -253,9 +319,14 @@ InferRequest parse_infer_request(std::string_view body) {
       if (!out.is_object() || !out.contains("name") || !out.at("name").is_string()) {
         throw ApiError(400, "an entry of \"outputs\" has no \"name\"");
       }
-      request.outputs.push_back(out.at("name").get<std::string>());
+      const std::string name = out.at("name").get<std::string>();
+      request.outputs.push_back(name);
+      if (flag(parameters_of(out, "output '" + name + "'"), "binary_data", "output '" + name + "'")) {
+        request.binary_outputs.push_back(name);
+      }
     }
   }
+  request.binary_data_output = flag(parameters_of(*doc, "the request"), "binary_data_output", "the request");
   return request;
 }
 
@@ -288,7 +359,8 @@ nlohmann::json tensor_json(const NamedTensor& named) {
 }
 
 std::string render_infer_response(const std::string& model, const std::string& id,
-                                  const std::vector<NamedTensor>& outputs, const std::vector<std::string>& wanted) {
+                                  const std::vector<NamedTensor>& outputs, const std::vector<std::string>& wanted,
+                                  const std::vector<std::string>& binary, bool all_binary, size_t* json_size) {
   for (const std::string& name : wanted) {
     bool found = false;
     for (const NamedTensor& out : outputs) found = found || out.name == name;
@@ -300,17 +372,64 @@ std::string render_infer_response(const std::string& model, const std::string& i
   }
   nlohmann::json response = {{"model_name", model}, {"outputs", nlohmann::json::array()}};
   if (!id.empty()) response["id"] = id;
+  std::string tail;  // the binary outputs' bytes
   for (const NamedTensor& out : outputs) {
     bool keep = wanted.empty();
     for (const std::string& name : wanted) keep = keep || name == out.name;
-    if (keep) response["outputs"].push_back(tensor_json(out));
+    if (!keep) continue;
+    if (!all_binary && std::find(binary.begin(), binary.end(), out.name) == binary.end()) {
+      response["outputs"].push_back(tensor_json(out));
+      continue;
+    }
+    const std::optional<std::string> datatype = datatype_of_dtype(out.tensor.dtype);
+    if (!datatype) {
+      throw ApiError(500, "output '" + out.name + "' has dtype " + out.tensor.dtype + ", which the protocol cannot carry");
+    }
+    uint64_t n = 1;
+    for (int64_t dim : out.tensor.shape) n *= static_cast<uint64_t>(dim);
+    const size_t size = static_cast<size_t>(n * element_size(out.tensor.dtype));
+    if (!out.tensor.bytes || out.tensor.bytes->size() < size) {
+      throw ApiError(500, "output '" + out.name + "' holds fewer bytes than its shape needs");
+    }
+    response["outputs"].push_back({{"name", out.name},
+                                   {"datatype", *datatype},
+                                   {"shape", out.tensor.shape},
+                                   {"parameters", {{"binary_data_size", size}}}});
+    tail.append(out.tensor.bytes->data(), size);
   }
   // NaN and Inf have no JSON form: they are written as null.
-  return response.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string text = response.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (json_size != nullptr) *json_size = binary.empty() && !all_binary ? 0 : text.size();
+  return text + tail;
 }
 
-nlohmann::json model_metadata(const std::string& name, const ServedModelInfo& info) {
-  const auto values = [](const std::vector<ServedValue>& list) {
+std::optional<std::pair<std::string, std::vector<int64_t>>> recorded_shape(const std::string& line) {
+  const size_t colon = line.find(": Tensor ");
+  const size_t open = line.find('[', colon == std::string::npos ? 0 : colon);
+  const size_t close = line.find(']', open == std::string::npos ? 0 : open);
+  if (colon == std::string::npos || colon == 0 || open == std::string::npos || close == std::string::npos) return std::nullopt;
+  std::vector<int64_t> sizes;
+  std::string_view inside(line.data() + open + 1, close - open - 1);
+  while (!inside.empty()) {
+    const size_t comma = inside.find(',');
+    std::string_view item = inside.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    int64_t size = 0;
+    if (item.empty() || item.size() > 18) return std::nullopt;
+    for (char c : item) {
+      if (c < '0' || c > '9') return std::nullopt;
+      size = size * 10 + (c - '0');
+    }
+    sizes.push_back(size);
+    if (comma == std::string_view::npos) break;
+    inside.remove_prefix(comma + 1);
+  }
+  return std::make_pair(line.substr(0, colon), std::move(sizes));
+}
+
+nlohmann::json model_metadata(const std::string& name, const ServedModelInfo& info,
+                              const std::map<std::string, std::vector<int64_t>>& recorded_shapes) {
+  const auto values = [&recorded_shapes](const std::vector<ServedValue>& list) {
     nlohmann::json out = nlohmann::json::array();
     for (const ServedValue& v : list) {
       std::string datatype;
@@ -325,8 +444,14 @@ nlohmann::json model_metadata(const std::string& name, const ServedModelInfo& in
       } else {
         datatype = v.type;  // not a tensor: its TorchScript type
       }
-      // -1: a size the schema does not give (a recorded self-check would).
-      out.push_back({{"name", v.name}, {"datatype", datatype}, {"shape", {-1}}});
+      // -1: a size the schema does not give. A recorded self-check gives
+      // every size but the batch dimension's.
+      nlohmann::json shape = nlohmann::json::array({-1});
+      if (auto it = recorded_shapes.find(v.name); it != recorded_shapes.end()) {
+        shape = it->second;
+        if (!it->second.empty()) shape[0] = -1;
+      }
+      out.push_back({{"name", v.name}, {"datatype", datatype}, {"shape", shape}});
     }
     return out;
   };

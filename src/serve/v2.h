@@ -4,6 +4,7 @@
 // of requests on dimension 0. No sockets, no libtorch.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -43,12 +44,23 @@ struct InferRequest {
   std::string id;                    // echoed back; may be empty
   std::vector<InferInput> inputs;
   std::vector<std::string> outputs;  // the outputs asked for; empty: all
+  // The binary tensor data extension: outputs asked for with
+  // "parameters": {"binary_data": true}, or every output with the request's
+  // "parameters": {"binary_data_output": true}.
+  std::vector<std::string> binary_outputs;
+  bool binary_data_output = false;
 };
 
 // Parses an infer request body. ApiError(400) naming the problem: not JSON,
 // not the protocol's shape, an unknown datatype, values that do not fit the
 // datatype, or a count of values that does not match the shape.
-InferRequest parse_infer_request(std::string_view body);
+//
+// With `json_size` (the Inference-Header-Content-Length header), the binary
+// tensor data extension: the body's first json_size bytes are the JSON, the
+// rest the raw little-endian bytes of the inputs that give
+// "parameters": {"binary_data_size": N} instead of "data", in their order.
+// BYTES inputs are refused (400): a tensor parameter cannot hold strings.
+InferRequest parse_infer_request(std::string_view body, std::optional<uint64_t> json_size = std::nullopt);
 
 // One tensor as {"name", "datatype", "shape", "data"}; ApiError(500) for a
 // dtype the JSON form cannot carry.
@@ -57,11 +69,25 @@ nlohmann::json tensor_json(const NamedTensor& tensor);
 // {"model_name", "id", "outputs": [...]}: the outputs asked for (all when
 // `wanted` is empty), in the model's order. ApiError(400) for an output asked
 // for that the model does not return.
+//
+// Outputs named in `binary` (all with `all_binary`) are sent as raw bytes
+// after the JSON, each with "parameters": {"binary_data_size": N} instead of
+// "data"; then *json_size is the JSON's length (the response's
+// Inference-Header-Content-Length), else 0.
 std::string render_infer_response(const std::string& model, const std::string& id,
-                                  const std::vector<NamedTensor>& outputs, const std::vector<std::string>& wanted);
+                                  const std::vector<NamedTensor>& outputs, const std::vector<std::string>& wanted,
+                                  const std::vector<std::string>& binary = {}, bool all_binary = false,
+                                  size_t* json_size = nullptr);
 
 // GET /v2/models/{name}: {"name", "versions", "platform", "inputs", "outputs"}.
-nlohmann::json model_metadata(const std::string& name, const ServedModelInfo& info);
+// A value's shape is its recorded one (from the archive's self-check, by
+// name) with -1 for the batch dimension, or [-1] (unknown) without one.
+nlohmann::json model_metadata(const std::string& name, const ServedModelInfo& info,
+                              const std::map<std::string, std::vector<int64_t>>& recorded_shapes = {});
+
+// The sizes in a recorded self-check's value line ("x: Tensor float32 [2, 8]"
+// gives x and {2, 8}); nothing for a line that is not a tensor's.
+std::optional<std::pair<std::string, std::vector<int64_t>>> recorded_shape(const std::string& line);
 
 // --- dynamic batching --------------------------------------------------------------
 

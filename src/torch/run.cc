@@ -266,7 +266,17 @@ class LibtorchServedModel final : public ServedModel {
     request_.threads = serve.threads;
     request_.libraries = serve.libraries;
     request_.lite = serve.lite;
+    sample_ = serve.sample;
+    model_id_ = serve.model_id;
     torch::NoGradGuard no_grad;
+    // --sample: the observer is installed before the load (no operator runs
+    // yet, as addGlobalCallback requires) and stays for the worker's life.
+    if (sample_ > 0) {
+      install_api_usage_logger();
+      OperatorObserverOptions options;
+      options.sample = sample_;
+      install_operator_observer(options);
+    }
     load_libraries(request_.libraries);
     device_ = parse_device(request_.device, request_.display_name);
     if (request_.threads > 0) at::set_num_threads(request_.threads);
@@ -297,8 +307,19 @@ class LibtorchServedModel final : public ServedModel {
 
   ServedModelInfo info() const override { return info_; }
 
+  ServedStats stats() const override {
+    ServedStats stats;
+    if (sample_ <= 0) return stats;
+    stats.sample = sample_;
+    stats.operators = operator_observer_snapshot().operators;
+    stats.api_usage = api_usage_keys();
+    return stats;
+  }
+
   std::vector<NamedTensor> infer(const std::vector<HostTensor>& inputs) override {
     torch::NoGradGuard no_grad;
+    std::optional<ModelIdGuard> tag;  // the observer's events carry the model id
+    if (sample_ > 0) tag.emplace(model_id_);
     const std::string& file = request_.display_name;
     RunRequest request = request_;
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -362,6 +383,8 @@ class LibtorchServedModel final : public ServedModel {
   c10::Device device_{c10::kCPU};
   std::optional<LoadedModel> model_;
   ServedModelInfo info_;
+  double sample_ = 0;
+  std::string model_id_;
 };
 
 }  // namespace

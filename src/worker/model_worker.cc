@@ -22,6 +22,9 @@ namespace tsarchive {
 namespace {
 
 constexpr int kPollMs = 20;
+// The first byte of a request frame after the load: what it asks for.
+constexpr char kInfer = 'I';
+constexpr char kStats = 'S';
 constexpr uint64_t kMaxFrame = uint64_t{16} << 30;  // beyond any tensor a request may carry
 
 bool write_all(int fd, const char* data, size_t size) {
@@ -161,7 +164,24 @@ ServedModelInfo ModelWorker::start() {
 
 std::vector<NamedTensor> ModelWorker::infer(const std::vector<HostTensor>& inputs) {
   if (!alive()) throw Error(ErrorKind::Torch, "the libtorch worker is not running", job_.file, "it is being restarted");
-  return decode_result<std::vector<NamedTensor>>(call(encode_result(inputs), "running " + request_.method));
+  return decode_result<std::vector<NamedTensor>>(call(kInfer + encode_result(inputs), "running " + request_.method));
+}
+
+ServedStats ModelWorker::stats() {
+  if (!alive()) throw Error(ErrorKind::Torch, "the libtorch worker is not running", job_.file, "it is being restarted");
+  return decode_result<ServedStats>(call(std::string(1, kStats), "reading its operator statistics"));
+}
+
+bool ModelWorker::ended(std::string& why) {
+  if (pid_ <= 0) return false;
+  int status = 0;
+  if (::waitpid(pid_, &status, WNOHANG) != pid_) return false;
+  pid_ = -1;
+  stop();
+  why = WIFSIGNALED(status) ? "libtorch crashed with " + signal_text(WTERMSIG(status))
+                            : "the libtorch worker ended (exit status " +
+                                  std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")";
+  return true;
 }
 
 void ModelWorker::died(int status, const std::string& activity, const std::string& why) {
@@ -241,7 +261,13 @@ int model_worker_main(int in_fd, int out_fd) {
   while (read_frame(in_fd, frame)) {
     std::string reply;
     try {
-      reply = encode_result(model->infer(decode_result<std::vector<HostTensor>>(frame)));
+      if (frame.empty() || (frame[0] != kInfer && frame[0] != kStats)) return 1;  // not the server speaking
+      if (frame[0] == kStats) {
+        reply = encode_result(model->stats());
+      } else {
+        frame.erase(0, 1);
+        reply = encode_result(model->infer(decode_result<std::vector<HostTensor>>(frame)));
+      }
     } catch (...) {
       reply = error_payload(std::current_exception());
     }

@@ -13,7 +13,8 @@
 // Frames: 8 bytes of little-endian length, then the payload of
 // worker_codec.h. The first request is the ServeModelRequest, answered by the
 // model's ServedModelInfo (or the Error its load threw); every later one is
-// a list of input tensors, answered by the output tensors (or an Error).
+// a one-byte kind, then: 'I' a list of input tensors, answered by the output
+// tensors (or an Error); 'S' nothing, answered by the model's ServedStats.
 #pragma once
 
 #include <sys/types.h>
@@ -43,8 +44,14 @@ class ModelWorker {
   // true), or Error(Torch) naming the signal or limit when the worker died
   // (alive() is then false; start() again).
   std::vector<NamedTensor> infer(const std::vector<HostTensor>& inputs);
+  // The sampled operators and API usage keys so far (--sample). Throws as
+  // infer() does.
+  ServedStats stats();
 
   bool alive() const { return pid_ > 0; }
+  // Between calls: whether the worker has ended (it is then reaped and
+  // alive() is false); `why` says how ("libtorch crashed with SIGKILL").
+  bool ended(std::string& why);
   pid_t pid() const { return pid_; }
   // Kills the worker (SIGKILL) and reaps it.
   void stop();

@@ -88,7 +88,9 @@ void from_json(const nlohmann::json& j, HostTensor& t) {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(NamedTensor, name, tensor)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ServedValue, name, type, dtype, has_default)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ServedModelInfo, libtorch_version, device, method, schema, inputs, outputs)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ServeModelRequest, archive, display_name, method, device, threads, libraries, lite)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ServeModelRequest, archive, display_name, method, device, threads, libraries, lite,
+                                   sample, model_id)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ServedStats, sample, operators, api_usage)
 
 void to_json(nlohmann::json& j, const RunReport& r) {
   j = {{"libtorch_version", r.libtorch_version}, {"device", r.device}, {"device_name", r.device_name},
@@ -166,6 +168,7 @@ TSARCHIVE_WORKER_RESULT(MethodGraph)
 TSARCHIVE_WORKER_RESULT(OpsReport)
 TSARCHIVE_WORKER_RESULT(ServeModelRequest)
 TSARCHIVE_WORKER_RESULT(ServedModelInfo)
+TSARCHIVE_WORKER_RESULT(ServedStats)
 TSARCHIVE_WORKER_RESULT(std::vector<HostTensor>)
 TSARCHIVE_WORKER_RESULT(std::vector<NamedTensor>)
 #undef TSARCHIVE_WORKER_RESULT

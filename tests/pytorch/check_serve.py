@@ -12,7 +12,12 @@ inputs, alone and in concurrent batches. Then hostile requests (malformed
 JSON, wrong names, shapes and datatypes, unknown model, oversize and chunked
 bodies, a half-sent body, huge headers), each expecting its status and a
 JSON error while the server keeps serving; a killed worker (500, readiness
-false, restart); SIGTERM (exit 0, no worker left). tritonclient comes later.
+false, restart); GET /metrics (checked by promtool when installed, and its
+counts against the requests made); SIGTERM (exit 0, no worker left). Then,
+on a slow model scripted here: a full queue (503 with Retry-After), a request
+queued past --timeout (504), SIGTERM finishing queued requests within
+--grace and failing them after it, --instances spreading requests over
+workers; metadata shapes from a recorded self-check, and --ready-check.
 """
 
 import concurrent.futures
@@ -45,6 +50,7 @@ except ImportError:
 TSARCHIVE, TESTDATA = sys.argv[1], sys.argv[2]
 MLP = os.path.join(TESTDATA, "mlp_scripted.pt")
 CURL = shutil.which("curl")
+PROMTOOL = shutil.which("promtool")
 
 
 def start(*args):
@@ -109,6 +115,49 @@ def as_tensor(output):
     return torch.tensor(output["data"], dtype=torch.float32).reshape(output["shape"])
 
 
+def metrics(url):
+    """GET /metrics: its text, checked by promtool, and {(name, labels): value}."""
+    with urllib.request.urlopen(url + "/metrics", timeout=30) as r:
+        check(r.status == 200 and r.headers["Content-Type"].startswith("text/plain; version=0.0.4"),
+              f"/metrics: {r.status} {r.headers['Content-Type']}")
+        text = r.read().decode()
+    if PROMTOOL:
+        p = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True, text=True, timeout=60)
+        check(p.returncode == 0, f"promtool check metrics: {p.stdout}{p.stderr}")
+    values = {}
+    for line in text.splitlines():
+        if line.startswith("#") or not line:
+            continue
+        series, value = line.rsplit(" ", 1)
+        name, _, labels = series.partition("{")
+        values[(name, labels.rstrip("}"))] = float(value)
+    return text, values
+
+
+def children_of(server, worker_only=False):
+    """Processes whose parent is the server (its model workers with
+    worker_only); processes that end while /proc is read are left out."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                if f"PPid:\t{server.pid}\n" not in f.read():
+                    continue
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if worker_only and f.read().split(b"\0")[1:2] != [b"__model-worker"]:
+                    continue
+        except OSError:
+            continue
+        found.append(int(pid))
+    return found
+
+
+def workers_of(server):
+    return children_of(server, worker_only=True)
+
+
 def still_serving(url, what):
     status, _ = http("GET", url + "/v2/health/ready")
     check(status == 200, f"after {what}: ready is {status}")
@@ -151,6 +200,22 @@ try:
     else:
         print("note: no curl; curl cases skipped")
 
+    # The binary tensor data extension, by hand: the input's bytes after the
+    # JSON, the output asked for as bytes.
+    header = json.dumps({"inputs": [{"name": "x", "shape": [4, 8], "datatype": "FP32",
+                                     "parameters": {"binary_data_size": 128}}],
+                         "outputs": [{"name": "out", "parameters": {"binary_data": True}}]}).encode()
+    req = urllib.request.Request(url + "/v2/models/mlp_scripted/infer", data=header + x.numpy().tobytes(), method="POST",
+                                 headers={"Inference-Header-Content-Length": str(len(header)),
+                                          "Content-Type": "application/octet-stream"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        size = int(r.headers["Inference-Header-Content-Length"])
+        reply = r.read()
+    answer = json.loads(reply[:size])
+    check(answer["outputs"][0]["parameters"]["binary_data_size"] == len(reply) - size, f"binary answer: {answer}")
+    out = torch.frombuffer(bytearray(reply[size:]), dtype=torch.float32).reshape(answer["outputs"][0]["shape"])
+    check(torch.allclose(out, want, atol=1e-5, rtol=1e-4), f"binary infer differs from torch: {out} vs {want}")
+
     # Concurrent requests of 1-3 rows, batched by the server: each answer
     # equals torch on that request alone.
     inputs = [torch.randn(1 + i % 3, 8) for i in range(24)]
@@ -175,6 +240,9 @@ try:
          {"inputs": [{"name": "x", "shape": [1, 8], "datatype": "INT64", "data": [1] * 8}]}, 400),
         ("unknown datatype", "POST", infer,
          {"inputs": [{"name": "x", "shape": [1, 8], "datatype": "FP128", "data": [1] * 8}]}, 400),
+        ("BYTES", "POST", infer, {"inputs": [{"name": "x", "shape": [1], "datatype": "BYTES", "data": ["a"]}]}, 400),
+        ("binary_data_size without the header", "POST", infer,
+         {"inputs": [{"name": "x", "shape": [1, 8], "datatype": "FP32", "parameters": {"binary_data_size": 32}}]}, 400),
         ("unknown model", "POST", url + "/v2/models/nope/infer", infer_body(torch.randn(1, 8)), 404),
         ("unknown model metadata", "GET", url + "/v2/models/nope", None, 404),
         ("unknown path", "GET", url + "/v3", None, 404),
@@ -209,9 +277,7 @@ try:
         check(p.stdout == "411", f"curl chunked: {p.stdout}")
 
     # A killed worker: its requests fail, readiness is false, it comes back.
-    workers = [int(pid) for pid in os.listdir("/proc") if pid.isdigit()
-               and open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")[1:2] == [b"__model-worker"]
-               and f"PPid:\t{server.pid}\n" in open(f"/proc/{pid}/status").read()]
+    workers = workers_of(server)
     check(len(workers) == 1, f"one worker under the server: {workers}")
     if workers:
         os.kill(workers[0], signal.SIGKILL)
@@ -229,18 +295,241 @@ try:
         check(status == 200 and torch.allclose(as_tensor(answer["outputs"][0]), want, atol=1e-5, rtol=1e-4),
               f"infer after the restart: {status}")
 
+    # /metrics: valid exposition text whose counts match what was sent.
+    text, values = metrics(url)
+    m = 'model="mlp_scripted"'
+    ok = values.get(("tsarchive_serve_requests_total", m + ',status="200"'), 0)
+    check(ok >= 27, f"requests answered 200 in /metrics: {ok}, at least 27 were")
+    bad = values.get(("tsarchive_serve_requests_total", m + ',status="400"'), 0)
+    check(bad >= 8, f"requests answered 400 in /metrics: {bad}")
+    check(values.get(("tsarchive_serve_worker_restarts_total", m)) == 1, "one worker restart in /metrics")
+    check(values.get(("tsarchive_serve_queue_depth", m)) == 0, "queue depth 0 in /metrics")
+    check(values.get(("tsarchive_serve_model_ready", m)) == 1, "ready in /metrics")
+    calls = values.get(("tsarchive_serve_batch_size_count", m), 0)
+    check(0 < calls < ok and values.get(("tsarchive_serve_batch_size_sum", m), 0) > calls,
+          f"some calls ran batches of several requests: {calls} calls")
+    for family in ("request", "queue", "compute"):
+        check(values.get((f"tsarchive_serve_{family}_seconds_count", m), 0) > 0, f"{family} latency histogram")
+    check("operator" not in text, "no operator metrics without --sample")
+    check(http("POST", url + "/metrics", b"")[0] == 405, "POST /metrics is 405")
+
     # SIGTERM: exit 0, nothing left behind.
     server.send_signal(signal.SIGTERM)
     check(server.wait(timeout=20) == 0, f"exit status after SIGTERM: {server.returncode}")
     text = "".join(log)
     check("SIGKILL" in text and "restarting its worker" in text, f"one log line for the crash: {text!r}")
     time.sleep(0.2)
-    left = [pid for pid in os.listdir("/proc") if pid.isdigit() and os.path.exists(f"/proc/{pid}/status")
-            and f"PPid:\t{server.pid}\n" in open(f"/proc/{pid}/status").read()]
+    left = children_of(server)
     check(not left, f"processes left after SIGTERM: {left}")
 finally:
     if server.poll() is None:
         server.kill()
+
+# --sample 1: every operator call of the served method is observed, tagged
+# with the model's name; /metrics gives them (two linear layers per call).
+server, url, log = start(MLP, "--sample", "1")
+try:
+    for _ in range(10):
+        status, _ = http("POST", url + "/v2/models/mlp_scripted/infer", infer_body(torch.randn(1, 8)))
+        check(status == 200, f"infer with --sample: {status}")
+    text, values = metrics(url)
+    linear = 'model="mlp_scripted",operator="aten::linear",scope="function"'
+    check(values.get(("tsarchive_serve_operator_calls_total", linear)) == 20
+          and values.get(("tsarchive_serve_operator_sampled_calls_total", linear)) == 20,
+          f"aten::linear calls in /metrics: {[l for l in text.splitlines() if 'aten::linear' in l]}")
+    total = values.get(("tsarchive_serve_operator_seconds_total", linear), 0)
+    own = values.get(("tsarchive_serve_operator_self_seconds_total", linear), 0)
+    check(0 < own <= total, f"aten::linear self {own} s within total {total} s")
+    check(values.get(("tsarchive_serve_operator_sample_probability", 'model="mlp_scripted"')) == 1, "probability 1")
+    # torch::jit::load fires torch.script.load in 1.13, torch.jit.load in 2.x.
+    keys = {k[1] for k in values if k[0] == "tsarchive_serve_api_usage"}
+    check({'model="mlp_scripted",key="torch.script.load"', 'model="mlp_scripted",key="torch.jit.load"'} & keys,
+          f"the API usage key of torch::jit::load: {keys}")
+finally:
+    server.kill()
+    server.wait()
+
+
+class Slow(torch.nn.Module):
+    """Returns x + 1 after x[0, 0] rounds of 256x256 matrix products: its
+    requests take as long as the test asks."""
+
+    def forward(self, x):
+        a = torch.eye(256) + 0.001
+        for _ in range(int(x[0, 0].item())):
+            a = torch.mm(a, a) / a.norm()
+        return x + 1 + 0 * a.sum()
+
+
+def cpu_ticks(pid):
+    return sum(int(v) for v in open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[11:13])
+
+
+def rounds_for(seconds, url):
+    """Rounds of Slow that take about `seconds` here (the machine may be loaded),
+    timed after the warm-up calls in which TorchScript's profiling executor
+    optimizes the graph."""
+    for _ in range(3):
+        http("POST", url + "/v2/models/slow/infer", infer_body(torch.full((1, 4), 2.0)))
+    started = time.monotonic()
+    status, _ = http("POST", url + "/v2/models/slow/infer", infer_body(torch.full((1, 4), 40.0)))
+    check(status == 200, f"timing the slow model: {status}")
+    per_round = max((time.monotonic() - started) / 40, 1e-5)
+    return max(2, int(seconds / per_round))
+
+
+def post_later(url, rounds, into, delay=0.0):
+    def go():
+        time.sleep(delay)
+        req = urllib.request.Request(url + "/v2/models/slow/infer", method="POST",
+                                     data=json.dumps(infer_body(torch.full((1, 4), float(rounds)))).encode())
+        try:
+            with urllib.request.urlopen(req, timeout=120) as r:
+                into.append((r.status, dict(r.headers), r.read().decode()))
+        except urllib.error.HTTPError as e:
+            into.append((e.code, dict(e.headers), e.read().decode()))
+        except OSError as e:
+            into.append((0, {}, str(e)))
+    t = threading.Thread(target=go)
+    t.start()
+    return t
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    slow = os.path.join(tmp, "slow.pt")
+    torch.jit.script(Slow()).save(slow)
+
+    # A full queue answers 503 with Retry-After at once; a request still
+    # queued after --timeout answers 504 without running.
+    server, url, log = start(slow, "--threads", "1", "--max-queue", "1", "--timeout", "300")
+    try:
+        rounds = rounds_for(3.0, url)
+        running, queued, refused = [], [], []
+        threads = [post_later(url, rounds, running), post_later(url, 2, queued, 0.5)]
+        time.sleep(1.0)
+        started = time.monotonic()
+        threads.append(post_later(url, 2, refused))
+        threads[-1].join()
+        check(refused and refused[0][0] == 503 and refused[0][1].get("Retry-After") == "1"
+              and "--max-queue" in refused[0][2], f"a full queue: {refused}")
+        check(time.monotonic() - started < 0.5, "503 came at once")
+        for t in threads:
+            t.join()
+        check(running and running[0][0] == 200, f"the running request: {running}")
+        check(queued and queued[0][0] == 504 and "--timeout" in queued[0][2], f"a request queued past --timeout: {queued}")
+        _, values = metrics(url)
+        for status in (200, 503, 504):
+            check(values.get(("tsarchive_serve_requests_total", f'model="slow",status="{status}"'), 0) >= 1,
+                  f"/metrics counts a {status}")
+    finally:
+        server.kill()
+        server.wait()
+
+    # SIGTERM with --grace: the listener closes, the running and queued
+    # requests finish, exit 0.
+    server, url, log = start(slow, "--threads", "1", "--grace", "20000")
+    try:
+        rounds = rounds_for(2.0, url)
+        answers = []
+        threads = [post_later(url, rounds, answers), post_later(url, rounds, answers, 0.3)]
+        time.sleep(1.0)
+        server.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        refused = []
+        post_later(url, 2, refused).join()
+        check(refused and refused[0][0] == 0, f"a new connection after SIGTERM is refused: {refused}")
+        for t in threads:
+            t.join()
+        check(sorted(a[0] for a in answers) == [200, 200], f"requests in flight and queued at SIGTERM: {answers}")
+        check(server.wait(timeout=60) == 0, f"exit status after SIGTERM: {server.returncode}")
+    finally:
+        if server.poll() is None:
+            server.kill()
+
+    # A grace period that ends first: the running request fails (500), the
+    # server still exits 0, at once.
+    server, url, log = start(slow, "--threads", "1", "--grace", "300")
+    try:
+        rounds = rounds_for(5.0, url)
+        answers = []
+        thread = post_later(url, rounds, answers)
+        time.sleep(0.5)
+        stopped = time.monotonic()
+        server.send_signal(signal.SIGTERM)
+        thread.join()
+        check(answers and answers[0][0] == 500, f"a request still running when --grace ended: {answers}")
+        check(server.wait(timeout=30) == 0, f"exit status after --grace: {server.returncode}")
+        check(time.monotonic() - stopped < 3, f"exited {time.monotonic() - stopped:.1f} s after SIGTERM")
+        check("--grace" in "".join(log), f"one line says --grace ended: {''.join(log)!r}")
+    finally:
+        if server.poll() is None:
+            server.kill()
+
+    # --instances 2: two workers, both take requests; one killed, the other
+    # goes on serving while it restarts.
+    server, url, log = start(slow, "--threads", "1", "--instances", "2")
+    try:
+        workers = workers_of(server)
+        check(len(workers) == 2, f"two workers: {workers}")
+        rounds = rounds_for(1.0, url)
+        before = {pid: cpu_ticks(pid) for pid in workers}
+        answers = []
+        threads = [post_later(url, rounds, answers) for _ in range(4)]
+        for t in threads:
+            t.join()
+        check([a[0] for a in answers] == [200] * 4, f"4 requests on 2 instances: {answers}")
+        used = {pid: cpu_ticks(pid) - before[pid] for pid in workers}
+        check(all(ticks > 0 for ticks in used.values()), f"both workers ran requests (CPU ticks): {used}")
+        os.kill(workers[0], signal.SIGKILL)
+        time.sleep(0.3)
+        check(http("GET", url + "/v2/models/slow/ready")[0] == 400, "not ready while a worker is down")
+        status, answer = http("POST", url + "/v2/models/slow/infer", infer_body(torch.full((1, 4), 2.0)))
+        check(status == 200, f"the other instance serves while one restarts: {status} {answer}")
+        back = any(http("GET", url + "/v2/models/slow/ready")[0] == 200 or time.sleep(0.1) for _ in range(100))
+        check(back, "the killed instance came back")
+        _, values = metrics(url)
+        check(values.get(("tsarchive_serve_instances", 'model="slow"')) == 2, "/metrics: 2 instances")
+        check(values.get(("tsarchive_serve_worker_restarts_total", 'model="slow"')) == 1, "/metrics: 1 restart")
+    finally:
+        server.kill()
+        server.wait()
+
+    # Metadata shapes: -1 for the batch dimension and the recorded sizes of a
+    # self-check (run --record); [-1] without one.
+    checked = os.path.join(tmp, "checked.pt")
+    shutil.copy(MLP, checked)
+    harness.tsarchive(TSARCHIVE, "run", checked, "--input", "2x8", "--record", timeout=120)
+    server, url, log = start(checked, MLP)
+    try:
+        with torch.no_grad():
+            out_size = model(torch.randn(2, 8)).shape[1]
+        status, meta = http("GET", url + "/v2/models/checked")
+        check(status == 200 and meta["inputs"][0]["shape"] == [-1, 8] and meta["outputs"][0]["shape"] == [-1, out_size],
+              f"metadata shapes from the recorded check: {meta}")
+        status, meta = http("GET", url + "/v2/models/mlp_scripted")
+        check(status == 200 and meta["inputs"][0]["shape"] == [-1], f"metadata shapes without a check: {meta}")
+    finally:
+        server.kill()
+        server.wait()
+
+    # --ready-check: the recorded check replays before serving; one without
+    # a check is served with a warning; a failing check serves nothing (exit 1).
+    server, url, log = start(checked, MLP, "--ready-check")
+    try:
+        check(http("GET", url + "/v2/health/ready")[0] == 200, "ready after --ready-check")
+        time.sleep(0.2)
+        text = "".join(log)
+        check("model 'checked' passed its recorded self-check" in text
+              and "model 'mlp_scripted' has no recorded self-check" in text, f"--ready-check lines: {text!r}")
+    finally:
+        server.kill()
+        server.wait()
+    wrong = os.path.join(tmp, "wrong.pt")
+    torch.save(torch.ones(2, out_size), wrong)
+    harness.tsarchive(TSARCHIVE, "extra", "set", checked, "tsarchive/check_outputs.pt=@" + wrong, timeout=60)
+    p = harness.tsarchive(TSARCHIVE, "serve", checked, "--port", "0", "--ready-check", want=1, timeout=120)
+    check("failed its recorded self-check" in p.stderr, f"a failing --ready-check: {p.stderr!r}")
+
 
 # The gate: a damaged archive is refused before any worker sees it.
 with tempfile.TemporaryDirectory() as tmp:
@@ -252,5 +541,7 @@ with tempfile.TemporaryDirectory() as tmp:
 harness.tsarchive(TSARCHIVE, "serve", "bad/name=" + MLP, want=2, timeout=60)
 harness.tsarchive(TSARCHIVE, "serve", "a=" + MLP, "a=" + MLP, want=2, timeout=60)
 
+if not PROMTOOL:
+    print("note: promtool (Debian's prometheus package) is not installed; /metrics was checked without it")
 finish("serve: health, metadata, infer (alone, curl, batched) equal torch.jit; hostile requests refused; "
-       "a killed worker restarts; SIGTERM exits 0")
+       "a killed worker restarts; /metrics; 503/504; SIGTERM with --grace; --instances; recorded shapes; --ready-check")

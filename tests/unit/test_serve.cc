@@ -6,14 +6,13 @@
 #include <cstring>
 
 #include "serve/http.h"
+#include "serve/metrics.h"
 #include "serve/v2.h"
 
 using namespace tsarchive;
 using namespace tsarchive::serve;
 
 namespace {
-
-HttpParser::State parse_all(HttpParser& p, const std::string& bytes) { return p.feed(bytes); }
 
 template <class T>
 std::vector<T> values_of(const HostTensor& t) {
@@ -152,7 +151,7 @@ TEST_CASE("v2: bad requests are 400 with a reason") {
   CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP16", "data": [70000]}]})") ==
         "input 'x': 70000 is not a FP16 value");
   CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "BYTES", "data": ["a"]}]})").find(
-            "datatype BYTES is not served") != std::string::npos);
+            "datatype BYTES (strings) cannot be served") != std::string::npos);
   CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [-1], "datatype": "FP32", "data": []}]})") ==
         "input 'x': the shape holds something other than sizes >= 0");
   CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP32"}]})").find("has no \"data\"") !=
@@ -212,4 +211,125 @@ TEST_CASE("batching: requests stack on dimension 0 and split back") {
   CHECK(values_of<float>((*split)[1][0].tensor) == std::vector<float>{3, 4, 5, 6});
   // An output that is not one row per input row does not split.
   CHECK_FALSE(unstack({NamedTensor{"out", float_tensor({2}, {1, 2})}}, {1, 2}));
+}
+
+// --- /metrics ---------------------------------------------------------------------
+
+TEST_CASE("metrics: counters, cumulative histograms and escaped labels in the exposition format") {
+  ModelMetrics m;
+  m.request(200, 0.003);
+  m.request(200, 0.2);
+  m.request(503, 0.0001);
+  m.queued(0.002);
+  m.computed(3, 0.004);
+  m.computed(1, 0.001);
+  m.restarted();
+  ModelReport r;
+  r.name = "a\"b\\c";
+  r.counters = m.snapshot();
+  r.queue_depth = 2;
+  r.ready = true;
+  const std::string text = render_metrics({r});
+  const std::string label = "model=\"a\\\"b\\\\c\"";
+  CHECK(text.find("# TYPE tsarchive_serve_requests_total counter\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_requests_total{" + label + ",status=\"200\"} 2\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_requests_total{" + label + ",status=\"503\"} 1\n") != std::string::npos);
+  // 0.0001 and 0.003 at or below 0.005; 0.2 only from 0.25 on.
+  CHECK(text.find("tsarchive_serve_request_seconds_bucket{" + label + ",le=\"0.005\"} 2\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_request_seconds_bucket{" + label + ",le=\"0.1\"} 2\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_request_seconds_bucket{" + label + ",le=\"0.25\"} 3\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_request_seconds_bucket{" + label + ",le=\"+Inf\"} 3\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_request_seconds_count{" + label + "} 3\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_batch_size_bucket{" + label + ",le=\"2\"} 1\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_batch_size_bucket{" + label + ",le=\"4\"} 2\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_batch_size_sum{" + label + "} 4\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_queue_depth{" + label + "} 2\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_worker_restarts_total{" + label + "} 1\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_model_ready{" + label + "} 1\n") != std::string::npos);
+  CHECK(text.find("operator") == std::string::npos);  // no --sample: no operator families
+}
+
+TEST_CASE("metrics: sampled operators summed over instances and scaled by the probability") {
+  ModelReport r;
+  r.name = "m";
+  r.sample = 0.5;
+  OperatorStats op;
+  op.name = "aten::addmm";
+  op.scope = "function";
+  op.model_id = "m";
+  op.calls = 3;
+  op.total_ns = 2'000'000;
+  op.self_ns = 1'000'000;
+  r.operators = {op, op};  // two workers
+  const std::string text = render_metrics({r});
+  const std::string labels = "{model=\"m\",operator=\"aten::addmm\",scope=\"function\"}";
+  CHECK(text.find("tsarchive_serve_operator_sampled_calls_total" + labels + " 6\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_operator_calls_total" + labels + " 12\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_operator_seconds_total" + labels + " 0.008\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_operator_self_seconds_total" + labels + " 0.004\n") != std::string::npos);
+  CHECK(text.find("tsarchive_serve_operator_sample_probability{model=\"m\"} 0.5\n") != std::string::npos);
+}
+
+TEST_CASE("metadata: recorded shapes with -1 for the batch dimension") {
+  CHECK(recorded_shape("x: Tensor float32 [2, 8]") == std::make_pair(std::string("x"), std::vector<int64_t>{2, 8}));
+  CHECK(recorded_shape("out[0]: Tensor int64 []") == std::make_pair(std::string("out[0]"), std::vector<int64_t>{}));
+  CHECK(!recorded_shape("scale: float 2.5"));
+  CHECK(!recorded_shape("x: Tensor float32 [2, -8]"));
+  ServedModelInfo info;
+  info.inputs = {ServedValue{"x", "Tensor", "float32", false}, ServedValue{"y", "Tensor", "float32", false}};
+  info.outputs = {ServedValue{"out", "Tensor", "float32", false}};
+  const nlohmann::json meta = model_metadata("m", info, {{"x", {2, 8}}, {"out", {2, 3}}});
+  CHECK(meta["inputs"][0]["shape"] == nlohmann::json::array({-1, 8}));
+  CHECK(meta["inputs"][1]["shape"] == nlohmann::json::array({-1}));  // not recorded
+  CHECK(meta["outputs"][0]["shape"] == nlohmann::json::array({-1, 3}));
+}
+
+// --- the binary tensor data extension -----------------------------------------------
+
+TEST_CASE("v2: binary inputs after the JSON header, binary outputs after the JSON answer") {
+  const std::vector<float> x = {1.5f, -2.0f, 3.25f, 4.0f};
+  const std::vector<int64_t> ids = {7, -9};
+  const std::string json = R"({"inputs": [
+      {"name": "x", "shape": [2, 2], "datatype": "FP32", "parameters": {"binary_data_size": 16}},
+      {"name": "ids", "shape": [2], "datatype": "INT64", "data": [7, -9]}],
+    "outputs": [{"name": "out", "parameters": {"binary_data": true}}, {"name": "n"}]})";
+  const std::string body = json + std::string(reinterpret_cast<const char*>(x.data()), 16);
+  const InferRequest r = parse_infer_request(body, json.size());
+  REQUIRE(r.inputs.size() == 2);
+  CHECK(r.inputs[0].tensor.shape == std::vector<int64_t>{2, 2});
+  CHECK(values_of<float>(r.inputs[0].tensor) == x);
+  CHECK(values_of<int64_t>(r.inputs[1].tensor) == ids);
+  CHECK(r.binary_outputs == std::vector<std::string>{"out"});
+
+  // Sizes that do not add up, bytes nobody claims, a header past the body,
+  // binary_data_size without the header, BYTES.
+  CHECK_THROWS_AS(parse_infer_request(body.substr(0, body.size() - 1), json.size()), ApiError);
+  CHECK_THROWS_AS(parse_infer_request(body + "x", json.size()), ApiError);
+  CHECK_THROWS_AS(parse_infer_request(body, body.size() + 1), ApiError);
+  CHECK_THROWS_AS(parse_infer_request(json), ApiError);
+  try {
+    parse_infer_request(R"({"inputs": [{"name": "s", "shape": [1], "datatype": "BYTES", "data": ["a"]}]})");
+    FAIL("BYTES was accepted");
+  } catch (const ApiError& e) {
+    CHECK(e.status() == 400);
+    CHECK(std::string(e.what()).find("BYTES") != std::string::npos);
+  }
+
+  const std::vector<NamedTensor> outputs = {NamedTensor{"out", float_tensor({2, 2}, x)},
+                                            NamedTensor{"n", float_tensor({1}, {5.0f})}};
+  size_t header = 0;
+  const std::string answer = render_infer_response("m", "", outputs, {}, {"out"}, false, &header);
+  REQUIRE(header > 0);
+  REQUIRE(answer.size() == header + 16);
+  const auto doc = nlohmann::json::parse(answer.substr(0, header));
+  CHECK(doc["outputs"][0]["parameters"]["binary_data_size"] == 16);
+  CHECK(!doc["outputs"][0].contains("data"));
+  CHECK(doc["outputs"][1]["data"] == nlohmann::json::array({5.0}));
+  CHECK(answer.substr(header) == std::string(reinterpret_cast<const char*>(x.data()), 16));
+  // No binary output asked for: JSON only, no header.
+  render_infer_response("m", "", outputs, {}, {}, false, &header);
+  CHECK(header == 0);
+  // binary_data_output: every output.
+  const std::string all = render_infer_response("m", "", outputs, {}, {}, true, &header);
+  CHECK(all.size() == header + 20);
 }
