@@ -7,10 +7,10 @@
 namespace tsarchive::cli {
 
 OpenedArchive::OpenedArchive(const std::string& path, FileAccess access, double lock_timeout,
-                             const std::string& cannot, Context& ctx)
+                             const std::string& cannot, Context& ctx, bool accept_pt2)
     : path_(path), file_(path, access, lock_timeout) {
   for (const std::string& note : file_.notes()) print_note(ctx.err, note);
-  archive_ = open_torchscript_archive(file_.source(), cannot);
+  archive_ = open_torchscript_archive(file_.source(), cannot, accept_pt2);
 }
 
 WorkerJob OpenedArchive::job(const WorkerOptions& options, std::string activity) const {
