@@ -203,6 +203,14 @@ void complete_from_archive(const RunOptions& opts, const OpenedArchive& opened, 
   const FileKind kind = opened.archive().kind();
   request.lite = kind == FileKind::LiteInterpreter;
   request.archive = opened.descriptor_path();
+  if (opts.record && kind == FileKind::ExportedProgram) {
+    // torch.export.pt2_archive's load_pt2 (aoti_load_package, torch.export.load)
+    // decodes every extra/ file as UTF-8: binary check files would break it.
+    throw_usage("--record cannot store a check in a .pt2: PyTorch's .pt2 loader reads every extra/ file as UTF-8 "
+                "text, and the recorded inputs and outputs are binary torch.save files (nothing was written)",
+                "keep a golden beside the package: --save-inputs in.pt --save-outputs golden.pt, then --input @in.pt "
+                "--expect @golden.pt");
+  }
   if (opts.sample_inputs && kind != FileKind::ExportedProgram) {
     throw_usage("--sample-inputs takes a .pt2 package's own inputs (data/sample_inputs/); " + opts.model + " has none",
                 "give the inputs with --input");

@@ -16,7 +16,11 @@
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
 #endif
 
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdio>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,6 +66,49 @@ std::unique_ptr<AOTIModelPackageLoader> load_package(const RunRequest& request, 
     return std::make_unique<AOTIModelPackageLoader>(request.archive, request.aoti_model);
 #endif
   });
+}
+
+// The compiled code reports a failed call on stderr itself ("Error:
+// aoti_torch_cpu_addmm_out(...) API call failed at /tmp/.../wrapper.cpp, line
+// 864") before it throws. f() runs with fd 2 sent to a temporary file; what
+// was written there (64 KiB at most) comes back in `printed`, for the error's
+// detail (--verbose) or a note, so that an error stays one line.
+template <typename F>
+auto with_stderr_captured(F&& f, std::string& printed) {
+  std::fflush(stderr);
+  std::cerr.flush();
+  FILE* file = std::tmpfile();
+  const int saved = file != nullptr ? ::dup(STDERR_FILENO) : -1;
+  if (saved < 0 || ::dup2(::fileno(file), STDERR_FILENO) < 0) {
+    if (saved >= 0) ::close(saved);
+    if (file != nullptr) std::fclose(file);
+    return f();  // no capture: the text goes where it would have gone
+  }
+  const auto restore = [&] {
+    std::fflush(stderr);
+    std::cerr.flush();
+    ::dup2(saved, STDERR_FILENO);
+    ::close(saved);
+    std::rewind(file);
+    char buf[4096];
+    size_t n = 0;
+    while (printed.size() < (64u << 10) && (n = std::fread(buf, 1, sizeof buf, file)) > 0) printed.append(buf, n);
+    std::fclose(file);
+  };
+  try {
+    auto result = f();
+    restore();
+    return result;
+  } catch (...) {
+    restore();
+    throw;
+  }
+}
+
+std::string first_line(const std::string& text) {
+  const size_t start = text.find_first_not_of(" \n");
+  if (start == std::string::npos) return "";
+  return text.substr(start, std::min<size_t>(text.find('\n', start) - start, 300));
 }
 
 // Whether the call spec's output tree ("[1, {\"type\": null, ...}]") is a
@@ -122,7 +169,16 @@ RunReport run_aoti_package(const RunRequest& request) {
   if (request.threads > 0) at::set_num_threads(request.threads);
   report.threads = at::get_num_threads();
 
-  const std::unique_ptr<AOTIModelPackageLoader> loader = load_package(request, device);
+  std::string printed;
+  const auto captured = [&](auto&& f) {
+    try {
+      return with_stderr_captured(f, printed);
+    } catch (const Error& e) {
+      if (printed.empty()) throw;
+      throw e.with_detail(printed + (e.detail().empty() ? "" : "\n" + e.detail()));
+    }
+  };
+  const std::unique_ptr<AOTIModelPackageLoader> loader = captured([&] { return load_package(request, device); });
   const std::vector<std::string> call_spec = torch_call(file, "read the call spec", [&] { return loader->get_call_spec(); });
   const bool single = single_output(call_spec);
   report.method = request.aoti_model;
@@ -145,7 +201,8 @@ RunReport run_aoti_package(const RunRequest& request) {
     return out;
   };
   const Clock::time_point t0 = Clock::now();
-  const std::vector<at::Tensor> outputs = torch_call(file, doing, call);
+  const std::vector<at::Tensor> outputs = captured([&] { return torch_call(file, doing, call); });
+  if (!first_line(printed).empty()) report.notes.push_back("the compiled code wrote to stderr: " + first_line(printed));
   report.first_call_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
   c10::IValue output;
   if (single && outputs.size() == 1) {
