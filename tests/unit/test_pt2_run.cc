@@ -65,7 +65,7 @@ TEST_CASE("run refuses a device the AOTInductor model was not compiled for", "[p
   CHECK_NOTHROW(check_aoti_device(Pt2RunTarget{"model", "cuda"}, "cuda:1", "p.pt2"));
 }
 
-TEST_CASE("--sample-inputs reads the package's (args, kwargs), kwargs in the program's order", "[pt2][run]") {
+TEST_CASE("run --sample-inputs reads the package's (args, kwargs), kwargs in the program's order", "[pt2][run]") {
   const nlohmann::json expected = nlohmann::json::parse(slurp(testdata("pt2/run/expected.json")))["files"]["affine_sample_aoti.pt2"];
   const Opened pkg("pt2/run/affine_sample_aoti.pt2");
   const HostValue inputs = read_pt2_sample_inputs(pkg.archive, pkg.contents, "model", "a.pt2");
