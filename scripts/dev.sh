@@ -70,7 +70,10 @@ pip_torch() {
     echo "==> making $VENV with $want"
     python3 -m venv "$VENV"
   fi
-  VENV_PY=$PWD/$VENV/bin/python
+  case $VENV in
+    /*) VENV_PY=$VENV/bin/python ;;  # an absolute VENV (a venv shared between checkouts)
+    *) VENV_PY=$PWD/$VENV/bin/python ;;
+  esac
   if ! "$VENV_PY" -c "import sys, torch; sys.exit(torch.__version__.split('+')[0] != '${want#torch==}')" 2>/dev/null; then
     echo "==> installing $want (and numpy) into $VENV"
     "$VENV_PY" -m pip install -q "$want" numpy

@@ -1,4 +1,4 @@
-// tsarchive run MODEL [--method NAME] [--input SPEC]... [--device DEV] [--seed N]
+// tsarchive run MODEL [--method NAME] [--input SPEC]... [--sample-inputs] [--device DEV] [--seed N]
 //                     [--expect @FILE --atol A --rtol R] [--allow-nonfinite]
 //                     [--save-inputs F] [--save-outputs F] [--record | --check]
 //                     [--warmup N --iters N | --duration S] [--batch-sizes LIST]
@@ -9,7 +9,8 @@
 // The core checks the archive first (gate.h) and reads every input and
 // expected-output file (host_value.h); only then does the torch layer load
 // the module, from the descriptor of the file that was checked, in a worker
-// process (worker.h).
+// process (worker.h). A .pt2 runs its AOTInductor model (core/pt2_run.h)
+// the same way, with libtorch 2.x's AOTIModelPackageLoader.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -30,6 +31,7 @@
 #include "contract/host_value.h"
 #include "core/input_values.h"
 #include "core/producer_info.h"
+#include "core/pt2_run.h"
 #include "core/verify.h"
 #include "contract/profile.h"
 #include "core/run_check.h"
@@ -43,6 +45,7 @@ struct RunOptions {
   std::string model;
   std::string method;
   std::vector<std::string> inputs;
+  bool sample_inputs = false;
   std::string device = "cpu";
   uint64_t seed = 0;
   int threads = 0;
@@ -122,6 +125,8 @@ RunRequest request_from_options(const RunOptions& opts) {
   if (opts.record && opts.check) throw_usage("--record and --check exclude each other");
   if (opts.check && !opts.inputs.empty()) throw_usage("--check replays the recorded inputs; leave out --input");
   if (opts.check && !opts.expect.empty()) throw_usage("--check compares with the recorded outputs; leave out --expect");
+  if (opts.sample_inputs && !opts.inputs.empty()) throw_usage("--sample-inputs and --input exclude each other");
+  if (opts.sample_inputs && opts.check) throw_usage("--check replays the recorded inputs; leave out --sample-inputs");
   if (opts.iterations > 0 && opts.duration > 0) throw_usage("give --iters or --duration, not both");
   const bool profile = wants_profile(opts);  // any profiling option asks for profiling
   if (profile && !opts.batch_sizes.empty()) throw_usage("--profile times one input size; leave out --batch-sizes");
@@ -165,20 +170,46 @@ RunRequest request_from_options(const RunOptions& opts) {
   return request;
 }
 
+// A .pt2: the AOTInductor model to run (--method names it, or the recorded
+// check), checked against --device, and with --sample-inputs the package's own
+// inputs. An ExportedProgram without compiled artifacts is refused here.
+void complete_pt2(const RunOptions& opts, const OpenedArchive& opened, RunRequest& request) {
+  const Pt2Contents contents = read_pt2(opened.archive());
+  const Pt2RunTarget target = select_aoti_model(contents, opts.check ? request.method : opts.method, opts.model);
+  check_aoti_device(target, opts.device, opts.model);
+  request.aoti_model = request.method = target.model;
+  if (opts.sample_inputs) request.inputs = {read_pt2_sample_inputs(opened.archive(), contents, target.model, opts.model)};
+}
+
 // What the archive adds: its kind, and with --check the recorded inputs,
 // expected outputs, method and tolerances (unless given on the command line).
 void complete_from_archive(const RunOptions& opts, const OpenedArchive& opened, RunRequest& request) {
-  request.lite = opened.archive().kind() == FileKind::LiteInterpreter;
+  const FileKind kind = opened.archive().kind();
+  request.lite = kind == FileKind::LiteInterpreter;
   request.archive = opened.descriptor_path();
-  if (!opts.check) return;
-  const RunCheck recorded = load_recorded_check(opened.archive(), request, opts.model);
-  if (!opts.method.empty() && opts.method != recorded.method) {
-    throw_usage("--method " + opts.method + " differs from the recorded check's method " + recorded.method);
+  if (opts.record && kind == FileKind::ExportedProgram) {
+    // torch.export.pt2_archive's load_pt2 (aoti_load_package, torch.export.load)
+    // decodes every extra/ file as UTF-8: binary check files would break it.
+    throw_usage("--record cannot store a check in a .pt2: PyTorch's .pt2 loader reads every extra/ file as UTF-8 "
+                "text, and the recorded inputs and outputs are binary torch.save files (nothing was written)",
+                "keep a golden beside the package: --save-inputs in.pt --save-outputs golden.pt, then --input @in.pt "
+                "--expect @golden.pt");
   }
-  if (opts.atol.empty() && opts.rtol.empty()) {
-    request.tolerance = recorded.tolerance;
-    request.tolerance_by_path = recorded.tolerance_by_path;
+  if (opts.sample_inputs && kind != FileKind::ExportedProgram) {
+    throw_usage("--sample-inputs takes a .pt2 package's own inputs (data/sample_inputs/); " + opts.model + " has none",
+                "give the inputs with --input");
   }
+  if (opts.check) {
+    const RunCheck recorded = load_recorded_check(opened.archive(), request, opts.model);
+    if (!opts.method.empty() && opts.method != recorded.method) {
+      throw_usage("--method " + opts.method + " differs from the recorded check's method " + recorded.method);
+    }
+    if (opts.atol.empty() && opts.rtol.empty()) {
+      request.tolerance = recorded.tolerance;
+      request.tolerance_by_path = recorded.tolerance_by_path;
+    }
+  }
+  if (kind == FileKind::ExportedProgram) complete_pt2(opts, opened, request);
 }
 
 // --record: stores the run as the archive's self-check when it passed, and
@@ -205,7 +236,7 @@ void record_if_passed(const RunOptions& opts, const RunVerdict& verdict, OpenedA
 int run_run(const RunOptions& opts, Context& ctx) {
   RunRequest request = request_from_options(opts);
   OpenedArchive opened(opts.model, opts.record ? FileAccess::Edit : FileAccess::Read, opts.lock_timeout,
-                       "cannot run this file", ctx);
+                       "cannot run this file", ctx, /*accept_pt2=*/true);
   check_before_libtorch(opened.archive(), opts.model, "nothing was run", opts.worker.no_validate, ctx.err);
   complete_from_archive(opts, opened, request);
   if (::isatty(STDERR_FILENO) == 1 && !opts.json) {
@@ -270,13 +301,21 @@ Runner setup_run(CLI::App& app, Context& ctx) {
       "--save-outputs out.png[:OPTIONS] writes an output [1, C, H, W] or [C, H, W] (C = 1, 3, 4) as a picture:\n"
       "floating values x 255, clamped; normalize/mean/std/channels/layout undo what the input options did.\n"
       "\n"
+      "A .pt2 runs its AOTInductor model (torch._inductor.aoti_compile_and_package) through libtorch 2.x's\n"
+      "AOTIModelPackageLoader: its compiled code, loaded only by run. Inputs are its tensors in order (--input,\n"
+      "or --sample-inputs for the package's data/sample_inputs/); --method names the model (default: model).\n"
+      "A .pt2 without compiled artifacts (torch.export.save) is refused: compile it first.\n"
+      "Needs tsarchive built against libtorch 2.x (exit 5 otherwise)."
+      "\n"
       "--profile adds a table of the operators the timed calls ran (calls, total and self time), --sample P\n"
       "observes 1 in 1/P operator calls (estimates), --trace-out writes a Chrome trace for Perfetto: Kineto's\n"
       "trace where libtorch has Kineto (2.x from pip; CUDA kernels too with --device cuda), else one made from\n"
       "the observer's calls (libtorch 1.13). The output says which (trace: kineto / trace: tsarchive observer).");
-  app.add_option("model", opts->model, "TorchScript archive (.pt) or lite-interpreter archive (.ptl)")->required();
-  app.add_option("-m,--method", opts->method, "Method to call (default: forward)");
+  app.add_option("model", opts->model, "TorchScript archive (.pt), lite-interpreter archive (.ptl) or AOTInductor package (.pt2)")
+      ->required();
+  app.add_option("-m,--method", opts->method, "Method to call (default: forward); for a .pt2, the AOTInductor model (default: model)");
   app.add_option("-i,--input", opts->inputs, "An input (forms below); repeat in argument order");
+  app.add_flag("--sample-inputs", opts->sample_inputs, "A .pt2: run on the package's own sample inputs (data/sample_inputs/MODEL.pt)");
   app.add_option("--device", opts->device, "cpu, cuda or cuda:N (default: cpu)");
   app.add_option("--seed", opts->seed, "Seed of generated inputs (default: 0; same values as Python's torch.manual_seed)");
   app.add_option("--threads", opts->threads, "Intra-op threads (default: libtorch's choice)")->check(CLI::Range(1, 1024));

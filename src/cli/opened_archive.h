@@ -21,7 +21,8 @@ inline constexpr double kReaderLockTimeout = 10;
 class OpenedArchive {
  public:
   // `cannot` says what fails for a file that is not a TorchScript archive
-  // ("cannot run this file"); `accept_pt2` also opens a .pt2.
+  // ("cannot run this file"). `accept_pt2` also opens a .pt2
+  // (FileKind::ExportedProgram), for the commands that handle one.
   OpenedArchive(const std::string& path, FileAccess access, double lock_timeout, const std::string& cannot,
                 Context& ctx, bool accept_pt2 = false);
 

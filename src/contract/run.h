@@ -34,6 +34,10 @@ struct RunRequest {
   int threads = 0;                          // intra-op threads; 0: libtorch's default
   std::vector<std::string> libraries;       // dlopen()ed before the model is loaded
   bool lite = false;                        // a .ptl: run by the lite interpreter (_load_for_mobile)
+  // A .pt2: the AOTInductor model to run (data/aotinductor/<name>/), loaded by
+  // torch::inductor::AOTIModelPackageLoader; `method` is unused then. Empty:
+  // a TorchScript archive.
+  std::string aoti_model;
 
   // Checks of the first call's outputs.
   std::optional<HostValue> expect;

@@ -82,4 +82,4 @@ class TorchBackend {
 
 // The one symbol the torch layer exports; versioned so a stale library is
 // refused instead of misused.
-extern "C" tsarchive::TorchBackend* tsarchive_torch_backend_v6();
+extern "C" tsarchive::TorchBackend* tsarchive_torch_backend_v7();

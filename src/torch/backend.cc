@@ -78,7 +78,9 @@ class LibtorchBackend final : public TorchBackend {
     torch_call(path, "load the module", [&] { return torch::jit::load(path, torch::kCPU); });
   }
 
-  RunReport run(const RunRequest& request) override { return torch_layer::run_module(request); }
+  RunReport run(const RunRequest& request) override {
+    return request.aoti_model.empty() ? torch_layer::run_module(request) : torch_layer::run_aoti_package(request);
+  }
   ConvertReport convert(const ConvertRequest& request) override { return torch_layer::convert_module(request); }
   MethodGraph graph(const GraphRequest& request) override { return torch_layer::graph_of(request); }
   OpsReport operators(const GraphRequest& request) override { return torch_layer::operators_of(request); }
@@ -139,7 +141,7 @@ class LibtorchBackend final : public TorchBackend {
 }  // namespace
 }  // namespace tsarchive
 
-extern "C" __attribute__((visibility("default"))) tsarchive::TorchBackend* tsarchive_torch_backend_v6() {
+extern "C" __attribute__((visibility("default"))) tsarchive::TorchBackend* tsarchive_torch_backend_v7() {
   static tsarchive::LibtorchBackend backend;
   tsarchive::torch_layer::install_warning_notes();
   return &backend;

@@ -28,6 +28,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+}  // namespace
+
 // --- devices ----------------------------------------------------------------------
 
 c10::Device parse_device(const std::string& text, const std::string& file) {
@@ -63,6 +65,8 @@ c10::Device parse_device(const std::string& text, const std::string& file) {
 void synchronize(const c10::Device& device) {
   if (device.is_cuda()) torch::cuda::synchronize(device.index());
 }
+
+namespace {
 
 // --- timing and profiling -------------------------------------------------------------
 
@@ -124,14 +128,15 @@ class ProfilingScope {
   std::optional<KinetoTrace> kineto_;
 };
 
+}  // namespace
+
 // `profile`: when given and the request asks for it, the timed calls are
 // profiled into it.
-LatencySummary time_calls(const LoadedModel& model, const std::vector<c10::IValue>& args, const c10::Device& device,
-                          const RunRequest& request, int64_t batch, std::optional<ProfileReport>* profile = nullptr) {
+LatencySummary time_calls(const std::function<void()>& call_model, const c10::Device& device, const RunRequest& request,
+                          int64_t batch, std::optional<ProfileReport>* profile) {
   const auto call = [&] {
-    c10::IValue out = model.call(args);
+    call_model();
     synchronize(device);  // CUDA runs asynchronously: time the work, not the launch
-    return out;
   };
   const std::string label = batch > 0 ? "batch " + std::to_string(batch) + ": " : "";
   for (int i = 0; i < request.warmup; ++i) call();
@@ -163,6 +168,8 @@ LatencySummary time_calls(const LoadedModel& model, const std::vector<c10::IValu
   return summarize_latencies(std::move(ms), request.warmup, batch);
 }
 
+namespace {
+
 std::string cuda_device_name(int index) {
   // The driver API's cuDeviceGetName needs no CUDA headers; libcuda is loaded
   // already when libtorch uses a GPU.
@@ -181,6 +188,8 @@ std::string cuda_device_name(int index) {
   return "CUDA device " + std::to_string(index);
 }
 
+}  // namespace
+
 void load_libraries(const std::vector<std::string>& libraries) {
   for (const std::string& path : libraries) {
     // RTLD_GLOBAL: operator libraries may depend on each other's symbols.
@@ -194,6 +203,8 @@ void load_libraries(const std::vector<std::string>& libraries) {
     }
   }
 }
+
+namespace {
 
 std::string float_dtype_name(c10::ScalarType t) {
   switch (t) {
@@ -452,7 +463,9 @@ RunReport run_module(const RunRequest& request) {
   const bool timed = request.iterations > 0 || request.duration_s > 0;
   if (timed && request.batch_sizes.empty()) {
     report.timings.push_back(TimedBatch{
-        0, torch_call(file, doing, [&] { return time_calls(model, args, device, request, 0, &report.profile); })});
+        0, torch_call(file, doing, [&] {
+          return time_calls([&] { model.call(args); }, device, request, 0, &report.profile);
+        })});
   }
   for (int64_t batch : request.batch_sizes) {
     std::vector<c10::IValue> batch_args;
@@ -460,7 +473,7 @@ RunReport run_module(const RunRequest& request) {
     for (c10::IValue& v : built.values) batch_args.push_back(to_device(v, device));
     report.timings.push_back(
         TimedBatch{batch, torch_call(file, doing + " with batch size " + std::to_string(batch),
-                                     [&] { return time_calls(model, batch_args, device, request, batch); })});
+                                     [&] { return time_calls([&] { model.call(batch_args); }, device, request, batch); })});
   }
   if (request.api_usage) report.api_usage = api_usage_keys();
   return report;

@@ -502,9 +502,6 @@ void leaves_of(const c10::IValue& v, const std::string& path, std::vector<Leaf>&
   }
 }
 
-namespace {
-
-// Expected values as the leaves they hold, in order.
 void host_leaves(const HostValue& v, std::vector<c10::IValue>& out) {
   switch (v.kind) {
     case HostValue::Kind::List:
@@ -522,6 +519,8 @@ void host_leaves(const HostValue& v, std::vector<c10::IValue>& out) {
     case HostValue::Kind::None: out.push_back(c10::IValue()); return;
   }
 }
+
+namespace {
 
 std::vector<int64_t> unravel(int64_t flat, const c10::IntArrayRef& shape) {
   std::vector<int64_t> index(shape.size());

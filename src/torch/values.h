@@ -198,6 +198,11 @@ struct Leaf {
 };
 void leaves_of(const c10::IValue& v, const std::string& path, std::vector<Leaf>& out);
 
+// A value's leaves (tensors made or generated, scalars, strings, None) in
+// walk order: lists item by item, dicts value by value. Generated tensors
+// draw from libtorch's current seed.
+void host_leaves(const HostValue& v, std::vector<c10::IValue>& out);
+
 // The output's leaves compared with request.expect's, in order.
 std::vector<OutputCheck> compare_outputs(const c10::IValue& output, const RunRequest& request);
 // The output's leaves compared with `expected`'s (another call's output), with

@@ -44,9 +44,9 @@ TorchBackend* open_backend() {
                   "check that libtorch is installed (Debian: apt-get install libtorch-dev)");
     }
     using Entry = TorchBackend* (*)();
-    auto entry = reinterpret_cast<Entry>(::dlsym(handle, "tsarchive_torch_backend_v6"));
+    auto entry = reinterpret_cast<Entry>(::dlsym(handle, "tsarchive_torch_backend_v7"));
     if (entry == nullptr) {
-      throw Error(ErrorKind::Torch, "the libtorch layer has no tsarchive_torch_backend_v6 entry point", path,
+      throw Error(ErrorKind::Torch, "the libtorch layer has no tsarchive_torch_backend_v7 entry point", path,
                   "it is from another tsarchive version; rebuild or reinstall tsarchive");
     }
     return entry();  // the handle stays open for the life of the process

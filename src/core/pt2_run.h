@@ -1,0 +1,38 @@
+// `run` on a .pt2, the core's part: which AOTInductor model of the package
+// runs (data/aotinductor/<model>/), on which device, and the package's own
+// sample inputs (data/sample_inputs/<model>.pt) as run's inputs. The compiled
+// code itself is loaded only by the torch layer, in a worker, after the
+// archive passed the gate.
+#pragma once
+
+#include <string>
+
+#include "contract/host_value.h"
+#include "format/archive.h"
+#include "format/pt2.h"
+
+namespace tsarchive {
+
+struct Pt2RunTarget {
+  std::string model;   // <model> of data/aotinductor/<model>/
+  std::string device;  // what it was compiled for (AOTI_DEVICE_KEY): "cpu", "cuda"
+};
+
+// The AOTInductor model `requested` names ("" : "model", or the only one).
+// Error(BadInput) for a .pt2 without compiled artifacts (an ExportedProgram:
+// what to run it with and how to compile it), Error(Usage) naming the models
+// when `requested` is none of them.
+Pt2RunTarget select_aoti_model(const Pt2Contents& contents, const std::string& requested, const std::string& file);
+
+// Error(Usage) when --device (cpu, cuda, cuda:N) is not the device the model
+// was compiled for.
+void check_aoti_device(const Pt2RunTarget& target, const std::string& device, const std::string& file);
+
+// data/sample_inputs/<model>.pt (torch.save of (args, kwargs)) as one input
+// list: the args in order, then the kwargs in the order of the program's
+// user inputs (models/<model>.json). Error(Usage) when the package has none,
+// Error(BadInput) when the record is not a torch.save file of such values.
+HostValue read_pt2_sample_inputs(const TorchArchive& archive, const Pt2Contents& contents, const std::string& model,
+                                 const std::string& file);
+
+}  // namespace tsarchive

@@ -1,0 +1,179 @@
+#!/usr/bin/python3
+"""`tsarchive run` on AOTInductor packages (.pt2) agrees with Python's
+torch._inductor.aoti_load_package(path)(*inputs) on the same inputs.
+
+Run by CTest with TSARCHIVE_PYTHON (exit 77, skipped, when that python has no
+AOTInductor, e.g. Debian's torch 1.13, or when tsarchive is built against
+libtorch 1.x, which cannot run a .pt2: tests/torch/pt2_run.sh checks that
+refusal):
+
+    .venv/bin/python tests/pytorch/check_pt2_run.py TSARCHIVE TESTDATA_DIR
+
+For each package of testdata/pt2/ and testdata/pt2/run/: inputs from a
+torch.save file and generated ones (--seed, drawn like torch.randn), outputs
+written by --save-outputs and compared with PyTorch's; --sample-inputs (the
+package's data/sample_inputs/, args and kwargs) against aoti_load_package on
+the same sample; --expect passing and failing; --record then --check on a
+copy, which aoti_load_package still runs; timing; the refusals (a program
+without compiled artifacts, another device, no sample inputs).
+"""
+
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import check, finish, tsarchive  # noqa: E402
+
+try:
+    import torch
+    from torch._inductor import aoti_load_package
+except ImportError:
+    print("torch._inductor.aoti_load_package is not available for this python; skipping")
+    sys.exit(77)
+
+TSARCHIVE, TESTDATA = sys.argv[1], sys.argv[2]
+PT2 = os.path.join(TESTDATA, "pt2")
+
+
+def inputs_of(name):
+    """The (args, kwargs) each package is called with in Python (shapes its
+    program accepts); tsarchive takes the same tensors in order."""
+    torch.manual_seed(7)
+    if name.startswith("mlp_dynamic"):
+        return (torch.randn(5, 4),), {}
+    if name.startswith("buffers_consts"):
+        return (torch.randn(2, 5), torch.rand(2, 5) > 0.5), {}
+    if name.startswith("affine_sample"):
+        return (torch.randn(6, 4),), {"bias": torch.randn(3)}
+    raise AssertionError(name)
+
+
+def as_list(out):
+    return list(out) if isinstance(out, (list, tuple)) else [out]
+
+
+def same(ours, theirs, what):
+    ours, theirs = as_list(ours), as_list(theirs)
+    check(len(ours) == len(theirs), f"{what}: {len(ours)} outputs vs PyTorch's {len(theirs)}")
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        ok = a.dtype == b.dtype and a.shape == b.shape and torch.allclose(a, b, atol=1e-6, rtol=1e-5)
+        check(ok, f"{what}: output {i} differs from PyTorch's: {a} vs {b}")
+
+
+def run_json(*args, want=0):
+    p = tsarchive(TSARCHIVE, "run", *args, "--json", want=want)
+    return json.loads(p.stdout) if p.returncode == want and want in (0, 1) and p.stdout else None
+
+
+def check_package(path, tmp):
+    name = os.path.basename(path)
+    compiled = aoti_load_package(path)
+    args, kwargs = inputs_of(name)
+    inputs = args + tuple(kwargs.values())
+    theirs = compiled(*args, **kwargs)
+
+    # Inputs from a torch.save file of a tuple: one tensor per input, in order.
+    in_file, out_file = os.path.join(tmp, "in.pt"), os.path.join(tmp, "out.pt")
+    torch.save(inputs, in_file)
+    doc = run_json(path, "--input", "@" + in_file, "--save-outputs", out_file)
+    if doc is None:
+        return
+    same(torch.load(out_file), theirs, f"{name} --input @in.pt")
+    check(doc["method"] == "model", f"{name}: method {doc['method']}")
+    shapes = [o["shape"] for o in doc["outputs"] if o.get("type") == "Tensor"]
+    check(shapes == [list(t.shape) for t in as_list(theirs)], f"{name}: output shapes {shapes}")
+
+    # --expect with PyTorch's outputs passes; with one element moved, fails (exit 1).
+    torch.save(theirs, os.path.join(tmp, "golden.pt"))
+    tsarchive(TSARCHIVE, "run", path, "--input", "@" + in_file, "--expect", "@" + os.path.join(tmp, "golden.pt"))
+    moved = [t.clone() for t in as_list(theirs)]
+    moved[0].view(-1)[0] += 1.0
+    torch.save(tuple(moved), os.path.join(tmp, "off.pt"))
+    tsarchive(TSARCHIVE, "run", path, "--input", "@" + in_file, "--expect", "@" + os.path.join(tmp, "off.pt"), want=1)
+
+    # Generated inputs: --seed draws what torch.manual_seed + torch.randn do.
+    if name.startswith("mlp_dynamic"):
+        torch.manual_seed(3)
+        x = torch.randn(7, 4)
+        run_json(path, "--input", "7x4", "--seed", "3", "--save-outputs", out_file)
+        same(torch.load(out_file), compiled(x), f"{name} --input 7x4 --seed 3")
+
+    # --record is refused on a .pt2 (load_pt2 reads extra/ files as UTF-8; the
+    # check's files are binary) and leaves the package as it was; the golden
+    # written beside it by --save-inputs/--save-outputs replays instead.
+    copy = os.path.join(tmp, "recorded.pt2")
+    shutil.copyfile(path, copy)
+    p = tsarchive(TSARCHIVE, "run", copy, "--input", "@" + in_file, "--record", want=2)
+    check("UTF-8" in p.stderr, f"{name}: --record refusal: {p.stderr}")
+    with open(copy, "rb") as a, open(path, "rb") as b:
+        check(a.read() == b.read(), f"{name}: --record changed the package")
+    saved_in, saved_out = os.path.join(tmp, "saved_in.pt"), os.path.join(tmp, "saved_out.pt")
+    tsarchive(TSARCHIVE, "run", path, "--input", "@" + in_file, "--save-inputs", saved_in, "--save-outputs", saved_out)
+    tsarchive(TSARCHIVE, "run", path, "--input", "@" + saved_in, "--expect", "@" + saved_out)
+    saved = torch.load(saved_in)
+    same(aoti_load_package(path)(*saved[:len(args)], **dict(zip(kwargs, saved[len(args):]))), theirs,
+         f"{name}: PyTorch on the saved inputs")
+
+    # Timing: warm-up and timed calls of the compiled code.
+    doc = run_json(path, "--input", "@" + in_file, "--iters", "5", "--warmup", "2")
+    if doc is not None:
+        timing = doc.get("timing") or {}
+        check(timing.get("iterations") == 5 and timing.get("warmup") == 2, f"{name}: timing {timing}")
+
+
+def check_sample_inputs(path, tmp):
+    name = os.path.basename(path)
+    with zipfile.ZipFile(path) as z:
+        record = [n for n in z.namelist() if n.endswith("/data/sample_inputs/model.pt")][0]
+        args, kwargs = torch.load(io.BytesIO(z.read(record)), weights_only=True)
+    check(len(kwargs) > 0, f"{name}: the sample inputs have no kwargs to order")
+    out_file = os.path.join(tmp, "sample_out.pt")
+    doc = run_json(path, "--sample-inputs", "--save-outputs", out_file)
+    if doc is None:
+        return
+    same(torch.load(out_file), aoti_load_package(path)(*args, **kwargs), f"{name} --sample-inputs")
+    shapes = [i["shape"] for i in doc["inputs"] if i.get("type") == "Tensor"]
+    want = [list(a.shape) for a in args] + [list(v.shape) for v in kwargs.values()]
+    check(shapes == want, f"{name}: sample input shapes {shapes} vs {want}")
+
+
+def main():
+    packages = sorted(os.path.join(PT2, n) for n in os.listdir(PT2) if n.endswith("_aoti.pt2"))
+    packages += sorted(os.path.join(PT2, "run", n) for n in os.listdir(os.path.join(PT2, "run")) if n.endswith(".pt2"))
+    check(len(packages) >= 3, f"packages: {packages}")
+
+    probe = subprocess.run([TSARCHIVE, "run", packages[0], "--input", "5x4"], capture_output=True, text=True)
+    if probe.returncode == 5 and "needs tsarchive built against libtorch 2.x" in probe.stderr:
+        print("tsarchive is built against libtorch 1.x, which cannot run a .pt2; skipping")
+        sys.exit(77)
+
+    tmp = tempfile.mkdtemp(prefix="tsarchive-pt2-run-")
+    try:
+        for path in packages:
+            check_package(path, tmp)
+        check_sample_inputs(os.path.join(PT2, "run", "affine_sample_aoti.pt2"), tmp)
+
+        # Refusals, each one line with its exit code, before any libtorch.
+        p = tsarchive(TSARCHIVE, "run", os.path.join(PT2, "mlp_dynamic.pt2"), "--input", "2x4", want=3)
+        check("aoti_compile_and_package" in p.stderr, f"no compile hint: {p.stderr}")
+        p = tsarchive(TSARCHIVE, "run", packages[0], "--input", "5x4", "--device", "cuda", want=2)
+        check("compiled for cpu" in p.stderr, f"device refusal: {p.stderr}")
+        p = tsarchive(TSARCHIVE, "run", os.path.join(PT2, "mlp_dynamic_aoti.pt2"), "--sample-inputs", want=2)
+        check("no sample inputs" in p.stderr, f"sample refusal: {p.stderr}")
+        p = tsarchive(TSARCHIVE, "run", os.path.join(PT2, "mlp_dynamic_aoti.pt2"), "--input", "5x4", "--method", "other",
+                      want=2)
+        check("its models are: model" in p.stderr, f"model refusal: {p.stderr}")
+        tsarchive(TSARCHIVE, "run", os.path.join(PT2, "mlp_dynamic_aoti.pt2"), "--input", "5x7", want=5)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    finish(f"{len(packages)} AOTInductor packages run as aoti_load_package runs them")
+
+
+if __name__ == "__main__":
+    main()
