@@ -7,7 +7,9 @@
 
 #include "base/build_info.h"
 #include "cli/commands.h"
+#include "cli/completion.h"
 #include "cli/output.h"
+#include "cli/suggest.h"
 #include "base/error.h"
 #include "contract/torch_backend.h"
 #include "cli/worker_options.h"
@@ -101,10 +103,28 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
              "\nlibtorch: each build links one (Debian's 1.13, pip's 2.x: scripts/dev.sh torch2, or any through\n"
              "CMAKE_PREFIX_PATH); --version names it. Archives it cannot read are refused with the reason.");
 
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  // The completion scripts the build installs, from this very table (completion.h).
+  if (args.size() == 2 && args[0] == "__complete") {
+    try {
+      out << completion_script(app, args[1]);
+      return 0;
+    } catch (...) {
+      return report_current_exception(err, false);
+    }
+  }
+  if (const std::optional<Error> slip = single_dash_slip(app, args)) {  // -input 2x10
+    print_error(err, *slip);
+    return static_cast<int>(ErrorKind::Usage);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e, out, err);  // --help
+    if (const std::optional<Error> better = explain_usage_error(app, args)) {  // did you mean ...
+      print_error(err, *better);
+      return static_cast<int>(ErrorKind::Usage);
+    }
     err << "tsarchive: error: " << shown(e.what()) << ": see 'tsarchive ";
     for (const CLI::App* sub = &app; sub != nullptr;) {  // the deepest subcommand named
       const CLI::App* next = nullptr;
