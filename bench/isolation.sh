@@ -8,7 +8,7 @@
 # The cost can be negative: the worker ends with _exit and skips libtorch's
 # teardown at exit (static destructors, thread pools), which in-process runs.
 #
-# Commands: --version; verify --load; run (mlp_scripted.pt, 2x8);
+# Commands: --version --verbose; verify --load; run (mlp_scripted.pt, 2x8);
 # run --save-outputs on resnet18 (a larger result crossing the pipe, when
 # bench/out/resnet18.pt exists: bench/make_run_models.py makes it);
 # inspect --ops.
@@ -26,7 +26,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 commands=(
-  "--version"
+  "--version --verbose"
   "verify --load testdata/mlp_scripted.pt"
   "run testdata/mlp_scripted.pt --input 2x8"
   "inspect --ops testdata/mlp.ptl"

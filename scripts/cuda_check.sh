@@ -33,9 +33,9 @@ echo "==> CUDA: ${cuda_args[*]:-(no nvcc found; the CMake files of the wheel say
 CMAKE_ARGS="${cuda_args[*]} ${CMAKE_ARGS:-}" scripts/dev.sh torch2 "${1:-test}"
 
 t=$BUILD_DIR/tsarchive
-"$t" --version
+"$t" --version --verbose
 "$t" --version | grep -q '^cuda built in' || { echo "FAIL: $t does not report a CUDA libtorch" >&2; exit 1; }
-if "$t" --version | grep -q ' 0 device(s) visible'; then
+if "$t" --version --verbose | grep -q ' 0 device(s) visible'; then
   set +e
   err=$("$t" run testdata/mlp_scripted.pt --input 2x8 --device cuda 2>&1 >/dev/null)
   status=$?

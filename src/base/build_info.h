@@ -1,15 +1,19 @@
-// What this build of tsarchive is: its version, the libtorch its torch layer
-// was compiled against and the archive versions that libtorch reads, and
-// where the torch layer is installed. The one unit that includes CMake's
-// generated tsarchive_config.h, so that a new version or libtorch recompiles
-// one file.
+// What this build of tsarchive is: its version and commit, the libtorch its
+// torch layer was compiled against (and whether with CUDA) and the archive
+// versions that libtorch reads, and where the torch layer is installed. The
+// one unit that includes CMake's generated tsarchive_config.h and
+// tsarchive_commit.h, so that a new version, libtorch or commit recompiles
+// one file. Reading it loads nothing: `--version` prints it without libtorch.
 #pragma once
 
 namespace tsarchive {
 
 struct BuildInfo {
   const char* version;        // tsarchive's, e.g. "0.1.0"
+  const char* commit;         // "4f3c4e4abc12", "...-dirty", or "unknown" (not built from a git checkout)
+  bool with_torch;            // built with the torch layer (TSARCHIVE_WITH_TORCH)
   const char* torch_version;  // e.g. "1.13.1"
+  bool torch_cuda;            // that libtorch was built with CUDA
   // The archive format and bytecode versions that libtorch reads.
   int reads_format_min;
   int reads_format_max;

@@ -7,31 +7,61 @@
 
 #include "base/build_info.h"
 #include "cli/commands.h"
+#include "cli/completion.h"
 #include "cli/output.h"
+#include "cli/suggest.h"
 #include "base/error.h"
 #include "contract/torch_backend.h"
 #include "cli/worker_options.h"
 #include "worker/model_worker.h"
+#include "worker/worker.h"
 
 namespace tsarchive::cli {
 namespace {
 
-// --version: the tool, and the libtorch layer if it can be loaded.
-int print_version(Context& ctx) {
-  ctx.out << "tsarchive " << build_info().version << '\n';
+// --version: what this build is, from build_info() alone: no libtorch is
+// loaded, so it answers in milliseconds.
+void print_build(std::ostream& out) {
+  const BuildInfo& b = build_info();
+  out << "tsarchive " << b.version << " (commit " << b.commit << ")\n";
+  if (!b.with_torch) {
+    out << "libtorch none (built without the torch layer: -DTSARCHIVE_WITH_TORCH=OFF)\n";
+    return;
+  }
+  out << "libtorch " << b.torch_version << " (built against; reads format versions " << b.reads_format_min << " to "
+      << b.reads_format_max << ", bytecode " << b.reads_bytecode_min << " to " << b.reads_bytecode_max << ")\n";
+  out << "cuda " << (b.torch_cuda ? "built in" : "not built in (CPU-only libtorch)") << '\n';
+}
+
+// --version --verbose: loads the torch layer in a worker and says what it
+// found and where.
+void print_runtime(std::ostream& out) {
+  const TorchLayerLocation where = locate_torch_layer();
+  out << "torch layer  " << (where.path.empty() ? "not found" : shown(where.path));
+  if (where.path.empty() || where.from_environment) {
+    out << " (" << (where.from_environment ? "TSARCHIVE_TORCH_LIBRARY" : "looked for");
+    for (const std::string& path : where.tried) out << ' ' << shown(path);
+    out << ')';
+  }
+  out << '\n';
   try {
     const auto info = in_worker<TorchRuntimeInfo>(worker_job(WorkerOptions{}, "", 0, "reading its version"),
                                                   [](TorchBackend& torch) { return torch.runtime_info(); });
-    ctx.out << "libtorch " << info.libtorch_version;
-    if (!info.library_path.empty()) ctx.out << " (" << info.library_path << ")";
-    ctx.out << '\n';
-    ctx.out << "cuda " << (info.cuda_built ? "built in" : "not built in (CPU-only libtorch)");
-    if (info.cuda_built) ctx.out << ", " << info.cuda_device_count << " device(s) visible";
-    ctx.out << '\n';
-    for (size_t i = 0; i < info.cuda_devices.size(); ++i) ctx.out << "  cuda:" << i << "  " << info.cuda_devices[i] << '\n';
+    out << "in use       libtorch " << info.libtorch_version;
+    if (!info.library_path.empty()) out << " (" << shown(info.library_path) << ")";
+    out << '\n';
+    out << "in use       cuda " << (info.cuda_built ? "built in" : "not built in (CPU-only libtorch)");
+    if (info.cuda_built) out << ", " << info.cuda_device_count << " device(s) visible";
+    out << '\n';
+    for (size_t i = 0; i < info.cuda_devices.size(); ++i) out << "  cuda:" << i << "  " << shown(info.cuda_devices[i]) << '\n';
   } catch (const Error& e) {
-    ctx.out << "libtorch unavailable: " << shown(e.what()) << '\n';
+    out << "libtorch unavailable: " << shown(e.what()) << '\n';
   }
+}
+
+int print_version(Context& ctx, bool verbose) {
+  print_build(ctx.out);
+  if (verbose) print_runtime(ctx.out);
   return 0;
 }
 
@@ -43,8 +73,13 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   Context ctx{out, err};
   CLI::App app{"tsarchive: read, check, edit and run TorchScript archives", "tsarchive"};
   app.set_help_all_flag("--help-all", "Print help for every command");
-  bool show_version = false;
-  app.add_flag("--version", show_version, "Print the tool version, the libtorch in use (version, file) and CUDA, and exit");
+  bool show_version = false, version_verbose = false;
+  CLI::Option* version = app.add_flag(
+      "--version", show_version, "Print the tool version, build commit, the libtorch and CUDA it was built with, and exit");
+  app.add_flag("--verbose", version_verbose,
+               "With --version: also load libtorch and say what was found and where (the torch layer, libtorch's "
+               "file, CUDA devices)")
+      ->needs(version);
   app.require_subcommand(0, 1);
   const std::string exit_codes =
       "Exit codes: 0 ok, 1 a check failed, 2 usage error, 3 invalid or unsupported input,\n"
@@ -68,10 +103,28 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
              "\nlibtorch: each build links one (Debian's 1.13, pip's 2.x: scripts/dev.sh torch2, or any through\n"
              "CMAKE_PREFIX_PATH); --version names it. Archives it cannot read are refused with the reason.");
 
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  // The completion scripts the build installs, from this very table (completion.h).
+  if (args.size() == 2 && args[0] == "__complete") {
+    try {
+      out << completion_script(app, args[1]);
+      return 0;
+    } catch (...) {
+      return report_current_exception(err, false);
+    }
+  }
+  if (const std::optional<Error> slip = single_dash_slip(app, args)) {  // -input 2x10
+    print_error(err, *slip);
+    return static_cast<int>(ErrorKind::Usage);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e, out, err);  // --help
+    if (const std::optional<Error> better = explain_usage_error(app, args)) {  // did you mean ...
+      print_error(err, *better);
+      return static_cast<int>(ErrorKind::Usage);
+    }
     err << "tsarchive: error: " << shown(e.what()) << ": see 'tsarchive ";
     for (const CLI::App* sub = &app; sub != nullptr;) {  // the deepest subcommand named
       const CLI::App* next = nullptr;
@@ -85,7 +138,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
     return static_cast<int>(ErrorKind::Usage);
   }
 
-  if (show_version) return print_version(ctx);
+  if (show_version) return print_version(ctx, version_verbose);
   try {
     for (auto& [sub, runner] : runners) {
       if (!sub->parsed()) continue;

@@ -21,6 +21,8 @@ struct DiffCommandOptions {
   bool no_tensors = false;
   bool no_code = false;
   bool full = false;
+  bool ignore_stamp = false;
+  bool ignore_extra = false;
 };
 
 int run_diff(const DiffCommandOptions& opts, Context& ctx) {
@@ -29,6 +31,8 @@ int run_diff(const DiffCommandOptions& opts, Context& ctx) {
   options.tensors = !opts.no_tensors && !opts.quiet;
   options.code = !opts.no_code && !opts.quiet;
   if (opts.full) options.byte_compare_limit = UINT64_MAX;
+  options.ignore_stamp = opts.ignore_stamp;
+  options.ignore_extra = opts.ignore_extra;
   const ArchiveDiff diff = diff_files(opts.old_path, opts.new_path, options);
   for (const std::string& path : {opts.old_path, opts.new_path}) {
     if (const std::string note = interrupted_edit_note(path); !note.empty()) print_note(ctx.err, note);
@@ -58,6 +62,9 @@ Runner setup_diff(CLI::App& app, Context& ctx) {
   app.add_flag("--no-code", opts->no_code, "Do not show code/ changes as diffs (they stay listed as records)");
   app.add_flag("--full", opts->full,
                "Compare the bytes of every record whose size and CRC-32 match, not only those up to 64 MiB");
+  app.add_flag("--ignore-stamp", opts->ignore_stamp,
+               "Leave tsarchive's stamp out of the comparison: did the model change, whatever its provenance?");
+  app.add_flag("--ignore-extra", opts->ignore_extra, "Leave every extra/ file (the stamp included) out of the comparison");
   return [opts, &ctx] { return run_diff(*opts, ctx); };
 }
 

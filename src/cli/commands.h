@@ -36,6 +36,7 @@ Runner setup_run(CLI::App& app, Context& ctx);
 Runner setup_trace(CLI::App& app, Context& ctx);
 Runner setup_convert(CLI::App& app, Context& ctx);
 Runner setup_serve(CLI::App& app, Context& ctx);
+Runner setup_help(CLI::App& app, Context& ctx);
 
 // Every subcommand, in the order `--help` lists them.
 inline constexpr Command kCommands[] = {
@@ -48,6 +49,7 @@ inline constexpr Command kCommands[] = {
     {"trace", "Record a method on example inputs into a new archive, checked against the original", setup_trace},
     {"convert", "Freeze, optimize, or write a mobile .ptl; the result is reloaded and checked first", setup_convert},
     {"serve", "Serve archives over HTTP (Open Inference Protocol / KServe v2), libtorch in worker processes", setup_serve},
+    {"help", "Print the help of tsarchive, or of one command: tsarchive help extra set", setup_help},
 };
 
 }  // namespace tsarchive::cli

@@ -73,6 +73,11 @@ void render_summary(const ArchiveDiff& d, std::ostream& out) {
         << ") taken as equal by size and CRC-32 without reading " << (d.records_equal_by_crc == 1 ? "it" : "them")
         << "; --full compares every byte\n";
   }
+  if (!d.records_ignored.empty()) {
+    std::string names;
+    for (const std::string& name : d.records_ignored) names += (names.empty() ? "" : ", ") + name;
+    out << "  note: not compared, as asked: " << shown(names) << '\n';
+  }
 }
 
 std::string size_or_dash(const RecordChange& r, bool new_side) {
@@ -234,6 +239,7 @@ json diff_to_json(const ArchiveDiff& d) {
                   {"records_added", records.added},
                   {"records_removed", records.removed},
                   {"records_compared", d.records_compared},
+                  {"records_ignored", d.records_ignored},
                   {"records_equal_by_crc", d.records_equal_by_crc},
                   {"bytes_equal_by_crc", d.bytes_equal_by_crc},
                   {"tensors_compared", d.tensors_compared},

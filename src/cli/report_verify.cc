@@ -15,6 +15,19 @@ void print_names(std::ostream& out, const char* label, const std::vector<std::st
   if (names.size() > kShown) out << "  " << padded << "... and " << names.size() - kShown << " more\n";
 }
 
+// " (tensor encoder.0.weight)", " (tensors a, b and 3 more)", or "" for a
+// record that holds no tensor data.
+std::string tensors_behind(const StampCheck& s, const std::string& record) {
+  const auto found = s.changed_tensors.find(record);
+  if (found == s.changed_tensors.end()) return "";
+  constexpr size_t kShown = 3;
+  const std::vector<std::string>& paths = found->second;
+  std::string text = paths.size() == 1 ? " (tensor " : " (tensors ";
+  for (size_t i = 0; i < paths.size() && i < kShown; ++i) text += (i == 0 ? "" : ", ") + paths[i];
+  if (paths.size() > kShown) text += " and " + std::to_string(paths.size() - kShown) + " more";
+  return text + ")";
+}
+
 std::string headline(const VerifyReport& r) {
   switch (r.outcome()) {
     case VerifyOutcome::Intact:
@@ -76,7 +89,9 @@ void render_verify_text(const VerifyReport& r, bool loaded, std::ostream& out) {
       if (s.stamp.has_digests) {
         out << "  root      " << short_hex(s.stamp.root) << (s.root_matches ? " (matches)" : " (differs)") << '\n';
       }
-      print_names(out, "changed", s.changed);
+      std::vector<std::string> changed;
+      for (const std::string& name : s.changed) changed.push_back(name + tensors_behind(s, name));
+      print_names(out, "changed", changed);
       print_names(out, "missing", s.missing);
       print_names(out, "added", s.added);
     }
@@ -121,6 +136,7 @@ nlohmann::ordered_json verify_to_json(const VerifyReport& r, bool loaded) {
       j["matches"] = s.matches();
       if (s.stamp.has_digests) j["root_matches"] = s.root_matches;
       j["changed"] = s.changed;
+      j["changed_tensors"] = s.changed_tensors;
       j["missing"] = s.missing;
       j["added"] = s.added;
     }

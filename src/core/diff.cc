@@ -2,6 +2,7 @@
 #include "core/diff.h"
 
 #include <algorithm>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -11,6 +12,7 @@
 #include "base/utf8.h"
 #include "core/inspect.h"
 #include "core/pt2_graph.h"
+#include "core/verify.h"
 #include "format/pt2.h"
 
 namespace tsarchive {
@@ -129,11 +131,29 @@ void find_renumbered_storages(const TorchArchive& a, std::vector<RecordChange>& 
 }
 
 // Fills out.records; returns the names whose content is the same in both.
+// The names DiffOptions::ignore_stamp and ignore_extra leave out, from both archives.
+std::set<std::string> ignored_records(const TorchArchive& a, const TorchArchive& b, const DiffOptions& options) {
+  std::set<std::string> ignored;
+  for (const TorchArchive* archive : {&a, &b}) {
+    if (options.ignore_stamp) {
+      if (const Record* stamp = locate_stamp(*archive).stamp) ignored.insert(stamp->name);
+    }
+    if (!options.ignore_extra) continue;
+    for (const Record& r : archive->records()) {
+      if (r.kind == RecordKind::Extra) ignored.insert(r.name);
+    }
+  }
+  return ignored;
+}
+
 std::unordered_set<std::string> diff_records(const TorchArchive& a, const TorchArchive& b, const DiffOptions& options,
                                              ArchiveDiff& out) {
+  const std::set<std::string> ignored = ignored_records(a, b, options);
+  out.records_ignored.assign(ignored.begin(), ignored.end());
   std::unordered_set<std::string> unchanged;
   std::vector<std::string_view> common_in_old_order;
   for (const Record& r : a.records()) {
+    if (ignored.count(r.name) != 0) continue;
     const Record* s = b.find(r.name);
     if (s == nullptr) {
       out.records.push_back(record_change(Change::Removed, &r, nullptr));
@@ -155,6 +175,7 @@ std::unordered_set<std::string> diff_records(const TorchArchive& a, const TorchA
   size_t next_common = 0;
   bool reordered = false;
   for (const Record& r : b.records()) {
+    if (ignored.count(r.name) != 0) continue;
     if (a.find(r.name) == nullptr) {
       out.records.push_back(record_change(Change::Added, nullptr, &r));
     } else {

@@ -59,6 +59,12 @@ struct DiffOptions {
   uint64_t byte_compare_limit = kDefaultByteCompareLimit;
   bool tensors = true;
   bool code = true;
+  // Records left out of the comparison in both archives: "did the model
+  // change?" without its provenance. ignore_stamp: tsarchive's stamp
+  // (verify.h locate_stamp: extra/producer_info.json when tsarchive wrote it,
+  // extra/tsarchive/producer_info.json); ignore_extra: every extra/ file.
+  bool ignore_stamp = false;
+  bool ignore_extra = false;
   TextDiffLimits text;
 };
 
@@ -120,6 +126,7 @@ struct ArchiveDiff {
   std::vector<std::string> notes;
 
   std::vector<RecordChange> records;  // old archive order, then added ones in new order
+  std::vector<std::string> records_ignored;  // by ignore_stamp/ignore_extra, in either archive (sorted)
   size_t records_compared = 0;        // names in both archives
   size_t records_equal_by_crc = 0;    // ... taken as equal by size and CRC-32 only (above the limit)
   uint64_t bytes_equal_by_crc = 0;

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "base/bounded_json.h"
+#include "base/edit_distance.h"
 #include "base/error.h"
 #include "base/utf8.h"
 #include "core/inspect.h"
@@ -28,12 +29,25 @@ std::string first_line(std::string_view text, size_t max_chars) {
   return line;
 }
 
-std::string extra_names(const TorchArchive& archive) {
-  std::string names;
+std::vector<std::string> extra_name_list(const TorchArchive& archive) {
+  std::vector<std::string> names;
   for (const Record& r : archive.records()) {
-    if (r.kind == RecordKind::Extra) names += (names.empty() ? "" : ", ") + r.extra_name();
+    if (r.kind == RecordKind::Extra) names.push_back(r.extra_name());
   }
   return names;
+}
+
+std::string extra_names(const TorchArchive& archive) {
+  std::string names;
+  for (const std::string& name : extra_name_list(archive)) names += (names.empty() ? "" : ", ") + name;
+  return names;
+}
+
+// "did you mean 'labels.json'? it has: ..." for a name the archive lacks.
+std::string missing_extra_hint(const TorchArchive& archive, std::string_view name) {
+  const std::string names = extra_names(archive);
+  if (names.empty()) return "the archive has no extra files";
+  return did_you_mean(name, extra_name_list(archive)) + "it has: " + names;
 }
 
 bool json_name(std::string_view name) {
@@ -113,9 +127,7 @@ std::vector<ExtraFileInfo> list_extra_files(const TorchArchive& archive) {
 const Record& find_extra_file(const TorchArchive& archive, std::string_view name) {
   const Record* r = archive.find(extra_record_name(name));
   if (r == nullptr) {
-    const std::string names = extra_names(archive);
-    throw_bad_input("no extra file '" + std::string(name) + "'", archive.path(),
-                    names.empty() ? "the archive has no extra files" : "it has: " + names);
+    throw_bad_input("no extra file '" + std::string(name) + "'", archive.path(), missing_extra_hint(archive, name));
   }
   return *r;
 }
@@ -245,10 +257,8 @@ ExtraEditPlan plan_extra_edits(const TorchArchive& archive, const std::vector<Ex
     } else if (missing_ok) {
       changes[name] = ExtraChangeInfo{name, ExtraChange::Missing, 0, 0};
     } else {
-      const std::string names = extra_names(archive);
       throw_bad_input("no extra file '" + name + "' to remove", archive.path(),
-                      (names.empty() ? "the archive has no extra files" : "it has: " + names) +
-                          "; pass --missing-ok to ignore names that are not there");
+                      missing_extra_hint(archive, name) + "; pass --missing-ok to ignore names that are not there");
     }
   }
   for (const std::string& name : asked) plan.changes.push_back(changes[name]);

@@ -19,6 +19,8 @@
 
 #include "format/archive.h"
 #include "base/bounded_json.h"
+#include "base/edit_distance.h"
+#include "base/strings.h"
 #include "base/error.h"
 #include "contract/host_value.h"
 #include "core/image.h"
@@ -88,6 +90,7 @@ class SpecParser {
     if (parts.size() > 3) {
       fail("unexpected \":" + std::string(parts[3]) + "\" after the fill", kShapeHint);
     }
+    check_slips(parts[0]);
     spec.shape = shape(parts[0]);
     const SpecDtype& dtype = parts.size() > 1 ? find_dtype(parts[1]) : kSpecDtypes[0];
     spec.dtype = dtype.canonical;
@@ -103,7 +106,7 @@ class SpecParser {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& why, const char* hint) const {
+  [[noreturn]] void fail(const std::string& why, const std::string& hint) const {
     throw_usage("bad input spec \"" + std::string(text_) + "\": " + why, hint);
   }
 
@@ -139,10 +142,35 @@ class SpecParser {
   }
 
   const SpecDtype& find_dtype(std::string_view name) const {
+    std::vector<std::string> names;
     for (const SpecDtype& d : kSpecDtypes) {
       if (name == d.name) return d;
+      names.emplace_back(d.name);
     }
-    fail(name.empty() ? std::string("the dtype is empty") : "unknown dtype \"" + std::string(name) + "\"", kDtypeHint);
+    fail(name.empty() ? std::string("the dtype is empty") : "unknown dtype \"" + std::string(name) + "\"",
+         did_you_mean(name, names) + kDtypeHint);
+  }
+
+  // The slips people make most: a file without its '@', a shape written
+  // with commas (as Python prints it). Refused with the spelling they meant.
+  void check_slips(std::string_view shape) const {
+    const bool file_like = text_.find(':') == std::string_view::npos &&
+                           (text_.find('/') != std::string_view::npos || ends_with(text_, ".npy") ||
+                            ends_with(text_, ".pt") || ends_with(text_, ".pth"));
+    if (file_like) {
+      fail("not a shape", "to read the file, write '@" + std::string(text_) + "' (--input @FILE)");
+    }
+    if (shape.find(',') != std::string_view::npos &&
+        shape.find_first_not_of("0123456789, ()[]") == std::string_view::npos) {
+      std::string dims;
+      for (char c : shape) {
+        if (c >= '0' && c <= '9') dims += c;
+        if (c == ',' && !dims.empty() && dims.back() != 'x') dims += 'x';
+      }
+      while (!dims.empty() && dims.back() == 'x') dims.pop_back();
+      fail("dimensions are joined by 'x', not ','",
+           "did you mean '" + dims + std::string(text_.substr(shape.size())) + "'?");
+    }
   }
 
   void fill(std::string_view text, const SpecDtype& dtype, TensorSpec& spec) const {

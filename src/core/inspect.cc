@@ -317,6 +317,12 @@ void add_kind_notes(InspectReport& report) {
 
 }  // namespace
 
+std::map<std::string, std::vector<std::string>> tensors_by_record(const std::vector<TensorInfo>& tensors) {
+  std::map<std::string, std::vector<std::string>> out;
+  for (const TensorInfo& t : tensors) out[t.storage_record].push_back(t.path);
+  return out;
+}
+
 TorchScriptModel read_torchscript_model(const TorchArchive& archive) {
   TorchScriptModel out;
   out.classes = read_classes(archive);

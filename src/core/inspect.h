@@ -2,6 +2,7 @@
 // without executing anything. Rendering (text, JSON) lives in the CLI.
 #pragma once
 
+#include <map>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -97,6 +98,11 @@ struct TorchScriptModel {
   ModelContents model;
 };
 TorchScriptModel read_torchscript_model(const TorchArchive& archive);
+
+// The paths of the tensors each storage record holds ("data/3" ->
+// {"encoder.0.weight"}), in the model's order: how a record that changed is
+// named by the tensors behind it (verify; diff names tensors by path too).
+std::map<std::string, std::vector<std::string>> tensors_by_record(const std::vector<TensorInfo>& tensors);
 
 // Reads extra/<name> of a TorchScript archive (bounded), for `inspect --extra`.
 std::string read_extra_file(const std::string& path, const std::string& name);

@@ -103,15 +103,17 @@ std::optional<std::string> git(const std::string& dir, std::vector<std::string> 
   return capture(args, max_output);
 }
 
-void collect_source(const ContextOptions& options, ProducerContext& ctx) {
+// The source from the git checkout; without one, `why_not` says why (the
+// note printed when the CI's variables do not name the commit either).
+void collect_source(const ContextOptions& options, ProducerContext& ctx, std::string& why_not) {
   const std::optional<std::string> inside = git(options.git_dir, {"rev-parse", "--is-inside-work-tree"});
   if (!inside) {
     if (!capture({"git", "--version"}, 256)) {
-      ctx.notes.push_back("source left out: git is not installed");
+      why_not = "source left out: git is not installed";
     } else {
-      ctx.notes.push_back("source left out: " +
-                          (options.git_dir == "." ? std::string("the working directory") : options.git_dir) +
-                          " is not inside a git checkout (--no-git silences this)");
+      why_not = "source left out: " +
+                (options.git_dir == "." ? std::string("the working directory") : options.git_dir) +
+                " is not inside a git checkout, and no CI variable names the commit (--no-git silences this)";
     }
     return;
   }
@@ -199,6 +201,46 @@ void collect_ci(const ContextOptions& options, ProducerContext& ctx) {
   ctx.ci = ci;
 }
 
+bool commit_hash(const std::string& s) {
+  if (s.size() != 40 && s.size() != 64) return false;  // SHA-1 or SHA-256 object names
+  return s.find_first_not_of("0123456789abcdefABCDEF") == std::string::npos;
+}
+
+// The source as the CI provider's own variables name it, for a job that
+// runs without a checkout (an artifact stage, a container without .git).
+std::optional<SourceInfo> source_from_ci(const ContextOptions& options, ProducerContext& ctx) {
+  if (!ctx.ci) return std::nullopt;
+  SourceInfo s;
+  s.from_ci = ctx.ci->provider;
+  const std::string& p = ctx.ci->provider;
+  if (p == "github-actions") {
+    s.commit = env_value(options, {"GITHUB_SHA"}, ctx);
+    s.branch = env_value(options, {"GITHUB_HEAD_REF", "GITHUB_REF_NAME"}, ctx);
+    const std::string server = env_value(options, {"GITHUB_SERVER_URL"}, ctx, true);
+    const std::string repo = env_value(options, {"GITHUB_REPOSITORY"}, ctx);
+    if (!server.empty() && !repo.empty()) s.repo = server + "/" + repo;
+  } else if (p == "gitlab-ci") {
+    s.commit = env_value(options, {"CI_COMMIT_SHA"}, ctx);
+    s.branch = env_value(options, {"CI_COMMIT_REF_NAME", "CI_COMMIT_BRANCH"}, ctx);
+    s.repo = env_value(options, {"CI_PROJECT_URL", "CI_REPOSITORY_URL"}, ctx, true);
+  } else if (p == "jenkins") {
+    s.commit = env_value(options, {"GIT_COMMIT"}, ctx);
+    s.branch = env_value(options, {"GIT_LOCAL_BRANCH", "GIT_BRANCH", "BRANCH_NAME"}, ctx);
+    s.repo = env_value(options, {"GIT_URL"}, ctx, true);
+  } else if (p == "buildkite") {
+    s.commit = env_value(options, {"BUILDKITE_COMMIT"}, ctx);
+    s.branch = env_value(options, {"BUILDKITE_BRANCH"}, ctx);
+    s.repo = env_value(options, {"BUILDKITE_REPO"}, ctx, true);
+  } else if (p == "circleci") {
+    s.commit = env_value(options, {"CIRCLE_SHA1"}, ctx);
+    s.branch = env_value(options, {"CIRCLE_BRANCH", "CIRCLE_TAG"}, ctx);
+    s.repo = env_value(options, {"CIRCLE_REPOSITORY_URL"}, ctx, true);
+  }
+  // Buildkite's BUILDKITE_COMMIT may be "HEAD" before its checkout: only a hash names a commit.
+  if (!commit_hash(s.commit)) return std::nullopt;
+  return s;
+}
+
 std::optional<int64_t> source_date_epoch(const EnvLookup& env) {
   const std::optional<std::string> v = env("SOURCE_DATE_EPOCH");
   if (!v) return std::nullopt;
@@ -257,8 +299,13 @@ ProducerContext collect_producer_context(const ContextOptions& options) {
     }
     if (!user.empty()) ctx.user = user;
   }
-  if (options.git) collect_source(options, ctx);
   collect_ci(options, ctx);
+  if (options.git) {
+    std::string why_not;
+    collect_source(options, ctx, why_not);
+    if (!ctx.source) ctx.source = source_from_ci(options, ctx);
+    if (!ctx.source && !why_not.empty()) ctx.notes.push_back(why_not);
+  }
   return ctx;
 }
 
@@ -303,7 +350,12 @@ std::string render_stamp(const StampContent& c) {
   }
   if (c.context.source) {
     const SourceInfo& s = *c.context.source;
-    nlohmann::json source = {{"commit", s.commit}, {"dirty", s.dirty}};
+    nlohmann::json source = {{"commit", s.commit}};
+    if (s.from_ci.empty()) {
+      source["dirty"] = s.dirty;
+    } else {
+      source["from"] = s.from_ci;  // the CI's variables, not a checkout: whether it was dirty is not known
+    }
     put_if(source, "repo", s.repo);
     put_if(source, "branch", s.branch);
     doc["source"] = source;

@@ -55,10 +55,14 @@ using EnvLookup = std::function<std::optional<std::string>(const std::string& na
 EnvLookup process_environment();
 
 struct SourceInfo {
-  std::string repo;    // remote "origin" URL, credentials removed; may be empty
+  std::string repo;    // remote "origin" URL (or the CI's repository URL), credentials removed; may be empty
   std::string commit;  // full hash
   std::string branch;  // empty when detached
-  bool dirty = false;  // tracked files differ from HEAD
+  bool dirty = false;  // tracked files differ from HEAD (only known from a checkout)
+  // Empty: read from the git checkout. Else the CI provider whose variables
+  // named the commit (GITHUB_SHA, CI_COMMIT_SHA, ...), when there is no
+  // checkout to ask: the stamp says "from" instead of "dirty".
+  std::string from_ci;
 };
 
 struct CiInfo {

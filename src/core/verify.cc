@@ -154,8 +154,8 @@ VerifyReport verify_archive(const TorchArchive& archive, const VerifyOptions& op
 
   // Content checks read records one by one and stop at the first damaged one;
   // they add nothing when records are already known damaged.
+  InspectReport contents;
   if (report.problems.empty()) {
-    InspectReport contents;
     contents.path = report.path;
     try {
       inspect_archive(archive, contents);
@@ -187,6 +187,10 @@ VerifyReport verify_archive(const TorchArchive& archive, const VerifyOptions& op
   report.producer_info = place.producer != nullptr;
   if (const Record* stamp = place.stamp) {
     report.stamp = check_stamp(archive, *stamp, report.records);
+    const auto tensors = tensors_by_record(contents.tensors);
+    for (const std::string& name : report.stamp->changed) {
+      if (const auto found = tensors.find(name); found != tensors.end()) report.stamp->changed_tensors[name] = found->second;
+    }
     if (report.stamp->problem.empty() && !report.stamp->stamp.has_digests) {
       report.notes.push_back("the stamp carries no digests (an export hook wrote it while saving); "
                              "'tsarchive stamp' adds them");

@@ -15,6 +15,7 @@
 //   the way sigstore's model_signing reports a manifest.
 #pragma once
 
+#include <map>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -58,6 +59,8 @@ struct StampCheck {
   std::string problem;  // the stamp cannot be read (empty when it can)
   ParsedStamp stamp;
   std::vector<std::string> changed, missing, added;
+  // The tensors behind each changed record that holds tensor data (tensors_by_record).
+  std::map<std::string, std::vector<std::string>> changed_tensors;
   bool root_matches = false;
   // A stamp without digests (written by a host program's export hook) claims
   // nothing to check against.

@@ -29,6 +29,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/edit_distance.h"
 #include "export_hook.h"
 #include "jit_module.h"
 #include "torch_errors.h"
@@ -388,10 +389,12 @@ MethodGraph graph_of(const GraphRequest& request) {
   const std::string name = request.method.empty() ? "forward" : request.method;
   const auto method = module.find_method(name);
   if (!method) {
+    std::vector<std::string> list;
+    for (const auto& m : module.get_methods()) list.push_back(m.name());
     std::string names;
-    for (const auto& m : module.get_methods()) names += (names.empty() ? "" : ", ") + m.name();
+    for (const std::string& n : list) names += (names.empty() ? "" : ", ") + n;
     throw Error(ErrorKind::Usage, "the module has no method '" + name + "'", file,
-                names.empty() ? std::string("it has no methods") : "its methods are: " + names);
+                names.empty() ? std::string("it has no methods") : did_you_mean(name, list) + "its methods are: " + names);
   }
   MethodGraph out;
   out.method = name;

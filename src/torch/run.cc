@@ -46,7 +46,7 @@ c10::Device parse_device(const std::string& text, const std::string& file) {
   }
 #ifndef TSARCHIVE_TORCH_HAS_CUDA
   throw Error(ErrorKind::Torch, "this build's libtorch has no CUDA support (--device " + text + ")", file,
-              "use --device cpu, or build tsarchive against a CUDA-enabled libtorch (see README, CUDA)");
+              "use --device cpu, or build tsarchive against a CUDA-enabled libtorch (README: Choosing the libtorch)");
 #else
   const int count = static_cast<int>(torch::cuda::device_count());
   if (!torch::cuda::is_available() || count == 0) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "torch_errors.h"
+#include "base/edit_distance.h"
 #include "base/error.h"
 #include "contract/host_value.h"
 #include "contract/run.h"
@@ -87,7 +88,8 @@ class LoadedModel {
       std::string names;
       for (const std::string& n : method_names()) names += (names.empty() ? "" : ", ") + n;
       throw Error(ErrorKind::Usage, "the module has no method '" + name + "'", file_,
-                  names.empty() ? std::string("it has no methods") : "its methods are: " + names);
+                  names.empty() ? std::string("it has no methods")
+                                : did_you_mean(name, method_names()) + "its methods are: " + names);
     }
     method_ = name;
   }

@@ -34,6 +34,16 @@ namespace tsarchive {
 // path to override the search.
 TorchBackend& load_torch_backend();
 
+// Where load_torch_backend() looks for the torch layer, without loading it:
+// TSARCHIVE_TORCH_LIBRARY when set, else next to the binary (a build tree),
+// then LIBDIR/tsarchive/ beside the binary's bin/ (an install, wherever its prefix).
+struct TorchLayerLocation {
+  std::string path;                // the first of `tried` that exists; empty when none does
+  std::vector<std::string> tried;  // in order
+  bool from_environment = false;   // `tried` is TSARCHIVE_TORCH_LIBRARY alone
+};
+TorchLayerLocation locate_torch_layer();
+
 struct WorkerLimits {
   uint64_t memory_bytes = 0;  // anonymous resident memory; 0: no limit
   double time_s = 0;          // wall-clock seconds; 0: no limit

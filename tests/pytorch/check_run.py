@@ -177,7 +177,7 @@ try:
     # CUDA, where this build's libtorch has it and a device is visible: the
     # same inputs give the CPU's outputs within float tolerance, and timings
     # synchronize. Otherwise say why it is skipped.
-    version = tsarchive("--version").stdout
+    version = tsarchive("--version", "--verbose").stdout  # loads libtorch: how many devices it sees
     if "cuda built in" in version and " 0 device(s)" not in version:
         cpu_out, cuda_out = os.path.join(tmp, "cpu.pt"), os.path.join(tmp, "cuda.pt")
         run_json(MLP, "--input", "4x8", "--save-outputs", cpu_out)

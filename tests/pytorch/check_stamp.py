@@ -184,6 +184,23 @@ try:
         # Re-stamping chains the previous stamp.
         expect("previous" in stamp and len(stamp["previous"]["stampSha256"]) == 64, "no previous chain")
 
+    # --- no checkout: the CI's own variables name the source; the note only when nothing does --
+    outside = os.path.join(work, "no-checkout")
+    os.mkdir(outside)
+    path = os.path.join(outside, "m.pt")
+    shutil.copy(src, path)
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    gh = dict(BASE_ENV, GITHUB_ACTIONS="true", GITHUB_SHA=sha, GITHUB_REF_NAME="main", GITHUB_RUN_ID="7",
+              GITHUB_SERVER_URL="https://x:tok@github.com", GITHUB_REPOSITORY="org/models")
+    result = ok(run("stamp", path, "--keep-bytes", cwd=outside, env=gh), "stamp outside a checkout, in GitHub Actions")
+    source = json.loads(stamp_of(path)).get("source")
+    expect(source == {"commit": sha, "branch": "main", "from": "github-actions", "repo": "https://github.com/org/models"},
+           f"source from GitHub's variables: {source}")
+    expect(b"git checkout" not in result.stderr, f"a git note although GITHUB_SHA names the commit: {result.stderr}")
+    result = ok(run("stamp", path, "--keep-bytes", cwd=outside), "stamp outside a checkout, no CI")
+    expect(result.stderr.count(b"not inside a git checkout") == 1, f"the git note, once: {result.stderr}")
+    expect("source" not in json.loads(stamp_of(path)), "a source without a checkout or CI variables")
+
     # --- sign, mutate, verify ----------------------------------------------------------------
     signed = os.path.join(work, "signed.pt")
     shutil.copy(src, signed)

@@ -174,8 +174,8 @@ def cell(name, cmd, work):
 
 def main():
     global MAJOR
-    version = tsarchive("--version").stdout
-    m = re.search(r"^libtorch (\d+)\.(\d+)", version, re.M)
+    version = tsarchive("--version", "--verbose").stdout  # loads the torch layer: skip when it cannot
+    m = re.search(r"^in use +libtorch (\d+)\.(\d+)", version, re.M)
     if not m:
         print("this tsarchive has no libtorch layer; skipping:\n" + version)
         sys.exit(77)

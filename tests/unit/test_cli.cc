@@ -1,6 +1,7 @@
 // The CLI driven in-process: argv in, exit code and both streams out.
 #include <catch2/catch.hpp>
 
+#include <optional>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -176,4 +177,40 @@ TEST_CASE("report_current_exception maps every exception to one line and its exi
   CHECK(logic_code == 6);
   CHECK(logic_line.rfind("tsarchive: error: internal error: broken\\x1b[2J invariant: please report", 0) == 0);
   CHECK(report(42, false).first == 6);
+}
+
+namespace {
+// Sets an environment variable for one scope and restores what was there.
+struct ScopedEnv {
+  std::string name;
+  std::optional<std::string> old;
+  ScopedEnv(const std::string& n, const std::string& value) : name(n) {
+    if (const char* v = ::getenv(n.c_str())) old = v;
+    ::setenv(n.c_str(), value.c_str(), 1);
+  }
+  ~ScopedEnv() { old ? ::setenv(name.c_str(), old->c_str(), 1) : ::unsetenv(name.c_str()); }
+};
+}  // namespace
+
+TEST_CASE("cli: --version names the build without loading libtorch; --verbose loads it") {
+  // A torch layer that cannot exist: --version must not notice, since it
+  // never looks for one; --version --verbose must say it is unavailable.
+  const ScopedEnv env("TSARCHIVE_TORCH_LIBRARY", "/nonexistent/libtsarchive_torch.so");
+  const CliResult fast = run_cli({"--version"});
+  CHECK(fast.code == 0);
+  CHECK(fast.err.empty());
+  CHECK_THAT(fast.out, Catch::StartsWith("tsarchive 0.") && Catch::Contains(" (commit "));
+  CHECK_THAT(fast.out, Catch::Contains("\nlibtorch ") && Catch::Contains("\ncuda "));
+  CHECK_THAT(fast.out, !Catch::Contains("unavailable") && !Catch::Contains("torch layer"));
+
+  const CliResult verbose = run_cli({"--version", "--verbose"});
+  CHECK(verbose.code == 0);
+  CHECK_THAT(verbose.out, Catch::StartsWith(fast.out));
+  CHECK_THAT(verbose.out, Catch::Contains("torch layer  not found (TSARCHIVE_TORCH_LIBRARY /nonexistent/libtsarchive_torch.so)"));
+  CHECK_THAT(verbose.out, Catch::Contains("libtorch unavailable: the libtorch layer named by TSARCHIVE_TORCH_LIBRARY "
+                                          "does not exist"));
+
+  const CliResult alone = run_cli({"--verbose"});
+  CHECK(alone.code == 2);
+  CHECK_THAT(alone.err, Catch::Contains("--verbose requires --version"));
 }

@@ -2,7 +2,12 @@
 #include <catch2/catch.hpp>
 #include <map>
 
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
 #include "helpers.h"
+#include "core/inspect.h"
 #include "core/digest.h"
 #include "base/error.h"
 #include "core/extra.h"
@@ -42,10 +47,10 @@ std::string with_stamp(const std::string& bytes, const std::string& stamp) {
   return render_plan(plan.zip, 0, [&](uint64_t offset, char* out, size_t n) { source.read_at(offset, out, n); });
 }
 
-std::string stamped_copy(const std::string& bytes) {
+std::string stamped_copy(const std::string& bytes, const std::string& epoch = "0") {
   const auto archive = open_bytes(bytes);
   StampContent content;
-  content.context = collect_producer_context(quiet_context({{"SOURCE_DATE_EPOCH", "0"}}));
+  content.context = collect_producer_context(quiet_context({{"SOURCE_DATE_EPOCH", epoch}}));
   content.method = "keep-bytes";
   content.archive_name = archive->top_folder();
   std::vector<std::pair<std::string, std::string>> digests;
@@ -251,4 +256,133 @@ TEST_CASE("verify: intact, changed, added and missing records, unreadable versio
     CHECK_FALSE(r.stamp.has_value());
     CHECK_FALSE(r.notes.empty());
   }
+}
+
+TEST_CASE("verify names the tensors behind a changed record") {
+  // mlp_scripted_v2.pt carrying the stamp of mlp_scripted.pt: its tensor
+  // records changed, and each is named by the tensors of the archive verified.
+  const std::string v1 = stamped_copy(slurp(testdata("mlp_scripted.pt")));
+  const auto stamped = open_bytes(v1);
+  const std::string stamp = stamped->read(*stamped->find(kStampRecord), 1 << 20);
+  const std::string v2 = with_stamp(slurp(testdata("mlp_scripted_v2.pt")), stamp);
+  const VerifyReport r = verify_archive(*open_bytes(v2), VerifyOptions{0, ReadableVersions{"1.13", 1, 10, 4, 9}});
+  REQUIRE(r.outcome() == VerifyOutcome::Mismatch);
+  const auto in_v2 = tensors_by_record(read_torchscript_model(*open_bytes(v2)).model.tensors);
+  size_t tensor_records = 0;
+  for (const std::string& name : r.stamp->changed) {
+    const auto expected = in_v2.find(name);
+    if (expected == in_v2.end()) {
+      CHECK(r.stamp->changed_tensors.count(name) == 0);
+      continue;
+    }
+    ++tensor_records;
+    CHECK(r.stamp->changed_tensors.at(name) == expected->second);
+  }
+  CHECK(tensor_records >= 9);
+  CHECK(r.stamp->changed_tensors.at("data/9") == std::vector<std::string>{"head.weight"});
+
+  TempDir dir;
+  const std::string path = dir.file("v2.pt");
+  std::ofstream(path, std::ios::binary) << v2;
+  const CliResult text = run_cli({"verify", path});
+  CHECK(text.code == 1);
+  CHECK_THAT(text.out, Catch::Contains("  changed   data/9 (tensor head.weight)\n"));
+  CHECK_THAT(text.out, Catch::Contains("  changed   extra/labels.json\n"));
+  const auto doc = nlohmann::json::parse(run_cli({"verify", "--json", path}).out);
+  CHECK(doc["stamp"]["changed_tensors"]["data/9"] == nlohmann::json::array({"head.weight"}));
+}
+
+TEST_CASE("diff --ignore-stamp and --ignore-extra: did the model change, whatever its provenance?") {
+  TempDir dir;
+  const std::string bytes = slurp(testdata("mlp_scripted.pt"));
+  const std::string a = dir.file("a.pt"), b = dir.file("b.pt"), c = dir.file("c.pt");
+  std::ofstream(a, std::ios::binary) << stamped_copy(bytes, "0");
+  std::ofstream(b, std::ios::binary) << stamped_copy(bytes, "86400");  // the same model, stamped a day later
+  const CliResult plain = run_cli({"diff", a, b});
+  CHECK(plain.code == 1);
+  CHECK_THAT(plain.out, Catch::Contains("changed  extra/producer_info.json"));
+  const CliResult ignored = run_cli({"diff", "--ignore-stamp", a, b});
+  CHECK(ignored.code == 0);
+  CHECK_THAT(ignored.out, Catch::Contains(": same\n") &&
+                              Catch::Contains("note: not compared, as asked: extra/producer_info.json"));
+  CHECK(run_cli({"diff", "--ignore-stamp", testdata("mlp_scripted.pt"), b}).code == 0);  // one side unstamped
+
+  // Another extra file changed: --ignore-stamp still sees it, --ignore-extra does not.
+  const auto archive = open_bytes(slurp(b));
+  const ExtraEditPlan plan = plan_extra_edits(*archive, {{"labels.json", std::string("[]")}}, false);
+  const ByteSource& source = archive->zip().source();
+  std::ofstream(c, std::ios::binary) << render_plan(plan.zip, 0, [&](uint64_t o, char* out, size_t n) { source.read_at(o, out, n); });
+  CHECK(run_cli({"diff", "--ignore-stamp", a, c}).code == 1);
+  const CliResult extra = run_cli({"diff", "--ignore-extra", "--json", a, c});
+  CHECK(extra.code == 0);
+  const auto doc = nlohmann::json::parse(extra.out);
+  CHECK(doc["summary"]["records_ignored"].size() == 4);  // three extra files and the stamp
+  // The tensors still count: a changed model is a change.
+  CHECK(run_cli({"diff", "--ignore-extra", "--ignore-stamp", a, testdata("mlp_scripted_v2.pt")}).code == 1);
+}
+
+TEST_CASE("stamp: without a git checkout, the CI's own variables name the commit; the note only when nothing does") {
+  using Vars = std::map<std::string, std::string>;
+  const std::string sha(40, 'a'), sha2 = "0123456789abcdef0123456789abcdef01234567";
+  const std::vector<std::pair<Vars, SourceInfo>> cases = {
+      {{{"GITHUB_ACTIONS", "true"}, {"GITHUB_SHA", sha}, {"GITHUB_REF_NAME", "main"},
+        {"GITHUB_SERVER_URL", "https://x:tok@github.com"}, {"GITHUB_REPOSITORY", "o/r"}},
+       {"https://github.com/o/r", sha, "main", false, "github-actions"}},
+      {{{"GITHUB_ACTIONS", "true"}, {"GITHUB_SHA", sha}, {"GITHUB_REF_NAME", "7/merge"}, {"GITHUB_HEAD_REF", "feature"}},
+       {"", sha, "feature", false, "github-actions"}},  // a pull request: the branch it comes from
+      {{{"GITLAB_CI", "true"}, {"CI_COMMIT_SHA", sha2}, {"CI_COMMIT_REF_NAME", "dev"},
+        {"CI_PROJECT_URL", "https://gitlab.example/g/p"}},
+       {"https://gitlab.example/g/p", sha2, "dev", false, "gitlab-ci"}},
+      {{{"JENKINS_URL", "https://j"}, {"GIT_COMMIT", sha}, {"GIT_BRANCH", "origin/main"},
+        {"GIT_URL", "https://u:p@git.example/r.git"}},
+       {"https://git.example/r.git", sha, "origin/main", false, "jenkins"}},
+      {{{"BUILDKITE", "true"}, {"BUILDKITE_COMMIT", sha}, {"BUILDKITE_BRANCH", "b"},
+        {"BUILDKITE_REPO", "git@github.com:o/r.git"}},
+       {"git@github.com:o/r.git", sha, "b", false, "buildkite"}},
+      {{{"CIRCLECI", "true"}, {"CIRCLE_SHA1", sha}, {"CIRCLE_BRANCH", "c"},
+        {"CIRCLE_REPOSITORY_URL", "https://github.com/o/r"}},
+       {"https://github.com/o/r", sha, "c", false, "circleci"}},
+  };
+  TempDir not_a_checkout;
+  const auto context = [&](const Vars& vars) {
+    ContextOptions options = quiet_context(vars);
+    options.git = true;
+    options.git_dir = not_a_checkout.path.string();
+    return collect_producer_context(options);
+  };
+  const auto source_notes = [](const ProducerContext& ctx) {
+    size_t n = 0;
+    for (const std::string& note : ctx.notes) n += note.rfind("source left out", 0) == 0 ? 1 : 0;
+    return n;
+  };
+  for (const auto& [vars, want] : cases) {
+    INFO(want.from_ci);
+    const ProducerContext ctx = context(vars);
+    REQUIRE(ctx.source.has_value());
+    CHECK(ctx.source->commit == want.commit);
+    CHECK(ctx.source->branch == want.branch);
+    CHECK(ctx.source->repo == want.repo);
+    CHECK(ctx.source->from_ci == want.from_ci);
+    CHECK(source_notes(ctx) == 0);
+    StampContent c;
+    c.context = ctx;
+    c.method = "keep-bytes";
+    c.archive_name = "m";
+    const std::string text = render_stamp(c);
+    CHECK(text.find("\"source\":{\"") != std::string::npos);
+    CHECK(text.find("\"from\":\"" + want.from_ci + "\"") != std::string::npos);
+    CHECK(text.find("\"dirty\"") == std::string::npos);  // not known without a checkout
+  }
+  // Nothing names the commit (no CI; a CI whose commit variable is not a hash): one note.
+  for (const Vars& vars : {Vars{}, Vars{{"BUILDKITE", "true"}, {"BUILDKITE_COMMIT", "HEAD"}}, Vars{{"CI", "true"}}}) {
+    const ProducerContext ctx = context(vars);
+    CHECK_FALSE(ctx.source.has_value());
+    CHECK(source_notes(ctx) == 1);
+  }
+  // A checkout wins over the CI's variables.
+  ContextOptions options = quiet_context(cases.front().first);
+  options.git = true;
+  options.git_dir = TSARCHIVE_TESTDATA_DIR;
+  const ProducerContext in_checkout = collect_producer_context(options);
+  if (in_checkout.source) CHECK(in_checkout.source->from_ci.empty());
 }

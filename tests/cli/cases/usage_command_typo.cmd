@@ -1,0 +1,1 @@
+inpsect testdata/mlp_scripted.pt

@@ -1,0 +1,1 @@
+extra ls testdata/mlp_scripted.pt

@@ -1,0 +1,1 @@
+inspect --jsn testdata/mlp_scripted.pt

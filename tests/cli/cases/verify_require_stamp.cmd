@@ -1,0 +1,1 @@
+verify --require-stamp testdata/mlp_scripted.pt
