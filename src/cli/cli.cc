@@ -35,6 +35,21 @@ int print_version(Context& ctx) {
   return 0;
 }
 
+// Whether the command named was given --json (or, when parsing failed,
+// whether "--json" appears before any "--"): then an error is also a JSON
+// object on stdout (output.h, error_to_json).
+bool json_requested(const CLI::App& app, int argc, const char* const* argv) {
+  for (const CLI::App* sub = &app; sub != nullptr;) {
+    if (const CLI::Option* json = sub->get_option_no_throw("--json"); json != nullptr && json->count() > 0) return true;
+    const auto named = sub->get_subcommands();
+    sub = named.empty() ? nullptr : named.back();
+  }
+  for (int i = 1; i < argc && std::string(argv[i]) != "--"; ++i) {
+    if (std::string(argv[i]) == "--json") return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
@@ -72,17 +87,19 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e, out, err);  // --help
-    err << "tsarchive: error: " << shown(e.what()) << ": see 'tsarchive ";
+    std::string hint = "see 'tsarchive ";
     for (const CLI::App* sub = &app; sub != nullptr;) {  // the deepest subcommand named
       const CLI::App* next = nullptr;
       for (const CLI::App* child : sub->get_subcommands()) {
-        err << child->get_name() << ' ';
+        hint += child->get_name() + ' ';
         next = child;
       }
       sub = next;
     }
-    err << "--help'\n";
-    return static_cast<int>(ErrorKind::Usage);
+    const Error usage(ErrorKind::Usage, e.what(), {}, hint + "--help'");
+    print_error(err, usage);
+    if (json_requested(app, argc, argv)) out << json_text(error_to_json(usage)) << '\n';
+    return usage.exit_code();
   }
 
   if (show_version) return print_version(ctx);
@@ -95,7 +112,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
       return code;
     }
   } catch (...) {
-    return report_current_exception(err, ctx.verbose);
+    return report_current_exception(err, ctx.verbose, json_requested(app, argc, argv) ? &out : nullptr);
   }
   err << app.help();
   return static_cast<int>(ErrorKind::Usage);

@@ -28,24 +28,50 @@ void print_warning(std::ostream& err, std::string_view what, std::string_view fi
 
 void print_note(std::ostream& err, std::string_view note) { err << "tsarchive: note: " << shown(note) << '\n'; }
 
-int report_current_exception(std::ostream& err, bool verbose) {
+Error current_error() {
   try {
     throw;
   } catch (const Error& e) {
-    if (verbose && !e.detail().empty()) err << e.detail() << '\n';
-    print_error(err, e);
-    return e.exit_code();
+    return e;
   } catch (const std::bad_alloc&) {
-    print_error(err, Error(ErrorKind::Internal, "out of memory", {},
-                           "free memory or give the machine more; if the input is small, it may be hostile: report it"));
+    return Error(ErrorKind::Internal, "out of memory", {},
+                 "free memory or give the machine more; if the input is small, it may be hostile: report it");
   } catch (const std::exception& e) {
-    print_error(err, Error(ErrorKind::Internal, std::string("internal error: ") + e.what(), {},
-                           "please report this with the command and the input file"));
+    return Error(ErrorKind::Internal, std::string("internal error: ") + e.what(), {},
+                 "please report this with the command and the input file");
   } catch (...) {
-    print_error(err, Error(ErrorKind::Internal, "internal error: an unknown exception", {},
-                           "please report this with the command and the input file"));
+    return Error(ErrorKind::Internal, "internal error: an unknown exception", {},
+                 "please report this with the command and the input file");
   }
-  return static_cast<int>(ErrorKind::Internal);
+}
+
+namespace {
+
+const char* kind_name(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::CheckFailed: return "check_failed";
+    case ErrorKind::Usage: return "usage";
+    case ErrorKind::BadInput: return "bad_input";
+    case ErrorKind::Io: return "io";
+    case ErrorKind::Torch: return "torch";
+    case ErrorKind::Internal: return "internal";
+  }
+  return "internal";
+}
+
+}  // namespace
+
+nlohmann::ordered_json error_to_json(const Error& e) {
+  return {{"schema", "tsarchive.error/1"}, {"kind", kind_name(e.kind())}, {"file", e.file()},
+          {"message", e.what()},           {"hint", e.hint()},              {"exit_code", e.exit_code()}};
+}
+
+int report_current_exception(std::ostream& err, bool verbose, std::ostream* json_out, int indent) {
+  const Error e = current_error();
+  if (verbose && !e.detail().empty()) err << e.detail() << '\n';
+  print_error(err, e);
+  if (json_out != nullptr) *json_out << json_text(error_to_json(e), indent) << '\n';
+  return e.exit_code();
 }
 
 bool out_is_terminal(const Context& ctx) { return &ctx.out == &std::cout && ::isatty(STDOUT_FILENO) == 1; }

@@ -177,3 +177,37 @@ TEST_CASE("report_current_exception maps every exception to one line and its exi
   CHECK(logic_line.rfind("tsarchive: error: internal error: broken\\x1b[2J invariant: please report", 0) == 0);
   CHECK(report(42, false).first == 6);
 }
+
+// With --json, an error is also a JSON object (tsarchive.error/1) on stdout.
+TEST_CASE("report_current_exception writes a tsarchive.error/1 object when asked", "[cli]") {
+  std::ostringstream err, out;
+  int code = -1;
+  try {
+    throw tsarchive::Error(tsarchive::ErrorKind::BadInput, "the archive is damaged", "m.pt", "fetch it again");
+  } catch (...) {
+    code = tsarchive::cli::report_current_exception(err, false, &out);
+  }
+  CHECK(code == 3);
+  CHECK(err.str() == "tsarchive: error: the archive is damaged (m.pt): fetch it again\n");
+  const auto doc = nlohmann::json::parse(out.str());
+  CHECK(doc == nlohmann::json{{"schema", "tsarchive.error/1"}, {"kind", "bad_input"}, {"file", "m.pt"},
+                              {"message", "the archive is damaged"}, {"hint", "fetch it again"}, {"exit_code", 3}});
+  std::ostringstream line;
+  try {
+    throw std::bad_alloc();
+  } catch (...) {
+    tsarchive::cli::report_current_exception(err, false, &line, -1);
+  }
+  CHECK(std::count(line.str().begin(), line.str().end(), '\n') == 1);
+  CHECK(nlohmann::json::parse(line.str())["kind"] == "internal");
+}
+
+TEST_CASE("cli: with --json a failing command leaves an error object on stdout") {
+  const CliResult r = run_cli({"verify", "--json", testdata("nope.pt")});
+  CHECK(r.code == 4);
+  const auto doc = nlohmann::json::parse(r.out);
+  CHECK(doc["schema"] == "tsarchive.error/1");
+  CHECK(doc["kind"] == "io");
+  CHECK(doc["exit_code"] == 4);
+  CHECK(run_cli({"verify", testdata("nope.pt")}).out.empty());
+}
