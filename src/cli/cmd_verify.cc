@@ -1,7 +1,8 @@
-// tsarchive verify MODEL [--json] [--load [--memory-limit SIZE] [--time-limit S]] [--threads N]
+// tsarchive verify MODEL... [--json] [--load [--memory-limit SIZE] [--time-limit S]] [--threads N]
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/many_files.h"
 #include "cli/opened_archive.h"
 #include "cli/output.h"
 #include "cli/report_verify.h"
@@ -15,7 +16,8 @@ namespace tsarchive::cli {
 namespace {
 
 struct VerifyCliOptions {
-  std::string model;
+  std::vector<std::string> models;
+  std::string model;  // the one being verified
   bool json = false;
   bool load = false;
   bool require_stamp = false;
@@ -37,7 +39,7 @@ int run_verify(const VerifyCliOptions& opts, Context& ctx) {
     });
   }
   if (opts.json) {
-    ctx.out << json_text(verify_to_json(report, load)) << '\n';
+    ctx.out << json_text(verify_to_json(report, load), ctx.json_indent) << '\n';
   } else {
     write_text(ctx.out, [&](std::ostream& text) { render_verify_text(report, load, text); });
   }
@@ -71,14 +73,19 @@ Runner setup_verify(CLI::App& app, Context& ctx) {
       "PyTorch) is reported as such, not as damaged.\n"
       "Exit 0 intact, 1 changed since it was stamped (or not stamped, with --require-stamp), 3 damaged, or\n"
       "unreadable by this libtorch.");
-  app.add_option("model", opts->model, "TorchScript archive (.pt, .ptl)")->required();
-  app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.verify/1)");
+  app.add_option("model", opts->models, "TorchScript archives (.pt, .ptl); - reads standard input")->required();
+  app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.verify/1); JSON Lines for several files");
   app.add_flag("--load", opts->load, "Also load the module with libtorch (after the checks pass); runs nothing");
   app.add_flag("--require-stamp", opts->require_stamp,
                "Exit 1 when the archive carries no tsarchive stamp (a producer's own producer_info.json is not one)");
   app.add_option("--threads", opts->threads, "Hashing threads (default: one per core)")->check(CLI::Range(1u, 256u));
   add_worker_options(app, opts->worker, false, "With --load: ");  // verify never skips its checks
-  return [opts, &ctx] { return run_verify(*opts, ctx); };
+  return [opts, &ctx] {
+    return for_each_file(opts->models, opts->json, ctx, [&](const std::string& model) {
+      opts->model = model;
+      return run_verify(*opts, ctx);
+    });
+  };
 }
 
 }  // namespace tsarchive::cli

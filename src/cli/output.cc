@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "base/error.h"
+#include "core/file_edit.h"
 #include "core/inspect.h"
 #include "base/utf8.h"
 
@@ -92,6 +93,14 @@ void write_content(Context& ctx, std::string_view bytes, const std::string& what
     return;
   }
   ctx.out << bytes;
+}
+
+void write_output_file(Context& ctx, const std::string& path, std::string_view bytes) {
+  if (is_standard_stream(path)) {
+    ctx.out << bytes;
+    return;
+  }
+  write_file_atomically(path, bytes);
 }
 
 std::string ms_text(double ms) {

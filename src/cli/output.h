@@ -77,6 +77,10 @@ bool out_is_terminal(const Context& ctx);
 // characters is written escaped, with a note saying how to get the bytes.
 void write_content(Context& ctx, std::string_view bytes, const std::string& what, const std::string& raw_hint);
 
+// Writes `bytes` to the file `path` atomically, or to ctx.out when `path` is
+// "-" (standard output: --save-outputs -, extra get -o -).
+void write_output_file(Context& ctx, const std::string& path, std::string_view bytes);
+
 // "1,234,567"
 std::string with_commas(uint64_t n);
 // "1 tensor", "1,024 tensors"

@@ -198,8 +198,9 @@ TEST_CASE("report_current_exception writes a tsarchive.error/1 object when asked
   } catch (...) {
     tsarchive::cli::report_current_exception(err, false, &line, -1);
   }
-  CHECK(std::count(line.str().begin(), line.str().end(), '\n') == 1);
-  CHECK(nlohmann::json::parse(line.str())["kind"] == "internal");
+  const std::string one_line = line.str();
+  CHECK(std::count(one_line.begin(), one_line.end(), '\n') == 1);
+  CHECK(nlohmann::json::parse(one_line)["kind"] == "internal");
 }
 
 TEST_CASE("cli: with --json a failing command leaves an error object on stdout") {
@@ -210,4 +211,34 @@ TEST_CASE("cli: with --json a failing command leaves an error object on stdout")
   CHECK(doc["kind"] == "io");
   CHECK(doc["exit_code"] == 4);
   CHECK(run_cli({"verify", testdata("nope.pt")}).out.empty());
+}
+
+// -o - writes the edited archive to stdout (the report goes to stderr): the
+// same bytes as -o FILE.
+TEST_CASE("cli: extra set -o - writes the archive to stdout") {
+  TempDir dir;
+  const CliResult streamed = run_cli({"extra", "set", testdata("mlp_scripted.pt"), "owner=ml", "-o", "-"});
+  REQUIRE(streamed.code == 0);
+  CHECK_THAT(streamed.err, Catch::Contains("wrote -:"));
+  const CliResult file = run_cli({"extra", "set", testdata("mlp_scripted.pt"), "owner=ml", "-o", dir.file("out.pt")});
+  REQUIRE(file.code == 0);
+  CHECK(streamed.out == slurp(dir.file("out.pt")));
+  CHECK(run_cli({"extra", "get", dir.file("out.pt"), "owner"}).out == "ml");
+}
+
+// Several archives: one report each, a summary, the worst exit status.
+TEST_CASE("cli: verify of several files reports each and exits with the worst status") {
+  const CliResult r = run_cli({"verify", "--json", testdata("mlp_scripted.pt"), testdata("hostile/random.bin")});
+  CHECK(r.code == 3);
+  std::istringstream lines(r.out);
+  std::vector<nlohmann::json> docs;
+  for (std::string line; std::getline(lines, line);) docs.push_back(nlohmann::json::parse(line));
+  REQUIRE(docs.size() == 3);
+  CHECK(docs[0]["schema"] == "tsarchive.verify/1");
+  CHECK(docs[1]["schema"] == "tsarchive.error/1");
+  CHECK(docs[1]["exit_code"] == 3);
+  CHECK(docs[2]["schema"] == "tsarchive.summary/1");
+  CHECK(docs[2]["files"] == 2);
+  CHECK(docs[2]["ok"] == 1);
+  CHECK(docs[2]["exit_code"] == 3);
 }
