@@ -277,7 +277,8 @@ int run_get(const GetOptions& opts, Context& ctx) {
   }
   const std::string bytes = read_extra(*archive, opts.name, limit);
   if (opts.json) {
-    nlohmann::ordered_json doc = {{"schema", "tsarchive.extra/1"}, {"name", opts.name}, {"size", bytes.size()}};
+    nlohmann::ordered_json doc = {{"schema", "tsarchive.extra/1"}, {"file", opts.model}, {"name", opts.name},
+                                  {"size", bytes.size()}};
     if (is_printable_utf8(bytes)) {
       doc["text"] = bytes;
     } else {

@@ -89,7 +89,8 @@ int print_extra(const InspectOptions& opts, Context& ctx) {
   const std::string what = "extra file '" + opts.extra + "'";
   std::string problem;
   if (opts.json) {
-    nlohmann::json doc = {{"schema", "tsarchive.extra/1"}, {"name", opts.extra}, {"size", bytes.size()}};
+    nlohmann::ordered_json doc = {{"schema", "tsarchive.inspect-extra/1"}, {"file", opts.path}, {"name", opts.extra},
+                                  {"size", bytes.size()}};
     if (!is_printable_utf8(bytes)) {
       throw_bad_input(what + " is binary and cannot be shown as JSON text", opts.path,
                       "print it without --json and redirect it to a file");
@@ -147,7 +148,7 @@ Runner setup_inspect(CLI::App& app, Context& ctx) {
   app.add_option("model", opts->paths, "Model files (.pt, .ptl, .pth, .pt2, .onnx); - reads standard input")->required();
   CLI::Option* json = app.add_flag(
       "--json", opts->json,
-      "One JSON document (schema tsarchive.inspect/1) instead of text; JSON Lines for several files");
+      "One JSON document (schema tsarchive.inspect/2) instead of text; JSON Lines for several files");
   app.add_flag("--records", opts->records, "List every record with kind, sizes, compression and data offset");
   CLI::Option* extra = app.add_option("--extra", opts->extra, "Print extra file NAME (JSON is pretty-printed)");
   CLI::Option* code = app.add_option("--code", opts->code_class,

@@ -14,7 +14,8 @@ TEST_CASE("cli: inspect --json is one document with a schema") {
   REQUIRE(r.code == 0);
   CHECK(r.err.empty());
   const auto doc = nlohmann::json::parse(r.out);
-  CHECK(doc["schema"] == "tsarchive.inspect/1");
+  CHECK(doc["schema"] == "tsarchive.inspect/2");
+  CHECK(doc["file"] == testdata("mlp_scripted.pt"));
   CHECK(doc["kind"] == "torchscript");
   CHECK(doc["archive"]["top_folder"] == "mlp_scripted");
   CHECK(doc["parameter_count"] == 227);
@@ -70,7 +71,7 @@ TEST_CASE("cli: diff --json is one document; bad input is one line with exit 3 o
   const CliResult r = run_cli({"diff", "--json", testdata("mlp_scripted.pt"), testdata("mlp_scripted_v2.pt")});
   REQUIRE(r.code == 1);
   const auto doc = nlohmann::json::parse(r.out);
-  CHECK(doc["schema"] == "tsarchive.diff/1");
+  CHECK(doc["schema"] == "tsarchive.diff/2");
   CHECK(doc["same"] == false);
   CHECK(doc["summary"]["tensors_changed"] == 2);
   CHECK(doc["summary"]["max_abs_diff"] == 0.25);
