@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
+#include <streambuf>
+#include <unistd.h>
 
 #include "base/build_info.h"
 #include "cli/commands.h"
@@ -50,12 +52,37 @@ bool json_requested(const CLI::App& app, int argc, const char* const* argv) {
   return false;
 }
 
+// -q/--quiet and --color on every command that has no subcommands of its own
+// (diff has its own -q, which also skips work only the text explains).
+void add_output_flags(CLI::App& app, Context& ctx) {
+  const auto subs = app.get_subcommands([](const CLI::App* sub) { return !sub->get_name().empty(); });
+  for (CLI::App* sub : subs) add_output_flags(*sub, ctx);
+  if (!subs.empty()) return;
+  if (app.get_option_no_throw("-q") == nullptr) {
+    app.add_flag("-q,--quiet", ctx.quiet,
+                 "Print nothing on stdout: the exit status says how it went (errors and notes still go to stderr)");
+  }
+  app.add_option("--color", ctx.color, "Colour the error, warning and note prefixes: auto (default), always, never")
+      ->type_name("WHEN")
+      ->check(CLI::IsMember({"auto", "always", "never"}).description(""));
+}
+
+// What ctx.out writes to under -q/--quiet.
+class NullBuffer : public std::streambuf {
+ protected:
+  int overflow(int c) override { return traits_type::not_eof(c); }
+  std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
+};
+
 }  // namespace
 
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   // serve's model workers are this binary, exec'd (worker/model_worker.h).
   if (argc == 4 && std::string(argv[1]) == "__model-worker") return model_worker_main(std::atoi(argv[2]), std::atoi(argv[3]));
-  Context ctx{out, err};
+  color_stderr(choose_color("auto", STDERR_FILENO));  // until --color is parsed
+  std::ostream command_out(out.rdbuf());  // the commands' stdout, nowhere under -q
+  NullBuffer nowhere;
+  Context ctx{command_out, err};
   CLI::App app{"tsarchive: read, check, edit and run TorchScript archives", "tsarchive"};
   app.set_help_all_flag("--help-all", "Print help for every command");
   bool show_version = false;
@@ -70,6 +97,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   for (const Command& command : kCommands) {
     CLI::App* sub = app.add_subcommand(command.name, command.summary);
     runners.emplace_back(sub, command.setup(*sub, ctx));
+    add_output_flags(*sub, ctx);
     // `tsarchive --help` lists the one-line summaries; a command's own --help
     // shows the summary, its options, then the longer description it set.
     if (sub->get_description() != command.summary) {
@@ -102,17 +130,19 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
     return usage.exit_code();
   }
 
+  color_stderr(choose_color(ctx.color, STDERR_FILENO));
+  if (ctx.quiet) command_out.rdbuf(&nowhere);
   if (show_version) return print_version(ctx);
   try {
     for (auto& [sub, runner] : runners) {
       if (!sub->parsed()) continue;
       const int code = runner();
-      out.flush();
-      if (!out) throw_io("cannot write the output", "<stdout>", "check the disk space, or where stdout goes");
+      command_out.flush();
+      if (!command_out || !out) throw_io("cannot write the output", "<stdout>", "check the disk space, or where stdout goes");
       return code;
     }
   } catch (...) {
-    return report_current_exception(err, ctx.verbose, json_requested(app, argc, argv) ? &out : nullptr);
+    return report_current_exception(err, ctx.verbose, json_requested(app, argc, argv) ? &command_out : nullptr);
   }
   err << app.help();
   return static_cast<int>(ErrorKind::Usage);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -14,20 +15,46 @@
 
 namespace tsarchive::cli {
 
+namespace {
+
+bool g_color = false;  // color_stderr()
+
+const char* paint(const char* prefix, const char* sgr) {
+  static thread_local std::string painted;
+  if (!g_color) return prefix;
+  painted = std::string("\033[") + sgr + "m" + prefix + "\033[0m";
+  return painted.c_str();
+}
+
+}  // namespace
+
+bool choose_color(const std::string& when, int fd) {
+  if (when == "always") return true;
+  if (when == "never") return false;
+  const char* no_color = std::getenv("NO_COLOR");
+  const char* term = std::getenv("TERM");
+  return (no_color == nullptr || *no_color == '\0') && (term == nullptr || std::string(term) != "dumb") &&
+         ::isatty(fd) == 1;
+}
+
+void color_stderr(bool on) { g_color = on; }
+
 void print_error(std::ostream& err, const Error& e) {
-  err << "tsarchive: error: " << shown(e.what());
+  err << paint("tsarchive: error:", "1;31") << ' ' << shown(e.what());
   if (!e.file().empty()) err << " (" << shown(e.file()) << ")";
   if (!e.hint().empty()) err << ": " << shown(e.hint());
   err << '\n';
 }
 
 void print_warning(std::ostream& err, std::string_view what, std::string_view file) {
-  err << "tsarchive: warning: " << shown(what);
+  err << paint("tsarchive: warning:", "1;33") << ' ' << shown(what);
   if (!file.empty()) err << " (" << shown(file) << ")";
   err << '\n';
 }
 
-void print_note(std::ostream& err, std::string_view note) { err << "tsarchive: note: " << shown(note) << '\n'; }
+void print_note(std::ostream& err, std::string_view note) {
+  err << paint("tsarchive: note:", "1;36") << ' ' << shown(note) << '\n';
+}
 
 Error current_error() {
   try {
@@ -75,7 +102,11 @@ int report_current_exception(std::ostream& err, bool verbose, std::ostream* json
   return e.exit_code();
 }
 
-bool out_is_terminal(const Context& ctx) { return &ctx.out == &std::cout && ::isatty(STDOUT_FILENO) == 1; }
+bool out_is_terminal(const Context& ctx) {
+  return ctx.out.rdbuf() == std::cout.rdbuf() && ::isatty(STDOUT_FILENO) == 1;
+}
+
+
 
 void write_content(Context& ctx, std::string_view bytes, const std::string& what, const std::string& raw_hint) {
   if (!out_is_terminal(ctx)) {

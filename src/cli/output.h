@@ -68,7 +68,15 @@ nlohmann::ordered_json error_to_json(const Error& e);
 // error_to_json() there as one document (`indent` as json_text's).
 int report_current_exception(std::ostream& err, bool verbose, std::ostream* json_out = nullptr, int indent = 2);
 
-// True when ctx.out is the process's stdout and that is a terminal.
+// --color=auto|always|never: always and never as they say; auto: when `fd`
+// is a terminal, TERM is not "dumb" and NO_COLOR is unset or empty.
+bool choose_color(const std::string& when, int fd);
+// Colours the "tsarchive: error|warning|note:" prefixes of the lines above
+// (bold red, yellow, cyan); off by default. Nothing else is coloured: the
+// text after a prefix stays exactly as without colour.
+void color_stderr(bool on);
+
+// True when ctx.out writes to the process's stdout and that is a terminal.
 bool out_is_terminal(const Context& ctx);
 
 // The content of a file from an archive (`what`: "extra file 'x'") on

@@ -243,3 +243,27 @@ TEST_CASE("cli: verify of several files reports each and exits with the worst st
   CHECK(docs[2]["ok"] == 1);
   CHECK(docs[2]["exit_code"] == 3);
 }
+
+TEST_CASE("cli: -q prints nothing on stdout; the exit status and stderr stay") {
+  const CliResult ok = run_cli({"verify", "-q", testdata("mlp_scripted.pt")});
+  CHECK(ok.code == 0);
+  CHECK(ok.out.empty());
+  const CliResult listed = run_cli({"extra", "list", "--quiet", "--json", testdata("mlp_scripted.pt")});
+  CHECK(listed.code == 0);
+  CHECK(listed.out.empty());
+  const CliResult missing = run_cli({"inspect", "-q", "--json", testdata("nope.pt")});
+  CHECK(missing.code == 4);
+  CHECK(missing.out.empty());
+  CHECK_THAT(missing.err, Catch::StartsWith("tsarchive: error: no such file"));
+}
+
+TEST_CASE("--color: always and never as they say; auto only on a terminal without NO_COLOR", "[cli]") {
+  using tsarchive::cli::choose_color;
+  CHECK(choose_color("always", -1));
+  CHECK_FALSE(choose_color("never", -1));
+  CHECK_FALSE(choose_color("auto", -1));  // not a terminal
+  const CliResult painted = run_cli({"inspect", "--color=always", testdata("nope.pt")});
+  CHECK_THAT(painted.err, Catch::StartsWith("\033[1;31mtsarchive: error:\033[0m no such file"));
+  // The next command without --color is plain again.
+  CHECK_THAT(run_cli({"inspect", testdata("nope.pt")}).err, Catch::StartsWith("tsarchive: error: no such file"));
+}
