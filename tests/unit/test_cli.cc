@@ -257,7 +257,7 @@ TEST_CASE("cli: -q prints nothing on stdout; the exit status and stderr stay") {
   CHECK_THAT(missing.err, Catch::StartsWith("tsarchive: error: no such file"));
 }
 
-TEST_CASE("--color: always and never as they say; auto only on a terminal without NO_COLOR", "[cli]") {
+TEST_CASE("cli: --color always and never as they say; auto only on a terminal without NO_COLOR", "[cli]") {
   using tsarchive::cli::choose_color;
   CHECK(choose_color("always", -1));
   CHECK_FALSE(choose_color("never", -1));
