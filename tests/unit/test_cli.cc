@@ -267,3 +267,16 @@ TEST_CASE("cli: --color always and never as they say; auto only on a terminal wi
   // The next command without --color is plain again.
   CHECK_THAT(run_cli({"inspect", testdata("nope.pt")}).err, Catch::StartsWith("tsarchive: error: no such file"));
 }
+
+TEST_CASE("cli: stamp --keep-bytes of several archives stamps each; -o takes one") {
+  TempDir dir;
+  const std::string a = dir.file("a.pt"), b = dir.file("b.ptl");
+  std::filesystem::copy_file(testdata("mlp_scripted.pt"), a);
+  std::filesystem::copy_file(testdata("mlp.ptl"), b);
+  const CliResult r = run_cli({"stamp", "--keep-bytes", "--no-host", "--no-git", a, b});
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("stamped " + a) && Catch::Contains("stamped " + b) &&
+                        Catch::EndsWith("2 files: 2 ok\n"));
+  CHECK(run_cli({"verify", "--require-stamp", a, b}).code == 0);
+  CHECK(run_cli({"stamp", "--keep-bytes", a, b, "-o", dir.file("c.pt")}).code == 2);
+}
