@@ -62,7 +62,7 @@ void add_output_flags(CLI::App& app, Context& ctx) {
     app.add_flag("-q,--quiet", ctx.quiet,
                  "Print nothing on stdout: the exit status says how it went (errors and notes still go to stderr)");
   }
-  app.add_option("--color", ctx.color, "Colour the error, warning and note prefixes: auto (default), always, never")
+  app.add_option("--color", ctx.color, "Colour the error, warning and note prefixes and verify's verdict: auto (default), always, never")
       ->type_name("WHEN")
       ->check(CLI::IsMember({"auto", "always", "never"}).description(""));
 }

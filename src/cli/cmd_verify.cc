@@ -1,4 +1,6 @@
 // tsarchive verify MODEL... [--json] [--load [--memory-limit SIZE] [--time-limit S]] [--threads N]
+#include <sstream>
+
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
@@ -41,7 +43,16 @@ int run_verify(const VerifyCliOptions& opts, Context& ctx) {
   if (opts.json) {
     ctx.out << json_text(verify_to_json(report, load), ctx.json_indent) << '\n';
   } else {
-    write_text(ctx.out, [&](std::ostream& text) { render_verify_text(report, load, text); });
+    std::ostringstream text;
+    write_text(text, [&](std::ostream& block) { render_verify_text(report, load, block); });
+    std::string block = text.str();
+    if (color_out(ctx)) {  // the verdict line: green intact, yellow unreadable, red otherwise
+      const size_t eol = block.find('\n');
+      const VerifyOutcome outcome = report.outcome();
+      const char* sgr = outcome == VerifyOutcome::Intact ? "32" : outcome == VerifyOutcome::Unreadable ? "33" : "31";
+      block = painted(block.substr(0, eol), sgr) + block.substr(eol);
+    }
+    ctx.out << block;
   }
   if (report.outcome() == VerifyOutcome::Malformed) {
     print_error(ctx.err, Error(ErrorKind::BadInput, "the archive is damaged: " + report.problems.front(), opts.model,

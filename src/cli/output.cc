@@ -39,6 +39,14 @@ bool choose_color(const std::string& when, int fd) {
 
 void color_stderr(bool on) { g_color = on; }
 
+bool color_out(const Context& ctx) {
+  return ctx.color == "always" || (ctx.color == "auto" && out_is_terminal(ctx) && choose_color("auto", STDOUT_FILENO));
+}
+
+std::string painted(std::string_view text, const char* sgr) {
+  return std::string("\033[") + sgr + "m" + std::string(text) + "\033[0m";
+}
+
 void print_error(std::ostream& err, const Error& e) {
   err << paint("tsarchive: error:", "1;31") << ' ' << shown(e.what());
   if (!e.file().empty()) err << " (" << shown(e.file()) << ")";

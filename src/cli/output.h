@@ -72,9 +72,15 @@ int report_current_exception(std::ostream& err, bool verbose, std::ostream* json
 // is a terminal, TERM is not "dumb" and NO_COLOR is unset or empty.
 bool choose_color(const std::string& when, int fd);
 // Colours the "tsarchive: error|warning|note:" prefixes of the lines above
-// (bold red, yellow, cyan); off by default. Nothing else is coloured: the
-// text after a prefix stays exactly as without colour.
+// (bold red, yellow, cyan); off by default. The text after a prefix stays
+// exactly as without colour.
 void color_stderr(bool on);
+
+// Whether ctx.out is coloured: --color=always, or auto with ctx.out on a
+// terminal (choose_color). Only verify's verdict line is.
+bool color_out(const Context& ctx);
+// `text` in the SGR colour `sgr` ("32": green) and back to normal.
+std::string painted(std::string_view text, const char* sgr);
 
 // True when ctx.out writes to the process's stdout and that is a terminal.
 bool out_is_terminal(const Context& ctx);
