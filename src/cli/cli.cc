@@ -4,6 +4,8 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
+#include <streambuf>
+#include <unistd.h>
 
 #include "base/build_info.h"
 #include "cli/commands.h"
@@ -65,12 +67,52 @@ int print_version(Context& ctx, bool verbose) {
   return 0;
 }
 
+// Whether the command named was given --json (or, when parsing failed,
+// whether "--json" appears before any "--"): then an error is also a JSON
+// object on stdout (output.h, error_to_json).
+bool json_requested(const CLI::App& app, int argc, const char* const* argv) {
+  for (const CLI::App* sub = &app; sub != nullptr;) {
+    if (const CLI::Option* json = sub->get_option_no_throw("--json"); json != nullptr && json->count() > 0) return true;
+    const auto named = sub->get_subcommands();
+    sub = named.empty() ? nullptr : named.back();
+  }
+  for (int i = 1; i < argc && std::string(argv[i]) != "--"; ++i) {
+    if (std::string(argv[i]) == "--json") return true;
+  }
+  return false;
+}
+
+// -q/--quiet and --color on every command that has no subcommands of its own
+// (diff has its own -q, which also skips work only the text explains).
+void add_output_flags(CLI::App& app, Context& ctx) {
+  const auto subs = app.get_subcommands([](const CLI::App* sub) { return !sub->get_name().empty(); });
+  for (CLI::App* sub : subs) add_output_flags(*sub, ctx);
+  if (!subs.empty()) return;
+  if (app.get_option_no_throw("-q") == nullptr) {
+    app.add_flag("-q,--quiet", ctx.quiet,
+                 "Print nothing on stdout: the exit status says how it went (errors and notes still go to stderr)");
+  }
+  app.add_option("--color", ctx.color, "Colour the error, warning and note prefixes and verify's verdict: auto (default), always, never")
+      ->type_name("WHEN")
+      ->check(CLI::IsMember({"auto", "always", "never"}).description(""));
+}
+
+// What ctx.out writes to under -q/--quiet.
+class NullBuffer : public std::streambuf {
+ protected:
+  int overflow(int c) override { return traits_type::not_eof(c); }
+  std::streamsize xsputn(const char*, std::streamsize n) override { return n; }
+};
+
 }  // namespace
 
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   // serve's model workers are this binary, exec'd (worker/model_worker.h).
   if (argc == 4 && std::string(argv[1]) == "__model-worker") return model_worker_main(std::atoi(argv[2]), std::atoi(argv[3]));
-  Context ctx{out, err};
+  color_stderr(choose_color("auto", STDERR_FILENO));  // until --color is parsed
+  std::ostream command_out(out.rdbuf());  // the commands' stdout, nowhere under -q
+  NullBuffer nowhere;
+  Context ctx{command_out, err};
   CLI::App app{"tsarchive: read, check, edit and run TorchScript archives", "tsarchive"};
   app.set_help_all_flag("--help-all", "Print help for every command");
   bool show_version = false, version_verbose = false;
@@ -90,6 +132,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   for (const Command& command : kCommands) {
     CLI::App* sub = app.add_subcommand(command.name, command.summary);
     runners.emplace_back(sub, command.setup(*sub, ctx));
+    add_output_flags(*sub, ctx);
     // `tsarchive --help` lists the one-line summaries; a command's own --help
     // shows the summary, its options, then the longer description it set.
     if (sub->get_description() != command.summary) {
@@ -115,7 +158,8 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   }
   if (const std::optional<Error> slip = single_dash_slip(app, args)) {  // -input 2x10
     print_error(err, *slip);
-    return static_cast<int>(ErrorKind::Usage);
+    if (json_requested(app, argc, argv)) out << json_text(error_to_json(*slip)) << '\n';
+    return slip->exit_code();
   }
   try {
     app.parse(argc, argv);
@@ -123,32 +167,37 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
     if (e.get_exit_code() == 0) return app.exit(e, out, err);  // --help
     if (const std::optional<Error> better = explain_usage_error(app, args)) {  // did you mean ...
       print_error(err, *better);
-      return static_cast<int>(ErrorKind::Usage);
+      if (json_requested(app, argc, argv)) out << json_text(error_to_json(*better)) << '\n';
+      return better->exit_code();
     }
-    err << "tsarchive: error: " << shown(e.what()) << ": see 'tsarchive ";
+    std::string hint = "see 'tsarchive ";
     for (const CLI::App* sub = &app; sub != nullptr;) {  // the deepest subcommand named
       const CLI::App* next = nullptr;
       for (const CLI::App* child : sub->get_subcommands()) {
-        err << child->get_name() << ' ';
+        hint += child->get_name() + ' ';
         next = child;
       }
       sub = next;
     }
-    err << "--help'\n";
-    return static_cast<int>(ErrorKind::Usage);
+    const Error usage(ErrorKind::Usage, e.what(), {}, hint + "--help'");
+    print_error(err, usage);
+    if (json_requested(app, argc, argv)) out << json_text(error_to_json(usage)) << '\n';
+    return usage.exit_code();
   }
 
+  color_stderr(choose_color(ctx.color, STDERR_FILENO));
+  if (ctx.quiet) command_out.rdbuf(&nowhere);
   if (show_version) return print_version(ctx, version_verbose);
   try {
     for (auto& [sub, runner] : runners) {
       if (!sub->parsed()) continue;
       const int code = runner();
-      out.flush();
-      if (!out) throw_io("cannot write the output", "<stdout>", "check the disk space, or where stdout goes");
+      command_out.flush();
+      if (!command_out || !out) throw_io("cannot write the output", "<stdout>", "check the disk space, or where stdout goes");
       return code;
     }
   } catch (...) {
-    return report_current_exception(err, ctx.verbose);
+    return report_current_exception(err, ctx.verbose, json_requested(app, argc, argv) ? &command_out : nullptr);
   }
   err << app.help();
   return static_cast<int>(ErrorKind::Usage);

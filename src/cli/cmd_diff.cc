@@ -56,7 +56,7 @@ Runner setup_diff(CLI::App& app, Context& ctx) {
       "Exit status 0 when the archives hold the same records, 1 when they differ. Never loads the models.");
   app.add_option("old", opts->old_path, "The archive to compare from (.pt, .ptl, .pt2)")->required();
   app.add_option("new", opts->new_path, "The archive to compare to")->required();
-  CLI::Option* json = app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.diff/1) instead of text");
+  CLI::Option* json = app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.diff/2) instead of text");
   app.add_flag("-q,--quiet", opts->quiet, "Print nothing; only the exit status says whether they differ")->excludes(json);
   app.add_flag("--no-tensors", opts->no_tensors, "Do not read pickles and tensor data: records, code and extra/ only");
   app.add_flag("--no-code", opts->no_code, "Do not show code/ changes as diffs (they stay listed as records)");

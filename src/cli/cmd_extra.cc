@@ -11,6 +11,7 @@
 
 #include "base/utf8.h"
 #include "cli/commands.h"
+#include "cli/many_files.h"
 #include "cli/output.h"
 #include "cli/report_extra.h"
 #include "base/error.h"
@@ -38,7 +39,8 @@ struct EditFlags {
 };
 
 struct ListOptions {
-  std::string model;
+  std::vector<std::string> models;
+  std::string model;  // the one being listed
   bool json = false;
 };
 
@@ -121,7 +123,7 @@ ExtraEdit parse_assignment(const std::string& text, bool force, bool& stdin_used
     const std::string file = value.substr(1);
     if (file.empty()) throw_usage("'" + edit.name + "=@' names no file", "write NAME=@FILE or NAME=@- for stdin");
     if (file == "-") {
-      if (stdin_used) throw_usage("stdin can give only one value ('=@-' appears twice)");
+      if (stdin_used) throw_usage("standard input can be read once: '=@-' appears twice, or MODEL is '-' too");
       stdin_used = true;
     }
     value = read_value_file(file, value_limit(force));
@@ -149,6 +151,9 @@ int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const E
                  bool prune, Context& ctx, bool typed_names = false) {
   const FileAccess access = flags.in_place ? FileAccess::EditInPlace : flags.output.empty() ? FileAccess::Edit
                                                                                           : FileAccess::Read;
+  // -o -: the archive goes to stdout, so the report goes to stderr.
+  const bool to_stdout = is_standard_stream(flags.output);
+  std::ostream& report_out = to_stdout ? ctx.err : ctx.out;
   ArchiveFile file(model, access, flags.lock_timeout);
   print_notes(file, ctx);
   const auto archive = open_torchscript_archive(file.source(), kRefusal, true);
@@ -189,7 +194,12 @@ int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const E
                                                        : ""));
   }
   WriteResult result;
-  if (!flags.output.empty()) {
+  if (to_stdout) {
+    result = file.write_stream(plan.zip, [&](std::string_view bytes) {
+      ctx.out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    });
+    ctx.out.flush();
+  } else if (!flags.output.empty()) {
     result = file.write_new(plan.zip, flags.output);
   } else if (flags.in_place) {
     result = file.write_in_place(plan.zip, kInPlaceLimit);
@@ -198,9 +208,9 @@ int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const E
   }
   const ExtraEditReport report{model, flags.output.empty() ? model : flags.output, &plan, result};
   if (flags.json) {
-    ctx.out << json_text(extra_edit_to_json(report)) << '\n';
+    report_out << json_text(extra_edit_to_json(report)) << '\n';
   } else {
-    write_text(ctx.out, [&](std::ostream& text) { render_extra_edit_text(report, text); });
+    write_text(report_out, [&](std::ostream& text) { render_extra_edit_text(report, text); });
   }
   // A stamp covers every record: any change but to the stamp itself breaks it.
   if (stamp.stamp != nullptr) {
@@ -232,10 +242,11 @@ int run_list(const ListOptions& opts, Context& ctx) {
   if (opts.json) {
     nlohmann::ordered_json doc = {{"schema", "tsarchive.extra-list/1"}, {"file", opts.model},
                                   {"extra_files", extra_files_to_json(files)}};
-    ctx.out << json_text(doc) << '\n';
+    ctx.out << json_text(doc, ctx.json_indent) << '\n';
   } else if (files.empty()) {
     ctx.out << shown(opts.model) << ": no extra files\n";
   } else {
+    if (ctx.many_files) ctx.out << shown(opts.model) << ":\n";
     write_text(ctx.out, [&](std::ostream& text) { render_extra_table(files, text); });
   }
   return 0;
@@ -249,7 +260,7 @@ int run_get(const GetOptions& opts, Context& ctx) {
   // bounded; `| head -c 100` gets its bytes at once). A -o file appears only
   // once the CRC has held; a pipe may have had bytes of a damaged record
   // when the error comes.
-  if (!opts.json && !opts.output.empty()) {
+  if (!opts.json && !opts.output.empty() && !is_standard_stream(opts.output)) {
     write_file_atomically(opts.output, [&](const ChunkWriter& write) {
       stream_extra(*archive, opts.name, limit, [&](const unsigned char* data, size_t n) {
         write(std::string_view(reinterpret_cast<const char*>(data), n));
@@ -266,7 +277,8 @@ int run_get(const GetOptions& opts, Context& ctx) {
   }
   const std::string bytes = read_extra(*archive, opts.name, limit);
   if (opts.json) {
-    nlohmann::ordered_json doc = {{"schema", "tsarchive.extra/1"}, {"name", opts.name}, {"size", bytes.size()}};
+    nlohmann::ordered_json doc = {{"schema", "tsarchive.extra/1"}, {"file", opts.model}, {"name", opts.name},
+                                  {"size", bytes.size()}};
     if (is_printable_utf8(bytes)) {
       doc["text"] = bytes;
     } else {
@@ -283,7 +295,7 @@ int run_get(const GetOptions& opts, Context& ctx) {
 
 int run_set(const SetOptions& opts, Context& ctx) {
   std::vector<ExtraEdit> edits;
-  bool stdin_used = false;
+  bool stdin_used = is_standard_stream(opts.model);  // then no value can come from it
   for (const std::string& a : opts.assignments) {
     edits.push_back(parse_assignment(a, opts.flags.force, stdin_used));
   }
@@ -323,7 +335,9 @@ int run_import(const ImportOptions& opts, Context& ctx) {
 }
 
 void add_edit_flags(CLI::App& app, EditFlags& flags) {
-  CLI::Option* out = app.add_option("-o,--output", flags.output, "Write the edited archive to OUT; MODEL is not changed")
+  CLI::Option* out = app.add_option("-o,--output", flags.output,
+                                    "Write the edited archive to OUT (- for stdout; the report then goes to stderr); "
+                                    "MODEL is not changed")
                           ->type_name("OUT");
   app.add_flag("--in-place", flags.in_place,
                "Rewrite only the end of MODEL (new names, records at the end): constant time, journaled")
@@ -349,15 +363,21 @@ Runner setup_extra(CLI::App& app, Context& ctx) {
 
   auto list = std::make_shared<ListOptions>();
   CLI::App* list_app = app.add_subcommand("list", "Names, sizes and a preview of each extra file");
-  list_app->add_option("model", list->model, "TorchScript archive or .pt2")->required();
-  list_app->add_flag("--json", list->json, "One JSON document (schema tsarchive.extra-list/1)");
-  runners.emplace_back(list_app, [list, &ctx] { return run_list(*list, ctx); });
+  list_app->add_option("model", list->models, "TorchScript archives or .pt2; - reads standard input")->required();
+  list_app->add_flag("--json", list->json, "One JSON document (schema tsarchive.extra-list/1); JSON Lines for several");
+  runners.emplace_back(list_app, [list, &ctx] {
+    return for_each_file(list->models, list->json, ctx, [&](const std::string& model) {
+      list->model = model;
+      return run_list(*list, ctx);
+    });
+  });
 
   auto get = std::make_shared<GetOptions>();
   CLI::App* get_app = app.add_subcommand("get", "Print one extra file's bytes, or write them to a file");
-  get_app->add_option("model", get->model, "TorchScript archive or .pt2")->required();
+  get_app->add_option("model", get->model, "TorchScript archive or .pt2; - reads standard input")->required();
   get_app->add_option("name", get->name, "Extra file name, e.g. labels.json")->required();
-  CLI::Option* get_out = get_app->add_option("-o,--output", get->output, "Write the bytes to FILE (atomically)");
+  CLI::Option* get_out =
+      get_app->add_option("-o,--output", get->output, "Write the bytes to FILE (atomically); - for stdout");
   get_app->add_flag("--json", get->json, "Wrap the content in JSON (schema tsarchive.extra/1; base64 if binary)")
       ->excludes(get_out);
   get_app->add_flag("--force", get->force, "Allow files above 64 MiB");
@@ -365,14 +385,14 @@ Runner setup_extra(CLI::App& app, Context& ctx) {
 
   auto set = std::make_shared<SetOptions>();
   CLI::App* set_app = app.add_subcommand("set", "Add or replace extra files, all in one rewrite");
-  set_app->add_option("model", set->model, "TorchScript archive or .pt2")->required();
+  set_app->add_option("model", set->model, "TorchScript archive or .pt2 (- reads standard input, with -o)")->required();
   set_app->add_option("assignments", set->assignments, "NAME=VALUE, NAME=@FILE, or NAME=@- (stdin)")->required();
   add_edit_flags(*set_app, set->flags);
   runners.emplace_back(set_app, [set, &ctx] { return run_set(*set, ctx); });
 
   auto rm = std::make_shared<RemoveOptions>();
   CLI::App* rm_app = app.add_subcommand("rm", "Remove extra files");
-  rm_app->add_option("model", rm->model, "TorchScript archive or .pt2")->required();
+  rm_app->add_option("model", rm->model, "TorchScript archive or .pt2 (- reads standard input, with -o)")->required();
   rm_app->add_option("names", rm->names, "Extra file names")->required();
   rm_app->add_flag("--missing-ok", rm->missing_ok, "Names that are not there are not an error");
   add_edit_flags(*rm_app, rm->flags);
@@ -380,7 +400,7 @@ Runner setup_extra(CLI::App& app, Context& ctx) {
 
   auto exp = std::make_shared<ExportOptions>();
   CLI::App* exp_app = app.add_subcommand("export", "Write every extra file into a folder (a/b becomes DIR/a/b)");
-  exp_app->add_option("model", exp->model, "TorchScript archive or .pt2")->required();
+  exp_app->add_option("model", exp->model, "TorchScript archive or .pt2; - reads standard input")->required();
   exp_app->add_option("dir", exp->dir, "Folder, created if missing")->required();
   exp_app->add_flag("--json", exp->json, "One JSON document (schema tsarchive.extra-export/1)");
   exp_app->add_flag("--force", exp->force, "Allow files above 64 MiB");
@@ -388,7 +408,7 @@ Runner setup_extra(CLI::App& app, Context& ctx) {
 
   auto imp = std::make_shared<ImportOptions>();
   CLI::App* imp_app = app.add_subcommand("import", "Set extra files from every file in a folder (DIR/a/b becomes a/b)");
-  imp_app->add_option("model", imp->model, "TorchScript archive or .pt2")->required();
+  imp_app->add_option("model", imp->model, "TorchScript archive or .pt2 (- reads standard input, with -o)")->required();
   imp_app->add_option("dir", imp->dir, "Folder, as written by 'extra export'")->required();
   imp_app->add_flag("--prune", imp->prune, "Also remove extra files that are not in the folder");
   add_edit_flags(*imp_app, imp->flags);

@@ -1,4 +1,4 @@
-// tsarchive inspect MODEL [--json] [--records] [--extra NAME] [--code [CLASS]]
+// tsarchive inspect MODEL... [--json] [--records] [--extra NAME] [--code [CLASS]]
 //                        [--graph [--inlined] [--method NAME] [--format text|dot]] [--ops]
 //
 // Everything but --graph and --ops reads the archive with the core alone.
@@ -12,6 +12,7 @@
 #include "base/utf8.h"
 #include "cli/commands.h"
 #include "cli/gate.h"
+#include "cli/many_files.h"
 #include "cli/opened_archive.h"
 #include "cli/output.h"
 #include "cli/report_inspect.h"
@@ -28,7 +29,8 @@ namespace tsarchive::cli {
 namespace {
 
 struct InspectOptions {
-  std::string path;
+  std::vector<std::string> paths;
+  std::string path;  // the one being inspected
   bool json = false;
   bool records = false;
   std::string extra;
@@ -96,7 +98,8 @@ int print_extra(const InspectOptions& opts, Context& ctx) {
   const std::string what = "extra file '" + opts.extra + "'";
   std::string problem;
   if (opts.json) {
-    nlohmann::json doc = {{"schema", "tsarchive.extra/1"}, {"name", opts.extra}, {"size", bytes.size()}};
+    nlohmann::ordered_json doc = {{"schema", "tsarchive.inspect-extra/1"}, {"file", opts.path}, {"name", opts.extra},
+                                  {"size", bytes.size()}};
     if (!is_printable_utf8(bytes)) {
       throw_bad_input(what + " is binary and cannot be shown as JSON text", opts.path,
                       "print it without --json and redirect it to a file");
@@ -131,7 +134,7 @@ int run_inspect(const InspectOptions& opts, Context& ctx) {
   const InspectReport report = inspect_file(opts.path);
   if (const std::string note = interrupted_edit_note(opts.path); !note.empty()) print_note(ctx.err, note);
   if (opts.json) {
-    ctx.out << json_text(inspect_to_json(report)) << '\n';
+    ctx.out << json_text(inspect_to_json(report), ctx.json_indent) << '\n';
   } else {
     write_text(ctx.out, [&](std::ostream& text) { render_inspect_text(report, InspectView{opts.records}, text); });
   }
@@ -152,8 +155,10 @@ Runner setup_inspect(CLI::App& app, Context& ctx) {
       "                for a .pt2, a program's graph read from its JSON (no libtorch; --method picks the program)\n"
       "  --ops         the root operators the model calls, as the YAML list PyTorch's selective (custom)\n"
       "                mobile build takes: export_opnames for .pt, the bytecode's operator list for .ptl");
-  app.add_option("model", opts->path, "Model file (.pt, .ptl, .pth, .pt2, .onnx)")->required();
-  CLI::Option* json = app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.inspect/1) instead of text");
+  app.add_option("model", opts->paths, "Model files (.pt, .ptl, .pth, .pt2, .onnx); - reads standard input")->required();
+  CLI::Option* json = app.add_flag(
+      "--json", opts->json,
+      "One JSON document (schema tsarchive.inspect/2) instead of text; JSON Lines for several files");
   app.add_flag("--records", opts->records, "List every record with kind, sizes, compression and data offset");
   CLI::Option* extra = app.add_option("--extra", opts->extra, "Print extra file NAME (JSON is pretty-printed)");
   CLI::Option* code = app.add_option("--code", opts->code_class,
@@ -176,7 +181,14 @@ Runner setup_inspect(CLI::App& app, Context& ctx) {
   add_worker_options(app, opts->worker, true, "With --graph or --ops: ");
   return [opts, code, &ctx] {
     opts->code = code->count() > 0;
-    return run_inspect(*opts, ctx);
+    if (opts->paths.size() > 1 && (!opts->extra.empty() || opts->code || opts->graph || opts->ops)) {
+      throw_usage("--extra, --code, --graph and --ops show one model; " + std::to_string(opts->paths.size()) +
+                  " were given");
+    }
+    return for_each_file(opts->paths, opts->json, ctx, [&](const std::string& path) {
+      opts->path = path;
+      return run_inspect(*opts, ctx);
+    });
   };
 }
 

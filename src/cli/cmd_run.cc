@@ -20,6 +20,7 @@
 #include "base/strings.h"
 #include "cli/commands.h"
 #include "cli/gate.h"
+#include "cli/many_files.h"
 #include "cli/opened_archive.h"
 #include "cli/output.h"
 #include "cli/report_run.h"
@@ -42,7 +43,8 @@ namespace tsarchive::cli {
 namespace {
 
 struct RunOptions {
-  std::string model;
+  std::vector<std::string> models;  // several only with --check
+  std::string model;                // the one being run
   std::string method;
   std::vector<std::string> inputs;
   bool sample_inputs = false;
@@ -233,7 +235,20 @@ void record_if_passed(const RunOptions& opts, const RunVerdict& verdict, OpenedA
   }
 }
 
+// "-" for standard input (MODEL, @-) and output (--save-inputs/--save-outputs):
+// each stream once.
+void check_standard_streams(const RunOptions& opts) {
+  int reads = is_standard_stream(opts.model) ? 1 : 0;
+  for (const std::string& input : opts.inputs) reads += input == "@-" ? 1 : 0;
+  reads += opts.expect == "@-" ? 1 : 0;
+  if (reads > 1) throw_usage("standard input can be read once: MODEL '-', --input @- and --expect @- name it together");
+  if (is_standard_stream(opts.save_inputs) && is_standard_stream(opts.save_outputs)) {
+    throw_usage("--save-inputs - and --save-outputs - both name standard output", "write one of them to a file");
+  }
+}
+
 int run_run(const RunOptions& opts, Context& ctx) {
+  check_standard_streams(opts);
   RunRequest request = request_from_options(opts);
   OpenedArchive opened(opts.model, opts.record ? FileAccess::Edit : FileAccess::Read, opts.lock_timeout,
                        "cannot run this file", ctx, /*accept_pt2=*/true);
@@ -249,11 +264,14 @@ int run_run(const RunOptions& opts, Context& ctx) {
   if (job.limits.time_s > 0) job.limits.time_s += request.duration_s;  // --duration is time the user asked for
   RunReport report = in_worker<RunReport>(job, [&](TorchBackend& torch) { return torch.run(request); });
 
-  if (!opts.save_inputs.empty()) write_file_atomically(opts.save_inputs, report.saved_inputs);
+  if (!opts.save_inputs.empty()) write_output_file(ctx, opts.save_inputs, report.saved_inputs);
   if (!opts.save_outputs.empty() && !is_image_output(opts.save_outputs)) {
-    write_file_atomically(opts.save_outputs, report.saved_outputs);
+    write_output_file(ctx, opts.save_outputs, report.saved_outputs);
   }
   const std::optional<TopReport> top = finish_image_outputs(image_options(opts), report, request.save_outputs, opened.archive());
+  // Values saved to stdout: the report goes to stderr.
+  std::ostream& report_out =
+      is_standard_stream(opts.save_inputs) || is_standard_stream(opts.save_outputs) ? ctx.err : ctx.out;
   if (!opts.trace_out.empty() && report.profile) {
     write_file_atomically(opts.trace_out,
                           trace_file_text(*report.profile, "tsarchive run " + file_name_of(opts.model), ::getpid()));
@@ -266,9 +284,9 @@ int run_run(const RunOptions& opts, Context& ctx) {
   if (opts.json) {
     nlohmann::ordered_json doc = run_to_json(report, opts.model, verdict);
     if (top) doc["top"] = top_to_json(*top);
-    ctx.out << json_text(doc) << '\n';
+    report_out << json_text(doc, ctx.json_indent) << '\n';
   } else {
-    write_text(ctx.out, [&](std::ostream& text) {
+    write_text(report_out, [&](std::ostream& text) {
       render_run_text(report, opts.model, verdict, text);
       if (top) render_top_text(*top, text);
     });
@@ -311,7 +329,9 @@ Runner setup_run(CLI::App& app, Context& ctx) {
       "observes 1 in 1/P operator calls (estimates), --trace-out writes a Chrome trace for Perfetto: Kineto's\n"
       "trace where libtorch has Kineto (2.x from pip; CUDA kernels too with --device cuda), else one made from\n"
       "the observer's calls (libtorch 1.13). The output says which (trace: kineto / trace: tsarchive observer).");
-  app.add_option("model", opts->model, "TorchScript archive (.pt), lite-interpreter archive (.ptl) or AOTInductor package (.pt2)")
+  app.add_option("model", opts->models,
+                 "TorchScript archive (.pt), lite-interpreter archive (.ptl) or AOTInductor package (.pt2); - reads "
+                 "stdin; several with --check")
       ->required();
   app.add_option("-m,--method", opts->method, "Method to call (default: forward); for a .pt2, the AOTInductor model (default: model)");
   app.add_option("-i,--input", opts->inputs, "An input (forms below); repeat in argument order");
@@ -323,9 +343,11 @@ Runner setup_run(CLI::App& app, Context& ctx) {
   app.add_option("--atol", opts->atol, "Absolute tolerance (default 1e-5); PATH=A for one output, e.g. out[1]=1e-3");
   app.add_option("--rtol", opts->rtol, "Relative tolerance (default 1e-3); PATH=R for one output");
   app.add_flag("--allow-nonfinite", opts->allow_nonfinite, "Do not fail when an output holds NaN or Inf");
-  app.add_option("--save-inputs", opts->save_inputs, "Write the inputs to FILE (.pt: torch.save format; .npy: one tensor)");
+  app.add_option("--save-inputs", opts->save_inputs,
+                 "Write the inputs to FILE (.pt: torch.save format; .npy: one tensor; - for stdout in .pt format)");
   app.add_option("--save-outputs", opts->save_outputs,
-                 "Write the outputs to FILE (.pt or .npy), or one picture output to FILE.png[:OPTIONS] (below)");
+                 "Write the outputs to FILE (.pt or .npy; -: stdout, .pt format, and the report goes to stderr), or one "
+                 "picture output to FILE.png[:OPTIONS] (below)");
   app.add_option("--top", opts->top, "Print the K largest scores of a classifier's output [1, N] with softmax probabilities")
       ->check(CLI::Range(1, 1000000));
   app.add_option("--labels", opts->labels,
@@ -357,7 +379,19 @@ Runner setup_run(CLI::App& app, Context& ctx) {
   add_worker_options(app, opts->worker, true);
   app.add_option("--lock-timeout", opts->lock_timeout, "Seconds to wait for another editor with --record (default 10)")
       ->check(CLI::Range(0.0, 86400.0));
-  return [opts, &ctx] { return run_run(*opts, ctx); };
+  return [opts, &ctx] {
+    if (opts->models.size() > 1 && !opts->check) {
+      throw_usage("run takes one model, or several with --check (each replays its own recorded check)");
+    }
+    if (opts->models.size() > 1 && (!opts->save_inputs.empty() || !opts->save_outputs.empty() || !opts->trace_out.empty())) {
+      throw_usage("--save-inputs, --save-outputs and --trace-out name one file; " +
+                  std::to_string(opts->models.size()) + " models were given");
+    }
+    return for_each_file(opts->models, opts->json, ctx, [&](const std::string& model) {
+      opts->model = model;
+      return run_run(*opts, ctx);
+    });
+  };
 }
 
 }  // namespace tsarchive::cli

@@ -16,6 +16,7 @@
 
 #include "base/build_info.h"
 #include "cli/commands.h"
+#include "cli/many_files.h"
 #include "cli/opened_archive.h"
 #include "cli/output.h"
 #include "cli/report_verify.h"
@@ -35,7 +36,8 @@ namespace {
 constexpr const char* kRefusal = "cannot stamp this file";
 
 struct StampOptions {
-  std::string model;
+  std::vector<std::string> models;
+  std::string model;  // the one being stamped
   std::string output;
   std::vector<std::string> fields;
   bool no_host = false;
@@ -118,6 +120,10 @@ Written stamp_by_resave(ArchiveFile& file, const TorchArchive& archive, const St
 }
 
 int run_stamp(const StampOptions& opts, Context& ctx) {
+  if (is_standard_stream(opts.output)) {
+    throw_usage("stamp cannot write to standard output (-o -): libtorch's re-save and the stamp are checked in a file",
+                "write to a file with -o FILE, then pipe that");
+  }
   StampContent content;
   content.fields = parse_fields(opts.fields);
   content.producer_version = build_info().version;
@@ -209,7 +215,7 @@ int run_stamp(const StampOptions& opts, Context& ctx) {
     if (raised) doc["format_version"]["note"] = raised_line;
     doc["notes"] = content.context.notes;
     if (auto parsed = parse_bounded_json<nlohmann::ordered_json>(written.stamp)) doc["stamp"] = std::move(*parsed);
-    ctx.out << json_text(doc) << '\n';
+    ctx.out << json_text(doc, ctx.json_indent) << '\n';
   } else {
     ctx.out << "stamped " << shown(output) << " (" << (keep_bytes ? "keep-bytes" : "libtorch re-save with the export hook")
             << "): " << stamp.digests.size() << " records, root " << stamp.root.substr(0, 16) << "...\n";
@@ -235,7 +241,8 @@ Runner setup_stamp(CLI::App& app, Context& ctx) {
       "keeping every other record byte-identical; archives from a newer PyTorch than the linked libtorch, and\n"
       ".ptl and .pt2 files, are always stamped that way (with a note). A re-save that raises the format version\n"
       "says so.");
-  app.add_option("model", opts->model, "Archive to stamp (.pt; .ptl and .pt2 are stamped with --keep-bytes)")
+  app.add_option("model", opts->models,
+                 "Archives to stamp (.pt; .ptl and .pt2 are stamped with --keep-bytes); - reads stdin, with -o")
       ->required();
   app.add_option("-o,--output", opts->output, "Write the stamped archive here instead of replacing MODEL");
   app.add_option("--field", opts->fields, "Add a string field KEY=VALUE to the stamp (repeatable)");
@@ -243,11 +250,20 @@ Runner setup_stamp(CLI::App& app, Context& ctx) {
   app.add_flag("--no-git", opts->no_git, "Leave out the git checkout of the working directory");
   app.add_flag("--keep-bytes", opts->keep_bytes,
                "Add the stamp without loading libtorch; every other record stays byte-identical");
-  app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.stamp/1) with the stamp written");
+  app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.stamp/1) with the stamp written; JSON Lines for several");
   app.add_option("--lock-timeout", opts->lock_timeout, "Seconds to wait for another editor (default 10)")
       ->check(CLI::Range(0.0, 86400.0));
   add_worker_options(app, opts->worker, false, "For the re-save: ");  // a stamp vouches for checked records only
-  return [opts, &ctx] { return run_stamp(*opts, ctx); };
+  return [opts, &ctx] {
+    if (opts->models.size() > 1 && !opts->output.empty()) {
+      throw_usage("-o names one output; " + std::to_string(opts->models.size()) + " archives were given",
+                  "stamp them in place, or one at a time with -o");
+    }
+    return for_each_file(opts->models, opts->json, ctx, [&](const std::string& model) {
+      opts->model = model;
+      return run_stamp(*opts, ctx);
+    });
+  };
 }
 
 }  // namespace tsarchive::cli

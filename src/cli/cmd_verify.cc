@@ -1,7 +1,10 @@
-// tsarchive verify MODEL [--json] [--load [--memory-limit SIZE] [--time-limit S]] [--threads N]
+// tsarchive verify MODEL... [--json] [--load [--memory-limit SIZE] [--time-limit S]] [--threads N]
+#include <sstream>
+
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/many_files.h"
 #include "cli/opened_archive.h"
 #include "cli/output.h"
 #include "cli/report_verify.h"
@@ -15,7 +18,8 @@ namespace tsarchive::cli {
 namespace {
 
 struct VerifyCliOptions {
-  std::string model;
+  std::vector<std::string> models;
+  std::string model;  // the one being verified
   bool json = false;
   bool load = false;
   bool require_stamp = false;
@@ -43,9 +47,18 @@ int run_verify(const VerifyCliOptions& opts, Context& ctx) {
     });
   }
   if (opts.json) {
-    ctx.out << json_text(verify_to_json(report, load)) << '\n';
+    ctx.out << json_text(verify_to_json(report, load), ctx.json_indent) << '\n';
   } else {
-    write_text(ctx.out, [&](std::ostream& text) { render_verify_text(report, load, text); });
+    std::ostringstream text;
+    write_text(text, [&](std::ostream& block) { render_verify_text(report, load, block); });
+    std::string block = text.str();
+    if (color_out(ctx)) {  // the verdict line: green intact, yellow unreadable, red otherwise
+      const size_t eol = block.find('\n');
+      const VerifyOutcome outcome = report.outcome();
+      const char* sgr = outcome == VerifyOutcome::Intact ? "32" : outcome == VerifyOutcome::Unreadable ? "33" : "31";
+      block = painted(block.substr(0, eol), sgr) + block.substr(eol);
+    }
+    ctx.out << block;
   }
   if (report.outcome() == VerifyOutcome::Malformed) {
     print_error(ctx.err, Error(ErrorKind::BadInput, "the archive is damaged: " + report.problems.front(), opts.model,
@@ -81,14 +94,19 @@ Runner setup_verify(CLI::App& app, Context& ctx) {
       "A .pt2 gets the same checks (its programs and weight configs read as inspect reads them, every weight\n"
       "record holding its tensor, archive_format and archive_version as torch.export.load wants them); --load\n"
       "does not take one.");
-  app.add_option("model", opts->model, "TorchScript archive (.pt, .ptl) or .pt2")->required();
-  app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.verify/1)");
+  app.add_option("model", opts->models, "TorchScript archives (.pt, .ptl) or .pt2; - reads standard input")->required();
+  app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.verify/1); JSON Lines for several files");
   app.add_flag("--load", opts->load, "Also load the module with libtorch (after the checks pass); runs nothing");
   app.add_flag("--require-stamp", opts->require_stamp,
                "Exit 1 when the archive carries no tsarchive stamp (a producer's own producer_info.json is not one)");
   app.add_option("--threads", opts->threads, "Hashing threads (default: one per core)")->check(CLI::Range(1u, 256u));
   add_worker_options(app, opts->worker, false, "With --load: ");  // verify never skips its checks
-  return [opts, &ctx] { return run_verify(*opts, ctx); };
+  return [opts, &ctx] {
+    return for_each_file(opts->models, opts->json, ctx, [&](const std::string& model) {
+      opts->model = model;
+      return run_verify(*opts, ctx);
+    });
+  };
 }
 
 }  // namespace tsarchive::cli

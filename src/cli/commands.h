@@ -17,6 +17,10 @@ struct Context {
   std::ostream& out;
   std::ostream& err;
   bool verbose = false;  // -v/--verbose of run, trace, convert: the one catch adds an error's detail
+  bool many_files = false;  // several archives in one call (many_files.h)
+  int json_indent = 2;      // json_text's indent: -1 for JSON Lines (several archives)
+  bool quiet = false;       // -q/--quiet: ctx.out writes nowhere (cli.cc)
+  std::string color = "auto";  // --color
 };
 
 using Runner = std::function<int()>;

@@ -86,6 +86,10 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
   for (const std::string& text : opts.inputs) source.inputs.push_back(parse_input_argument(text));
   apply_tolerances(opts.atol, "--atol", source);
   apply_tolerances(opts.rtol, "--rtol", source);
+  if (is_standard_stream(opts.output)) {
+    throw_usage(std::string("-o -: ") + command + " cannot write to standard output: the new archive is loaded back "
+                "and checked in a file before it is written", "write to a file with -o FILE, then pipe that");
+  }
   const std::string top = stem_of(opts.output);
   if (top.empty() || top == "." || top == ".." || top.size() > 200) {
     throw_usage("-o " + opts.output.substr(0, 80) + " is not a file name libtorch can name an archive after",

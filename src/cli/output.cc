@@ -4,51 +4,117 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include "cli/commands.h"
 #include "base/error.h"
+#include "core/file_edit.h"
 #include "core/inspect.h"
 #include "base/utf8.h"
 
 namespace tsarchive::cli {
 
+namespace {
+
+bool g_color = false;  // color_stderr()
+
+const char* paint(const char* prefix, const char* sgr) {
+  static thread_local std::string painted;
+  if (!g_color) return prefix;
+  painted = std::string("\033[") + sgr + "m" + prefix + "\033[0m";
+  return painted.c_str();
+}
+
+}  // namespace
+
+bool choose_color(const std::string& when, int fd) {
+  if (when == "always") return true;
+  if (when == "never") return false;
+  const char* no_color = std::getenv("NO_COLOR");
+  const char* term = std::getenv("TERM");
+  return (no_color == nullptr || *no_color == '\0') && (term == nullptr || std::string(term) != "dumb") &&
+         ::isatty(fd) == 1;
+}
+
+void color_stderr(bool on) { g_color = on; }
+
+bool color_out(const Context& ctx) {
+  return ctx.color == "always" || (ctx.color == "auto" && out_is_terminal(ctx) && choose_color("auto", STDOUT_FILENO));
+}
+
+std::string painted(std::string_view text, const char* sgr) {
+  return std::string("\033[") + sgr + "m" + std::string(text) + "\033[0m";
+}
+
 void print_error(std::ostream& err, const Error& e) {
-  err << "tsarchive: error: " << shown(e.what());
+  err << paint("tsarchive: error:", "1;31") << ' ' << shown(e.what());
   if (!e.file().empty()) err << " (" << shown(e.file()) << ")";
   if (!e.hint().empty()) err << ": " << shown(e.hint());
   err << '\n';
 }
 
 void print_warning(std::ostream& err, std::string_view what, std::string_view file) {
-  err << "tsarchive: warning: " << shown(what);
+  err << paint("tsarchive: warning:", "1;33") << ' ' << shown(what);
   if (!file.empty()) err << " (" << shown(file) << ")";
   err << '\n';
 }
 
-void print_note(std::ostream& err, std::string_view note) { err << "tsarchive: note: " << shown(note) << '\n'; }
+void print_note(std::ostream& err, std::string_view note) {
+  err << paint("tsarchive: note:", "1;36") << ' ' << shown(note) << '\n';
+}
 
-int report_current_exception(std::ostream& err, bool verbose) {
+Error current_error() {
   try {
     throw;
   } catch (const Error& e) {
-    if (verbose && !e.detail().empty()) err << e.detail() << '\n';
-    print_error(err, e);
-    return e.exit_code();
+    return e;
   } catch (const std::bad_alloc&) {
-    print_error(err, Error(ErrorKind::Internal, "out of memory", {},
-                           "free memory or give the machine more; if the input is small, it may be hostile: report it"));
+    return Error(ErrorKind::Internal, "out of memory", {},
+                 "free memory or give the machine more; if the input is small, it may be hostile: report it");
   } catch (const std::exception& e) {
-    print_error(err, Error(ErrorKind::Internal, std::string("internal error: ") + e.what(), {},
-                           "please report this with the command and the input file"));
+    return Error(ErrorKind::Internal, std::string("internal error: ") + e.what(), {},
+                 "please report this with the command and the input file");
   } catch (...) {
-    print_error(err, Error(ErrorKind::Internal, "internal error: an unknown exception", {},
-                           "please report this with the command and the input file"));
+    return Error(ErrorKind::Internal, "internal error: an unknown exception", {},
+                 "please report this with the command and the input file");
   }
-  return static_cast<int>(ErrorKind::Internal);
 }
 
-bool out_is_terminal(const Context& ctx) { return &ctx.out == &std::cout && ::isatty(STDOUT_FILENO) == 1; }
+namespace {
+
+const char* kind_name(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::CheckFailed: return "check_failed";
+    case ErrorKind::Usage: return "usage";
+    case ErrorKind::BadInput: return "bad_input";
+    case ErrorKind::Io: return "io";
+    case ErrorKind::Torch: return "torch";
+    case ErrorKind::Internal: return "internal";
+  }
+  return "internal";
+}
+
+}  // namespace
+
+nlohmann::ordered_json error_to_json(const Error& e) {
+  return {{"schema", "tsarchive.error/1"}, {"kind", kind_name(e.kind())}, {"file", e.file()},
+          {"message", e.what()},           {"hint", e.hint()},              {"exit_code", e.exit_code()}};
+}
+
+int report_current_exception(std::ostream& err, bool verbose, std::ostream* json_out, int indent) {
+  const Error e = current_error();
+  if (verbose && !e.detail().empty()) err << e.detail() << '\n';
+  print_error(err, e);
+  if (json_out != nullptr) *json_out << json_text(error_to_json(e), indent) << '\n';
+  return e.exit_code();
+}
+
+bool out_is_terminal(const Context& ctx) {
+  return ctx.out.rdbuf() == std::cout.rdbuf() && ::isatty(STDOUT_FILENO) == 1;
+}
+
+
 
 void write_content(Context& ctx, std::string_view bytes, const std::string& what, const std::string& raw_hint) {
   if (!out_is_terminal(ctx)) {
@@ -66,6 +132,14 @@ void write_content(Context& ctx, std::string_view bytes, const std::string& what
     return;
   }
   ctx.out << bytes;
+}
+
+void write_output_file(Context& ctx, const std::string& path, std::string_view bytes) {
+  if (is_standard_stream(path)) {
+    ctx.out << bytes;
+    return;
+  }
+  write_file_atomically(path, bytes);
 }
 
 std::string ms_text(double ms) {

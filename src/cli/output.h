@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "base/error.h"
 #include "base/strings.h"
 #include "base/terminal_text.h"
@@ -36,8 +38,9 @@ void write_text(std::ostream& out, Render&& render) {
 // lossless rule of Python's "surrogateescape" (man page, TEXT OUTPUT), which
 // json.loads(text) then .encode("utf-8", "surrogateescape") turns back into
 // the bytes. Documents without such strings are nlohmann's dump(2).
+// `indent` -1: the whole document on one line (JSON Lines).
 template <class Json>
-std::string json_text(const Json& doc);
+std::string json_text(const Json& doc, int indent = 2);
 
 // The one place the program's own lines on stderr are formatted, every part
 // escaped as one field (shown()), since messages quote names and text from
@@ -49,12 +52,37 @@ void print_error(std::ostream& err, const Error& e);
 void print_warning(std::ostream& err, std::string_view what, std::string_view file);
 void print_note(std::ostream& err, std::string_view note);
 
-// The one catch (cli.cc): prints the line for the exception in flight and
-// returns its exit code. Error: its own (and its detail() when `verbose`);
-// std::bad_alloc and any other exception: ErrorKind::Internal (6).
-int report_current_exception(std::ostream& err, bool verbose);
+// The exception in flight as an Error: an Error as it is; std::bad_alloc and
+// any other exception: ErrorKind::Internal (6), saying what to do.
+Error current_error();
 
-// True when ctx.out is the process's stdout and that is a terminal.
+// An error as JSON (schema tsarchive.error/1): kind ("check_failed", "usage",
+// "bad_input", "io", "torch", "internal"), file, message, hint and exit_code,
+// every key always there ("" when the error has no file or hint). With
+// --json, a command that fails writes it on stdout besides the line on stderr.
+nlohmann::ordered_json error_to_json(const Error& e);
+
+// The one catch (cli.cc): prints the line for the exception in flight and
+// returns its exit code (current_error()), adding its detail() when
+// `verbose`. With `json_out` (the command was given --json), also writes
+// error_to_json() there as one document (`indent` as json_text's).
+int report_current_exception(std::ostream& err, bool verbose, std::ostream* json_out = nullptr, int indent = 2);
+
+// --color=auto|always|never: always and never as they say; auto: when `fd`
+// is a terminal, TERM is not "dumb" and NO_COLOR is unset or empty.
+bool choose_color(const std::string& when, int fd);
+// Colours the "tsarchive: error|warning|note:" prefixes of the lines above
+// (bold red, yellow, cyan); off by default. The text after a prefix stays
+// exactly as without colour.
+void color_stderr(bool on);
+
+// Whether ctx.out is coloured: --color=always, or auto with ctx.out on a
+// terminal (choose_color). Only verify's verdict line is.
+bool color_out(const Context& ctx);
+// `text` in the SGR colour `sgr` ("32": green) and back to normal.
+std::string painted(std::string_view text, const char* sgr);
+
+// True when ctx.out writes to the process's stdout and that is a terminal.
 bool out_is_terminal(const Context& ctx);
 
 // The content of a file from an archive (`what`: "extra file 'x'") on
@@ -62,6 +90,10 @@ bool out_is_terminal(const Context& ctx);
 // (not UTF-8 text) is refused (exit 2) and text with control, C1 or bidi
 // characters is written escaped, with a note saying how to get the bytes.
 void write_content(Context& ctx, std::string_view bytes, const std::string& what, const std::string& raw_hint);
+
+// Writes `bytes` to the file `path` atomically, or to ctx.out when `path` is
+// "-" (standard output: --save-outputs -, extra get -o -).
+void write_output_file(Context& ctx, const std::string& path, std::string_view bytes);
 
 // "1,234,567"
 std::string with_commas(uint64_t n);
@@ -133,19 +165,19 @@ Json marked(const Json& j, const std::string& marker) {
 }  // namespace detail
 
 template <class Json>
-std::string json_text(const Json& doc) {
+std::string json_text(const Json& doc, int indent) {
   bool all_valid = true;
   detail::for_each_string(doc, [&](const std::string& s) { all_valid = all_valid && detail::valid_utf8(s); });
-  if (all_valid) return doc.dump(2);
+  if (all_valid) return doc.dump(indent);
   // A private-use character no string holds marks the bytes to rewrite.
   for (uint32_t cp = 0xE000; cp <= 0xF8FF; ++cp) {
     const std::string marker{static_cast<char>(0xE0 | (cp >> 12)), static_cast<char>(0x80 | ((cp >> 6) & 0x3F)),
                              static_cast<char>(0x80 | (cp & 0x3F))};
     bool used = false;
     detail::for_each_string(doc, [&](const std::string& s) { used = used || s.find(marker) != std::string::npos; });
-    if (!used) return detail::unmark_invalid_utf8(detail::marked(doc, marker).dump(2), marker);
+    if (!used) return detail::unmark_invalid_utf8(detail::marked(doc, marker).dump(indent), marker);
   }
-  return doc.dump(2, ' ', false, Json::error_handler_t::replace);  // 6400 private-use characters in use: U+FFFD
+  return doc.dump(indent, ' ', false, Json::error_handler_t::replace);  // 6400 private-use characters in use: U+FFFD
 }
 
 }  // namespace tsarchive::cli

@@ -185,8 +185,8 @@ void render_extra(const ArchiveDiff& d, std::ostream& out) {
 }
 
 json side_json(const DiffSide& s) {
-  return {{"path", s.path},         {"kind", file_kind_id(s.kind)}, {"top_folder", s.top_folder},
-          {"file_size", s.file_size}, {"records", s.records},       {"tensors", s.tensors}};
+  return {{"file", s.path},    {"kind", file_kind_id(s.kind)}, {"top_folder", s.top_folder},
+          {"size", s.file_size}, {"records", s.records},       {"tensors", s.tensors}};
 }
 
 json optional_number(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
@@ -286,7 +286,7 @@ json diff_to_json(const ArchiveDiff& d) {
                           {"old_size", e.change == Change::Added ? json(nullptr) : json(e.old_size)},
                           {"new_size", e.change == Change::Removed ? json(nullptr) : json(e.new_size)}});
   }
-  return {{"schema", "tsarchive.diff/1"},
+  return {{"schema", "tsarchive.diff/2"},
           {"old", side_json(d.old_side)},
           {"new", side_json(d.new_side)},
           {"same", d.same()},

@@ -183,9 +183,9 @@ void render_inspect_text(const InspectReport& r, const InspectView& view, std::o
 
 nlohmann::ordered_json inspect_to_json(const InspectReport& r) {
   using json = nlohmann::ordered_json;
-  json doc = {{"schema", "tsarchive.inspect/1"},
-              {"path", r.path},
-              {"file_size", r.file_size},
+  json doc = {{"schema", "tsarchive.inspect/2"},
+              {"file", r.path},
+              {"size", r.file_size},
               {"kind", file_kind_id(r.kind)},
               {"kind_description", file_kind_name(r.kind)},
               {"notes", r.notes},

@@ -1,6 +1,6 @@
 // The .pt2 part of `inspect`: programs (signature, symbolic dimensions,
 // parameters, buffers and constants with their records), AOTInductor models,
-// sample inputs. Text for people, JSON for machines (in tsarchive.inspect/1).
+// sample inputs. Text for people, JSON for machines (in tsarchive.inspect/2).
 #include <map>
 
 #include "cli/output.h"

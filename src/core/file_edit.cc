@@ -511,9 +511,13 @@ int remove_leftovers_next_to(const std::string& path) {
 
 ArchiveFile::ArchiveFile(const std::string& path, FileAccess access, double lock_timeout_seconds)
     : path_(path), access_(access) {
+  if (is_standard_stream(path) && access != FileAccess::Read) {
+    throw_usage("standard input ('-') cannot be edited: this command changes the archive it reads",
+                "give the archive as a file, or write the result elsewhere with -o FILE where the command has it");
+  }
   open_and_lock(lock_timeout_seconds);
   struct stat journal {};
-  if (::lstat(journal_path().c_str(), &journal) == 0) {
+  if (!is_standard_stream(path) && ::lstat(journal_path().c_str(), &journal) == 0) {
     if (access_ == FileAccess::Read) {
       notes_.push_back(interrupted_edit_note(path_));
     } else {
@@ -535,6 +539,11 @@ void ArchiveFile::open_and_lock(double lock_timeout_seconds) {
   const char* wait_hint = "wait for it to finish, or give it longer with --lock-timeout SECONDS";
   while (true) {
     fd_ = open_regular_file(path_, flags, &opened_);
+    if (is_standard_stream(path_)) {  // a copy of its own, or a file given as stdin: only a reader's lock
+      wait_for_lock([&] { return try_content_lock(fd_, F_RDLCK, path_); },
+                    "another process is editing this file in place (it holds the write lock)", wait_hint);
+      return;
+    }
     char resolved[PATH_MAX];
     if (::realpath(path_.c_str(), resolved) == nullptr) throw_io("cannot resolve the path: " + errno_text(), path_);
     target_ = resolved;
@@ -729,6 +738,23 @@ WriteResult ArchiveFile::write_new(const ZipRewritePlan& plan, const std::string
   return WriteResult{true, false, plan.size, plan.size};
 }
 
+WriteResult ArchiveFile::write_stream(const ZipRewritePlan& plan,
+                                      const std::function<void(std::string_view)>& write) const {
+  constexpr uint64_t kPiece = 4u << 20;
+  for (const ZipPiece& p : plan.pieces) {
+    if (!p.from_source) {
+      write(p.bytes);
+      continue;
+    }
+    for (uint64_t done = 0; done < p.length;) {
+      const uint64_t n = std::min(kPiece, p.length - done);
+      write(pread_exact(fd_, p.source_offset + done, n, path_));
+      done += n;
+    }
+  }
+  return WriteResult{true, false, plan.size, plan.size};
+}
+
 InPlaceEdit ArchiveFile::prepare_in_place(const ZipRewritePlan& plan, uint64_t max_rewrite) {
   // Only old bytes are counted: they are read, journaled and rewritten.
   if (access_ != FileAccess::EditInPlace) throw_usage("internal: file not opened for an in-place edit");
@@ -828,6 +854,7 @@ void InPlaceEdit::finish() {
 }
 
 std::string interrupted_edit_note(const std::string& path) {
+  if (is_standard_stream(path)) return "";
   char resolved[PATH_MAX];
   if (::realpath(path.c_str(), resolved) == nullptr) return "";
   const auto [dir, base] = split_path(resolved);

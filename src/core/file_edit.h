@@ -98,6 +98,10 @@ class ArchiveFile {
   // plan was made over another file (a staged copy); default this file.
   WriteResult replace(const ZipRewritePlan& plan, int plan_source_fd = -1);
   WriteResult write_new(const ZipRewritePlan& plan, const std::string& out_path, int plan_source_fd = -1) const;
+  // The planned archive handed to `write` in pieces of at most 4 MiB (-o -:
+  // standard output). Not atomic: a reader of the stream sees the bytes
+  // written before an error.
+  WriteResult write_stream(const ZipRewritePlan& plan, const std::function<void(std::string_view)>& write) const;
   // Refuses (Error(Usage)) when more than `max_rewrite` bytes of the file as
   // it is would be rewritten (new bytes appended do not count).
   WriteResult write_in_place(const ZipRewritePlan& plan, uint64_t max_rewrite);

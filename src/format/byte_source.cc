@@ -1,8 +1,10 @@
 #include "format/byte_source.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <mutex>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -88,9 +90,81 @@ class BorrowedSource final : public ByteSource {
   const ByteSource& source_;
 };
 
+// An unlinked temporary file in $TMPDIR (default /tmp) holding what
+// standard input gives, up to kStdinLimit bytes.
+int spool_stdin() {
+  const char* env = std::getenv("TMPDIR");
+  const std::string dir = env != nullptr && *env != '\0' ? env : "/tmp";
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) {  // a filesystem without O_TMPFILE
+    std::string name = dir + "/.tsarchive-stdin-XXXXXX";
+    fd = ::mkostemp(name.data(), O_CLOEXEC);
+    if (fd >= 0) ::unlink(name.c_str());
+  }
+  if (fd < 0) {
+    throw_io(std::string("cannot make a temporary file for standard input: ") + std::strerror(errno), dir,
+             "set TMPDIR to a folder you can write to");
+  }
+  std::string buf(1 << 20, '\0');
+  uint64_t total = 0;
+  while (true) {
+    const ssize_t n = ::read(STDIN_FILENO, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw_io(std::string("cannot read standard input: ") + std::strerror(err), "-");
+    }
+    if (n == 0) break;
+    total += static_cast<uint64_t>(n);
+    if (total > kStdinLimit) {
+      ::close(fd);
+      throw_bad_input("standard input gives more than " + std::to_string(kStdinLimit >> 30) + " GiB", "-",
+                      "give the archive as a file");
+    }
+    for (ssize_t done = 0; done < n;) {
+      const ssize_t w = ::write(fd, buf.data() + done, static_cast<size_t>(n - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) {
+        const int err = errno;
+        ::close(fd);
+        throw_io(std::string("cannot copy standard input to a temporary file: ") + std::strerror(err), dir,
+                 "free space there, or set TMPDIR to a folder with room");
+      }
+      done += w;
+    }
+  }
+  return fd;
+}
+
 }  // namespace
 
+int open_stdin_file(struct stat* st) {
+  static std::mutex mutex;
+  static int file = -1;  // stays open until the process ends: every "-" reads it
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (file < 0) {
+    if (::isatty(STDIN_FILENO) == 1) {
+      throw_usage("standard input ('-') is a terminal, not an archive", "pipe one in, e.g. cat model.pt | tsarchive inspect -");
+    }
+    struct stat in {};
+    if (::fstat(STDIN_FILENO, &in) != 0) throw_io(std::string("cannot read standard input: ") + std::strerror(errno), "-");
+    const bool whole_file = S_ISREG(in.st_mode) && ::lseek(STDIN_FILENO, 0, SEEK_CUR) == 0;
+    file = whole_file ? ::fcntl(STDIN_FILENO, F_DUPFD_CLOEXEC, 0) : spool_stdin();
+    if (file < 0) throw_io(std::string("cannot read standard input: ") + std::strerror(errno), "-");
+  }
+  const int fd = ::fcntl(file, F_DUPFD_CLOEXEC, 0);
+  if (fd < 0 || ::fstat(fd, st) != 0) throw_io(std::string("cannot read standard input: ") + std::strerror(errno), "-");
+  return fd;
+}
+
 int open_regular_file(const std::string& path, int flags, struct stat* st) {
+  if (is_standard_stream(path)) {
+    if ((flags & O_ACCMODE) != O_RDONLY) {
+      throw_usage("standard input ('-') cannot be changed in place", "give the archive as a file");
+    }
+    return open_stdin_file(st);
+  }
   const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
   if (fd < 0) {
     const int err = errno;

@@ -35,7 +35,23 @@ std::unique_ptr<ByteSource> open_file_source(const std::string& path);
 
 // Opens `path` with open(2) `flags` and checks it is a regular file; fills
 // `st`. Throws Error(Io) with a message for people. Returns the descriptor.
+// "-" is standard input (open_stdin_file), for reading only.
 int open_regular_file(const std::string& path, int flags, struct stat* st);
+
+// "-" names standard input wherever a file is read, and standard output
+// where the CLI writes one (-o -); a file named "-" is ./-.
+inline bool is_standard_stream(const std::string& path) { return path == "-"; }
+
+// Standard input past this size is refused (Error(BadInput)): an endless
+// stream must not fill the disk.
+inline constexpr uint64_t kStdinLimit = 64ull << 30;
+
+// Standard input as a regular file, made once per process: stdin itself when
+// it is a regular file read from its start (`< model.pt`), else its bytes
+// copied into an unlinked temporary file in $TMPDIR (default /tmp), at most
+// kStdinLimit bytes; a terminal is refused (Error(Usage)). Returns a new
+// descriptor (close-on-exec) the caller owns, and fills `st`.
+int open_stdin_file(struct stat* st);
 
 // Reads from a descriptor it takes ownership of; `size` is fixed at creation.
 std::unique_ptr<ByteSource> make_fd_source(int fd, uint64_t size, std::string name);

@@ -2,6 +2,8 @@
 # One golden CLI case: runs the binary with the arguments in CASE.cmd (from the
 # repository root) and compares exit code, stdout and stderr with CASE.golden.
 # TSARCHIVE_UPDATE_GOLDEN=1 rewrites CASE.golden instead of comparing.
+# CASE.stdin, where it exists, names a file (from the repository root) piped
+# to the command's standard input; otherwise stdin is /dev/null.
 # TSARCHIVE_GOLDEN_LIBTORCH (the linked libtorch's version, set by CTest):
 # "libtorch <it>" in the output reads "libtorch {libtorch}", and a libtorch 2.x
 # build compares with CASE.torch2.golden where that exists.
@@ -28,7 +30,9 @@ done
 
 out=$(mktemp) err=$(mktemp) actual=$(mktemp)
 trap 'rm -f "$out" "$err" "$actual"' EXIT
-"$binary" "${args[@]}" >"$out" 2>"$err" </dev/null
+stdin_file=/dev/null
+[ -f "${case_file%.cmd}.stdin" ] && read -r stdin_file < "${case_file%.cmd}.stdin"
+cat "$stdin_file" | "$binary" "${args[@]}" >"$out" 2>"$err"
 status=$?
 if [ -n "$written" ] && [ "$status" -ne 0 ] && [ -e "$written" ]; then
   echo "tsarchive ${args[*]} exited $status but wrote $written" >&2

@@ -15,7 +15,8 @@ TEST_CASE("cli: inspect --json is one document with a schema") {
   REQUIRE(r.code == 0);
   CHECK(r.err.empty());
   const auto doc = nlohmann::json::parse(r.out);
-  CHECK(doc["schema"] == "tsarchive.inspect/1");
+  CHECK(doc["schema"] == "tsarchive.inspect/2");
+  CHECK(doc["file"] == testdata("mlp_scripted.pt"));
   CHECK(doc["kind"] == "torchscript");
   CHECK(doc["archive"]["top_folder"] == "mlp_scripted");
   CHECK(doc["parameter_count"] == 227);
@@ -71,7 +72,7 @@ TEST_CASE("cli: diff --json is one document; bad input is one line with exit 3 o
   const CliResult r = run_cli({"diff", "--json", testdata("mlp_scripted.pt"), testdata("mlp_scripted_v2.pt")});
   REQUIRE(r.code == 1);
   const auto doc = nlohmann::json::parse(r.out);
-  CHECK(doc["schema"] == "tsarchive.diff/1");
+  CHECK(doc["schema"] == "tsarchive.diff/2");
   CHECK(doc["same"] == false);
   CHECK(doc["summary"]["tensors_changed"] == 2);
   CHECK(doc["summary"]["max_abs_diff"] == 0.25);
@@ -213,4 +214,104 @@ TEST_CASE("cli: --version names the build without loading libtorch; --verbose lo
   const CliResult alone = run_cli({"--verbose"});
   CHECK(alone.code == 2);
   CHECK_THAT(alone.err, Catch::Contains("--verbose requires --version"));
+// With --json, an error is also a JSON object (tsarchive.error/1) on stdout.
+TEST_CASE("report_current_exception writes a tsarchive.error/1 object when asked", "[cli]") {
+  std::ostringstream err, out;
+  int code = -1;
+  try {
+    throw tsarchive::Error(tsarchive::ErrorKind::BadInput, "the archive is damaged", "m.pt", "fetch it again");
+  } catch (...) {
+    code = tsarchive::cli::report_current_exception(err, false, &out);
+  }
+  CHECK(code == 3);
+  CHECK(err.str() == "tsarchive: error: the archive is damaged (m.pt): fetch it again\n");
+  const auto doc = nlohmann::json::parse(out.str());
+  CHECK(doc == nlohmann::json{{"schema", "tsarchive.error/1"}, {"kind", "bad_input"}, {"file", "m.pt"},
+                              {"message", "the archive is damaged"}, {"hint", "fetch it again"}, {"exit_code", 3}});
+  std::ostringstream line;
+  try {
+    throw std::bad_alloc();
+  } catch (...) {
+    tsarchive::cli::report_current_exception(err, false, &line, -1);
+  }
+  const std::string one_line = line.str();
+  CHECK(std::count(one_line.begin(), one_line.end(), '\n') == 1);
+  CHECK(nlohmann::json::parse(one_line)["kind"] == "internal");
+}
+
+TEST_CASE("cli: with --json a failing command leaves an error object on stdout") {
+  const CliResult r = run_cli({"verify", "--json", testdata("nope.pt")});
+  CHECK(r.code == 4);
+  const auto doc = nlohmann::json::parse(r.out);
+  CHECK(doc["schema"] == "tsarchive.error/1");
+  CHECK(doc["kind"] == "io");
+  CHECK(doc["exit_code"] == 4);
+  CHECK(run_cli({"verify", testdata("nope.pt")}).out.empty());
+}
+
+// -o - writes the edited archive to stdout (the report goes to stderr): the
+// same bytes as -o FILE.
+TEST_CASE("cli: extra set -o - writes the archive to stdout") {
+  TempDir dir;
+  const CliResult streamed = run_cli({"extra", "set", testdata("mlp_scripted.pt"), "owner=ml", "-o", "-"});
+  REQUIRE(streamed.code == 0);
+  CHECK_THAT(streamed.err, Catch::Contains("wrote -:"));
+  const CliResult file = run_cli({"extra", "set", testdata("mlp_scripted.pt"), "owner=ml", "-o", dir.file("out.pt")});
+  REQUIRE(file.code == 0);
+  CHECK(streamed.out == slurp(dir.file("out.pt")));
+  CHECK(run_cli({"extra", "get", dir.file("out.pt"), "owner"}).out == "ml");
+}
+
+// Several archives: one report each, a summary, the worst exit status.
+TEST_CASE("cli: verify of several files reports each and exits with the worst status") {
+  const CliResult r = run_cli({"verify", "--json", testdata("mlp_scripted.pt"), testdata("hostile/random.bin")});
+  CHECK(r.code == 3);
+  std::istringstream lines(r.out);
+  std::vector<nlohmann::json> docs;
+  for (std::string line; std::getline(lines, line);) docs.push_back(nlohmann::json::parse(line));
+  REQUIRE(docs.size() == 3);
+  CHECK(docs[0]["schema"] == "tsarchive.verify/1");
+  CHECK(docs[1]["schema"] == "tsarchive.error/1");
+  CHECK(docs[1]["exit_code"] == 3);
+  CHECK(docs[2]["schema"] == "tsarchive.summary/1");
+  CHECK(docs[2]["files"] == 2);
+  CHECK(docs[2]["ok"] == 1);
+  CHECK(docs[2]["exit_code"] == 3);
+}
+
+TEST_CASE("cli: -q prints nothing on stdout; the exit status and stderr stay") {
+  const CliResult ok = run_cli({"verify", "-q", testdata("mlp_scripted.pt")});
+  CHECK(ok.code == 0);
+  CHECK(ok.out.empty());
+  const CliResult listed = run_cli({"extra", "list", "--quiet", "--json", testdata("mlp_scripted.pt")});
+  CHECK(listed.code == 0);
+  CHECK(listed.out.empty());
+  const CliResult missing = run_cli({"inspect", "-q", "--json", testdata("nope.pt")});
+  CHECK(missing.code == 4);
+  CHECK(missing.out.empty());
+  CHECK_THAT(missing.err, Catch::StartsWith("tsarchive: error: no such file"));
+}
+
+TEST_CASE("cli: --color always and never as they say; auto only on a terminal without NO_COLOR", "[cli]") {
+  using tsarchive::cli::choose_color;
+  CHECK(choose_color("always", -1));
+  CHECK_FALSE(choose_color("never", -1));
+  CHECK_FALSE(choose_color("auto", -1));  // not a terminal
+  const CliResult painted = run_cli({"inspect", "--color=always", testdata("nope.pt")});
+  CHECK_THAT(painted.err, Catch::StartsWith("\033[1;31mtsarchive: error:\033[0m no such file"));
+  // The next command without --color is plain again.
+  CHECK_THAT(run_cli({"inspect", testdata("nope.pt")}).err, Catch::StartsWith("tsarchive: error: no such file"));
+}
+
+TEST_CASE("cli: stamp --keep-bytes of several archives stamps each; -o takes one") {
+  TempDir dir;
+  const std::string a = dir.file("a.pt"), b = dir.file("b.ptl");
+  std::filesystem::copy_file(testdata("mlp_scripted.pt"), a);
+  std::filesystem::copy_file(testdata("mlp.ptl"), b);
+  const CliResult r = run_cli({"stamp", "--keep-bytes", "--no-host", "--no-git", a, b});
+  CHECK(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("stamped " + a) && Catch::Contains("stamped " + b) &&
+                        Catch::EndsWith("2 files: 2 ok\n"));
+  CHECK(run_cli({"verify", "--require-stamp", a, b}).code == 0);
+  CHECK(run_cli({"stamp", "--keep-bytes", a, b, "-o", dir.file("c.pt")}).code == 2);
 }

@@ -1,0 +1,53 @@
+#include "cli/many_files.h"
+
+#include <map>
+#include <ostream>
+
+#include "cli/output.h"
+
+namespace tsarchive::cli {
+
+int for_each_file(const std::vector<std::string>& paths, bool json, Context& ctx,
+                  const std::function<int(const std::string& path)>& one) {
+  if (paths.size() == 1) return one(paths.front());
+  ctx.many_files = true;
+  if (json) ctx.json_indent = -1;
+  std::map<int, uint64_t> by_code;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (i > 0 && !json) ctx.out << '\n';
+    int code = 0;
+    try {
+      code = one(paths[i]);
+    } catch (...) {
+      ctx.out.flush();  // the error line follows what the file printed
+      code = report_current_exception(ctx.err, ctx.verbose, json ? &ctx.out : nullptr, ctx.json_indent);
+      if (!json) ctx.out << shown(paths[i]) << ": failed (exit " << code << ")\n";
+    }
+    ++by_code[code];
+  }
+  const int worst = by_code.rbegin()->first;
+  const uint64_t ok = by_code.count(0) ? by_code[0] : 0;
+  if (json) {
+    nlohmann::ordered_json failed = nlohmann::ordered_json::object();
+    for (const auto& [code, n] : by_code) {
+      if (code != 0) failed[std::to_string(code)] = n;
+    }
+    ctx.out << json_text(nlohmann::ordered_json{{"schema", "tsarchive.summary/1"},
+                                                {"files", paths.size()},
+                                                {"ok", ok},
+                                                {"failed", paths.size() - ok},
+                                                {"failed_by_exit_code", failed},
+                                                {"exit_code", worst}},
+                         -1)
+            << '\n';
+    return worst;
+  }
+  ctx.out << '\n' << plural(paths.size(), "file") << ": " << with_commas(ok) << " ok";
+  for (const auto& [code, n] : by_code) {
+    if (code != 0) ctx.out << ", " << with_commas(n) << " failed (exit " << code << ")";
+  }
+  ctx.out << '\n';
+  return worst;
+}
+
+}  // namespace tsarchive::cli

@@ -1,0 +1,1 @@
+inspect --color=always testdata/no_such_model.pt

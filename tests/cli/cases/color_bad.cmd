@@ -1,0 +1,1 @@
+inspect --color=sometimes testdata/mlp_scripted.pt

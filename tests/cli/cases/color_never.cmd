@@ -1,0 +1,1 @@
+inspect --color=never testdata/no_such_model.pt

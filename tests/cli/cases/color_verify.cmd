@@ -1,0 +1,1 @@
+verify --color=always testdata/mlp_scripted.pt testdata/hostile/random.bin

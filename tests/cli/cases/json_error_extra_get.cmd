@@ -1,0 +1,1 @@
+extra get testdata/mlp_scripted.pt no_such.json --json

@@ -1,0 +1,1 @@
+inspect testdata/no_such_model.pt --json

@@ -1,0 +1,1 @@
+inspect testdata/mlp_scripted.pt testdata/mlp.ptl

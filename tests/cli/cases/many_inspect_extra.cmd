@@ -1,0 +1,1 @@
+inspect --extra labels.json testdata/mlp_scripted.pt testdata/mlp.ptl

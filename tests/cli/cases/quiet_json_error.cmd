@@ -1,0 +1,1 @@
+extra list -q --json testdata/no_such_model.pt

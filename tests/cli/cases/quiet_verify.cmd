@@ -1,0 +1,1 @@
+verify -q testdata/mlp_scripted.pt testdata/hostile/random.bin

@@ -1,0 +1,1 @@
+diff - testdata/mlp_scripted_v2.pt -q

@@ -1,0 +1,1 @@
+extra get - labels.json -o -

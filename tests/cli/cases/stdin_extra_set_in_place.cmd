@@ -1,0 +1,1 @@
+extra set - owner=ml
