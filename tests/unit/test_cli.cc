@@ -214,6 +214,8 @@ TEST_CASE("cli: --version names the build without loading libtorch; --verbose lo
   const CliResult alone = run_cli({"--verbose"});
   CHECK(alone.code == 2);
   CHECK_THAT(alone.err, Catch::Contains("--verbose requires --version"));
+}
+
 // With --json, an error is also a JSON object (tsarchive.error/1) on stdout.
 TEST_CASE("report_current_exception writes a tsarchive.error/1 object when asked", "[cli]") {
   std::ostringstream err, out;
