@@ -175,9 +175,9 @@ def check_record(path, in_file, args, kwargs, theirs, tmp):
     same(recorded_out, theirs, f"{name}: recorded outputs")
     same(aoti_load_package(copy)(*args, **kwargs), theirs, f"{name}: aoti_load_package of the recorded package")
     if any(r.startswith(top + "models/") for r in before):
-        files = {}
+        files = {"tsarchive/check.json": ""}  # filled in (an empty dict would be replaced: `extra_files or {}`)
         program = torch.export.load(copy, extra_files=files)
-        check(sorted(files) == CHECK_FILES, f"{name}: torch.export.load's extra files: {sorted(files)}")
+        check(sorted(files) == CHECK_FILES and files == extra, f"{name}: torch.export.load's extra files: {sorted(files)}")
         same(program.module()(*args, **kwargs), torch.export.load(path).module()(*args, **kwargs),
              f"{name}: torch.export.load of the recorded package")
 

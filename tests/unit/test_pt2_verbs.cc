@@ -133,7 +133,7 @@ TEST_CASE("pt2 extra: export and import round-trip", "[pt2][extra]") {
   CHECK(run_cli({"extra", "get", path, "labels.json"}).code == 3);
 }
 
-TEST_CASE("pt2 run --record's files are base64 text; every other record keeps its bytes", "[pt2][run]") {
+TEST_CASE("pt2 run --record's files are base64 text, every other record keeps its bytes", "[pt2][run]") {
   TempDir dir;
   std::filesystem::copy_file(testdata("pt2/run/affine_sample_aoti.pt2"), dir.file("p.pt2"));
   const std::string path = dir.file("p.pt2");
