@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "base/base64.h"
 #include "base/utf8.h"
 #include "cli/commands.h"
 #include "cli/many_files.h"
@@ -282,7 +283,7 @@ int run_get(const GetOptions& opts, Context& ctx) {
     if (is_printable_utf8(bytes)) {
       doc["text"] = bytes;
     } else {
-      doc["base64"] = base64(bytes);
+      doc["base64"] = base64_encode(bytes);
     }
     ctx.out << json_text(doc) << '\n';
   } else {

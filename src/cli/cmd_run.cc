@@ -88,7 +88,9 @@ HostValue read_expected(const std::string& text) {
   return parse_input_argument(text);
 }
 
-void record_check(ArchiveFile& file, const TorchArchive& archive, const RunReport& report, const RunRequest& request) {
+// Writes the check; returns how its inputs and outputs are stored.
+RunCheckEncoding record_check(ArchiveFile& file, const TorchArchive& archive, const RunReport& report,
+                              const RunRequest& request) {
   RunCheck check;
   check.method = report.method;
   check.tolerance = request.tolerance;
@@ -105,10 +107,9 @@ void record_check(ArchiveFile& file, const TorchArchive& archive, const RunRepor
   for (const ValueSummary& v : report.outputs) {
     if (v.depth == 0 || v.tensor) check.outputs.push_back(value_line(v));
   }
-  const std::vector<ExtraEdit> edits = {ExtraEdit{kRunCheckName, render_run_check(check)},
-                                        ExtraEdit{kRunCheckInputsName, report.saved_inputs},
-                                        ExtraEdit{kRunCheckOutputsName, report.saved_outputs}};
-  file.replace(plan_extra_edits(archive, edits, false).zip);
+  check.encoding = run_check_encoding_for(archive.kind());  // base64 text in a .pt2 (run_check.h)
+  file.replace(plan_extra_edits(archive, run_check_edits(check, report.saved_inputs, report.saved_outputs), false).zip);
+  return check.encoding;
 }
 
 RunImageOptions image_options(const RunOptions& opts) {
@@ -189,14 +190,6 @@ void complete_from_archive(const RunOptions& opts, const OpenedArchive& opened, 
   const FileKind kind = opened.archive().kind();
   request.lite = kind == FileKind::LiteInterpreter;
   request.archive = opened.descriptor_path();
-  if (opts.record && kind == FileKind::ExportedProgram) {
-    // torch.export.pt2_archive's load_pt2 (aoti_load_package, torch.export.load)
-    // decodes every extra/ file as UTF-8: binary check files would break it.
-    throw_usage("--record cannot store a check in a .pt2: PyTorch's .pt2 loader reads every extra/ file as UTF-8 "
-                "text, and the recorded inputs and outputs are binary torch.save files (nothing was written)",
-                "keep a golden beside the package: --save-inputs in.pt --save-outputs golden.pt, then --input @in.pt "
-                "--expect @golden.pt");
-  }
   if (opts.sample_inputs && kind != FileKind::ExportedProgram) {
     throw_usage("--sample-inputs takes a .pt2 package's own inputs (data/sample_inputs/); " + opts.model + " has none",
                 "give the inputs with --input");
@@ -222,10 +215,12 @@ void record_if_passed(const RunOptions& opts, const RunVerdict& verdict, OpenedA
     report.notes.push_back("nothing was recorded: the run failed its checks");
     return;
   }
-  record_check(opened.file(), opened.archive(), report, request);
+  const RunCheckEncoding encoding = record_check(opened.file(), opened.archive(), report, request);
+  const RunCheckFiles files = run_check_files(encoding);
+  const std::string as = encoding == RunCheckEncoding::Base64 ? " of torch.save, as base64 text" : "";
   report.notes.push_back("recorded this run's check in " + opts.model + ": extra/" + kRunCheckName + ", extra/" +
-                         kRunCheckInputsName + " (" + human_size(report.saved_inputs.size()) + "), extra/" +
-                         kRunCheckOutputsName + " (" + human_size(report.saved_outputs.size()) +
+                         files.inputs + " (" + human_size(report.saved_inputs.size()) + as + "), extra/" +
+                         files.outputs + " (" + human_size(report.saved_outputs.size()) + as +
                          "); replay with: tsarchive run " + opts.model + " --check");
   const StampPlace place = locate_stamp(opened.archive());
   if (place.stamp != nullptr) {
@@ -354,7 +349,8 @@ Runner setup_run(CLI::App& app, Context& ctx) {
                  "Class names for --top: extra:NAME (an extra file) or a file (JSON or one per line; default: the "
                  "archive's extra/labels.json)");
   app.add_flag("--record", opts->record,
-               "Store this run's inputs and outputs in the archive's extra/tsarchive/ (other records keep their bytes)");
+               "Store this run's inputs and outputs in the archive's extra/tsarchive/ (other records keep their bytes; "
+               "in a .pt2, as base64 text)");
   app.add_flag("--check", opts->check, "Replay the recorded inputs and compare with the recorded outputs");
   app.add_option("--warmup", opts->warmup, "Untimed calls before timing (default: 10 when timing)")->check(CLI::Range(0, 1000000));
   app.add_option("--iters", opts->iterations, "Timed calls: report min, mean, p50, p90, p99, max and throughput")

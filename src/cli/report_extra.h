@@ -26,7 +26,4 @@ struct ExtraEditReport {
 void render_extra_edit_text(const ExtraEditReport& report, std::ostream& out);
 nlohmann::ordered_json extra_edit_to_json(const ExtraEditReport& report);
 
-// Standard base64 (RFC 4648), for binary content in JSON.
-std::string base64(std::string_view bytes);
-
 }  // namespace tsarchive::cli

@@ -39,28 +39,21 @@ void apply_tolerances(const std::vector<std::string>& values, const char* flag, 
 
 // --check: the request comes from the archive's recorded check.
 RunCheck load_recorded_check(const TorchArchive& archive, RunRequest& request, const std::string& file) {
-  for (const char* name : {kRunCheckName, kRunCheckInputsName, kRunCheckOutputsName}) {
-    if (archive.find(extra_record_name(name)) == nullptr) {
-      throw_bad_input(std::string("the archive has no recorded check (extra/") + name + " is missing)", file,
-                      "record one with 'tsarchive run MODEL --input ... --record'");
-    }
-  }
-  constexpr uint64_t kMax = 1ull << 30;
-  RunCheck check = parse_run_check(read_extra(archive, kRunCheckName, 1 << 20), file);
-  const auto value_of = [&](const char* name) {
+  RecordedCheck recorded = read_recorded_check(archive, file, 1ull << 30);
+  const auto value_of = [&](std::string& bytes, const std::string& name) {
     try {
-      return read_torch_save_value(*make_memory_source(read_extra(archive, name, kMax), extra_record_name(name)));
+      return read_torch_save_value(*make_memory_source(std::move(bytes), extra_record_name(name)));
     } catch (const Error& e) {
       throw e.with_file(file);
     }
   };
-  HostValue inputs = value_of(kRunCheckInputsName);
-  inputs.origin = extra_record_name(kRunCheckInputsName);
+  HostValue inputs = value_of(recorded.inputs_pt, recorded.files.inputs);
+  inputs.origin = extra_record_name(recorded.files.inputs);
   inputs.spreads = true;
   request.inputs = {inputs};
-  request.expect = value_of(kRunCheckOutputsName);
-  request.method = check.method;
-  return check;
+  request.expect = value_of(recorded.outputs_pt, recorded.files.outputs);
+  request.method = recorded.check.method;
+  return recorded.check;
 }
 
 }  // namespace tsarchive::cli

@@ -13,15 +13,21 @@ For each package of testdata/pt2/ and testdata/pt2/run/: inputs from a
 torch.save file and generated ones (--seed, drawn like torch.randn), outputs
 written by --save-outputs and compared with PyTorch's; --sample-inputs (the
 package's data/sample_inputs/, args and kwargs) against aoti_load_package on
-the same sample; --expect passing and failing; --record then --check on a
-copy, which aoti_load_package still runs; timing; the refusals (a program
-without compiled artifacts, another device, no sample inputs).
+the same sample; --expect passing and failing; --record on a copy (every
+record PyTorch wrote kept byte for byte and aligned; load_pt2,
+aoti_load_package and, for a package holding a program, torch.export.load
+still load it, and the recorded base64 decodes to the inputs and PyTorch's
+outputs), then --check passing, and failing once the recorded outputs are
+tampered with; timing; the refusals (a program without compiled artifacts,
+another device, no sample inputs).
 """
 
+import base64
 import io
 import json
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -33,6 +39,7 @@ from harness import check, finish, tsarchive  # noqa: E402
 try:
     import torch
     from torch._inductor import aoti_load_package
+    from torch.export.pt2_archive._package import load_pt2
 except ImportError:
     print("torch._inductor.aoti_load_package is not available for this python; skipping")
     sys.exit(77)
@@ -104,15 +111,10 @@ def check_package(path, tmp):
         run_json(path, "--input", "7x4", "--seed", "3", "--save-outputs", out_file)
         same(torch.load(out_file), compiled(x), f"{name} --input 7x4 --seed 3")
 
-    # --record is refused on a .pt2 (load_pt2 reads extra/ files as UTF-8; the
-    # check's files are binary) and leaves the package as it was; the golden
-    # written beside it by --save-inputs/--save-outputs replays instead.
-    copy = os.path.join(tmp, "recorded.pt2")
-    shutil.copyfile(path, copy)
-    p = tsarchive(TSARCHIVE, "run", copy, "--input", "@" + in_file, "--record", want=2)
-    check("UTF-8" in p.stderr, f"{name}: --record refusal: {p.stderr}")
-    with open(copy, "rb") as a, open(path, "rb") as b:
-        check(a.read() == b.read(), f"{name}: --record changed the package")
+    # --record stores a check (base64 text: load_pt2 decodes extra/ as UTF-8) that
+    # --check replays and Python still loads; the golden written beside it by
+    # --save-inputs/--save-outputs replays too.
+    check_record(path, in_file, args, kwargs, theirs, tmp)
     saved_in, saved_out = os.path.join(tmp, "saved_in.pt"), os.path.join(tmp, "saved_out.pt")
     tsarchive(TSARCHIVE, "run", path, "--input", "@" + in_file, "--save-inputs", saved_in, "--save-outputs", saved_out)
     tsarchive(TSARCHIVE, "run", path, "--input", "@" + saved_in, "--expect", "@" + saved_out)
@@ -125,6 +127,83 @@ def check_package(path, tmp):
     if doc is not None:
         timing = doc.get("timing") or {}
         check(timing.get("iterations") == 5 and timing.get("warmup") == 2, f"{name}: timing {timing}")
+
+
+def zip_records(path):
+    """Each record's name -> (its bytes, where its data starts modulo 64)."""
+    out = {}
+    with zipfile.ZipFile(path) as z, open(path, "rb") as f:
+        for info in z.infolist():
+            f.seek(info.header_offset + 26)
+            name_len, extra_len = struct.unpack("<HH", f.read(4))
+            out[info.filename] = (z.read(info), (info.header_offset + 30 + name_len + extra_len) % 64)
+    return out
+
+
+CHECK_FILES = ["tsarchive/check.json", "tsarchive/check_inputs.pt.b64", "tsarchive/check_outputs.pt.b64"]
+
+
+def check_record(path, in_file, args, kwargs, theirs, tmp):
+    name = os.path.basename(path)
+    copy = os.path.join(tmp, "recorded.pt2")
+    shutil.copyfile(path, copy)
+    doc = run_json(copy, "--input", "@" + in_file, "--record")
+    notes = " ".join(doc["notes"]) if doc else ""
+    check("extra/tsarchive/check_inputs.pt.b64" in notes and "as base64 text" in notes, f"{name}: record note: {notes}")
+
+    # Every record PyTorch wrote keeps its bytes (and its 64-byte alignment); the check's three files are added.
+    before, after = zip_records(path), zip_records(copy)
+    top = next(iter(before)).split("/")[0] + "/"
+    added = sorted(set(after) - set(before))
+    check(added == sorted(top + "extra/" + f for f in CHECK_FILES), f"{name}: records added: {added}")
+    for record, (data, offset) in before.items():
+        kept = after.get(record)
+        check(kept is not None and kept[0] == data, f"{name}: {record} changed")
+        check(kept is None or offset != 0 or kept[1] == 0, f"{name}: {record} is no longer 64-byte aligned")
+
+    # Python loads it: load_pt2 (behind aoti_load_package and torch.export.load)
+    # decodes every extra/ file as UTF-8, and the recorded torch.save files read
+    # back from their base64: the inputs given, PyTorch's outputs.
+    extra = load_pt2(copy).extra_files
+    check(sorted(extra) == CHECK_FILES, f"{name}: load_pt2's extra files: {sorted(extra)}")
+    check(json.loads(extra["tsarchive/check.json"]).get("encoding") == "base64", f"{name}: check.json encoding")
+    recorded_in = torch.load(io.BytesIO(base64.b64decode(extra["tsarchive/check_inputs.pt.b64"], validate=True)))
+    given = args + tuple(kwargs.values())
+    check(len(recorded_in) == len(given) and all(torch.equal(a, b) for a, b in zip(recorded_in, given)),
+          f"{name}: recorded inputs {recorded_in} vs {given}")
+    recorded_out = torch.load(io.BytesIO(base64.b64decode(extra["tsarchive/check_outputs.pt.b64"], validate=True)))
+    same(recorded_out, theirs, f"{name}: recorded outputs")
+    same(aoti_load_package(copy)(*args, **kwargs), theirs, f"{name}: aoti_load_package of the recorded package")
+    if any(r.startswith(top + "models/") for r in before):
+        files = {"tsarchive/check.json": ""}  # filled in (an empty dict would be replaced: `extra_files or {}`)
+        program = torch.export.load(copy, extra_files=files)
+        check(sorted(files) == CHECK_FILES and files == extra, f"{name}: torch.export.load's extra files: {sorted(files)}")
+        same(program.module()(*args, **kwargs), torch.export.load(path).module()(*args, **kwargs),
+             f"{name}: torch.export.load of the recorded package")
+
+    # --check replays it and passes; `verify` and `inspect` see it.
+    doc = run_json(copy, "--check")
+    check(doc is not None and doc["passed"] and doc["checks"] and all(c["passed"] for c in doc["checks"]),
+          f"{name}: --check: {doc}")
+    tsarchive(TSARCHIVE, "verify", copy)
+    shown = json.loads(tsarchive(TSARCHIVE, "inspect", "--json", copy).stdout)
+    check(shown.get("run_check", {}).get("method") == "model", f"{name}: inspect's run_check: {shown.get('run_check')}")
+
+    # Tampered: one recorded output element moved fails the check (exit 1);
+    # base64 that does not decode is one error line (exit 3).
+    moved = [t.clone() for t in as_list(recorded_out)]
+    moved[0].view(-1)[0] += 1.0
+    buffer = io.BytesIO()
+    torch.save(type(recorded_out)(moved) if isinstance(recorded_out, (list, tuple)) else moved[0], buffer)
+    with open(os.path.join(tmp, "moved.b64"), "w") as f:
+        f.write(base64.b64encode(buffer.getvalue()).decode())
+    tsarchive(TSARCHIVE, "extra", "set", copy, "tsarchive/check_outputs.pt.b64=@" + os.path.join(tmp, "moved.b64"))
+    tsarchive(TSARCHIVE, "run", copy, "--check", want=1)
+    tsarchive(TSARCHIVE, "extra", "set", copy, "tsarchive/check_outputs.pt.b64=not base64!")
+    p = tsarchive(TSARCHIVE, "run", copy, "--check", want=3)
+    check("check_outputs.pt.b64 is not base64" in p.stderr, f"{name}: damaged base64: {p.stderr}")
+    extra = load_pt2(copy).extra_files  # still text, still loads
+    check(extra["tsarchive/check_outputs.pt.b64"] == "not base64!", f"{name}: after the edits: {extra}")
 
 
 def check_sample_inputs(path, tmp):

@@ -12,8 +12,11 @@
 
 #include "base/error.h"
 #include "core/diff.h"
+#include "core/extra.h"
+#include "core/file_edit.h"
 #include "core/inspect.h"
 #include "core/pt2_graph.h"
+#include "core/run_check.h"
 #include "format/byte_source.h"
 #include "format/pt2.h"
 #include "format/zip_writer.h"
@@ -128,6 +131,52 @@ TEST_CASE("pt2 extra: export and import round-trip", "[pt2][extra]") {
   std::filesystem::remove(dir.file("meta/labels.json"));
   REQUIRE(run_cli({"extra", "import", "--prune", path, dir.file("meta")}).code == 0);
   CHECK(run_cli({"extra", "get", path, "labels.json"}).code == 3);
+}
+
+TEST_CASE("pt2 run --record's files are base64 text, every other record keeps its bytes", "[pt2][run]") {
+  TempDir dir;
+  std::filesystem::copy_file(testdata("pt2/run/affine_sample_aoti.pt2"), dir.file("p.pt2"));
+  const std::string path = dir.file("p.pt2");
+  const auto before = kept_records(path);
+  std::string inputs, outputs;  // torch.save files PyTorch wrote: the package's sample inputs, and a program
+  {
+    const TorchArchive archive(open_file_source(path));
+    inputs = archive.read(*archive.find("data/sample_inputs/model.pt"), 1 << 20);
+    const TorchArchive other(open_file_source(testdata("pt2/mlp_dynamic.pt2")));
+    outputs = other.read(*other.find("data/sample_inputs/model.pt"), 1 << 20);
+  }
+  RunCheck check;
+  check.method = "model";
+  check.encoding = run_check_encoding_for(FileKind::ExportedProgram);
+  {
+    ArchiveFile file(path, FileAccess::Edit, 1);
+    const auto archive = open_torchscript_archive(file.source(), "no", /*accept_pt2=*/true);
+    file.replace(plan_extra_edits(*archive, run_check_edits(check, inputs, outputs), false).zip);
+  }
+  CHECK(kept_records(path) == before);
+  const TorchArchive archive(open_file_source(path));
+  for (const ExtraFileInfo& f : list_extra_files(archive)) CHECK(f.text);  // what load_pt2 decodes as UTF-8
+  const RecordedCheck back = read_recorded_check(archive, "p.pt2", 1 << 20);
+  CHECK(back.check.encoding == RunCheckEncoding::Base64);
+  CHECK(back.files.inputs == "tsarchive/check_inputs.pt.b64");
+  CHECK(back.inputs_pt == inputs);
+  CHECK(back.outputs_pt == outputs);
+  CHECK(run_cli({"verify", path}).code == 0);
+  const CliResult shown = run_cli({"inspect", path});
+  CHECK(shown.out.find("self-check") != std::string::npos);
+  // Above the size a check may hold: refused, named.
+  error_of([&] { read_recorded_check(archive, "p.pt2", inputs.size() - 1); }, ErrorKind::BadInput,
+           "extra/tsarchive/check_inputs.pt.b64");
+
+  // Tampered: a byte that is not base64, or a file missing, is one error naming it.
+  REQUIRE(run_cli({"extra", "set", path, "tsarchive/check_outputs.pt.b64=AAAA%AAA"}).code == 0);
+  const Error e = error_of([&] { read_recorded_check(TorchArchive(open_file_source(path)), "p.pt2", 1 << 20); },
+                           ErrorKind::BadInput, "extra/tsarchive/check_outputs.pt.b64 is not base64: byte 4 (0x25)");
+  CHECK(e.file() == "p.pt2");
+  REQUIRE(run_cli({"extra", "rm", path, "tsarchive/check_inputs.pt.b64"}).code == 0);
+  error_of([&] { read_recorded_check(TorchArchive(open_file_source(path)), "p.pt2", 1 << 20); }, ErrorKind::BadInput,
+           "no recorded check (extra/tsarchive/check_inputs.pt.b64 is missing)");
+  CHECK(kept_records(path) == before);
 }
 
 TEST_CASE("pt2 verify: intact archives pass, damage and changes are found", "[pt2][verify]") {

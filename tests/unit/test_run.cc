@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/base64.h"
+#include "base/error.h"
 #include "contract/profile.h"
 #include "contract/run.h"
 #include "core/run_check.h"
@@ -169,6 +171,63 @@ TEST_CASE("a recorded check round-trips through its JSON", "[run]") {
                        Catch::Matchers::Predicate<Error>([](const Error& e) { return e.kind() == ErrorKind::BadInput; }));
   CHECK_THROWS_AS(parse_run_check("not json", "m.pt"), Error);
   CHECK_THROWS_AS(parse_run_check("{\"_type\":\"https://tsarchive.dev/run-check/v1\",\"method\":3}", "m.pt"), Error);
+}
+
+TEST_CASE("a recorded check names how its inputs and outputs are stored", "[run]") {
+  RunCheck c;
+  CHECK(render_run_check(c).find("encoding") == std::string::npos);  // torch.save bytes: as before
+  CHECK(parse_run_check(render_run_check(c), "m.pt").encoding == RunCheckEncoding::TorchSave);
+  c.encoding = RunCheckEncoding::Base64;
+  CHECK(render_run_check(c).find("\"encoding\":\"base64\"") != std::string::npos);
+  CHECK(parse_run_check(render_run_check(c), "m.pt2").encoding == RunCheckEncoding::Base64);
+  const std::string other = R"({"_type":"https://tsarchive.dev/run-check/v1","method":"model","atol":0,"rtol":0,)"
+                            R"("encoding":"zstd"})";
+  CHECK_THROWS_MATCHES(parse_run_check(other, "m.pt2"), Error, Catch::Matchers::Predicate<Error>([](const Error& e) {
+                         return e.kind() == ErrorKind::BadInput && std::string(e.what()).find("'zstd'") != std::string::npos;
+                       }));
+
+  CHECK(run_check_encoding_for(FileKind::ExportedProgram) == RunCheckEncoding::Base64);
+  CHECK(run_check_encoding_for(FileKind::TorchScript) == RunCheckEncoding::TorchSave);
+  CHECK(run_check_files(RunCheckEncoding::TorchSave).inputs == "tsarchive/check_inputs.pt");
+  CHECK(run_check_files(RunCheckEncoding::Base64).outputs == "tsarchive/check_outputs.pt.b64");
+
+  // The edits: check.json, then the inputs and outputs, base64 text of the same bytes.
+  const std::string binary("PK\x03\x04\x00\xff\x80", 7);
+  const std::vector<ExtraEdit> edits = run_check_edits(c, binary, "out");
+  REQUIRE(edits.size() == 3);
+  CHECK(edits[0].name == "tsarchive/check.json");
+  CHECK(edits[1].name == "tsarchive/check_inputs.pt.b64");
+  CHECK(*edits[1].value == "UEsDBAD/gA==");
+  CHECK(*edits[2].value == "b3V0");
+  c.encoding = RunCheckEncoding::TorchSave;
+  CHECK(*run_check_edits(c, binary, "out")[1].value == binary);
+}
+
+TEST_CASE("base64 encodes as RFC 4648 and decodes strictly", "[run]") {
+  // RFC 4648's test vectors.
+  const std::vector<std::pair<std::string, std::string>> vectors = {
+      {"", ""}, {"f", "Zg=="}, {"fo", "Zm8="}, {"foo", "Zm9v"}, {"foob", "Zm9vYg=="}, {"fooba", "Zm9vYmE="},
+      {"foobar", "Zm9vYmFy"}};
+  for (const auto& [bytes, text] : vectors) {
+    CHECK(base64_encode(bytes) == text);
+    CHECK(base64_decode(text) == bytes);
+  }
+  std::string every;
+  for (int i = 0; i < 256; ++i) every += static_cast<char>(i);
+  for (size_t n = 0; n <= every.size(); n += 37) CHECK(base64_decode(base64_encode(every.substr(0, n))) == every.substr(0, n));
+  CHECK(base64_decode("Zm9v\nYmFy\r\n") == std::string("foobar"));  // wrapped lines, a final line break
+
+  const auto problem = [](const std::string& text) {
+    std::string why;
+    CHECK_FALSE(base64_decode(text, &why).has_value());
+    return why;
+  };
+  CHECK(problem("Zm9v%mFy") == "byte 4 (0x25) is not base64");
+  CHECK(problem("Zm9vY") == "its length is not a multiple of 4 (cut short?)");
+  CHECK(problem("Zg==Zm9v") == "data after '=' padding at byte 4");
+  CHECK(problem("Z===") == "misplaced '=' padding at byte 1");
+  CHECK(problem("Zm=v") == "data after '=' padding at byte 3");
+  CHECK(problem("Zg===") == "misplaced '=' padding at byte 4");
 }
 
 // --- run --profile: the operator table and the Chrome trace (profile.h) ------------
