@@ -32,14 +32,10 @@ except ImportError:
     print("torch.export is not available for this python; skipping")
     sys.exit(77)
 
+from harness import check, finish
+
 TSARCHIVE, TESTDATA = sys.argv[1], sys.argv[2]
 PT2 = os.path.join(TESTDATA, "pt2")
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
 
 
 def dtype_id(dtype):
@@ -54,7 +50,7 @@ def shape_of(t):
 def inspect(path):
     done = subprocess.run([TSARCHIVE, "inspect", "--json", path], capture_output=True, text=True)
     if done.returncode != 0:
-        failures.append(f"{path}: inspect exited {done.returncode}: {done.stderr.strip()}")
+        check(False, f"{path}: inspect exited {done.returncode}: {done.stderr.strip()}")
         return None
     return json.loads(done.stdout)
 
@@ -126,11 +122,8 @@ def main():
         extra = {k: "" for k in names_in_archive}
         ep = export_load(path, extra_files=extra)
         check_program(name, doc, ep, extra)
-    for f in failures:
-        print("FAIL:", f)
-    print(f"{len(names)} .pt2 archives, {len(failures)} failures")
-    return 1 if failures else 0
+    finish(f"{len(names)} .pt2 archives, no failures")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()
