@@ -59,6 +59,7 @@ find "$root/testdata/images" -type f \( -name '*.png' -o -name '*.jpg' -o -name 
 
 status=0
 summary=()
+details=()
 for t in "${targets[@]}"; do
   corpus=$build/corpus/$t artifacts=$build/artifacts/$t/
   mkdir -p "$corpus" "$artifacts"
@@ -90,10 +91,25 @@ for t in "${targets[@]}"; do
     crashes=$((crashes + 1))
     cp "$f" "$root/testdata/fuzz-crashes/$t-$(basename "$f")"
   done
+  if [ "$crashes" -gt 0 ]; then
+    # What the sanitizer or libFuzzer said, and each input (up to 64 KiB) as
+    # base64, so that a CI log alone is enough to reproduce the find.
+    details+=("== $t: $crashes find(s); from $log:")
+    details+=("$(grep -E 'ERROR: |SUMMARY: |Test unit written|slow-unit|deadly signal|out-of-memory' "$log" | head -20)")
+    for f in "$artifacts"*; do
+      [ -f "$f" ] || continue
+      if [ "$(stat -c %s "$f")" -le 65536 ]; then
+        details+=("$(basename "$f") ($(stat -c %s "$f") bytes) base64: $(base64 -w0 "$f")")
+      else
+        details+=("$(basename "$f") ($(stat -c %s "$f") bytes): too big to print")
+      fi
+    done
+  fi
   [ "$crashes" -eq 0 ] || status=1
   summary+=("$(printf '%-14s %4ss  seeds %4d  executions %10s  crashes %d  corpus %d  (log %s)' "$t" "$seconds" \
     "$(ls "$seed_dir" | wc -l)" "${execs:-?}" "$crashes" "$(ls "$corpus" | wc -l)" "$log")")
 done
 printf '%s\n' "${summary[@]}"
+[ "${#details[@]}" -eq 0 ] || printf '%s\n' "${details[@]}"
 [ "$status" -eq 0 ] || echo "crash inputs copied to testdata/fuzz-crashes/: fix them; CTest fuzz.replay replays them"
 exit $status

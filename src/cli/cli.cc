@@ -113,7 +113,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   std::ostream command_out(out.rdbuf());  // the commands' stdout, nowhere under -q
   NullBuffer nowhere;
   Context ctx{command_out, err};
-  CLI::App app{"tsarchive: read, check, edit and run TorchScript archives", "tsarchive"};
+  CLI::App app{"tsarchive: read, check, edit and run TorchScript and .pt2 (torch.export) archives", "tsarchive"};
   app.set_help_all_flag("--help-all", "Print help for every command");
   bool show_version = false, version_verbose = false;
   CLI::Option* version = app.add_flag(
