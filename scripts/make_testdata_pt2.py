@@ -128,6 +128,9 @@ def program_facts(ep):
         "range_constraints": {str(k): [_bound(v.lower), _bound(v.upper)] for k, v in ep.range_constraints.items()},
         "graph_nodes": sum(1 for _ in ep.graph.nodes),
         "call_functions": sorted({str(n.target) for n in ep.graph.nodes if n.op == "call_function"}),
+        # What `inspect --ops` lists: each operator's own name ("aten::sum" for aten.sum.default).
+        "operator_names": sorted({n.target.name() for n in ep.graph.nodes
+                                  if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)}),
     }
 
 

@@ -54,15 +54,28 @@ void print_graph(const MethodGraph& graph, const InspectOptions& opts, Context& 
   }
 }
 
+void print_ops(const OpsReport& ops, const InspectOptions& opts, Context& ctx) {
+  for (const std::string& note : ops.notes) print_note(ctx.err, note);
+  if (opts.json) {
+    ctx.out << json_text(ops_to_json(ops, opts.path)) << '\n';
+  } else {
+    write_text(ctx.out, [&](std::ostream& text) { render_ops_yaml(ops, opts.path, text); });
+  }
+}
+
 // --graph and --ops: libtorch, after the core's checks (a .pt2's graph: the core).
 int print_jit_view(const InspectOptions& opts, Context& ctx) {
   const OpenedArchive opened(opts.path, FileAccess::Read, kReaderLockTimeout,
                              opts.graph ? "cannot show the graph of this file" : "cannot list the operators of this file",
-                             ctx, opts.graph);
+                             ctx, opts.graph || opts.ops);
   const TorchArchive* archive = &opened.archive();
   if (archive->kind() == FileKind::ExportedProgram) {
     // A .pt2's graph is data (its program's JSON): the core reads it, no libtorch.
-    print_graph(pt2_method_graph(*archive, opts.method), opts, ctx);
+    if (opts.ops) {
+      print_ops(pt2_operators(*archive, opts.method), opts, ctx);
+    } else {
+      print_graph(pt2_method_graph(*archive, opts.method), opts, ctx);
+    }
     return 0;
   }
   check_before_libtorch(*archive, opts.path, "nothing was loaded", opts.worker.no_validate, ctx.err);
@@ -77,14 +90,9 @@ int print_jit_view(const InspectOptions& opts, Context& ctx) {
                 "use --ops for its operators, or --graph on the .pt it was made from");
   }
   if (opts.ops) {
-    const OpsReport ops = in_worker<OpsReport>(opened.job(opts.worker, "listing the operators"),
-                                               [&](TorchBackend& torch) { return torch.operators(request); });
-    for (const std::string& note : ops.notes) print_note(ctx.err, note);
-    if (opts.json) {
-      ctx.out << json_text(ops_to_json(ops, opts.path)) << '\n';
-    } else {
-      write_text(ctx.out, [&](std::ostream& text) { render_ops_yaml(ops, opts.path, text); });
-    }
+    print_ops(in_worker<OpsReport>(opened.job(opts.worker, "listing the operators"),
+                                   [&](TorchBackend& torch) { return torch.operators(request); }),
+              opts, ctx);
     return 0;
   }
   print_graph(in_worker<MethodGraph>(opened.job(opts.worker, "reading the graph"),
@@ -154,7 +162,8 @@ Runner setup_inspect(CLI::App& app, Context& ctx) {
       "                --format dot gives Graphviz DOT of the inlined graph (dot -Tsvg > graph.svg);\n"
       "                for a .pt2, a program's graph read from its JSON (no libtorch; --method picks the program)\n"
       "  --ops         the root operators the model calls, as the YAML list PyTorch's selective (custom)\n"
-      "                mobile build takes: export_opnames for .pt, the bytecode's operator list for .ptl");
+      "                mobile build takes: export_opnames for .pt, the bytecode's operator list for .ptl,\n"
+      "                a program's graph for a .pt2 (no libtorch)");
   app.add_option("model", opts->paths, "Model files (.pt, .ptl, .pth, .pt2, .onnx); - reads standard input")->required();
   CLI::Option* json = app.add_flag(
       "--json", opts->json,

@@ -1,6 +1,7 @@
 #include "core/pt2_graph.h"
 
 #include <map>
+#include <set>
 
 #include "format/pt2.h"
 
@@ -77,6 +78,33 @@ MethodGraph pt2_method_graph(const TorchArchive& archive, const std::string& pro
   out.nodes.push_back(GraphNode{"prim::Return", "", "", values.all(g.outputs), {}, -1, 0});
   out.text = std::move(text);
   return out;
+}
+
+OpsReport pt2_operators(const TorchArchive& archive, const std::string& program) {
+  const Pt2Graph g = read_pt2_graph(archive, program);
+  std::set<std::string> operators, others;
+  for (const Pt2GraphNode& n : g.nodes) {
+    // An operator: torch.ops.namespace.name.overload ("higher_order.cond"
+    // has no overload: not one a selective build lists).
+    const size_t first = n.target.find('.');
+    const size_t last = n.target.rfind('.');
+    if (!n.torch_op || first == std::string::npos || first == last) {
+      others.insert(n.torch_op ? "torch.ops." + n.target : n.target);
+      continue;
+    }
+    const std::string overload = n.target.substr(last + 1);
+    operators.insert(n.target.substr(0, first) + "::" + n.target.substr(first + 1, last - first - 1) +
+                     (overload == "default" ? "" : "." + overload));
+  }
+  OpsReport report;
+  report.operators.assign(operators.begin(), operators.end());
+  report.source = "graph of " + g.record;
+  if (!others.empty()) {
+    std::string list;
+    for (const std::string& o : others) list += (list.empty() ? "" : ", ") + o;
+    report.notes.push_back("call targets that are not operators, left out: " + list);
+  }
+  return report;
 }
 
 }  // namespace tsarchive

@@ -19,4 +19,12 @@ namespace tsarchive {
 // node per graph node (kind: its target), a prim::Return node reading the outputs.
 MethodGraph pt2_method_graph(const TorchArchive& archive, const std::string& program);
 
+// `inspect --ops` of a .pt2: the operators the graph of models/<program>.json
+// calls (empty: as above), named as TorchScript's export_opnames names them
+// for a selective build: "torch.ops.aten.add.Tensor" is "aten::add.Tensor",
+// a ".default" overload has no overload name ("aten::relu"). Call targets that
+// are not operators (Python callables such as "_operator.getitem") are named
+// in `notes`, not listed. source: "graph of models/<program>.json".
+OpsReport pt2_operators(const TorchArchive& archive, const std::string& program);
+
 }  // namespace tsarchive

@@ -482,7 +482,8 @@ Pt2Graph read_pt2_graph(const TorchArchive& archive, const std::string& program)
   for (const Node& n : graph.at("nodes").items()) {
     Pt2GraphNode node;
     node.target = n.at("target").str();
-    if (node.target.compare(0, 10, "torch.ops.") == 0) node.target = node.target.substr(10);
+    node.torch_op = node.target.compare(0, 10, "torch.ops.") == 0;
+    if (node.torch_op) node.target = node.target.substr(10);
     for (const Node& in : n.at("inputs").items()) {
       std::string text = render_argument(in.at("arg"), node.inputs);
       const bool keyword = in.has("kind") && in.at("kind").integer() == 2;

@@ -134,7 +134,8 @@ struct Pt2Contents {
 
 // A program's graph as text pieces (inspect --graph), from models/<model>.json.
 struct Pt2GraphNode {
-  std::string target;                // "aten.linear.default" (without "torch.ops.")
+  std::string target;                // "aten.linear.default" (without "torch.ops."), "_operator.getitem"
+  bool torch_op = false;             // the target began with "torch.ops."
   std::vector<std::string> args;     // rendered: "%x", "dtype=float32", "[%a, %b]", "None"
   std::vector<std::string> inputs;   // the values it reads, by name, in order
   std::vector<std::string> outputs;  // the values it makes

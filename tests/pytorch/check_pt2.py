@@ -56,6 +56,12 @@ def inspect(path):
 
 
 def check_program(name, doc, ep, extra):
+    done = subprocess.run([TSARCHIVE, "inspect", "--ops", "--json", os.path.join(PT2, name)],
+                          capture_output=True, text=True)
+    ops = json.loads(done.stdout)["operators"] if done.returncode == 0 else done.stderr
+    check(ops == sorted({n.target.name() for n in ep.graph.nodes
+                         if n.op == "call_function" and isinstance(n.target, torch._ops.OpOverload)}),
+          f"{name}: inspect --ops {ops}")
     program = doc["pt2"]["programs"][0]
     sig = ep.graph_signature
     placeholders = {n.name: n.meta.get("val") for n in ep.graph.nodes if n.op == "placeholder"}

@@ -9,6 +9,7 @@
 
 #include "base/error.h"
 #include "core/inspect.h"
+#include "core/pt2_graph.h"
 #include "format/byte_source.h"
 #include "format/pt2.h"
 #include "format/zip_writer.h"
@@ -127,6 +128,22 @@ TEST_CASE("pt2: programs, signatures and payloads match torch.export.load", "[pt
           static_cast<size_t>(std::count_if(model["input_specs"].begin(), model["input_specs"].end(),
                                             [](const json& s) { return s["kind"] == "USER_INPUT"; })));
   }
+}
+
+TEST_CASE("pt2: inspect --ops lists the operators as their OpOverload.name() does", "[pt2]") {
+  size_t programs = 0;
+  for (const auto& [file, facts] : expected()["files"].items()) {
+    if (!facts.contains("models")) continue;
+    INFO(file);
+    const TorchArchive archive(open_file_source(testdata("pt2/" + file)));
+    const OpsReport ops = pt2_operators(archive, "");
+    CHECK(ops.operators == facts["models"]["model"]["operator_names"].get<std::vector<std::string>>());
+    CHECK(ops.source == "graph of models/model.json");
+    ++programs;
+  }
+  CHECK(programs == 3);
+  const TorchArchive aoti(open_file_source(testdata("pt2/mlp_dynamic_aoti.pt2")));
+  CHECK_THROWS_WITH(pt2_operators(aoti, ""), Catch::Contains("no program 'model'"));
 }
 
 TEST_CASE("pt2: symbols and scalar types", "[pt2]") {
