@@ -148,6 +148,22 @@ class Sepia(torch.nn.Module):
         return torch.nn.functional.conv2d(x, self.weight).clamp(0.0, 1.0)
 
 
+def top_down_bmp(img):
+    """PIL writes BMP rows bottom-up (a positive height); many tools write them
+    top-down, which the header says with a negative height. Same pixels."""
+    import io
+    buf = io.BytesIO()
+    img.save(buf, format="BMP")
+    b = bytearray(buf.getvalue())
+    offset = struct.unpack_from("<I", b, 10)[0]
+    width, height = struct.unpack_from("<ii", b, 18)
+    row = (width * 24 + 31) // 32 * 4
+    rows = [bytes(b[offset + i * row:offset + (i + 1) * row]) for i in range(height)]
+    struct.pack_into("<i", b, 22, -height)
+    b[offset:offset + row * height] = b"".join(reversed(rows))
+    return bytes(b)
+
+
 def save_traced(module, example, path, extra=None):
     traced = torch.jit.trace(module.eval(), example)
     torch.jit.save(traced, path, _extra_files=extra or {})
@@ -162,10 +178,17 @@ def main():
         img.save(os.path.join(OUT, name), **kwargs)
         made.append(name)
 
+    def save_top_down_bmp(img, name):
+        with open(os.path.join(OUT, name), "wb") as f:
+            f.write(top_down_bmp(img))
+        assert list(Image.open(os.path.join(OUT, name)).convert("RGB").getdata()) == list(img.getdata())
+        made.append(name)
+
     save(pattern(64, 48, 1), "gradient.png")
     save(pattern(48, 64, 2), "portrait.png")
     save(pattern(80, 60, 3), "photo.jpg", quality=90)
     save(pattern(37, 23, 4), "odd.bmp")
+    save_top_down_bmp(pattern(29, 13, 8), "topdown.bmp")
     save(pattern(40, 30, 5).convert("L"), "gray.png")
     rgba = pattern(40, 30, 6).convert("RGBA")
     rgba.putalpha(Image.linear_gradient("L").resize((40, 30)))

@@ -199,10 +199,14 @@ Image decode_image(std::string_view bytes, const std::string& file, const ImageL
   allocation_cap = size_t{1} << 20;  // the readers' small state
   const int header_ok = stbi_info_from_memory(data, length, &width, &height, &channels);
   allocation_cap = 0;
-  if (header_ok == 0 || width <= 0 || height <= 0) {
+  // A BMP whose rows run top-down says so with a negative height (stb_image
+  // gives the header's value here and the pixels upright).
+  const int64_t rows = format == std::string_view("BMP") && height < 0 ? -int64_t{height} : int64_t{height};
+  if (header_ok == 0 || width <= 0 || rows <= 0) {
     throw_bad_input(std::string("damaged or unsupported ") + format + " header", file, kFormatsHint);
   }
-  check_limits(format, width, height, file, limits);
+  check_limits(format, width, rows, file, limits);
+  height = static_cast<int>(rows);
   // The largest buffer a legitimate decode of this header needs: 16-bit RGBA
   // rows with their PNG filter bytes (8 bytes a pixel + 1 a row), plus slack
   // for the decoders' small tables.

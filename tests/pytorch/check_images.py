@@ -85,6 +85,7 @@ LOSSLESS = [
     ("portrait.png", ":resize=224:crop=224", [T.Resize(224), T.CenterCrop(224)]),
     ("odd.bmp", ":resize=17:crop=15x9", [T.Resize(17), T.CenterCrop((15, 9))]),
     ("odd.bmp", ":crop=21x12", [T.CenterCrop((21, 12))]),  # odd margins: Python's round, halves to even
+    ("topdown.bmp", "", []),  # rows stored top-down: a negative height in the header
     ("gray.png", ":resize=16", [T.Resize(16)]),
     ("rgba.png", "", []),
     ("palette.png", ":resize=7x9", [T.Resize((7, 9))]),

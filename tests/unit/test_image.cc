@@ -36,7 +36,8 @@ float element(const HostTensor& t, size_t i) {
 }  // namespace
 
 TEST_CASE("decode_image reads PNG, JPEG and BMP into RGB, and a PNG written back decodes to the same pixels") {
-  for (const char* name : {"gradient.png", "photo.jpg", "odd.bmp", "gray.png", "rgba.png", "palette.png"}) {
+  for (const char* name :
+       {"gradient.png", "photo.jpg", "odd.bmp", "topdown.bmp", "gray.png", "rgba.png", "palette.png"}) {
     INFO(name);
     const Image image = decode_image(slurp(picture(name)), name);
     CHECK(image.rgb.size() == static_cast<size_t>(image.width * image.height * 3));
@@ -46,6 +47,10 @@ TEST_CASE("decode_image reads PNG, JPEG and BMP into RGB, and a PNG written back
     CHECK(again.rgb == image.rgb);
   }
   CHECK(decode_image(slurp(picture("odd.bmp")), "odd.bmp").width == 37);
+  // Rows stored top-down (a negative height in the header) come out upright.
+  const Image top_down = decode_image(slurp(picture("topdown.bmp")), "topdown.bmp");
+  CHECK(top_down.width == 29);
+  CHECK(top_down.height == 13);
   CHECK(std::string(image_format(slurp(picture("photo.jpg")))) == "JPEG");
   CHECK(image_format("P6 1 1 255\n") == nullptr);
 }
