@@ -30,7 +30,8 @@ JOBS=${JOBS:-$(nproc)}
 # prometheus brings promtool, which checks serve's /metrics (pytorch.serve);
 # python3-yaml reads docs/openapi/serve.yaml (pytorch.serve_openapi);
 # python3-venv lets pytorch.serve_triton pip-install tritonclient[http] into
-# build/tests/serve-venv. g++
+# build/tests/serve-venv, and pytorch.serve_openapi schemathesis into
+# build/tests/openapi-venv. g++
 # brings GCC's ASan and UBSan runtimes. ccache, when there, caches compiles
 # across the build folders (build/, build-asan/, ...). libstb-dev and
 # libjpeg-dev decode pictures (run --input @photo.jpg); python3-pil and python3-torchvision are

@@ -10,7 +10,7 @@ tritonclient is not a Debian package: when this python cannot import it, the
 driver pip-installs tritonclient[http] into this python's venv when it runs
 in one (scripts/dev.sh torch2's .venv), else into VENV_DIR, a venv it makes
 with this python's site packages (so torch stays visible), and runs itself
-again. On loopback only, it asks the server for
+again (harness.install_and_rerun). On loopback only, it asks the server for
 health, metadata and readiness, and runs inferences with JSON and with binary
 tensors (the binary tensor data extension tritonclient uses by default),
 alone and concurrently batched, comparing every answer with torch.jit.load.
@@ -28,34 +28,19 @@ except ImportError:
 
 TSARCHIVE, TESTDATA, VENV = sys.argv[1], sys.argv[2], sys.argv[3]
 
+from harness import check, finish, install_and_rerun  # noqa: E402
+
 try:
     import tritonclient.http as httpclient
     from tritonclient.utils import InferenceServerException
 except ImportError:
-    if os.environ.get("TSARCHIVE_TRITON_VENV") == VENV:
-        print("tritonclient does not import even from the venv it was installed in; skipping")
-        sys.exit(77)
-    # Already a venv's python (scripts/dev.sh torch2's .venv): install into it.
-    python = sys.executable if sys.prefix != sys.base_prefix else os.path.join(VENV, "bin", "python")
-    if not os.path.exists(python):
-        made = subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", VENV])
-        if made.returncode != 0:
-            print(f"cannot make a venv at {VENV} (python3-venv missing?); skipping")
-            sys.exit(77)
-    installed = subprocess.run([python, "-m", "pip", "install", "-q", "tritonclient[http]"])
-    if installed.returncode != 0:
-        print("pip could not install tritonclient[http] (no network?); skipping")
-        sys.exit(77)
-    os.environ["TSARCHIVE_TRITON_VENV"] = VENV
-    os.execv(python, [python, os.path.abspath(__file__), *sys.argv[1:]])
+    install_and_rerun(VENV, ["tritonclient[http]"], use_own_venv=True)
 
 import concurrent.futures  # noqa: E402  (after the re-exec above)
 import signal  # noqa: E402
 import threading  # noqa: E402
 
 import numpy as np  # noqa: E402
-
-from harness import check, finish  # noqa: E402
 
 MLP = os.path.join(TESTDATA, "mlp_scripted.pt")
 model = torch.jit.load(MLP).eval()
