@@ -9,6 +9,8 @@
 #include <cstdio>  // jpeglib.h needs FILE
 #include <cstdlib>
 #include <cstring>
+#include <optional>
+#include <string>
 
 #include <jpeglib.h>
 #include <jerror.h>
@@ -157,6 +159,34 @@ bool decode_jpeg(std::string_view bytes, const ImageLimits& limits, Image& out, 
   return true;
 }
 
+// stb_image hands a zero-length IDAT chunk to memcpy with a null destination
+// (its buffer is not allocated yet): harmless in practice but undefined, and
+// fatal under UBSan. Such a chunk holds no data, so the copy without it is
+// the same picture. Returns nothing when there is none to drop (or the chunk
+// list is malformed: stb reports that itself).
+std::optional<std::string> without_empty_idat(std::string_view png) {
+  const auto be32 = [&](size_t at) {
+    const auto* b = reinterpret_cast<const unsigned char*>(png.data() + at);
+    return uint64_t{b[0]} << 24 | uint64_t{b[1]} << 16 | uint64_t{b[2]} << 8 | uint64_t{b[3]};
+  };
+  std::string kept;
+  bool dropped = false;
+  size_t at = 8, copied = 0;
+  while (at + 12 <= png.size()) {
+    const uint64_t length = be32(at);
+    if (length > png.size() - at - 12) break;
+    if (length == 0 && png.substr(at + 4, 4) == "IDAT") {
+      kept.append(png.substr(copied, at - copied));
+      copied = at + 12;
+      dropped = true;
+    }
+    at += 12 + static_cast<size_t>(length);
+  }
+  if (!dropped) return std::nullopt;
+  kept.append(png.substr(copied));
+  return kept;
+}
+
 }  // namespace
 
 const char* image_format(std::string_view head) {
@@ -193,8 +223,11 @@ Image decode_image(std::string_view bytes, const std::string& file, const ImageL
     }
     return image;
   }
-  const auto* data = reinterpret_cast<const stbi_uc*>(bytes.data());
-  const int length = static_cast<int>(bytes.size());
+  std::optional<std::string> cleaned;
+  if (std::string_view(format) == "PNG") cleaned = without_empty_idat(bytes);
+  const std::string_view given = cleaned ? std::string_view(*cleaned) : bytes;
+  const auto* data = reinterpret_cast<const stbi_uc*>(given.data());
+  const int length = static_cast<int>(given.size());
   int width = 0, height = 0, channels = 0;
   allocation_cap = size_t{1} << 20;  // the readers' small state
   const int header_ok = stbi_info_from_memory(data, length, &width, &height, &channels);
@@ -212,10 +245,14 @@ Image decode_image(std::string_view bytes, const std::string& file, const ImageL
   // for the decoders' small tables.
   allocation_cap = static_cast<size_t>(height) * (static_cast<size_t>(width) * 8 + 1) + (size_t{1} << 20);
   int w = 0, h = 0, in_channels = 0;
+  stbi__g_failure_reason = nullptr;  // a reason left from an earlier picture is not this one's
   stbi_uc* pixels = stbi_load_from_memory(data, length, &w, &h, &in_channels, 3);
   allocation_cap = 0;
   if (pixels == nullptr) {
-    const std::string reason = stbi_failure_reason();
+    // Some of stb's failure paths set no reason; an unknown chunk's is its
+    // type's four bytes, which may begin with a NUL.
+    const char* said = stbi_failure_reason();
+    const std::string reason = said != nullptr && said[0] != '\0' ? said : "the decoder gave no reason";
     throw_bad_input(std::string("damaged ") + format + " picture (" +
                         (reason == "outofmem" ? "its data needs more memory than " + dimensions(width, height) +
                                                     " pixels do: a decompression bomb?"

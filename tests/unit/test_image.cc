@@ -55,6 +55,24 @@ TEST_CASE("decode_image reads PNG, JPEG and BMP into RGB, and a PNG written back
   CHECK(image_format("P6 1 1 255\n") == nullptr);
 }
 
+TEST_CASE("a PNG with an empty IDAT chunk is the same picture, and stb's reasonless failures still say something") {
+  // PIL and libpng read a zero-length IDAT as nothing; stb_image would memcpy
+  // into a null buffer (undefined, fatal under UBSan: a fuzz find).
+  const std::string png = slurp(picture("gradient.png"));
+  const size_t idat = png.find("IDAT") - 4;
+  const std::string empty_idat = std::string("\0\0\0\0IDAT", 8) + "\x35\xaf\x06\x1e";  // CRC-32 of "IDAT"
+  const Image plain = decode_image(png, "gradient.png");
+  const Image with_empty = decode_image(png.substr(0, idat) + empty_idat + png.substr(idat), "empty_idat.png");
+  CHECK(with_empty.width == plain.width);
+  CHECK(with_empty.height == plain.height);
+  CHECK(with_empty.rgb == plain.rgb);
+  // An unknown critical chunk whose type begins with a NUL: stb's reason is
+  // then an empty string.
+  std::string odd = png;
+  odd.replace(idat + 4, 4, std::string("\0ABC", 4));
+  error_of([&] { decode_image(odd, "odd.png"); }, ErrorKind::BadInput, "the decoder gave no reason");
+}
+
 TEST_CASE("hostile pictures are refused before their pixels are allocated") {
   error_of([] { decode_image(slurp(picture("hostile/huge_dims.png")), "h.png"); }, ErrorKind::BadInput,
               "PNG of 100000x100000 pixels, over the limit");
