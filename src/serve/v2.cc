@@ -326,7 +326,9 @@ InferRequest parse_infer_request(std::string_view whole, std::optional<uint64_t>
       }
     }
   }
-  request.binary_data_output = flag(parameters_of(*doc, "the request"), "binary_data_output", "the request");
+  const nlohmann::json* parameters = parameters_of(*doc, "the request");
+  request.binary_data_output = flag(parameters, "binary_data_output", "the request");
+  if (parameters != nullptr) request.parameters = *parameters;
   return request;
 }
 
@@ -429,24 +431,29 @@ std::optional<std::pair<std::string, std::vector<int64_t>>> recorded_shape(const
 
 nlohmann::json model_metadata(const std::string& name, const ServedModelInfo& info,
                               const std::map<std::string, std::vector<int64_t>>& recorded_shapes) {
-  const auto values = [&recorded_shapes](const std::vector<ServedValue>& list) {
+  const auto values = [&recorded_shapes](const std::vector<ServedValue>& list, bool inputs) {
     nlohmann::json out = nlohmann::json::array();
     for (const ServedValue& v : list) {
       std::string datatype;
-      if (v.type == "Tensor") {
-        datatype = datatype_of_dtype(v.dtype.empty() ? "float32" : v.dtype).value_or("FP32");
-      } else if (v.type == "int") {
-        datatype = "INT64";
-      } else if (v.type == "float") {
-        datatype = "FP64";
-      } else if (v.type == "bool") {
-        datatype = "BOOL";
-      } else {
-        datatype = v.type;  // not a tensor: its TorchScript type
-      }
       // -1: a size the schema does not give. A recorded self-check gives
       // every size but the batch dimension's.
       nlohmann::json shape = nlohmann::json::array({-1});
+      // A non-tensor parameter that an input can give (arguments.h): a
+      // scalar as one value, a list as a 1-D tensor. Others (str, dicts,
+      // tuples, ...) go in the request's "parameters": their TorchScript type.
+      std::string type = v.type;
+      if (type.rfind("Optional[", 0) == 0 && type.back() == ']') type = type.substr(9, type.size() - 10);
+      const bool is_list = type.rfind("List[", 0) == 0 && type.back() == ']';
+      const std::string element = is_list ? type.substr(5, type.size() - 6) : type;
+      const std::map<std::string, std::string> scalars = {{"int", "INT64"}, {"float", "FP64"}, {"bool", "BOOL"}};
+      if (v.type == "Tensor") {
+        datatype = datatype_of_dtype(v.dtype.empty() ? "float32" : v.dtype).value_or("FP32");
+      } else if (auto it = scalars.find(element); it != scalars.end()) {
+        datatype = it->second;
+        if (!is_list && inputs) shape = nlohmann::json::array({1});
+      } else {
+        datatype = v.type;  // not a tensor: its TorchScript type
+      }
       if (auto it = recorded_shapes.find(v.name); it != recorded_shapes.end()) {
         shape = it->second;
         if (!it->second.empty()) shape[0] = -1;
@@ -458,8 +465,8 @@ nlohmann::json model_metadata(const std::string& name, const ServedModelInfo& in
   return {{"name", name},
           {"versions", nlohmann::json::array({"1"})},
           {"platform", "pytorch_torchscript"},
-          {"inputs", values(info.inputs)},
-          {"outputs", values(info.outputs)},
+          {"inputs", values(info.inputs, true)},
+          {"outputs", values(info.outputs, false)},
           {"parameters", {{"schema", info.schema}, {"device", info.device}, {"libtorch", info.libtorch_version}}}};
 }
 

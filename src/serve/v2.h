@@ -49,6 +49,9 @@ struct InferRequest {
   // "parameters": {"binary_data_output": true}.
   std::vector<std::string> binary_outputs;
   bool binary_data_output = false;
+  // The request's top-level "parameters" object (null when absent): the
+  // protocol's keys and the method's non-tensor arguments (arguments.h).
+  nlohmann::json parameters;
 };
 
 // Parses an infer request body. ApiError(400) naming the problem: not JSON,
