@@ -241,8 +241,9 @@ InferRequest parse_infer_request(std::string_view whole, std::optional<uint64_t>
     if (datatype == in.end() || !datatype->is_string()) throw ApiError(400, "input '" + input.name + "' has no \"datatype\"");
     const Datatype* d = by_v2(datatype->get<std::string>());
     if (d == nullptr && datatype->get<std::string>() == "BYTES") {
-      throw ApiError(400, "input '" + input.name + "': datatype BYTES (strings) cannot be served: the model's inputs are "
-                              "tensors, which hold numbers; send the values as a numeric datatype");
+      throw ApiError(400, "input '" + input.name + "': datatype BYTES (strings) cannot be served as an input: send a "
+                              "str parameter in the request's \"parameters\" ({\"" + input.name.substr(0, 100) +
+                              "\": \"text\"}), numbers as a numeric datatype");
     }
     if (d == nullptr) {
       throw ApiError(400, "input '" + input.name + "': datatype " + datatype->get<std::string>().substr(0, 20) +
