@@ -134,7 +134,8 @@ HostValue value_of_parameter(const ServedValue& p, const nlohmann::json& json) {
 }
 
 bool reserved(const std::string& key) {
-  return std::find(kReservedParameters.begin(), kReservedParameters.end(), key) != kReservedParameters.end();
+  return key.rfind("triton_", 0) == 0 ||
+         std::find(kReservedParameters.begin(), kReservedParameters.end(), key) != kReservedParameters.end();
 }
 
 bool same_value(const HostValue& a, const HostValue& b) {

@@ -24,8 +24,9 @@
 namespace tsarchive::serve {
 
 // Request "parameters" keys that belong to the protocol (the binary tensor
-// data extension, Triton's sequence and scheduling keys): ignored as method
-// arguments, so tritonclient's requests stay valid.
+// data extension, Triton's sequence and scheduling keys; also any key that
+// starts with "triton_", as in Triton): ignored as method arguments, so
+// tritonclient's requests stay valid.
 extern const std::vector<std::string> kReservedParameters;
 
 // A non-tensor parameter given as an input holds at most this many values.

@@ -320,7 +320,7 @@ TEST_CASE("arguments: non-tensor parameters from the request's parameters and fr
   // n left out (its default).
   std::vector<HostValue> args = arguments_of(
       "{\"inputs\": [" + x_input() + R"(, {"name": "flags", "datatype": "INT32", "shape": [3], "data": [4, -5, 6]}],
-          "parameters": {"scale": 0.5, "binary_data_output": false}})");
+          "parameters": {"scale": 0.5, "binary_data_output": false, "triton_enable_empty_final_response": true}})");
   REQUIRE(args.size() == 3);
   CHECK(args[0].kind == HostValue::Kind::Tensor);
   CHECK(values_of<float>(args[0].tensor) == std::vector<float>{1, 2});
