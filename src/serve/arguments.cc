@@ -168,7 +168,10 @@ std::vector<HostValue> method_arguments(const std::string& model, const ServedMo
     return v;
   };
   if (info.inputs.empty()) {  // no schema (a .ptl saved without one): the inputs in order
-    for (InferInput& in : request.inputs) arguments.push_back(tensor(std::move(in.tensor)));
+    for (InferInput& in : request.inputs) {
+      if (in.text) throw ApiError(400, "input '" + in.name + "': BYTES needs a method with a schema; send tensors");
+      arguments.push_back(tensor(std::move(in.tensor)));
+    }
     return arguments;
   }
   std::string expected;
@@ -213,7 +216,16 @@ std::vector<HostValue> method_arguments(const std::string& model, const ServedMo
       }
       break;
     }
-    if (as_input && without_optional(v.type) == "Tensor") {
+    if (as_input && in->text) {
+      if (without_optional(v.type) == "Tensor") {
+        throw ApiError(400, "input '" + v.name + "' is a Tensor, which holds numbers: send it as a numeric datatype, not BYTES");
+      }
+      HostValue text;  // the schema decides whether a string fits
+      text.kind = HostValue::Kind::String;
+      text.string = std::move(*in->text);
+      text.origin = "input '" + v.name + "'";
+      arguments.push_back(std::move(text));
+    } else if (as_input && without_optional(v.type) == "Tensor") {
       arguments.push_back(tensor(std::move(in->tensor)));
     } else if (as_input) {
       arguments.push_back(value_of_input(v, in->tensor));

@@ -4,7 +4,8 @@
 // A Tensor parameter comes from the input of its name. Any other parameter
 // (int, float, bool, str, lists, dicts, Optional, tuples) comes from either
 //   - an input of its name whose tensor holds its value: one value (shape []
-//     or [1]) for a scalar, a 1-D tensor for a list (List[int] as INT64 ...);
+//     or [1]) for a scalar, a 1-D tensor for a list (List[int] as INT64 ...),
+//     one BYTES string for a str;
 //   - or an entry of the request's top-level "parameters" object keyed by its
 //     name, whose JSON value is converted exactly as `run --input json:...`
 //     converts it (core/input_values.h's host_value_of_json, then the schema in

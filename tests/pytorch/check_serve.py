@@ -18,8 +18,9 @@ on a slow model scripted here: a full queue (503 with Retry-After), a request
 queued past --timeout (504), SIGTERM finishing queued requests within
 --grace and failing them after it, --instances spreading requests over
 workers; metadata shapes from a recorded self-check, and --ready-check.
-Non-tensor parameters (multi_io.pt) in the request's "parameters" and as
-inputs, alone and batched, against torch.jit, and their 400s.
+Non-tensor parameters (multi_io.pt, and a str parameter scripted here) in
+the request's "parameters" and as inputs (BYTES too), alone and batched,
+against torch.jit, and their 400s.
 """
 
 import concurrent.futures
@@ -35,6 +36,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from typing import Optional
 
 import harness
 from harness import check, finish
@@ -617,6 +619,54 @@ try:
 finally:
     server.kill()
     server.wait()
+
+
+class Labelled(torch.nn.Module):
+    """A str parameter and an Optional[float] with a default."""
+
+    def forward(self, x: torch.Tensor, label: str, scale: Optional[float] = None) -> torch.Tensor:
+        k = 1.0 if scale is None else scale
+        return x * k + float(len(label)) + (100.0 if label == "big" else 0.0)
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    labelled_path = os.path.join(tmp, "labelled.pt")
+    labelled = torch.jit.script(Labelled())
+    labelled.save(labelled_path)
+    server, url, log = start(labelled_path)
+    try:
+        infer = url + "/v2/models/labelled/infer"
+        status, meta = http("GET", url + "/v2/models/labelled")
+        shapes = {i["name"]: (i["datatype"], i["shape"]) for i in meta["inputs"]}
+        check(status == 200 and shapes == {"x": ("FP32", [-1]), "label": ("BYTES", [1]), "scale": ("FP64", [1])},
+              f"labelled metadata: {meta}")
+        x = torch.randn(2, 3)
+
+        def labelled_matches(answer, label, scale):
+            with torch.no_grad():
+                want = labelled(x, label, scale)
+            return torch.allclose(as_tensor(answer["outputs"][0]), want, atol=1e-5, rtol=1e-4)
+
+        # label as a BYTES input (JSON), scale left out (None).
+        body = multi_body(x, inputs=[{"name": "label", "datatype": "BYTES", "shape": [1], "data": ["big"]}])
+        status, answer = http("POST", infer, body)
+        check(status == 200 and labelled_matches(answer, "big", None), f"label as BYTES: {status} {answer}")
+        # label in the request's parameters, with scale.
+        status, answer = http("POST", infer, multi_body(x, {"label": "héllo", "scale": 0.5}))
+        check(status == 200 and labelled_matches(answer, "héllo", 0.5), f"label in parameters: {status} {answer}")
+        # label as binary BYTES: a 4-byte little-endian length, then the bytes.
+        text = "wörd".encode()
+        head = json.dumps(multi_body(x, inputs=[{"name": "label", "datatype": "BYTES", "shape": [1],
+                                                 "parameters": {"binary_data_size": 4 + len(text)}}])).encode()
+        status, answer = http("POST", infer, head + len(text).to_bytes(4, "little") + text,
+                              {"Inference-Header-Content-Length": str(len(head))})
+        check(status == 200 and labelled_matches(answer, "wörd", None), f"label as binary BYTES: {status} {answer}")
+        # A number for a str: 400 naming label and str.
+        status, answer = http("POST", infer, multi_body(x, {"label": 3}))
+        check(status == 400 and "label" in answer["error"] and "str" in answer["error"], f"3 for label: {status} {answer}")
+    finally:
+        server.kill()
+        server.wait()
 
 
 # The gate: a damaged archive is refused before any worker sees it.

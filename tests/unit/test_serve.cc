@@ -151,8 +151,10 @@ TEST_CASE("v2: bad requests are 400 with a reason") {
         "input 'x': 1 is not a BOOL value");
   CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP16", "data": [70000]}]})") ==
         "input 'x': 70000 is not a FP16 value");
-  CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "BYTES", "data": ["a"]}]})").find(
-            "datatype BYTES (strings) cannot be served") != std::string::npos);
+  CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [2], "datatype": "BYTES", "data": ["a", "b"]}]})").find(
+            "datatype BYTES holds one string here") != std::string::npos);
+  CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "BYTES", "data": [1]}]})").find(
+            "datatype BYTES holds one string here") != std::string::npos);
   CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [-1], "datatype": "FP32", "data": []}]})") ==
         "input 'x': the shape holds something other than sizes >= 0");
   CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP32"}]})").find("has no \"data\"") !=
@@ -341,6 +343,14 @@ TEST_CASE("arguments: non-tensor parameters from the request's parameters and fr
   CHECK(args[1].real == 2.5);
   CHECK(args[2].kind == HostValue::Kind::List);
   CHECK(args[3].kind == HostValue::Kind::None);
+
+  // A BYTES string is a string value (the schema in the worker decides
+  // whether it fits); a Tensor parameter refuses it here.
+  args = arguments_of("{\"inputs\": [" + x_input() + R"(, {"name": "scale", "datatype": "BYTES", "shape": [1], "data": ["s"]}]})");
+  CHECK(args[1].kind == HostValue::Kind::String);
+  CHECK(args[1].string == "s");
+  CHECK(refusal(R"({"inputs": [{"name": "x", "datatype": "BYTES", "shape": [1], "data": ["s"]}]})")
+            .find("'x' is a Tensor, which holds numbers") != std::string::npos);
 }
 
 TEST_CASE("arguments: wrong or misplaced parameters are 400 naming them") {
@@ -397,6 +407,7 @@ TEST_CASE("metadata: non-tensor inputs an input can give have a datatype, others
   ServedModelInfo info = scaled_info();
   info.inputs.push_back(ServedValue{"flag", "bool", "", true});
   info.inputs.push_back(ServedValue{"label", "str", "", true});
+  info.inputs.push_back(ServedValue{"labels", "List[str]", "", true});
   info.outputs = {ServedValue{"out", "int", "", false}};
   const nlohmann::json meta = model_metadata("m", info);
   const auto entry = [](const std::string& datatype, std::vector<int64_t> shape) {
@@ -407,7 +418,8 @@ TEST_CASE("metadata: non-tensor inputs an input can give have a datatype, others
   CHECK(of(meta["inputs"][2]) == entry("INT64", {-1}));
   CHECK(of(meta["inputs"][3]) == entry("INT64", {1}));
   CHECK(of(meta["inputs"][4]) == entry("BOOL", {1}));
-  CHECK(of(meta["inputs"][5]) == entry("str", {-1}));
+  CHECK(of(meta["inputs"][5]) == entry("BYTES", {1}));
+  CHECK(of(meta["inputs"][6]) == entry("List[str]", {-1}));
   CHECK(of(meta["outputs"][0]) == entry("INT64", {-1}));  // a 0-d tensor: its shape is not [1]
 }
 
@@ -435,12 +447,20 @@ TEST_CASE("v2: binary inputs after the JSON header, binary outputs after the JSO
   CHECK_THROWS_AS(parse_infer_request(body, body.size() + 1), ApiError);
   CHECK_THROWS_AS(parse_infer_request(json), ApiError);
   try {
-    parse_infer_request(R"({"inputs": [{"name": "s", "shape": [1], "datatype": "BYTES", "data": ["a"]}]})");
-    FAIL("BYTES was accepted");
+    parse_infer_request(R"({"inputs": [{"name": "s", "shape": [1, 2], "datatype": "BYTES", "data": [["a", "b"]]}]})");
+    FAIL("two BYTES strings were accepted");
   } catch (const ApiError& e) {
     CHECK(e.status() == 400);
     CHECK(std::string(e.what()).find("BYTES") != std::string::npos);
   }
+  // One BYTES string, as JSON and as binary (4-byte length, then the bytes).
+  CHECK(parse_infer_request(R"({"inputs": [{"name": "s", "shape": [1], "datatype": "BYTES", "data": ["héllo"]}]})")
+            .inputs[0].text == std::string("héllo"));
+  const std::string text_json = R"({"inputs": [{"name": "s", "shape": [], "datatype": "BYTES",
+                                    "parameters": {"binary_data_size": 7}}]})";
+  const InferRequest text = parse_infer_request(text_json + std::string("\3\0\0\0abc", 7), text_json.size());
+  CHECK(text.inputs[0].text == std::string("abc"));
+  CHECK_THROWS_AS(parse_infer_request(text_json + std::string("\4\0\0\0abc", 7), text_json.size()), ApiError);
 
   const std::vector<NamedTensor> outputs = {NamedTensor{"out", float_tensor({2, 2}, x)},
                                             NamedTensor{"n", float_tensor({1}, {5.0f})}};
