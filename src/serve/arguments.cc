@@ -211,8 +211,11 @@ std::vector<HostValue> method_arguments(const std::string& model, const ServedMo
     }
     if (!as_input && !as_parameter) {
       if (!v.has_default) {
+        const std::string protocols = v.type != "Tensor" && reserved(v.name)
+                                          ? " ('" + v.name + "' in the request's \"parameters\" is the protocol's: send it as an input)"
+                                          : "";
         throw ApiError(400, (v.type == "Tensor" ? "input '" : "parameter '") + v.name + "' is missing; model '" + model +
-                                "' takes " + expected);
+                                "' takes " + expected + protocols);
       }
       break;
     }

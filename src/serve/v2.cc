@@ -222,6 +222,7 @@ std::string bytes_input(const nlohmann::json& in, const std::string& name, bool 
   const nlohmann::json* parameters = parameters_of(in, "input '" + name + "'");
   if (parameters != nullptr && parameters->contains("binary_data_size")) {
     const nlohmann::json& size = parameters->at("binary_data_size");
+    if (in.contains("data")) throw ApiError(400, "input '" + name + "' has both \"data\" and binary_data_size");
     if (!has_binary) {
       throw ApiError(400, "input '" + name + "' has binary_data_size, but the request has no "
                           "Inference-Header-Content-Length header");

@@ -372,6 +372,17 @@ TEST_CASE("arguments: wrong or misplaced parameters are 400 naming them") {
             .find("input 'flags' (List[int]) takes a 1-D tensor") != std::string::npos);
   CHECK(refusal("{\"inputs\": [" + x_input() + R"(, {"name": "scale", "datatype": "FP16", "shape": [1], "data": [1]}]})")
             .find("datatype FP16 cannot give a non-tensor value") != std::string::npos);
+  // A parameter named as one of the protocol's keys comes only as an input.
+  ServedModelInfo timed;
+  timed.inputs = {ServedValue{"timeout", "int", "", false}};
+  InferRequest protocol = parse_infer_request(R"({"inputs": [{"name": "timeout", "datatype": "INT64", "shape": [1], "data": [5]}]})");
+  REQUIRE(method_arguments("m", timed, protocol)[0].integer == 5);
+  protocol = parse_infer_request(R"({"inputs": [{"name": "x", "datatype": "INT64", "shape": [1], "data": [5]}]})");
+  protocol.inputs.clear();
+  protocol.parameters = nlohmann::json::parse(R"({"timeout": 5})");
+  CHECK_THROWS_WITH(method_arguments("m", timed, protocol),
+                    "parameter 'timeout' is missing; model 'm' takes timeout (int) ('timeout' in the request's "
+                    "\"parameters\" is the protocol's: send it as an input)");
   // A spec string inside a value whose type holds tensors is bounded before any worker generates it.
   ServedModelInfo info;
   info.inputs = {ServedValue{"opts", "Dict[str, Tensor]", "", false}};
