@@ -56,8 +56,10 @@ struct NamedTensor {
   HostTensor tensor;  // contiguous: stride matches shape, offset 0
 };
 
-// A loaded model in the worker. infer() takes one tensor per leading
-// parameter, in order, and returns every tensor leaf of the output ("out",
+// A loaded model in the worker. infer() takes one value per leading
+// parameter, in order: a Tensor for a Tensor parameter, a JSON-like value
+// (core/input_values.h's host_value_of_json) for any other, converted by the
+// schema as `run --input json:` is. It returns every tensor leaf of the output ("out",
 // "out[0]", "out[1][\"boxes\"]"; int, float and bool leaves as 0-d tensors).
 // Throws Error(Usage) for inputs that do not fit the method, Error(Torch)
 // with libtorch's message condensed to one line.
@@ -65,7 +67,7 @@ class ServedModel {
  public:
   virtual ~ServedModel() = default;
   virtual ServedModelInfo info() const = 0;
-  virtual std::vector<NamedTensor> infer(const std::vector<HostTensor>& inputs) = 0;
+  virtual std::vector<NamedTensor> infer(const std::vector<HostValue>& inputs) = 0;
   // With ServeModelRequest::sample: the sampled operators and API usage keys
   // so far; empty otherwise.
   virtual ServedStats stats() const { return {}; }

@@ -274,50 +274,6 @@ void check_json_depth(std::string_view text) {
   if (auto problem = json_limit_problem(text, kMaxJsonDepth, kMaxInputFileBytes)) fail_json(*problem);
 }
 
-HostValue from_json(const nlohmann::json& j) {
-  using nlohmann::json;
-  HostValue v;
-  switch (j.type()) {
-    case json::value_t::null: v.kind = HostValue::Kind::None; break;
-    case json::value_t::boolean:
-      v.kind = HostValue::Kind::Bool;
-      v.boolean = j.get<bool>();
-      break;
-    case json::value_t::number_integer:
-      v.kind = HostValue::Kind::Int;
-      v.integer = j.get<int64_t>();
-      break;
-    case json::value_t::number_unsigned: {
-      const uint64_t u = j.get<uint64_t>();
-      if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-        fail_json("integer " + std::to_string(u) + " does not fit in 64 bits (int64)");
-      }
-      v.kind = HostValue::Kind::Int;
-      v.integer = static_cast<int64_t>(u);
-      break;
-    }
-    case json::value_t::number_float:
-      v.kind = HostValue::Kind::Float;
-      v.real = j.get<double>();
-      break;
-    case json::value_t::string:
-      v.kind = HostValue::Kind::String;
-      v.string = j.get<std::string>();
-      break;
-    case json::value_t::array:
-      v.kind = HostValue::Kind::List;
-      v.items.reserve(j.size());
-      for (const json& item : j) v.items.push_back(from_json(item));
-      break;
-    case json::value_t::object:
-      v.kind = HostValue::Kind::Dict;
-      for (auto it = j.begin(); it != j.end(); ++it) v.entries.emplace_back(it.key(), from_json(it.value()));
-      break;
-    default: fail_json("unsupported JSON value (binary)");
-  }
-  return v;
-}
-
 HostValue parse_json_argument(std::string_view text) {
   check_json_depth(text);
   nlohmann::json j;
@@ -329,7 +285,7 @@ HostValue parse_json_argument(std::string_view text) {
     const size_t at = msg.find("parse error");
     fail_json(at == std::string::npos ? msg : msg.substr(at));
   }
-  return from_json(j);
+  return host_value_of_json(j);
 }
 
 // @FILE ------------------------------------------------------------------------
@@ -372,6 +328,50 @@ std::string shorten(const std::string& text) {
 }
 
 }  // namespace
+
+HostValue host_value_of_json(const nlohmann::json& j) {
+  using nlohmann::json;
+  HostValue v;
+  switch (j.type()) {
+    case json::value_t::null: v.kind = HostValue::Kind::None; break;
+    case json::value_t::boolean:
+      v.kind = HostValue::Kind::Bool;
+      v.boolean = j.get<bool>();
+      break;
+    case json::value_t::number_integer:
+      v.kind = HostValue::Kind::Int;
+      v.integer = j.get<int64_t>();
+      break;
+    case json::value_t::number_unsigned: {
+      const uint64_t u = j.get<uint64_t>();
+      if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+        fail_json("integer " + std::to_string(u) + " does not fit in 64 bits (int64)");
+      }
+      v.kind = HostValue::Kind::Int;
+      v.integer = static_cast<int64_t>(u);
+      break;
+    }
+    case json::value_t::number_float:
+      v.kind = HostValue::Kind::Float;
+      v.real = j.get<double>();
+      break;
+    case json::value_t::string:
+      v.kind = HostValue::Kind::String;
+      v.string = j.get<std::string>();
+      break;
+    case json::value_t::array:
+      v.kind = HostValue::Kind::List;
+      v.items.reserve(j.size());
+      for (const json& item : j) v.items.push_back(host_value_of_json(item));
+      break;
+    case json::value_t::object:
+      v.kind = HostValue::Kind::Dict;
+      for (auto it = j.begin(); it != j.end(); ++it) v.entries.emplace_back(it.key(), host_value_of_json(it.value()));
+      break;
+    default: fail_json("unsupported JSON value (binary)");
+  }
+  return v;
+}
 
 TensorSpec parse_tensor_spec(std::string_view text) { return SpecParser(text).parse(); }
 

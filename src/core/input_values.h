@@ -21,6 +21,8 @@
 #include <string>
 #include <string_view>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "contract/host_value.h"
 #include "format/byte_source.h"
 
@@ -34,6 +36,13 @@ TensorSpec parse_tensor_spec(std::string_view text);
 // name) or json:TEXT. Files are read here; a file that cannot be read is
 // Error(Io), one that is not a valid .npy/.pt is Error(BadInput).
 HostValue parse_input_argument(const std::string& text);
+
+// A parsed JSON value as json:TEXT gives it: null, bools, numbers (integers
+// stay Int), strings, arrays (List) and objects (Dict, in document order).
+// The torch layer converts it by the parameter's type. Error(Usage) for an
+// unsigned integer past int64 or binary values. `serve` converts request
+// parameters with it, so they mean what `run --input json:` means.
+HostValue host_value_of_json(const nlohmann::json& j);
 
 // A .npy file (format 1.0, 2.0 or 3.0): header checked against the data
 // (shape x element size must equal the bytes that follow), big-endian data

@@ -8,6 +8,7 @@
 
 #include "base/build_info.h"
 #include "base/error.h"
+#include "serve/arguments.h"
 #include "serve/v2.h"
 
 namespace tsarchive::serve {
@@ -111,9 +112,9 @@ void ModelEndpoint::fetch_stats(Instance& instance, std::unique_lock<std::mutex>
   stats_fetched_.notify_all();
 }
 
-std::future<InferOutcome> ModelEndpoint::submit(std::vector<HostTensor> inputs) {
+std::future<InferOutcome> ModelEndpoint::submit(std::vector<HostValue> arguments) {
   Pending p;
-  p.inputs = std::move(inputs);
+  p.inputs = std::move(arguments);
   p.queued = Clock::now();
   p.deadline = batch_.timeout_ms > 0 ? p.queued + std::chrono::milliseconds(batch_.timeout_ms) : Clock::time_point::max();
   std::future<InferOutcome> result = p.promise.get_future();
@@ -222,15 +223,19 @@ void ModelEndpoint::dispatch(Instance& instance) {
     std::vector<Pending> batch;
     batch.push_back(std::move(queue_.front()));
     queue_.pop_front();
-    const std::optional<int64_t> first_rows = batch_rows(batch[0].inputs);
+    // Requests batch when their tensors stack and every other argument is equal.
+    const std::optional<int64_t> first_rows = batch_rows(tensors_of(batch[0].inputs));
     if (batch_.max_batch > 1 && first_rows && *first_rows < batch_.max_batch) {
       int64_t total = *first_rows;
       const auto until = Clock::now() + std::chrono::milliseconds(batch_.max_wait_ms);
       while (total < batch_.max_batch) {
         if (!queue_.empty()) {
           Pending& next = queue_.front();
-          const std::optional<int64_t> rows = batch_rows(next.inputs);
-          if (!rows || !stackable(batch[0].inputs, next.inputs) || total + *rows > batch_.max_batch) break;
+          const std::optional<int64_t> rows = batch_rows(tensors_of(next.inputs));
+          if (!rows || !same_non_tensors(batch[0].inputs, next.inputs) ||
+              !stackable(tensors_of(batch[0].inputs), tensors_of(next.inputs)) || total + *rows > batch_.max_batch) {
+            break;
+          }
           total += *rows;
           batch.push_back(std::move(next));
           queue_.pop_front();
@@ -271,7 +276,7 @@ void ModelEndpoint::run(Instance& instance, std::vector<Pending>& batch) {
     instance.ready = false;
   };
   // One worker call, timed for /metrics.
-  const auto call = [&](const std::vector<HostTensor>& inputs, size_t requests) {
+  const auto call = [&](const std::vector<HostValue>& inputs, size_t requests) {
     const auto began = Clock::now();
     struct Record {
       ModelMetrics& metrics;
@@ -301,14 +306,16 @@ void ModelEndpoint::run(Instance& instance, std::vector<Pending>& batch) {
   };
 
   if (live.size() == 1) return alone(*live[0]);
+  std::vector<std::vector<HostTensor>> tensors;
   std::vector<const std::vector<HostTensor>*> inputs;
   std::vector<int64_t> rows;
-  for (Pending* p : live) {
-    inputs.push_back(&p->inputs);
-    rows.push_back(*batch_rows(p->inputs));
+  for (Pending* p : live) tensors.push_back(tensors_of(p->inputs));
+  for (const auto& t : tensors) {
+    inputs.push_back(&t);
+    rows.push_back(*batch_rows(t));
   }
   try {
-    const std::vector<NamedTensor> outputs = call(stack(inputs), live.size());
+    const std::vector<NamedTensor> outputs = call(with_tensors(live[0]->inputs, stack(inputs)), live.size());
     if (auto split = unstack(outputs, rows)) {
       for (size_t i = 0; i < live.size(); ++i) {
         InferOutcome o;
@@ -463,38 +470,8 @@ HttpResponse InferenceServer::infer(ModelEndpoint& model, const HttpRequest& req
       json_size = std::stoull(*header);
     }
     InferRequest parsed = parse_infer_request(request.body, json_size);
-    const ServedModelInfo info = model.info();
-    std::vector<HostTensor> inputs;
-    if (info.inputs.empty()) {
-      for (InferInput& in : parsed.inputs) inputs.push_back(std::move(in.tensor));
-    } else {
-      std::string expected;
-      for (const ServedValue& v : info.inputs) {
-        expected += (expected.empty() ? "" : ", ") + v.name + (v.type == "Tensor" ? "" : " (" + v.type + ")");
-      }
-      for (const InferInput& in : parsed.inputs) {
-        const bool known = std::any_of(info.inputs.begin(), info.inputs.end(), [&](const ServedValue& v) { return v.name == in.name; });
-        if (!known) throw ApiError(400, "model '" + model.name() + "' has no input '" + in.name.substr(0, 100) + "'; it takes " + expected);
-      }
-      size_t given = 0;
-      for (const ServedValue& v : info.inputs) {
-        auto it = std::find_if(parsed.inputs.begin(), parsed.inputs.end(), [&](const InferInput& in) { return in.name == v.name; });
-        if (it == parsed.inputs.end()) {
-          if (!v.has_default) throw ApiError(400, "input '" + v.name + "' is missing; model '" + model.name() + "' takes " + expected);
-          break;
-        }
-        if (v.type != "Tensor") {
-          throw ApiError(400, "input '" + v.name + "' is a " + v.type + " parameter; only Tensor parameters are served yet");
-        }
-        inputs.push_back(std::move(it->tensor));
-        ++given;
-      }
-      if (given != parsed.inputs.size()) {
-        throw ApiError(400, "inputs after a parameter with a default that was left out cannot be given; model '" +
-                                model.name() + "' takes " + expected);
-      }
-    }
-    InferOutcome outcome = model.submit(std::move(inputs)).get();
+    std::vector<HostValue> arguments = method_arguments(model.name(), model.info(), parsed);
+    InferOutcome outcome = model.submit(std::move(arguments)).get();
     if (outcome.status != 200) {
       HttpResponse r = json_error(outcome.status, outcome.message);
       if (outcome.status == 503) r.headers.emplace_back("Retry-After", "1");

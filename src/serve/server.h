@@ -69,9 +69,10 @@ class ModelEndpoint {
   // one; its last ones are used then).
   ModelReport report();
 
-  // Queues one request; the future answers when it ran, failed or expired.
-  // 503 at once when the queue is full or no worker is serving.
-  std::future<InferOutcome> submit(std::vector<HostTensor> inputs);
+  // Queues one request (the method's arguments, arguments.h); the future
+  // answers when it ran, failed or expired. 503 at once when the queue is
+  // full or no worker is serving.
+  std::future<InferOutcome> submit(std::vector<HostValue> arguments);
   // Answers what is queued (runs it), then stops the workers.
   void stop();
   // Answers what is still queued with 503 and kills the workers: the
@@ -80,7 +81,7 @@ class ModelEndpoint {
 
  private:
   struct Pending {
-    std::vector<HostTensor> inputs;
+    std::vector<HostValue> inputs;
     std::chrono::steady_clock::time_point queued;
     std::chrono::steady_clock::time_point deadline;
     std::promise<InferOutcome> promise;

@@ -206,6 +206,47 @@ bool flag(const nlohmann::json* parameters, const char* name, const std::string&
   return v->get<bool>();
 }
 
+// A BYTES input's one string: a str parameter's value. From "data" (a
+// string, possibly in one or two arrays), or binary: a 4-byte little-endian
+// length, then the bytes (taken off the front of `binary`).
+std::string bytes_input(const nlohmann::json& in, const std::string& name, bool has_binary, std::string_view& binary) {
+  const auto fail = [&name]() -> ApiError {
+    return ApiError(400, "input '" + name + "': datatype BYTES holds one string here (shape [] or [1]), the value of a "
+                                            "str parameter; tensors hold numbers: send them as a numeric datatype");
+  };
+  const auto shape = in.find("shape");
+  if (shape == in.end() || !shape->is_array() || shape->size() > 1 ||
+      (shape->size() == 1 && (*shape)[0] != nlohmann::json(1))) {
+    throw fail();
+  }
+  const nlohmann::json* parameters = parameters_of(in, "input '" + name + "'");
+  if (parameters != nullptr && parameters->contains("binary_data_size")) {
+    const nlohmann::json& size = parameters->at("binary_data_size");
+    if (in.contains("data")) throw ApiError(400, "input '" + name + "' has both \"data\" and binary_data_size");
+    if (!has_binary) {
+      throw ApiError(400, "input '" + name + "' has binary_data_size, but the request has no "
+                          "Inference-Header-Content-Length header");
+    }
+    if (!size.is_number_unsigned() || size.get<uint64_t>() < 4 || size.get<uint64_t>() > binary.size()) {
+      throw ApiError(400, "input '" + name + "': binary_data_size does not fit the binary data left");
+    }
+    uint32_t length = 0;
+    for (int i = 3; i >= 0; --i) length = (length << 8) | static_cast<uint8_t>(binary[static_cast<size_t>(i)]);
+    if (uint64_t{length} + 4 != size.get<uint64_t>()) {
+      throw ApiError(400, "input '" + name + "': binary_data_size is not 4 bytes of length and one string of that length");
+    }
+    std::string text(binary.substr(4, length));
+    binary.remove_prefix(4 + length);
+    return text;
+  }
+  const auto data = in.find("data");
+  if (data == in.end()) throw ApiError(400, "input '" + name + "' has no \"data\" (nor binary_data_size)");
+  const nlohmann::json* value = &*data;
+  for (int depth = 0; depth < 2 && value->is_array() && value->size() == 1; ++depth) value = &(*value)[0];
+  if (!value->is_string()) throw fail();
+  return value->get<std::string>();
+}
+
 }  // namespace
 
 InferRequest parse_infer_request(std::string_view whole, std::optional<uint64_t> json_size) {
@@ -241,8 +282,9 @@ InferRequest parse_infer_request(std::string_view whole, std::optional<uint64_t>
     if (datatype == in.end() || !datatype->is_string()) throw ApiError(400, "input '" + input.name + "' has no \"datatype\"");
     const Datatype* d = by_v2(datatype->get<std::string>());
     if (d == nullptr && datatype->get<std::string>() == "BYTES") {
-      throw ApiError(400, "input '" + input.name + "': datatype BYTES (strings) cannot be served: the model's inputs are "
-                              "tensors, which hold numbers; send the values as a numeric datatype");
+      input.text = bytes_input(in, input.name, json_size.has_value(), binary);
+      request.inputs.push_back(std::move(input));
+      continue;
     }
     if (d == nullptr) {
       throw ApiError(400, "input '" + input.name + "': datatype " + datatype->get<std::string>().substr(0, 20) +
@@ -326,7 +368,9 @@ InferRequest parse_infer_request(std::string_view whole, std::optional<uint64_t>
       }
     }
   }
-  request.binary_data_output = flag(parameters_of(*doc, "the request"), "binary_data_output", "the request");
+  const nlohmann::json* parameters = parameters_of(*doc, "the request");
+  request.binary_data_output = flag(parameters, "binary_data_output", "the request");
+  if (parameters != nullptr) request.parameters = *parameters;
   return request;
 }
 
@@ -429,24 +473,31 @@ std::optional<std::pair<std::string, std::vector<int64_t>>> recorded_shape(const
 
 nlohmann::json model_metadata(const std::string& name, const ServedModelInfo& info,
                               const std::map<std::string, std::vector<int64_t>>& recorded_shapes) {
-  const auto values = [&recorded_shapes](const std::vector<ServedValue>& list) {
+  const auto values = [&recorded_shapes](const std::vector<ServedValue>& list, bool inputs) {
     nlohmann::json out = nlohmann::json::array();
     for (const ServedValue& v : list) {
       std::string datatype;
-      if (v.type == "Tensor") {
-        datatype = datatype_of_dtype(v.dtype.empty() ? "float32" : v.dtype).value_or("FP32");
-      } else if (v.type == "int") {
-        datatype = "INT64";
-      } else if (v.type == "float") {
-        datatype = "FP64";
-      } else if (v.type == "bool") {
-        datatype = "BOOL";
-      } else {
-        datatype = v.type;  // not a tensor: its TorchScript type
-      }
       // -1: a size the schema does not give. A recorded self-check gives
       // every size but the batch dimension's.
       nlohmann::json shape = nlohmann::json::array({-1});
+      // A non-tensor parameter that an input can give (arguments.h): a
+      // scalar as one value (a str as one BYTES string), a list of numbers as
+      // a 1-D tensor. Others (dicts, tuples, List[str], ...) go in the
+      // request's "parameters": their TorchScript type.
+      std::string type = v.type;
+      if (type.rfind("Optional[", 0) == 0 && type.back() == ']') type = type.substr(9, type.size() - 10);
+      const bool is_list = type.rfind("List[", 0) == 0 && type.back() == ']';
+      const std::string element = is_list ? type.substr(5, type.size() - 6) : type;
+      const std::map<std::string, std::string> scalars = {
+          {"int", "INT64"}, {"float", "FP64"}, {"bool", "BOOL"}, {"str", "BYTES"}};
+      if (v.type == "Tensor") {
+        datatype = datatype_of_dtype(v.dtype.empty() ? "float32" : v.dtype).value_or("FP32");
+      } else if (auto it = scalars.find(element); it != scalars.end() && !(is_list && element == "str")) {
+        datatype = it->second;
+        if (!is_list && inputs) shape = nlohmann::json::array({1});
+      } else {
+        datatype = v.type;  // not a tensor: its TorchScript type
+      }
       if (auto it = recorded_shapes.find(v.name); it != recorded_shapes.end()) {
         shape = it->second;
         if (!it->second.empty()) shape[0] = -1;
@@ -458,8 +509,8 @@ nlohmann::json model_metadata(const std::string& name, const ServedModelInfo& in
   return {{"name", name},
           {"versions", nlohmann::json::array({"1"})},
           {"platform", "pytorch_torchscript"},
-          {"inputs", values(info.inputs)},
-          {"outputs", values(info.outputs)},
+          {"inputs", values(info.inputs, true)},
+          {"outputs", values(info.outputs, false)},
           {"parameters", {{"schema", info.schema}, {"device", info.device}, {"libtorch", info.libtorch_version}}}};
 }
 

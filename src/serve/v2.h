@@ -38,6 +38,9 @@ size_t element_size(std::string_view dtype);
 struct InferInput {
   std::string name;
   HostTensor tensor;  // contiguous
+  // A BYTES input: its one string (a str parameter's value); then `tensor`
+  // is empty.
+  std::optional<std::string> text;
 };
 
 struct InferRequest {
@@ -49,6 +52,9 @@ struct InferRequest {
   // "parameters": {"binary_data_output": true}.
   std::vector<std::string> binary_outputs;
   bool binary_data_output = false;
+  // The request's top-level "parameters" object (null when absent): the
+  // protocol's keys and the method's non-tensor arguments (arguments.h).
+  nlohmann::json parameters;
 };
 
 // Parses an infer request body. ApiError(400) naming the problem: not JSON,
@@ -59,7 +65,9 @@ struct InferRequest {
 // tensor data extension: the body's first json_size bytes are the JSON, the
 // rest the raw little-endian bytes of the inputs that give
 // "parameters": {"binary_data_size": N} instead of "data", in their order.
-// BYTES inputs are refused (400): a tensor parameter cannot hold strings.
+// A BYTES input holds one string (shape [] or [1]; JSON data, or binary as a
+// 4-byte little-endian length and the bytes): a str parameter's value. More
+// strings are refused (400): a tensor parameter cannot hold strings.
 InferRequest parse_infer_request(std::string_view body, std::optional<uint64_t> json_size = std::nullopt);
 
 // One tensor as {"name", "datatype", "shape", "data"}; ApiError(500) for a

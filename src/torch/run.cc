@@ -327,17 +327,16 @@ class LibtorchServedModel final : public ServedModel {
     return stats;
   }
 
-  std::vector<NamedTensor> infer(const std::vector<HostTensor>& inputs) override {
+  std::vector<NamedTensor> infer(const std::vector<HostValue>& inputs) override {
     torch::NoGradGuard no_grad;
     std::optional<ModelIdGuard> tag;  // the observer's events carry the model id
     if (sample_ > 0) tag.emplace(model_id_);
     const std::string& file = request_.display_name;
     RunRequest request = request_;
+    // Converted by the schema as run's --input values are (build_arguments).
     for (size_t i = 0; i < inputs.size(); ++i) {
-      HostValue v;
-      v.kind = HostValue::Kind::Tensor;
-      v.tensor = inputs[i];
-      v.origin = "input '" + (i < info_.inputs.size() ? info_.inputs[i].name : std::to_string(i)) + "'";
+      HostValue v = inputs[i];
+      if (v.origin.empty()) v.origin = "input '" + (i < info_.inputs.size() ? info_.inputs[i].name : std::to_string(i)) + "'";
       request.inputs.push_back(std::move(v));
     }
     std::vector<c10::IValue> args;

@@ -162,7 +162,7 @@ ServedModelInfo ModelWorker::start() {
   return decode_result<ServedModelInfo>(call(encode_result(request_), "loading the module"));
 }
 
-std::vector<NamedTensor> ModelWorker::infer(const std::vector<HostTensor>& inputs) {
+std::vector<NamedTensor> ModelWorker::infer(const std::vector<HostValue>& inputs) {
   if (!alive()) throw Error(ErrorKind::Torch, "the libtorch worker is not running", job_.file, "it is being restarted");
   return decode_result<std::vector<NamedTensor>>(call(kInfer + encode_result(inputs), "running " + request_.method));
 }
@@ -266,7 +266,7 @@ int model_worker_main(int in_fd, int out_fd) {
         reply = encode_result(model->stats());
       } else {
         frame.erase(0, 1);
-        reply = encode_result(model->infer(decode_result<std::vector<HostTensor>>(frame)));
+        reply = encode_result(model->infer(decode_result<std::vector<HostValue>>(frame)));
       }
     } catch (...) {
       reply = error_payload(std::current_exception());

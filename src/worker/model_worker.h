@@ -13,7 +13,8 @@
 // Frames: 8 bytes of little-endian length, then the payload of
 // worker_codec.h. The first request is the ServeModelRequest, answered by the
 // model's ServedModelInfo (or the Error its load threw); every later one is
-// a one-byte kind, then: 'I' a list of input tensors, answered by the output
+// a one-byte kind, then: 'I' a list of input values (HostValue: tensors and
+// JSON-like values), answered by the output
 // tensors (or an Error); 'S' nothing, answered by the model's ServedStats.
 #pragma once
 
@@ -43,7 +44,7 @@ class ModelWorker {
   // One call. Throws the model's Error (the worker lives on: alive() stays
   // true), or Error(Torch) naming the signal or limit when the worker died
   // (alive() is then false; start() again).
-  std::vector<NamedTensor> infer(const std::vector<HostTensor>& inputs);
+  std::vector<NamedTensor> infer(const std::vector<HostValue>& inputs);
   // The sampled operators and API usage keys so far (--sample). Throws as
   // infer() does.
   ServedStats stats();

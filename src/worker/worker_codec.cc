@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <stdexcept>
 
 #include "contract/jit.h"
 #include "contract/run.h"
@@ -83,6 +84,42 @@ void from_json(const nlohmann::json& j, HostTensor& t) {
   j.at("stride").get_to(t.stride);
   j.at("offset").get_to(t.offset);
   t.bytes = std::make_shared<const std::string>(bytes_of(j.at("bytes")));
+}
+
+// serve's inputs: a tensor, or what a request's JSON held (no generated
+// tensors: a spec string stays a string until the schema converts it).
+void to_json(nlohmann::json& j, const HostValue& v) {
+  j = {{"kind", static_cast<int>(v.kind)}, {"origin", v.origin}};
+  switch (v.kind) {
+    case HostValue::Kind::Bool: j["value"] = v.boolean; break;
+    case HostValue::Kind::Int: j["value"] = v.integer; break;
+    case HostValue::Kind::Float: j["value"] = v.real; break;
+    case HostValue::Kind::String: j["value"] = v.string; break;
+    case HostValue::Kind::List: j["items"] = v.items; break;
+    case HostValue::Kind::Dict: j["entries"] = v.entries; break;
+    case HostValue::Kind::Tensor: j["tensor"] = v.tensor; break;
+    case HostValue::Kind::None: break;
+    case HostValue::Kind::Spec: throw std::logic_error("a generated tensor is not sent to a model worker");
+  }
+}
+
+void from_json(const nlohmann::json& j, HostValue& v) {
+  const int kind = j.at("kind").get<int>();
+  if (kind < 0 || kind > static_cast<int>(HostValue::Kind::Tensor) || kind == static_cast<int>(HostValue::Kind::Spec)) {
+    throw std::out_of_range("not a value kind");
+  }
+  v.kind = static_cast<HostValue::Kind>(kind);
+  j.at("origin").get_to(v.origin);
+  switch (v.kind) {
+    case HostValue::Kind::Bool: j.at("value").get_to(v.boolean); break;
+    case HostValue::Kind::Int: j.at("value").get_to(v.integer); break;
+    case HostValue::Kind::Float: j.at("value").get_to(v.real); break;
+    case HostValue::Kind::String: j.at("value").get_to(v.string); break;
+    case HostValue::Kind::List: j.at("items").get_to(v.items); break;
+    case HostValue::Kind::Dict: j.at("entries").get_to(v.entries); break;
+    case HostValue::Kind::Tensor: j.at("tensor").get_to(v.tensor); break;
+    default: break;
+  }
 }
 
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(NamedTensor, name, tensor)
@@ -169,7 +206,7 @@ TSARCHIVE_WORKER_RESULT(OpsReport)
 TSARCHIVE_WORKER_RESULT(ServeModelRequest)
 TSARCHIVE_WORKER_RESULT(ServedModelInfo)
 TSARCHIVE_WORKER_RESULT(ServedStats)
-TSARCHIVE_WORKER_RESULT(std::vector<HostTensor>)
+TSARCHIVE_WORKER_RESULT(std::vector<HostValue>)
 TSARCHIVE_WORKER_RESULT(std::vector<NamedTensor>)
 #undef TSARCHIVE_WORKER_RESULT
 

@@ -15,7 +15,7 @@ namespace tsarchive {
 
 // Defined for std::string, TorchRuntimeInfo, RunReport, ConvertReport,
 // MethodGraph and OpsReport; for serve (model_worker.h), ServeModelRequest,
-// ServedModelInfo, ServedStats and lists of HostTensor and NamedTensor.
+// ServedModelInfo, ServedStats and lists of HostValue and NamedTensor.
 template <class Result>
 std::string encode_result(const Result& result);
 

@@ -18,6 +18,9 @@ on a slow model scripted here: a full queue (503 with Retry-After), a request
 queued past --timeout (504), SIGTERM finishing queued requests within
 --grace and failing them after it, --instances spreading requests over
 workers; metadata shapes from a recorded self-check, and --ready-check.
+Non-tensor parameters (multi_io.pt, and a str parameter scripted here) in
+the request's "parameters" and as inputs (BYTES too), alone and batched,
+against torch.jit, and their 400s.
 """
 
 import concurrent.futures
@@ -33,6 +36,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from typing import Optional
 
 import harness
 from harness import check, finish
@@ -534,6 +538,137 @@ with tempfile.TemporaryDirectory() as tmp:
     check("failed its recorded self-check" in p.stderr, f"a failing --ready-check: {p.stderr!r}")
 
 
+# Non-tensor parameters, on multi_io.pt: forward(Tensor x, float scale,
+# Dict[str, Tensor] opts, int n=2) -> (x * scale, {k: v + (x * scale).sum()},
+# [x * scale + i for i < n]). Given in the request's "parameters" (as run's
+# json: values) or as inputs (one value, INT64/FP64); answers equal
+# torch.jit's for the same values, alone and in concurrent batches.
+MULTI = os.path.join(TESTDATA, "run", "multi_io.pt")
+multi = torch.jit.load(MULTI).eval()
+
+
+def multi_body(x, parameters=None, inputs=()):
+    body = {"inputs": [{"name": "x", "shape": list(x.shape), "datatype": "FP32", "data": x.flatten().tolist()},
+                       *inputs]}
+    if parameters is not None:
+        body["parameters"] = parameters
+    return body
+
+
+def multi_matches(answer, x, scale, opts, n):
+    """Whether every output of a served answer equals torch.jit's."""
+    with torch.no_grad():
+        y, out, parts = multi(x, scale, opts, n)
+    want = {"out[0]": y, **{f'out[1]["{k}"]': v for k, v in out.items()},
+            **{f"out[2][{i}]": p for i, p in enumerate(parts)}}
+    got = {o["name"]: torch.tensor(o["data"], dtype=torch.float32).reshape(o["shape"]) for o in answer["outputs"]}
+    return got.keys() == want.keys() and all(torch.allclose(got[k], want[k], atol=1e-5, rtol=1e-4) for k in want)
+
+
+server, url, log = start(MULTI, "--max-batch", "16", "--max-wait", "100")
+try:
+    infer = url + "/v2/models/multi_io/infer"
+    status, meta = http("GET", url + "/v2/models/multi_io")
+    shapes = {i["name"]: (i["datatype"], i["shape"]) for i in meta["inputs"]}
+    check(status == 200 and shapes == {"x": ("FP32", [-1]), "scale": ("FP64", [1]), "opts": ("Dict[str, Tensor]", [-1]),
+                                       "n": ("INT64", [1])}, f"multi_io metadata: {meta}")
+    x = torch.randn(2, 3)
+    # In "parameters": n left out (its default, 2), a tensor in a dict as a spec.
+    status, answer = http("POST", infer, multi_body(x, {"scale": 0.5, "opts": {"a": "1x3:float32:ones"}}))
+    check(status == 200 and multi_matches(answer, x, 0.5, {"a": torch.ones(1, 3)}, 2),
+          f"parameters scale, opts (n by default): {status} {answer}")
+    # An int where a float is wanted, as run converts it; the protocol's own
+    # binary_data_output beside the method's parameters.
+    status, answer = http("POST", infer, multi_body(x, {"scale": 2, "opts": {}, "n": 3, "binary_data_output": False}))
+    check(status == 200 and multi_matches(answer, x, 2.0, {}, 3), f"parameters scale=2, n=3: {status} {answer}")
+    # As inputs: FP64 shape [1] and INT64 shape [] (one value each).
+    inputs = [{"name": "scale", "datatype": "FP64", "shape": [1], "data": [1.5]},
+              {"name": "n", "datatype": "INT64", "shape": [], "data": [1]}]
+    status, answer = http("POST", infer, multi_body(x, {"opts": {}}, inputs))
+    check(status == 200 and multi_matches(answer, x, 1.5, {}, 1), f"scale and n as inputs: {status} {answer}")
+
+    # Wrong values: 400 naming the parameter, and the server keeps serving.
+    for what, body, words in [
+        ("a string for a float", multi_body(x, {"scale": "big", "opts": {}}), ["scale", "float"]),
+        ("a float for an int", multi_body(x, {"scale": 1.0, "opts": {}, "n": 2.5}), ["'n'", "int"]),
+        ("a list for a dict", multi_body(x, {"scale": 1.0, "opts": [1, 2]}), ["opts", "Dict"]),
+        ("scale missing", multi_body(x, {"opts": {}}), ["'scale' is missing"]),
+        ("an unknown parameter", multi_body(x, {"scale": 1.0, "opts": {}, "scal": 2}), ["no parameter 'scal'"]),
+        ("a tensor in parameters", multi_body(x, {"scale": 1.0, "opts": {}, "x": [1.0]}), ["'x' is a Tensor"]),
+        ("given twice", multi_body(x, {"scale": 1.0, "opts": {}}, inputs[:1]), ["'scale' is given both"]),
+        ("two values for a float", multi_body(x, {"opts": {}}, [{"name": "scale", "datatype": "FP64", "shape": [2],
+                                                                  "data": [1.0, 2.0]}]), ["'scale'", "one value"]),
+        ("a huge generated tensor", multi_body(x, {"scale": 1.0, "opts": {"a": "10000x10000"}}), ["opts", "16777216 elements"]),
+        ("an int past int64", multi_body(x, {"scale": 1.0, "opts": {}, "n": 2 ** 63}), ["'n'", "64 bits"]),
+    ]:
+        status, answer = http("POST", infer, body)
+        message = answer.get("error", "") if isinstance(answer, dict) else ""
+        check(status == 400 and all(w in message for w in words), f"{what}: {status} {answer}")
+    still_serving(url, "bad parameters")
+
+    # Concurrent requests with two values of scale: those with equal values
+    # may batch, different ones never mix; each answer is its own.
+    cases = [(torch.randn(1, 3), 0.5 if i % 2 else 3.0) for i in range(24)]
+    with concurrent.futures.ThreadPoolExecutor(12) as pool:
+        answers = list(pool.map(lambda c: http("POST", infer, multi_body(c[0], {"scale": c[1], "opts": {}})), cases))
+    check(all(status == 200 and multi_matches(answer, xi, scale, {}, 2)
+              for (status, answer), (xi, scale) in zip(answers, cases)), "batched non-tensor parameters differ from torch")
+    _, values = metrics(url)
+    batches = values.get(("tsarchive_serve_batch_size_count", 'model="multi_io"'), 0)
+    print(f"multi_io: {len(cases)} concurrent requests ran in {batches:.0f} worker calls")
+finally:
+    server.kill()
+    server.wait()
+
+
+class Labelled(torch.nn.Module):
+    """A str parameter and an Optional[float] with a default."""
+
+    def forward(self, x: torch.Tensor, label: str, scale: Optional[float] = None) -> torch.Tensor:
+        k = 1.0 if scale is None else scale
+        return x * k + float(len(label)) + (100.0 if label == "big" else 0.0)
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    labelled_path = os.path.join(tmp, "labelled.pt")
+    labelled = torch.jit.script(Labelled())
+    labelled.save(labelled_path)
+    server, url, log = start(labelled_path)
+    try:
+        infer = url + "/v2/models/labelled/infer"
+        status, meta = http("GET", url + "/v2/models/labelled")
+        shapes = {i["name"]: (i["datatype"], i["shape"]) for i in meta["inputs"]}
+        check(status == 200 and shapes == {"x": ("FP32", [-1]), "label": ("BYTES", [1]), "scale": ("FP64", [1])},
+              f"labelled metadata: {meta}")
+        x = torch.randn(2, 3)
+
+        def labelled_matches(answer, label, scale):
+            with torch.no_grad():
+                want = labelled(x, label, scale)
+            return torch.allclose(as_tensor(answer["outputs"][0]), want, atol=1e-5, rtol=1e-4)
+
+        # label as a BYTES input (JSON), scale left out (None).
+        body = multi_body(x, inputs=[{"name": "label", "datatype": "BYTES", "shape": [1], "data": ["big"]}])
+        status, answer = http("POST", infer, body)
+        check(status == 200 and labelled_matches(answer, "big", None), f"label as BYTES: {status} {answer}")
+        # label in the request's parameters, with scale.
+        status, answer = http("POST", infer, multi_body(x, {"label": "héllo", "scale": 0.5}))
+        check(status == 200 and labelled_matches(answer, "héllo", 0.5), f"label in parameters: {status} {answer}")
+        # label as binary BYTES: a 4-byte little-endian length, then the bytes.
+        text = "wörd".encode()
+        head = json.dumps(multi_body(x, inputs=[{"name": "label", "datatype": "BYTES", "shape": [1],
+                                                 "parameters": {"binary_data_size": 4 + len(text)}}])).encode()
+        status, answer = http("POST", infer, head + len(text).to_bytes(4, "little") + text,
+                              {"Inference-Header-Content-Length": str(len(head))})
+        check(status == 200 and labelled_matches(answer, "wörd", None), f"label as binary BYTES: {status} {answer}")
+        # A number for a str: 400 naming label and str.
+        status, answer = http("POST", infer, multi_body(x, {"label": 3}))
+        check(status == 400 and "label" in answer["error"] and "str" in answer["error"], f"3 for label: {status} {answer}")
+    finally:
+        server.kill()
+        server.wait()
+
+
 # The gate: a damaged archive is refused before any worker sees it.
 with tempfile.TemporaryDirectory() as tmp:
     damaged = os.path.join(tmp, "damaged.pt")
@@ -547,4 +682,5 @@ harness.tsarchive(TSARCHIVE, "serve", "a=" + MLP, "a=" + MLP, want=2, timeout=60
 if not PROMTOOL:
     print("note: promtool (Debian's prometheus package) is not installed; /metrics was checked without it")
 finish("serve: health, metadata, infer (alone, curl, batched) equal torch.jit; hostile requests refused; "
-       "a killed worker restarts; /metrics; 503/504; SIGTERM with --grace; --instances; recorded shapes; --ready-check")
+       "a killed worker restarts; /metrics; 503/504; SIGTERM with --grace; --instances; recorded shapes; --ready-check; "
+       "non-tensor parameters")

@@ -52,7 +52,12 @@ def torch_answer(x):
         return model(torch.from_numpy(x)).numpy()
 
 
-p = subprocess.Popen([TSARCHIVE, "serve", MLP, "--port", "0", "--max-batch", "16", "--max-wait", "10"],
+# multi_io.pt: forward(Tensor x, float scale, Dict[str, Tensor] opts, int n=2)
+# -> (x * scale, {k: v + (x * scale).sum()}, [x * scale + i for i < n]).
+MULTI = os.path.join(TESTDATA, "run", "multi_io.pt")
+multi = torch.jit.load(MULTI).eval()
+
+p = subprocess.Popen([TSARCHIVE, "serve", MLP, MULTI, "--port", "0", "--max-batch", "16", "--max-wait", "10"],
                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 line = p.stdout.readline()
 check(line.startswith("tsarchive serve: http://127.0.0.1:"), f"start line: {line!r}")
@@ -98,6 +103,27 @@ try:
         out = request.get_result().as_numpy("out")
         check(out is not None and np.allclose(out, torch_answer(x), atol=1e-5, rtol=1e-4), f"async request {i} differs")
 
+    # Non-tensor parameters: scale and opts in the request's parameters
+    # (client.infer(parameters=...)), n as a binary INT64 input of shape [1].
+    x = np.random.RandomState(1).randn(2, 3).astype(np.float32)
+    given = httpclient.InferInput("x", list(x.shape), "FP32")
+    given.set_data_from_numpy(x)
+    n = httpclient.InferInput("n", [1], "INT64")
+    n.set_data_from_numpy(np.array([3], dtype=np.int64))
+    result = client.infer("multi_io", [given, n], parameters={"scale": 0.5, "opts": {"a": "1x3:float32:ones"}})
+    with torch.no_grad():
+        y, out, parts = multi(torch.from_numpy(x), 0.5, {"a": torch.ones(1, 3)}, 3)
+    want = {"out[0]": y, 'out[1]["a"]': out["a"], **{f"out[2][{i}]": t for i, t in enumerate(parts)}}
+    for name, tensor in want.items():
+        got = result.as_numpy(name)
+        check(got is not None and np.allclose(got, tensor.numpy(), atol=1e-5, rtol=1e-4),
+              f"multi_io {name} with parameters differs from torch: {got!r}")
+    try:
+        client.infer("multi_io", [given], parameters={"scale": "big", "opts": {}})
+        check(False, "a string for a float parameter was accepted")
+    except InferenceServerException as e:
+        check(str(e.status()) == "400" and "scale" in e.message(), f"a string for scale: {e.status()} {e.message()}")
+
     # The client's exceptions carry the server's status and message.
     for what, name, shape, datatype, status in [
         ("wrong input name", "y", [1, 8], "FP32", "400"),
@@ -128,4 +154,5 @@ finally:
         p.kill()
         check(False, "the server did not stop after SIGTERM")
 
-finish("serve: tritonclient[http] health, metadata, JSON and binary tensors, async batches equal torch.jit")
+finish("serve: tritonclient[http] health, metadata, JSON and binary tensors, async batches, non-tensor "
+       "parameters equal torch.jit")

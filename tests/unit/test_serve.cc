@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "serve/arguments.h"
 #include "serve/http.h"
 #include "serve/metrics.h"
 #include "serve/v2.h"
@@ -150,8 +151,10 @@ TEST_CASE("v2: bad requests are 400 with a reason") {
         "input 'x': 1 is not a BOOL value");
   CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP16", "data": [70000]}]})") ==
         "input 'x': 70000 is not a FP16 value");
-  CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "BYTES", "data": ["a"]}]})").find(
-            "datatype BYTES (strings) cannot be served") != std::string::npos);
+  CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [2], "datatype": "BYTES", "data": ["a", "b"]}]})").find(
+            "datatype BYTES holds one string here") != std::string::npos);
+  CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "BYTES", "data": [1]}]})").find(
+            "datatype BYTES holds one string here") != std::string::npos);
   CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [-1], "datatype": "FP32", "data": []}]})") ==
         "input 'x': the shape holds something other than sizes >= 0");
   CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP32"}]})").find("has no \"data\"") !=
@@ -284,6 +287,153 @@ TEST_CASE("metadata: recorded shapes with -1 for the batch dimension") {
   CHECK(meta["outputs"][0]["shape"] == nlohmann::json::array({-1, 3}));
 }
 
+// --- non-tensor parameters -------------------------------------------------------------
+
+namespace {
+
+ServedModelInfo scaled_info() {
+  ServedModelInfo info;
+  info.inputs = {ServedValue{"x", "Tensor", "float32", false}, ServedValue{"scale", "float", "", false},
+                 ServedValue{"flags", "List[int]", "", true}, ServedValue{"n", "Optional[int]", "", true}};
+  return info;
+}
+
+std::string x_input() { return R"({"name": "x", "datatype": "FP32", "shape": [1, 2], "data": [1, 2]})"; }
+
+std::vector<HostValue> arguments_of(const std::string& body) {
+  InferRequest request = parse_infer_request(body);
+  return method_arguments("m", scaled_info(), request);
+}
+
+std::string refusal(const std::string& body) {
+  try {
+    arguments_of(body);
+  } catch (const ApiError& e) {
+    CHECK(e.status() == 400);
+    return e.what();
+  }
+  return "accepted";
+}
+
+}  // namespace
+
+TEST_CASE("arguments: non-tensor parameters from the request's parameters and from inputs") {
+  // scale as JSON beside the protocol's own key; flags as an INT32 1-D input;
+  // n left out (its default).
+  std::vector<HostValue> args = arguments_of(
+      "{\"inputs\": [" + x_input() + R"(, {"name": "flags", "datatype": "INT32", "shape": [3], "data": [4, -5, 6]}],
+          "parameters": {"scale": 0.5, "binary_data_output": false, "triton_enable_empty_final_response": true}})");
+  REQUIRE(args.size() == 3);
+  CHECK(args[0].kind == HostValue::Kind::Tensor);
+  CHECK(values_of<float>(args[0].tensor) == std::vector<float>{1, 2});
+  CHECK(args[1].kind == HostValue::Kind::Float);
+  CHECK(args[1].real == 0.5);
+  CHECK(args[1].origin == "the request's parameter 'scale'");
+  REQUIRE(args[2].kind == HostValue::Kind::List);
+  REQUIRE(args[2].items.size() == 3);
+  CHECK(args[2].items[1].kind == HostValue::Kind::Int);
+  CHECK(args[2].items[1].integer == -5);
+  CHECK(args[2].origin == "input 'flags'");
+
+  // scale as one FP64 value of shape [], flags and n as JSON (null for the Optional).
+  args = arguments_of("{\"inputs\": [" + x_input() + R"(, {"name": "scale", "datatype": "FP64", "shape": [], "data": [2.5]}],
+          "parameters": {"flags": [1, 2], "n": null}})");
+  REQUIRE(args.size() == 4);
+  CHECK(args[1].kind == HostValue::Kind::Float);
+  CHECK(args[1].real == 2.5);
+  CHECK(args[2].kind == HostValue::Kind::List);
+  CHECK(args[3].kind == HostValue::Kind::None);
+
+  // A BYTES string is a string value (the schema in the worker decides
+  // whether it fits); a Tensor parameter refuses it here.
+  args = arguments_of("{\"inputs\": [" + x_input() + R"(, {"name": "scale", "datatype": "BYTES", "shape": [1], "data": ["s"]}]})");
+  CHECK(args[1].kind == HostValue::Kind::String);
+  CHECK(args[1].string == "s");
+  CHECK(refusal(R"({"inputs": [{"name": "x", "datatype": "BYTES", "shape": [1], "data": ["s"]}]})")
+            .find("'x' is a Tensor, which holds numbers") != std::string::npos);
+}
+
+TEST_CASE("arguments: wrong or misplaced parameters are 400 naming them") {
+  const std::string x = "{\"inputs\": [" + x_input() + "]";
+  CHECK(refusal(x + "}") == "parameter 'scale' is missing; model 'm' takes x, scale (float), flags (List[int]), n (Optional[int])");
+  CHECK(refusal(x + R"(, "parameters": {"scale": 1, "scales": 2}})").find("has no parameter 'scales'") != std::string::npos);
+  CHECK(refusal(x + R"(, "parameters": {"scale": 1, "x": [1]}})").find("'x' is a Tensor") != std::string::npos);
+  CHECK(refusal(x + R"(, "parameters": {"scale": 1, "n": 3}})").find("after one with a default that was left out") !=
+        std::string::npos);
+  CHECK(refusal(x + R"(, "parameters": {"scale": 18446744073709551615}})") ==
+        "parameter 'scale' (float): bad json input: integer 18446744073709551615 does not fit in 64 bits (int64)");
+  CHECK(refusal("{\"inputs\": [" + x_input() + R"(, {"name": "scale", "datatype": "FP64", "shape": [2], "data": [1, 2]}]})")
+            .find("input 'scale' (float) takes one value (shape [] or [1])") != std::string::npos);
+  CHECK(refusal("{\"inputs\": [" + x_input() + R"(, {"name": "scale", "datatype": "FP64", "shape": [1], "data": [1]}],
+                   "parameters": {"scale": 1}})")
+            .find("'scale' is given both") != std::string::npos);
+  CHECK(refusal("{\"inputs\": [" + x_input() + R"(, {"name": "flags", "datatype": "INT64", "shape": [1, 1], "data": [1]}],
+                   "parameters": {"scale": 1}})")
+            .find("input 'flags' (List[int]) takes a 1-D tensor") != std::string::npos);
+  CHECK(refusal("{\"inputs\": [" + x_input() + R"(, {"name": "scale", "datatype": "FP16", "shape": [1], "data": [1]}]})")
+            .find("datatype FP16 cannot give a non-tensor value") != std::string::npos);
+  // A parameter named as one of the protocol's keys comes only as an input.
+  ServedModelInfo timed;
+  timed.inputs = {ServedValue{"timeout", "int", "", false}};
+  InferRequest protocol = parse_infer_request(R"({"inputs": [{"name": "timeout", "datatype": "INT64", "shape": [1], "data": [5]}]})");
+  REQUIRE(method_arguments("m", timed, protocol)[0].integer == 5);
+  protocol = parse_infer_request(R"({"inputs": [{"name": "x", "datatype": "INT64", "shape": [1], "data": [5]}]})");
+  protocol.inputs.clear();
+  protocol.parameters = nlohmann::json::parse(R"({"timeout": 5})");
+  CHECK_THROWS_WITH(method_arguments("m", timed, protocol),
+                    "parameter 'timeout' is missing; model 'm' takes timeout (int) ('timeout' in the request's "
+                    "\"parameters\" is the protocol's: send it as an input)");
+  // A spec string inside a value whose type holds tensors is bounded before any worker generates it.
+  ServedModelInfo info;
+  info.inputs = {ServedValue{"opts", "Dict[str, Tensor]", "", false}};
+  InferRequest request = parse_infer_request(R"({"inputs": [{"name": "opts", "datatype": "FP32", "shape": [0], "data": []}]})");
+  request.inputs.clear();
+  request.parameters = nlohmann::json::parse(R"({"opts": {"a": "10000x10000", "b": "2x3"}})");
+  try {
+    method_arguments("m", info, request);
+    FAIL("a 10000x10000 tensor spec was accepted");
+  } catch (const ApiError& e) {
+    CHECK(std::string(e.what()).find("would hold more than 16777216 elements") != std::string::npos);
+  }
+}
+
+TEST_CASE("arguments: requests batch only with equal non-tensor values") {
+  const auto with = [](const std::string& parameters) {
+    return arguments_of("{\"inputs\": [" + x_input() + "], \"parameters\": " + parameters + "}");
+  };
+  const std::vector<HostValue> a = with(R"({"scale": 0.5, "flags": [1, 2]})");
+  CHECK(same_non_tensors(a, with(R"({"scale": 0.5, "flags": [1, 2]})")));
+  CHECK(!same_non_tensors(a, with(R"({"scale": 0.25, "flags": [1, 2]})")));
+  CHECK(!same_non_tensors(a, with(R"({"scale": 0.5, "flags": [1, 3]})")));
+  CHECK(!same_non_tensors(a, with(R"({"scale": 0.5})")));
+  CHECK(!same_non_tensors(a, with(R"({"scale": 1, "flags": [1, 2]})")));  // an int is not the float 1.0
+  REQUIRE(tensors_of(a).size() == 1);
+  const std::vector<HostValue> b = with_tensors(a, {float_tensor({2, 2}, {1, 2, 3, 4})});
+  CHECK(b[0].tensor.shape == std::vector<int64_t>{2, 2});
+  CHECK(b[1].real == 0.5);
+  CHECK(b[2].items.size() == 2);
+}
+
+TEST_CASE("metadata: non-tensor inputs an input can give have a datatype, others their TorchScript type") {
+  ServedModelInfo info = scaled_info();
+  info.inputs.push_back(ServedValue{"flag", "bool", "", true});
+  info.inputs.push_back(ServedValue{"label", "str", "", true});
+  info.inputs.push_back(ServedValue{"labels", "List[str]", "", true});
+  info.outputs = {ServedValue{"out", "int", "", false}};
+  const nlohmann::json meta = model_metadata("m", info);
+  const auto entry = [](const std::string& datatype, std::vector<int64_t> shape) {
+    return std::make_pair(datatype, nlohmann::json(shape));
+  };
+  const auto of = [&](const nlohmann::json& v) { return std::make_pair(v["datatype"].get<std::string>(), v["shape"]); };
+  CHECK(of(meta["inputs"][1]) == entry("FP64", {1}));
+  CHECK(of(meta["inputs"][2]) == entry("INT64", {-1}));
+  CHECK(of(meta["inputs"][3]) == entry("INT64", {1}));
+  CHECK(of(meta["inputs"][4]) == entry("BOOL", {1}));
+  CHECK(of(meta["inputs"][5]) == entry("BYTES", {1}));
+  CHECK(of(meta["inputs"][6]) == entry("List[str]", {-1}));
+  CHECK(of(meta["outputs"][0]) == entry("INT64", {-1}));  // a 0-d tensor: its shape is not [1]
+}
+
 // --- the binary tensor data extension -----------------------------------------------
 
 TEST_CASE("v2: binary inputs after the JSON header, binary outputs after the JSON answer") {
@@ -308,12 +458,20 @@ TEST_CASE("v2: binary inputs after the JSON header, binary outputs after the JSO
   CHECK_THROWS_AS(parse_infer_request(body, body.size() + 1), ApiError);
   CHECK_THROWS_AS(parse_infer_request(json), ApiError);
   try {
-    parse_infer_request(R"({"inputs": [{"name": "s", "shape": [1], "datatype": "BYTES", "data": ["a"]}]})");
-    FAIL("BYTES was accepted");
+    parse_infer_request(R"({"inputs": [{"name": "s", "shape": [1, 2], "datatype": "BYTES", "data": [["a", "b"]]}]})");
+    FAIL("two BYTES strings were accepted");
   } catch (const ApiError& e) {
     CHECK(e.status() == 400);
     CHECK(std::string(e.what()).find("BYTES") != std::string::npos);
   }
+  // One BYTES string, as JSON and as binary (4-byte length, then the bytes).
+  CHECK(parse_infer_request(R"({"inputs": [{"name": "s", "shape": [1], "datatype": "BYTES", "data": ["héllo"]}]})")
+            .inputs[0].text == std::string("héllo"));
+  const std::string text_json = R"({"inputs": [{"name": "s", "shape": [], "datatype": "BYTES",
+                                    "parameters": {"binary_data_size": 7}}]})";
+  const InferRequest text = parse_infer_request(text_json + std::string("\3\0\0\0abc", 7), text_json.size());
+  CHECK(text.inputs[0].text == std::string("abc"));
+  CHECK_THROWS_AS(parse_infer_request(text_json + std::string("\4\0\0\0abc", 7), text_json.size()), ApiError);
 
   const std::vector<NamedTensor> outputs = {NamedTensor{"out", float_tensor({2, 2}, x)},
                                             NamedTensor{"n", float_tensor({1}, {5.0f})}};
