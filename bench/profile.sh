@@ -65,7 +65,10 @@ FLOOR_BUILD=$OUT/profile_floor-$(printf '%s' "$TORCH_DIR" | cksum | cut -d' ' -f
 FLOOR=$FLOOR_BUILD/profile_floor
 if [[ ! -x $FLOOR ]]; then
   echo "building $FLOOR against $TORCH_DIR ..." >&2
-  { cmake -S bench/profile_floor -B "$FLOOR_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTorch_DIR="$TORCH_DIR" &&
+  # The prefix as well: a wheel's TorchConfig finds its libraries with
+  # find_library, which would take Debian's from /usr before the wheel's.
+  { cmake -S bench/profile_floor -B "$FLOOR_BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTorch_DIR="$TORCH_DIR" \
+      -DCMAKE_PREFIX_PATH="$(cd "$TORCH_DIR/../../.." && pwd)" &&
     cmake --build "$FLOOR_BUILD"; } >&2 || die "building the floor program failed"
 fi
 
