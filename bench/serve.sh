@@ -14,7 +14,11 @@
 # fits in minutes on a small machine; the JSON body is ~90 KB).
 # Rows: ts-batch (tsarchive serve --max-batch B --max-wait W), ts-nobatch
 # (tsarchive serve), py-batch (the Python server, same B and W), and
-# ts-sample (ts-batch with --sample 0.01: the operator metrics' cost).
+# ts-sample (ts-batch with --sample 0.01: the operator metrics' cost); and,
+# at C=64, each server given every core its own way: ts-cores (ts-batch with
+# --instances CORES --threads 1: one worker process per core) and py-cores
+# (the Python server with CORES intra-op threads: one process, whose request
+# handling the GIL keeps on one core).
 # Ratios at the end. Targets (issue 19): at C=64 ts-batch >= 2x py-batch's
 # throughput with a p99 no worse; on the cnn ts-batch >= 1.3x ts-nobatch;
 # ts-sample within 3% of ts-batch. No assertions: read the verdicts.
@@ -22,7 +26,7 @@
 # Environment: TSARCHIVE (default build/tsarchive), PYTHON (default
 # /usr/bin/python3, with python3-torch, python3-torchvision, python3-aiohttp),
 # DURATION (seconds per cell, default 5), CNN_DURATION (default 15), THREADS (intra-op threads of every
-# server, default 1), MAX_BATCH (16), MAX_WAIT (ms, 5), MODELS ("tiny cnn").
+# server, default 1), MAX_BATCH (16), MAX_WAIT (ms, 5), MODELS ("tiny cnn"), CORES (nproc).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TSARCHIVE=${TSARCHIVE:-build/tsarchive}
@@ -33,6 +37,7 @@ THREADS=${THREADS:-1}
 MAX_BATCH=${MAX_BATCH:-16}
 MAX_WAIT=${MAX_WAIT:-5}
 MODELS=${MODELS:-tiny cnn}
+CORES=${CORES:-$(nproc)}
 PORT=18571
 command -v wrk >/dev/null || { echo "bench/serve.sh: needs wrk (apt-get install wrk)" >&2; exit 2; }
 "$PYTHON" -c 'import aiohttp, torch' 2>/dev/null ||
@@ -83,6 +88,10 @@ start_server() {  # kind model_path name
                  --max-wait "$MAX_WAIT" --max-queue 1024 --sample 0.01 >"$tmp/server.log" 2>&1 & ;;
     ts-nobatch) "$TSARCHIVE" serve "$name=$path" --port $PORT --threads "$THREADS" --max-queue 1024 \
                   >"$tmp/server.log" 2>&1 & ;;
+    ts-cores) "$TSARCHIVE" serve "$name=$path" --port $PORT --threads 1 --instances "$CORES" --max-batch "$MAX_BATCH" \
+                --max-wait "$MAX_WAIT" --max-queue 1024 >"$tmp/server.log" 2>&1 & ;;
+    py-cores) "$PYTHON" bench/serve_python.py "$path" $PORT "$MAX_BATCH" "$MAX_WAIT" 1024 "$CORES" \
+                >"$tmp/server.log" 2>&1 & ;;
     py-batch) "$PYTHON" bench/serve_python.py "$path" $PORT "$MAX_BATCH" "$MAX_WAIT" 1024 "$THREADS" \
                 >"$tmp/server.log" 2>&1 & ;;
   esac
@@ -114,10 +123,10 @@ printf '%-5s %-10s %4s %10s %9s %9s %7s\n' model server conc req/s p50_ms p99_ms
 for m in $MODELS; do
   path=$(model_path "$m")
   case $m in tiny) write_body 1x8; seconds=$DURATION ;; cnn) write_body 1x3x64x64; seconds=$CNN_DURATION ;; esac
-  for kind in ts-batch ts-nobatch py-batch ts-sample; do
+  for kind in ts-batch ts-nobatch py-batch ts-sample ts-cores py-cores; do
     start_server "$kind" "$path" "$m"
     for c in 1 8 64; do
-      if [ "$kind" = ts-sample ] && [ "$c" != 64 ]; then continue; fi
+      case $kind in ts-sample | ts-cores | py-cores) [ "$c" = 64 ] || continue ;; esac
       threads=$(( c < 2 ? 1 : 2 ))
       out=$(wrk -t"$threads" -c"$c" -d"${seconds}s" --timeout 60s --latency -s "$tmp/post.lua" \
               "http://127.0.0.1:$PORT/v2/models/$m/infer" 2>&1)
@@ -145,5 +154,6 @@ for m in $MODELS; do
   for c in 1 8 64; do ratio "$m" ts-batch py-batch "$c"; done
   ratio "$m" ts-batch ts-nobatch 64
   ratio "$m" ts-sample ts-batch 64
+  ratio "$m" ts-cores py-cores 64
 done
 echo "targets: c=64 ts-batch/py-batch >= 2x at p99 <= 1x; cnn ts-batch/ts-nobatch >= 1.3x; ts-sample/ts-batch >= 0.97x"
