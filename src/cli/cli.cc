@@ -112,7 +112,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
   color_stderr(choose_color("auto", STDERR_FILENO));  // until --color is parsed
   std::ostream command_out(out.rdbuf());  // the commands' stdout, nowhere under -q
   NullBuffer nowhere;
-  Context ctx{command_out, err};
+  Context ctx{command_out, err, out};
   CLI::App app{"tsarchive: read, check, edit and run TorchScript and .pt2 (torch.export) archives", "tsarchive"};
   app.set_help_all_flag("--help-all", "Print help for every command");
   bool show_version = false, version_verbose = false;
@@ -193,6 +193,7 @@ int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err)
       if (!sub->parsed()) continue;
       const int code = runner();
       command_out.flush();
+      out.flush();
       if (!command_out || !out) throw_io("cannot write the output", "<stdout>", "check the disk space, or where stdout goes");
       return code;
     }

@@ -154,7 +154,7 @@ int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const E
                                                                                           : FileAccess::Read;
   // -o -: the archive goes to stdout, so the report goes to stderr.
   const bool to_stdout = is_standard_stream(flags.output);
-  std::ostream& report_out = to_stdout ? ctx.err : ctx.out;
+  std::ostream& report_out = report_stream(ctx, to_stdout);
   ArchiveFile file(model, access, flags.lock_timeout);
   print_notes(file, ctx);
   const auto archive = open_torchscript_archive(file.source(), kRefusal, true);
@@ -197,9 +197,9 @@ int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const E
   WriteResult result;
   if (to_stdout) {
     result = file.write_stream(plan.zip, [&](std::string_view bytes) {
-      ctx.out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+      ctx.data.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     });
-    ctx.out.flush();
+    ctx.data.flush();
   } else if (!flags.output.empty()) {
     result = file.write_new(plan.zip, flags.output);
   } else if (flags.in_place) {
@@ -270,10 +270,11 @@ int run_get(const GetOptions& opts, Context& ctx) {
     return 0;
   }
   if (!opts.json && !out_is_terminal(ctx)) {
+    std::ostream& sink = is_standard_stream(opts.output) ? ctx.data : ctx.out;  // -o - is kept under -q
     stream_extra(*archive, opts.name, limit, [&](const unsigned char* data, size_t n) {
-      ctx.out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(n));
+      sink.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(n));
     });
-    ctx.out.flush();
+    sink.flush();
     return 0;
   }
   const std::string bytes = read_extra(*archive, opts.name, limit);

@@ -266,7 +266,7 @@ int run_run(const RunOptions& opts, Context& ctx) {
   const std::optional<TopReport> top = finish_image_outputs(image_options(opts), report, request.save_outputs, opened.archive());
   // Values saved to stdout: the report goes to stderr.
   std::ostream& report_out =
-      is_standard_stream(opts.save_inputs) || is_standard_stream(opts.save_outputs) ? ctx.err : ctx.out;
+      report_stream(ctx, is_standard_stream(opts.save_inputs) || is_standard_stream(opts.save_outputs));
   if (!opts.trace_out.empty() && report.profile) {
     write_file_atomically(opts.trace_out,
                           trace_file_text(*report.profile, "tsarchive run " + file_name_of(opts.model), ::getpid()));

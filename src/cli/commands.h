@@ -14,12 +14,13 @@ class App;
 namespace tsarchive::cli {
 
 struct Context {
-  std::ostream& out;
+  std::ostream& out;   // reports: nowhere under -q
   std::ostream& err;
+  std::ostream& data;  // stdout for a file named `-` (-o -, --save-outputs -): data asked for, kept under -q
   bool verbose = false;  // -v/--verbose of run, trace, convert: the one catch adds an error's detail
   bool many_files = false;  // several archives in one call (many_files.h)
   int json_indent = 2;      // json_text's indent: -1 for JSON Lines (several archives)
-  bool quiet = false;       // -q/--quiet: ctx.out writes nowhere (cli.cc)
+  bool quiet = false;       // -q/--quiet: ctx.out writes nowhere (cli.cc), ctx.data still writes
   std::string color = "auto";  // --color
 };
 

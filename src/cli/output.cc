@@ -110,6 +110,10 @@ int report_current_exception(std::ostream& err, bool verbose, std::ostream* json
   return e.exit_code();
 }
 
+std::ostream& report_stream(Context& ctx, bool data_on_stdout) {
+  return data_on_stdout && !ctx.quiet ? ctx.err : ctx.out;
+}
+
 bool out_is_terminal(const Context& ctx) {
   return ctx.out.rdbuf() == std::cout.rdbuf() && ::isatty(STDOUT_FILENO) == 1;
 }
@@ -136,7 +140,7 @@ void write_content(Context& ctx, std::string_view bytes, const std::string& what
 
 void write_output_file(Context& ctx, const std::string& path, std::string_view bytes) {
   if (is_standard_stream(path)) {
-    ctx.out << bytes;
+    ctx.data << bytes;
     return;
   }
   write_file_atomically(path, bytes);

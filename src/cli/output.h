@@ -85,6 +85,10 @@ std::string painted(std::string_view text, const char* sgr);
 // True when ctx.out writes to the process's stdout and that is a terminal.
 bool out_is_terminal(const Context& ctx);
 
+// Where a command's report goes: stdout, or stderr when stdout carries the
+// data (-o -, --save-outputs -); nowhere under -q either way.
+std::ostream& report_stream(Context& ctx, bool data_on_stdout);
+
 // The content of a file from an archive (`what`: "extra file 'x'") on
 // ctx.out: its exact bytes to a pipe or a file; to a terminal, binary
 // (not UTF-8 text) is refused (exit 2) and text with control, C1 or bidi

@@ -1,0 +1,1 @@
+extra get -q testdata/images/colors.pt labels.json -o -
