@@ -156,7 +156,7 @@ void ModelEndpoint::abort() {
   stats_fetched_.notify_all();
   // A worker mid-call sees its pipe end; its dispatcher answers 500.
   for (auto& instance : instances_) {
-    if (const pid_t pid = instance->worker->pid(); pid > 0) ::kill(pid, SIGKILL);
+    instance->worker->kill();
   }
 }
 

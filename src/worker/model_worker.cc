@@ -92,16 +92,25 @@ ModelWorker::ModelWorker(WorkerJob job, ServeModelRequest request, std::string e
 
 ModelWorker::~ModelWorker() { stop(); }
 
+void ModelWorker::kill() const {
+  if (const pid_t pid = pid_.load(); pid > 0) ::kill(pid, SIGKILL);
+}
+
+int ModelWorker::reap() {
+  int status = 0;
+  if (const pid_t pid = pid_.exchange(-1); pid > 0) {
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  return status;
+}
+
 void ModelWorker::stop() {
   if (to_worker_ >= 0) ::close(to_worker_);
   if (from_worker_ >= 0) ::close(from_worker_);
   to_worker_ = from_worker_ = -1;
-  if (pid_ > 0) {
-    ::kill(pid_, SIGKILL);
-    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
-    }
-  }
-  pid_ = -1;
+  kill();
+  reap();
 }
 
 ServedModelInfo ModelWorker::start() {
@@ -172,25 +181,31 @@ ServedStats ModelWorker::stats() {
   return decode_result<ServedStats>(call(std::string(1, kStats), "reading its operator statistics"));
 }
 
+namespace {
+
+std::string exit_text(int status) {
+  return WIFSIGNALED(status) ? "libtorch crashed with " + signal_text(WTERMSIG(status))
+                             : "the libtorch worker ended (exit status " +
+                                   std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")";
+}
+
+}  // namespace
+
 bool ModelWorker::ended(std::string& why) {
-  if (pid_ <= 0) return false;
-  int status = 0;
-  if (::waitpid(pid_, &status, WNOHANG) != pid_) return false;
-  pid_ = -1;
+  const pid_t pid = pid_.load();
+  if (pid <= 0) return false;
+  // Looked at without reaping (WNOWAIT): reap() clears pid_ first.
+  siginfo_t info{};
+  if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != pid) {
+    return false;
+  }
+  why = exit_text(reap());
   stop();
-  why = WIFSIGNALED(status) ? "libtorch crashed with " + signal_text(WTERMSIG(status))
-                            : "the libtorch worker ended (exit status " +
-                                  std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")";
   return true;
 }
 
 void ModelWorker::died(int status, const std::string& activity, const std::string& why) {
-  std::string what = why;
-  if (what.empty()) {
-    what = WIFSIGNALED(status) ? "libtorch crashed with " + signal_text(WTERMSIG(status))
-                               : "the libtorch worker ended (exit status " +
-                                     std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")";
-  }
+  const std::string what = why.empty() ? exit_text(status) : why;
   stop();
   throw Error(ErrorKind::Torch, what + " while " + activity, job_.file,
               "the worker is restarted; if this repeats, check the model with 'tsarchive run'");
@@ -213,13 +228,7 @@ std::string ModelWorker::call(const std::string& payload, const std::string& act
       const size_t room = static_cast<size_t>(std::min<uint64_t>(sizeof buffer, want - into->size()));
       const ssize_t n = ::read(from_worker_, buffer, room);
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        int status = 0;
-        while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-        }
-        pid_ = -1;
-        died(status, activity, "");
-      }
+      if (n <= 0) died(reap(), activity, "");
       into->append(buffer, static_cast<size_t>(n));
       if (into->size() == want) {
         if (into == &body) return body;
@@ -230,7 +239,7 @@ std::string ModelWorker::call(const std::string& payload, const std::string& act
       }
       continue;
     }
-    if (job_.limits.memory_bytes != 0 && anonymous_resident_bytes(pid_) > job_.limits.memory_bytes) {
+    if (job_.limits.memory_bytes != 0 && anonymous_resident_bytes(pid_.load()) > job_.limits.memory_bytes) {
       died(0, activity, "libtorch passed the memory limit (" + human_size(job_.limits.memory_bytes) +
                             " resident, --memory-limit) and was stopped");
     }

@@ -20,6 +20,8 @@
 
 #include <sys/types.h>
 
+#include <atomic>
+
 #include <string>
 #include <vector>
 
@@ -49,22 +51,28 @@ class ModelWorker {
   // infer() does.
   ServedStats stats();
 
-  bool alive() const { return pid_ > 0; }
+  bool alive() const { return pid_.load() > 0; }
   // Between calls: whether the worker has ended (it is then reaped and
   // alive() is false); `why` says how ("libtorch crashed with SIGKILL").
   bool ended(std::string& why);
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return pid_.load(); }
+  // SIGKILL to the worker, from any thread, while its owner may be in a call
+  // (which then sees the pipe close). Reaping stays the owner's.
+  void kill() const;
   // Kills the worker (SIGKILL) and reaps it.
   void stop();
 
  private:
   std::string call(const std::string& payload, const std::string& activity);
   [[noreturn]] void died(int status, const std::string& activity, const std::string& why);
+  // Waits for the worker to end and returns its status; pid_ is -1 before
+  // the process is reaped, so kill() never signals a pid that was reused.
+  int reap();
 
   WorkerJob job_;
   ServeModelRequest request_;
   std::string executable_;
-  pid_t pid_ = -1;
+  std::atomic<pid_t> pid_{-1};  // read by kill() on another thread
   int to_worker_ = -1;
   int from_worker_ = -1;
 };
