@@ -250,14 +250,6 @@ void note_problems(const ModelContents& model, const std::string& side, std::vec
   }
 }
 
-// The tensors of an archive: from the pickles of a TorchScript archive, from
-// the weights and constants configs of a .pt2 (by FQN, as state_dict names
-// them: a TorchScript archive and its torch.export counterpart compare).
-ModelContents archive_tensors(const TorchArchive& archive) {
-  if (archive.kind() == FileKind::ExportedProgram) return pt2_tensors(read_pt2(archive));
-  return read_torchscript_model(archive).model;
-}
-
 void diff_tensors(const TorchArchive& a, const TorchArchive& b, const std::unordered_set<std::string>& unchanged,
                   ArchiveDiff& out) {
   const ModelContents old_model = archive_tensors(a);

@@ -323,6 +323,11 @@ std::map<std::string, std::vector<std::string>> tensors_by_record(const std::vec
   return out;
 }
 
+ModelContents archive_tensors(const TorchArchive& archive) {
+  if (archive.kind() == FileKind::ExportedProgram) return pt2_tensors(read_pt2(archive));
+  return read_torchscript_model(archive).model;
+}
+
 TorchScriptModel read_torchscript_model(const TorchArchive& archive) {
   TorchScriptModel out;
   out.classes = read_classes(archive);

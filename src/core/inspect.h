@@ -99,6 +99,11 @@ struct TorchScriptModel {
 };
 TorchScriptModel read_torchscript_model(const TorchArchive& archive);
 
+// The tensors of an archive: from the pickles of a TorchScript archive, from
+// the weights and constants configs of a .pt2 (by FQN, as state_dict names
+// them: a TorchScript archive and its torch.export counterpart compare).
+ModelContents archive_tensors(const TorchArchive& archive);
+
 // The paths of the tensors each storage record holds ("data/3" ->
 // {"encoder.0.weight"}), in the model's order: how a record that changed is
 // named by the tensors behind it (verify; diff names tensors by path too).

@@ -86,6 +86,24 @@ StampCheck check_stamp(const TorchArchive& archive, const Record& record, const 
   return check;
 }
 
+// The tensors behind the changed records: inspect's for a TorchScript archive;
+// a .pt2's come from its weights and constants configs, which inspect reports
+// as payloads. Best effort: a .pt2 whose configs do not read names none.
+void name_changed_tensors(const TorchArchive& archive, const InspectReport& contents, StampCheck& stamp) {
+  std::vector<TensorInfo> held = contents.tensors;
+  if (archive.kind() == FileKind::ExportedProgram) {
+    try {
+      held = archive_tensors(archive).tensors;
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::Io) throw;
+    }
+  }
+  const auto tensors = tensors_by_record(held);
+  for (const std::string& name : stamp.changed) {
+    if (const auto found = tensors.find(name); found != tensors.end()) stamp.changed_tensors[name] = found->second;
+  }
+}
+
 }  // namespace
 
 std::string StampPlace::name() const {
@@ -187,10 +205,7 @@ VerifyReport verify_archive(const TorchArchive& archive, const VerifyOptions& op
   report.producer_info = place.producer != nullptr;
   if (const Record* stamp = place.stamp) {
     report.stamp = check_stamp(archive, *stamp, report.records);
-    const auto tensors = tensors_by_record(contents.tensors);
-    for (const std::string& name : report.stamp->changed) {
-      if (const auto found = tensors.find(name); found != tensors.end()) report.stamp->changed_tensors[name] = found->second;
-    }
+    if (!report.stamp->changed.empty()) name_changed_tensors(archive, contents, *report.stamp);
     if (report.stamp->problem.empty() && !report.stamp->stamp.has_digests) {
       report.notes.push_back("the stamp carries no digests (an export hook wrote it while saving); "
                              "'tsarchive stamp' adds them");

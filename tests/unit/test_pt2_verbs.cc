@@ -233,6 +233,23 @@ TEST_CASE("pt2 stamp: written by the core, verified, chained", "[pt2][stamp]") {
   }
 }
 
+TEST_CASE("pt2 verify names the tensor behind a changed weight record", "[pt2][verify]") {
+  TempDir dir;
+  const std::string path = copy_pt2(dir, "mlp_dynamic.pt2");
+  REQUIRE(run_cli({"stamp", "--no-git", "--no-host", path}).code == 0);
+  std::string weight;
+  {
+    const TorchArchive archive(open_file_source(path));
+    weight = archive.zip().read(*archive.find("data/weights/weight_0")->entry, 1 << 20);
+  }
+  weight[0] = static_cast<char>(weight[0] ^ 1);
+  const std::string changed = dir.file("changed.pt2");
+  std::ofstream(changed, std::ios::binary) << archive_with_record(path, "data/weights/weight_0", weight);
+  const CliResult v = run_cli({"verify", "--json", changed});
+  CHECK(v.code == 1);
+  CHECK(json::parse(v.out)["stamp"]["changed_tensors"]["data/weights/weight_0"] == json::array({"fc1.weight"}));
+}
+
 TEST_CASE("pt2 diff: records, extra files and weights by name", "[pt2][diff]") {
   TempDir dir;
   const std::string original = testdata("pt2/mlp_dynamic.pt2");
