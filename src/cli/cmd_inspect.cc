@@ -67,7 +67,7 @@ void print_ops(const OpsReport& ops, const InspectOptions& opts, Context& ctx) {
 int print_jit_view(const InspectOptions& opts, Context& ctx) {
   const OpenedArchive opened(opts.path, FileAccess::Read, kReaderLockTimeout,
                              opts.graph ? "cannot show the graph of this file" : "cannot list the operators of this file",
-                             ctx, opts.graph || opts.ops);
+                             ctx, /*accept_pt2=*/true);
   const TorchArchive* archive = &opened.archive();
   if (archive->kind() == FileKind::ExportedProgram) {
     // A .pt2's graph is data (its program's JSON): the core reads it, no libtorch.

@@ -309,13 +309,10 @@ std::string program_text(const TorchArchive& archive, const std::string& name) {
 }
 
 void diff_programs(const TorchArchive& a, const TorchArchive& b, const DiffOptions& options, ArchiveDiff& out) {
-  constexpr size_t kAround = sizeof("models/") - 1 + sizeof(".json") - 1;
   for (const RecordChange& r : out.records) {
-    if (r.kind != RecordKind::Program || r.name.size() <= kAround || r.name.compare(r.name.size() - 5, 5, ".json") != 0) {
-      continue;
-    }
-    const std::string name = r.name.substr(7, r.name.size() - kAround);  // models/<name>.json
-    if (name.find('/') != std::string::npos) continue;  // not a program PyTorch reads
+    const std::optional<std::string> program = r.kind == RecordKind::Program ? pt2_program_of(r.name) : std::nullopt;
+    if (!program) continue;  // not a program PyTorch reads
+    const std::string& name = *program;
     CodeChange c;
     c.record = r.name;
     c.change = r.change;

@@ -456,6 +456,8 @@ const Record& find_program(const TorchArchive& archive, const std::string& progr
 
 }  // namespace
 
+std::optional<std::string> pt2_program_of(const std::string& record) { return model_of(record, kModels, ".json"); }
+
 Pt2Graph read_pt2_graph(const TorchArchive& archive, const std::string& program) {
   const Record& r = find_program(archive, program);
   const json doc = parse_record(archive, r, Pt2Limits::kProgramJson);

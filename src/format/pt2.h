@@ -158,6 +158,10 @@ struct Pt2GraphLimits {
 // when it is not found, and the record and place when its JSON is malformed.
 Pt2Graph read_pt2_graph(const TorchArchive& archive, const std::string& program);
 
+// The program a record is, by name: "models/<program>.json" gives <program>
+// (one path part), anything else nothing.
+std::optional<std::string> pt2_program_of(const std::string& record);
+
 // Reads a FileKind::ExportedProgram archive. Malformed JSON or structure is
 // Error(BadInput) naming the record and where in it.
 Pt2Contents read_pt2(const TorchArchive& archive);

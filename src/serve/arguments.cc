@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/strings.h"
 #include "base/error.h"
 #include "core/input_values.h"
 
@@ -15,8 +16,6 @@ const std::vector<std::string> kReservedParameters = {
     "priority", "timeout", "headers"};
 
 namespace {
-
-bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
 // "Optional[int]" -> "int".
 std::string without_optional(const std::string& type) {

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "base/bounded_json.h"
+#include "base/strings.h"
 
 namespace tsarchive::serve {
 namespace {
@@ -94,12 +95,6 @@ T get(const std::string& bytes, size_t index) {
   T value;
   std::memcpy(&value, bytes.data() + index * sizeof(T), sizeof(T));
   return value;
-}
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
 }
 
 // Appends one JSON value as an element of `d` to `out`; false when it does not fit.
