@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "base/runtime_library.h"
 
 namespace tsarchive {
 namespace {
@@ -25,21 +26,51 @@ std::string to_hex(const unsigned char* bytes, size_t n) {
   return out;
 }
 
+// The libcrypto functions Sha256 calls, bound at run time
+// (base/runtime_library.h): commands that hash nothing never load it.
+struct LibCrypto {
+  decltype(&::EVP_MD_CTX_new) md_ctx_new;
+  decltype(&::EVP_MD_CTX_free) md_ctx_free;
+  decltype(&::EVP_sha256) sha256;
+  decltype(&::EVP_DigestInit_ex) digest_init;
+  decltype(&::EVP_DigestUpdate) digest_update;
+  decltype(&::EVP_DigestFinal_ex) digest_final;
+};
+
+LibCrypto load_libcrypto() {
+  const RuntimeLibrary library(TSARCHIVE_LIBCRYPTO_SONAME,
+                               "install OpenSSL's libcrypto (Debian and Ubuntu: apt-get install libssl3)");
+  LibCrypto c{};
+  library.bind("EVP_MD_CTX_new", c.md_ctx_new);
+  library.bind("EVP_MD_CTX_free", c.md_ctx_free);
+  library.bind("EVP_sha256", c.sha256);
+  library.bind("EVP_DigestInit_ex", c.digest_init);
+  library.bind("EVP_DigestUpdate", c.digest_update);
+  library.bind("EVP_DigestFinal_ex", c.digest_final);
+  return c;
+}
+
+const LibCrypto& libcrypto() {
+  static const LibCrypto loaded = load_libcrypto();  // a failed load throws, and the next call tries again
+  return loaded;
+}
+
 // SHA-256 through OpenSSL's EVP interface (it picks the CPU's SHA instructions).
 class Sha256 {
  public:
-  Sha256() : ctx_(EVP_MD_CTX_new(), EVP_MD_CTX_free) {
-    if (!ctx_ || EVP_DigestInit_ex(ctx_.get(), EVP_sha256(), nullptr) != 1) throw std::bad_alloc();
+  Sha256() : crypto_(libcrypto()), ctx_(crypto_.md_ctx_new(), crypto_.md_ctx_free) {
+    if (!ctx_ || crypto_.digest_init(ctx_.get(), crypto_.sha256(), nullptr) != 1) throw std::bad_alloc();
   }
-  void update(const void* data, size_t n) { EVP_DigestUpdate(ctx_.get(), data, n); }
+  void update(const void* data, size_t n) { crypto_.digest_update(ctx_.get(), data, n); }
   std::string hex() {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int n = 0;
-    EVP_DigestFinal_ex(ctx_.get(), md, &n);
+    crypto_.digest_final(ctx_.get(), md, &n);
     return to_hex(md, n);
   }
 
  private:
+  const LibCrypto& crypto_;
   std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx_;
 };
 

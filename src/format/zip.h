@@ -148,10 +148,11 @@ class ZipArchive {
   // its CRC or size check (the call throws after them).
   void read_to(const ZipEntry& entry, uint64_t max_size, const ZipEntryReader::Sink& sink) const;
 
-  // Opens the file with libzip, a second ZIP parser, and throws Error(BadInput)
-  // when its entries (count, names, sizes, CRCs, methods, encryption) or the
-  // archive comment differ from our layout. Once per archive (the first call;
-  // later calls return at once); thread-safe. Every content read calls it.
+  // Opens the file with libzip, a second ZIP parser (loaded at the first
+  // call in the process, format/libzip.h), and throws Error(BadInput) when its
+  // entries (count, names, sizes, CRCs, methods, encryption) or the archive
+  // comment differ from our layout. Once per archive (the first call; later
+  // calls return at once); thread-safe. Every content read calls it.
   void cross_check() const;
 
  private:

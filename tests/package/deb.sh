@@ -24,6 +24,8 @@ rm -f "$build"/tsarchive_*.deb
 deb=$(ls "$build"/tsarchive_*.deb)
 echo "==> $deb"
 dpkg-deb -f "$deb" Package Version Depends
+# libzip is dlopen()ed (format/libzip.h), so dpkg-shlibdeps cannot find it.
+dpkg-deb -f "$deb" Depends | grep -q 'libzip' || fail "the package does not depend on libzip"
 
 root=
 if [ "$mode" = install ]; then

@@ -1,0 +1,42 @@
+#include "format/libzip.h"
+
+#include "base/runtime_library.h"
+
+#ifndef TSARCHIVE_LIBZIP_SONAME
+#error "the build names the libzip to load (CMakeLists.txt: TSARCHIVE_LIBZIP_SONAME)"
+#endif
+
+namespace tsarchive {
+namespace {
+
+LibZip load() {
+  const RuntimeLibrary library(TSARCHIVE_LIBZIP_SONAME,
+                               "install libzip (Debian and Ubuntu: apt-get install libzip4), or put it on LD_LIBRARY_PATH");
+  LibZip z{};
+  library.bind("zip_error_init", z.error_init);
+  library.bind("zip_error_fini", z.error_fini);
+  library.bind("zip_error_set", z.error_set);
+  library.bind("zip_error_strerror", z.error_strerror);
+  library.bind("zip_error_to_data", z.error_to_data);
+  library.bind("zip_source_function_create", z.source_function_create);
+  library.bind("zip_source_free", z.source_free);
+  library.bind("zip_source_seek_compute_offset", z.source_seek_compute_offset);
+  library.bind("zip_source_make_command_bitmap", z.source_make_command_bitmap);
+  library.bind("zip_open_from_source", z.open_from_source);
+  library.bind("zip_discard", z.discard);
+  library.bind("zip_get_num_entries", z.get_num_entries);
+  library.bind("zip_get_archive_comment", z.get_archive_comment);
+  library.bind("zip_stat_init", z.stat_init);
+  library.bind("zip_stat_index", z.stat_index);
+  return z;
+}
+
+}  // namespace
+
+const LibZip& libzip() {
+  // A failed load throws out of the initialiser, so the next call tries again.
+  static const LibZip loaded = load();
+  return loaded;
+}
+
+}  // namespace tsarchive

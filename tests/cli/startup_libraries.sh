@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# What the binary loads before main(), and when it loads the rest: libzip and
+# libcrypto are dlopen()ed at first use (base/runtime_library.h), so --version,
+# help and a usage error load neither, inspect loads libzip only, verify both.
+# Usage: startup_libraries.sh TSARCHIVE TESTDATA
+set -euo pipefail
+t=$1
+testdata=$2
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+loaded() {  # the shared libraries a command line opens, one file name a line
+  LD_DEBUG=files "$@" 2>&1 >/dev/null | sed -n 's/.*file=\([^ ]*\) \[0\];  *\(needed\|dynamically loaded\) by.*/\1/p' | sort -u
+}
+
+needed=$(readelf -d "$t" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+for lib in libzip libcrypto; do
+  if grep -q "^$lib" <<<"$needed"; then fail "the binary needs $lib at start-up: $(tr '\n' ' ' <<<"$needed")"; fi
+done
+
+for args in "--version" "help inspect" "inspect --no-such-flag"; do
+  libs=$(loaded "$t" $args || true)
+  grep -q '^libzip' <<<"$libs" && fail "'tsarchive $args' loads libzip"
+  grep -q '^libcrypto' <<<"$libs" && fail "'tsarchive $args' loads libcrypto"
+done
+
+libs=$(loaded "$t" inspect "$testdata/mlp_scripted.pt")
+grep -q '^libzip' <<<"$libs" || fail "inspect did not load libzip (the cross-check must run): $libs"
+libs=$(loaded "$t" verify "$testdata/mlp_scripted.pt" || true)
+grep -q '^libcrypto' <<<"$libs" || fail "verify did not load libcrypto: $libs"
+echo "ok: start-up needs $(tr '\n' ' ' <<<"$needed")"
