@@ -33,6 +33,8 @@
 #include <chrono>
 #include <fstream>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <unordered_map>
@@ -115,6 +117,13 @@ struct ThreadFrames {
   at::CallbackHandle shadow = at::INVALID_CALLBACK_HANDLE;  // added once per thread
   bool shadow_enabled = false;
   std::unordered_map<std::string, LeafKnowledge> leaves;  // by operator name
+  std::string name;  // the name looked up in `leaves`: a buffer kept, so a lookup allocates nothing
+
+  LeafKnowledge* find_leaf(const at::RecordFunction& fn) {
+    name.assign(fn.name());
+    const auto it = leaves.find(name);
+    return it == leaves.end() ? nullptr : &it->second;
+  }
 };
 
 thread_local ThreadFrames t_frames;
@@ -148,18 +157,21 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*);
 // A sampled call nested in an open frame always does.
 bool needs_shadow(ThreadFrames& frames, const at::RecordFunction& fn) {
   if (!frames.stack.empty()) return true;
-  const auto it = frames.leaves.find(fn.name());
-  if (it == frames.leaves.end() || !it->second.leaf) return true;
-  if (++it->second.since_check < kLeafRecheck) return false;
-  it->second.since_check = 0;
+  LeafKnowledge* known = frames.find_leaf(fn);
+  if (known == nullptr || !known->leaf) return true;
+  if (++known->since_check < kLeafRecheck) return false;
+  known->since_check = 0;
   return true;
 }
 
 // What a sampled call that ended says of its operator (see LeafKnowledge).
 void learn_leaf(ThreadFrames& frames, const at::RecordFunction& fn, const Frame& frame) {
   if (!frame.shadowed && !frame.had_children) return;  // timed alone: nothing learnt
-  const auto [it, fresh] = frames.leaves.try_emplace(fn.name());
-  it->second.leaf = !frame.had_children && (fresh || it->second.leaf);
+  if (LeafKnowledge* known = frames.find_leaf(fn)) {
+    known->leaf = known->leaf && !frame.had_children;
+  } else {
+    frames.leaves[frames.name].leaf = !frame.had_children;
+  }
 }
 
 std::unique_ptr<at::ObserverContext> on_sampled_start(const at::RecordFunction& fn) {
@@ -208,36 +220,66 @@ void write_event_line(std::ofstream& file, const OperatorEvent& e) {
   file.flush();
 }
 
-void record(ObserverState& state, OperatorEvent event) {
-  std::string key = event.model_id;
-  key.append(1, '\0').append(event.scope).append(1, '\0').append(event.name).append(1, '\0').append(event.input_shapes);
+// The model id of the calling thread (ModelIdGuard), or empty; a reference
+// valid while the guard that set it is alive, so the common case copies none.
+const std::string& model_id_of_thread() {
+  static const std::string kNone;
+  const auto* info = dynamic_cast<const ModelIdInfo*>(c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PRODUCER_INFO));
+  return info ? info->id : kNone;
+}
+
+// What one sampled call that ended adds to the statistics, and to the events
+// where any are kept, written or handed on. The statistics' key is built in a
+// buffer each thread reuses: a call of a known operator allocates nothing.
+void record(ObserverState& state, const at::RecordFunction& fn, const Frame& frame, int64_t duration) {
+  const char* name = fn.name();
+  const char* scope = scope_name(fn.scope());
+  const std::string& model_id = model_id_of_thread();
+  const int64_t self = std::max<int64_t>(0, duration - frame.child_ns);
+  thread_local std::string key;
+  key.assign(model_id).append(1, '\0').append(scope).append(1, '\0').append(name).append(1, '\0').append(frame.input_shapes);
+  const bool wants_events = state.events_file.is_open() || state.options.keep_events || state.options.on_event;
+  std::optional<OperatorEvent> event;
+  if (wants_events) {
+    event.emplace();
+    event->name = name;
+    event->scope = scope;
+    event->model_id = model_id;
+    event->thread = at::RecordFunction::currentThreadId();
+    event->start_ns = frame.start_ns;
+    event->duration_ns = duration;
+    event->self_ns = self;
+    event->input_shapes = frame.input_shapes;
+  }
   {
     std::lock_guard<std::mutex> lock(state.mutex);
     ++state.sampled_calls;
-    auto [it, inserted] = state.stats.try_emplace(std::move(key));
-    OperatorStats& s = it->second;
-    if (inserted) {
-      s.name = event.name;
-      s.scope = event.scope;
-      s.model_id = event.model_id;
-      s.input_shapes = event.input_shapes;
-      s.min_ns = event.duration_ns;
+    auto it = state.stats.find(key);
+    if (it == state.stats.end()) {
+      it = state.stats.emplace(key, OperatorStats{}).first;
+      OperatorStats& s = it->second;
+      s.name = name;
+      s.scope = scope;
+      s.model_id = model_id;
+      s.input_shapes = frame.input_shapes;
+      s.min_ns = duration;
     }
+    OperatorStats& s = it->second;
     ++s.calls;
-    s.total_ns += event.duration_ns;
-    s.self_ns += event.self_ns;
-    s.min_ns = std::min(s.min_ns, event.duration_ns);
-    s.max_ns = std::max(s.max_ns, event.duration_ns);
-    if (state.events_file.is_open()) write_event_line(state.events_file, event);
-    if (state.options.keep_events) {
+    s.total_ns += duration;
+    s.self_ns += self;
+    s.min_ns = std::min(s.min_ns, duration);
+    s.max_ns = std::max(s.max_ns, duration);
+    if (event && state.events_file.is_open()) write_event_line(state.events_file, *event);
+    if (event && state.options.keep_events) {
       if (state.events.size() < state.options.max_events) {
-        state.events.push_back(event);
+        state.events.push_back(*event);
       } else {
         ++state.dropped_events;
       }
     }
   }
-  if (state.options.on_event) state.options.on_event(event);
+  if (event && state.options.on_event) state.options.on_event(*event);
 }
 
 void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
@@ -257,16 +299,7 @@ void on_end(const at::RecordFunction& fn, at::ObserverContext*) {
   ObserverState* state = g_state;
   if (!frame.sampled || state == nullptr) return;
   if (state->options.sample < 1.0) learn_leaf(frames, fn, frame);
-  OperatorEvent event;
-  event.name = fn.name();
-  event.scope = scope_name(fn.scope());
-  event.model_id = current_model_id();
-  event.thread = at::RecordFunction::currentThreadId();
-  event.start_ns = frame.start_ns;
-  event.duration_ns = duration;
-  event.self_ns = std::max<int64_t>(0, duration - frame.child_ns);
-  event.input_shapes = std::move(frame.input_shapes);
-  record(*state, std::move(event));
+  record(*state, fn, frame, duration);
 }
 
 std::mutex g_install_mutex;
@@ -353,10 +386,7 @@ struct ModelIdGuard::Impl {
 ModelIdGuard::ModelIdGuard(const std::string& model_id) : impl_(std::make_unique<Impl>(model_id)) {}
 ModelIdGuard::~ModelIdGuard() = default;
 
-std::string current_model_id() {
-  const auto* info = dynamic_cast<const ModelIdInfo*>(c10::ThreadLocalDebugInfo::get(c10::DebugInfoKind::PRODUCER_INFO));
-  return info ? info->id : std::string();
-}
+std::string current_model_id() { return model_id_of_thread(); }
 
 void install_api_usage_logger(std::function<void(const std::string&)> also) {
   ApiUsageLog& log = api_usage_log();
