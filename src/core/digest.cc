@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <thread>
 
 #include "base/error.h"
@@ -80,14 +81,15 @@ class Sha256 {
 RecordDigest digest_one(ZipEntryReader& reader, const Record& record, bool with_sha256) {
   RecordDigest out;
   out.name = record.name;
-  Sha256 sha;
+  std::optional<Sha256> sha;  // only when asked: a CRC-only check never loads libcrypto
+  if (with_sha256) sha.emplace();
   const ZipContentCheck check = reader.read(*record.entry, [&](const unsigned char* data, size_t n) {
-    if (with_sha256) sha.update(data, n);
+    if (sha) sha->update(data, n);
   });
   out.size = check.size;
   out.crc_ok = check.crc_ok;
   out.problem = check.problem;
-  if (out.problem.empty() && with_sha256) out.sha256 = sha.hex();
+  if (out.problem.empty() && sha) out.sha256 = sha->hex();
   return out;
 }
 
