@@ -54,9 +54,8 @@ std::vector<CodeClass> read_classes(const TorchArchive& archive) {
 }
 
 PickleGraph read_pickle(const TorchArchive& archive, const Record& r) {
-  const std::string bytes = archive.read(r, ReadLimits::kPickle);
   try {
-    return parse_pickle(bytes, r.name);
+    return parse_pickle(archive.read(r, ReadLimits::kPickle), r.name);
   } catch (const Error& e) {
     throw e.with_file(archive.path());
   }
@@ -99,8 +98,9 @@ std::optional<int64_t> bytecode_version(const TorchArchive& archive) {
   if (r == nullptr) return std::nullopt;
   const PickleGraph g = read_pickle(archive, *r);
   const PickleNode& root = g.at(g.root());
-  if (root.kind == PickleKind::Tuple && !root.items.empty() && g.at(root.items[0]).kind == PickleKind::Int) {
-    return g.at(root.items[0]).integer;
+  const auto items = g.items(root);
+  if (root.kind == PickleKind::Tuple && !items.empty() && g.at(items[0]).kind == PickleKind::Int) {
+    return g.at(items[0]).integer;
   }
   return std::nullopt;
 }

@@ -66,20 +66,22 @@ class ValueBuilder {
         v.string = n.text;
         return v;
       case PickleKind::Tuple:
-      case PickleKind::List:
+      case PickleKind::List: {
         v.kind = HostValue::Kind::List;
         v.tuple = n.kind == PickleKind::Tuple;
-        v.items.reserve(n.items.size());
-        for (size_t i = 0; i < n.items.size(); ++i) {
-          v.items.push_back(build(n.items[i], where + "[" + std::to_string(i) + "]", depth + 1));
+        const auto items = g_.items(n);
+        v.items.reserve(items.size());
+        for (size_t i = 0; i < items.size(); ++i) {
+          v.items.push_back(build(items[i], where + "[" + std::to_string(i) + "]", depth + 1));
         }
         return v;
+      }
       case PickleKind::Dict: return dict(n, where, depth);
       case PickleKind::Call: return call(ref, where, depth);
       case PickleKind::BigInt: return refuse(where, "an integer wider than 64 bits");
       case PickleKind::Bytes: return refuse(where, "a bytes object");
       case PickleKind::Set: return refuse(where, "a set");
-      case PickleKind::Global: return refuse(where, "a reference to " + n.text + "." + n.text2);
+      case PickleKind::Global: return refuse(where, "a reference to " + std::string(n.text) + "." + std::string(n.text2));
       case PickleKind::PersistentId: return refuse(where, "a bare storage");
     }
     return refuse(where, "an unknown value");
@@ -100,20 +102,22 @@ class ValueBuilder {
   HostValue dict(const PickleNode& n, const std::string& where, size_t depth) {
     HostValue v;
     v.kind = HostValue::Kind::Dict;
-    v.entries.reserve(n.entries.size());
-    for (const auto& [k, value] : n.entries) {
-      const std::string* key = g_.string_at(k);
+    const auto entries = g_.entries(n);
+    v.entries.reserve(entries.size());
+    for (const auto& [k, value] : entries) {
+      const std::string_view* key = g_.string_at(k);
       if (key == nullptr) refuse(where, "a dict with a key that is not a string");
-      v.entries.emplace_back(*key, build(value, where + "['" + *key + "']", depth + 1));
+      const std::string name(*key);
+      v.entries.emplace_back(name, build(value, where + "['" + name + "']", depth + 1));
     }
     return v;
   }
 
   HostValue call(PickleRef ref, const std::string& where, size_t depth) {
     const std::string target = g_.call_target(ref);
-    const auto& args = g_.call_args(ref);
+    const auto args = g_.call_args(ref);
     if (target == "collections.OrderedDict") {
-      if (!args.empty() || !g_.at(ref).items.empty()) refuse(where, "an OrderedDict built from arguments");
+      if (!args.empty() || g_.at(ref).items.size != 0) refuse(where, "an OrderedDict built from arguments");
       return dict(g_.at(ref), where, depth);
     }
     if (target == "torch.jit._pickle.restore_type_tag" || target == "torch.jit._pickle.build_tensorlist" ||

@@ -43,8 +43,12 @@ constexpr size_t kMaxDepth = 256;
 constexpr size_t kMaxVisits = 10'000'000;
 constexpr size_t kMaxTensors = 1'000'000;
 
-std::string join_path(const std::string& prefix, const std::string& name) {
-  return prefix.empty() ? name : prefix + "." + name;
+std::string join_path(const std::string& prefix, std::string_view name) {
+  std::string path;
+  path.reserve(prefix.size() + 1 + name.size());
+  if (!prefix.empty()) path.append(prefix).push_back('.');
+  path.append(name);
+  return path;
 }
 
 int64_t int_or(const PickleGraph& g, PickleRef ref, int64_t fallback) {
@@ -56,7 +60,7 @@ bool int_list(const PickleGraph& g, PickleRef ref, std::vector<int64_t>* out) {
   if (ref >= g.size()) return false;
   const PickleNode& n = g.at(ref);
   if (n.kind != PickleKind::Tuple && n.kind != PickleKind::List) return false;
-  for (PickleRef item : n.items) {
+  for (PickleRef item : g.items(n)) {
     const int64_t v = int_or(g, item, -1);
     if (v < 0) return false;
     out->push_back(v);
@@ -67,8 +71,9 @@ bool int_list(const PickleGraph& g, PickleRef ref, std::vector<int64_t>* out) {
 std::string quantizer_name(const PickleGraph& g, PickleRef ref) {
   if (ref >= g.size()) return "quantized";
   const PickleNode& n = g.at(ref);
-  if (n.kind == PickleKind::Tuple && !n.items.empty() && g.at(n.items[0]).kind == PickleKind::Global) {
-    return g.at(n.items[0]).text2;
+  const auto items = g.items(n);
+  if (n.kind == PickleKind::Tuple && !items.empty() && g.at(items[0]).kind == PickleKind::Global) {
+    return std::string(g.at(items[0]).text2);
   }
   return "quantized";
 }
@@ -78,23 +83,25 @@ bool read_storage(const PickleGraph& g, PickleRef ref, const std::string& folder
                   std::string& problem) {
   const PickleNode* pid = ref < g.size() ? &g.at(ref) : nullptr;
   const PickleNode* tuple = pid && pid->kind == PickleKind::PersistentId && pid->a < g.size() ? &g.at(pid->a) : nullptr;
-  if (tuple == nullptr || tuple->kind != PickleKind::Tuple || tuple->items.size() < 5 ||
-      !g.string_at(tuple->items[0]) || *g.string_at(tuple->items[0]) != "storage" ||
-      g.at(tuple->items[1]).kind != PickleKind::Global || !g.string_at(tuple->items[2])) {
+  const PickleSpan<PickleRef> fields = tuple != nullptr ? g.items(*tuple) : PickleSpan<PickleRef>();
+  if (tuple == nullptr || tuple->kind != PickleKind::Tuple || fields.size() < 5 || !g.string_at(fields[0]) ||
+      *g.string_at(fields[0]) != "storage" || g.at(fields[1]).kind != PickleKind::Global || !g.string_at(fields[2])) {
     problem = "tensor '" + t.path + "' does not refer to a storage record";
     return false;
   }
-  const std::string& storage_class = g.at(tuple->items[1]).text2;
+  const std::string_view storage_class = g.at(fields[1]).text2;
   uint64_t element_size = 0;
   if (!storage_dtype(storage_class, &t.dtype, &element_size)) {
-    problem = "tensor '" + t.path + "' has unknown storage type '" + storage_class + "'";
+    problem = "tensor '" + t.path + "' has unknown storage type '" + std::string(storage_class) + "'";
     return false;
   }
-  const std::string& key = *g.string_at(tuple->items[2]);
-  t.storage_record = folder.empty() ? key : folder + "/" + key;
-  const std::string* location = g.string_at(tuple->items[3]);
+  const std::string_view key = *g.string_at(fields[2]);
+  t.storage_record.reserve(folder.size() + 1 + key.size());
+  if (!folder.empty()) t.storage_record.append(folder).push_back('/');
+  t.storage_record.append(key);
+  const std::string_view* location = g.string_at(fields[3]);
   t.device = location ? *location : "?";
-  const int64_t numel = int_or(g, tuple->items[4], -1);
+  const int64_t numel = int_or(g, fields[4], -1);
   if (numel < 0) {
     problem = "storage '" + t.storage_record + "' has no valid element count";
     return false;
@@ -131,7 +138,7 @@ class Walker {
       case PickleKind::List:
       case PickleKind::Tuple:
       case PickleKind::Set:
-        for (size_t i = 0; i < n.items.size(); ++i) walk(n.items[i], join_path(path, std::to_string(i)), role, depth + 1);
+        walk_items(n, path, role, depth);
         return;
       default: return;
     }
@@ -193,14 +200,16 @@ class Walker {
     out_.tensors.push_back(std::move(t));
   }
 
+  void walk_items(const PickleNode& n, const std::string& path, TensorRole role, size_t depth) {
+    const PickleSpan<PickleRef> items = g_.items(n);
+    for (size_t i = 0; i < items.size(); ++i) walk(items[i], join_path(path, std::to_string(i)), role, depth + 1);
+  }
+
   void walk_entries(const PickleNode& n, const std::string& path, TensorRole role, size_t depth) {
-    for (const auto& [k, v] : n.entries) {
+    for (const auto& [k, v] : g_.entries(n)) {
       const PickleNode& key = g_.at(k);
-      std::string name;
-      if (key.kind == PickleKind::String) name = key.text;
-      else if (key.kind == PickleKind::Int) name = std::to_string(key.integer);
-      else continue;
-      walk(v, join_path(path, name), role, depth + 1);
+      if (key.kind == PickleKind::String) walk(v, join_path(path, key.text), role, depth + 1);
+      else if (key.kind == PickleKind::Int) walk(v, join_path(path, std::to_string(key.integer)), role, depth + 1);
     }
   }
 
@@ -210,18 +219,17 @@ class Walker {
       return;
     }
     const PickleNode& n = g_.at(ref);
-    const std::string target = g_.call_target(ref);
-    const auto& args = g_.call_args(ref);
-    if (target.rfind("torch.jit._pickle.", 0) == 0) {  // build_*list, restore_type_tag
+    const PickleNode* fn = g_.callable(ref);
+    if (fn != nullptr && fn->text == "torch.jit._pickle") {  // build_*list, restore_type_tag
+      const auto args = g_.call_args(ref);
       if (!args.empty()) walk(args[0], path, role, depth + 1);
       return;
     }
-    const bool is_class = n.a < g_.size() && g_.at(n.a).kind == PickleKind::Global &&
-                          g_.at(n.a).text.rfind("__torch__", 0) == 0;
+    const bool is_class = fn != nullptr && fn->text.substr(0, 9) == "__torch__";
     if (is_class) return walk_object(ref, path, role, depth);
     // Any other call (OrderedDict, ...): its SETITEMs, APPENDs and BUILD state.
     walk_entries(n, path, role, depth);
-    for (size_t i = 0; i < n.items.size(); ++i) walk(n.items[i], join_path(path, std::to_string(i)), role, depth + 1);
+    walk_items(n, path, role, depth);
     if (n.state != kNoPickleRef) walk(n.state, path, role, depth + 1);
   }
 
@@ -230,14 +238,15 @@ class Walker {
   // (torch.per_channel_affine, scales, zero_points, axis). Named as PyTorch's
   // accessors name them.
   void quantizer_tensors(PickleRef ref, const std::string& path, TensorRole role) {
-    if (g_.call_target(ref) != "torch._utils._rebuild_qtensor") return;
-    const auto& args = g_.call_args(ref);
+    if (!g_.calls(ref, "torch._utils", "_rebuild_qtensor")) return;
+    const auto args = g_.call_args(ref);
     if (args.size() <= 4 || args[4] >= g_.size()) return;
     const PickleNode& params = g_.at(args[4]);
-    if (params.kind != PickleKind::Tuple || params.items.size() < 3) return;
+    const auto fields = g_.items(params);
+    if (params.kind != PickleKind::Tuple || fields.size() < 3) return;
     const char* names[] = {"q_per_channel_scales", "q_per_channel_zero_points"};
     for (size_t i = 0; i < 2; ++i) {
-      const PickleRef item = params.items[i + 1];
+      const PickleRef item = fields[i + 1];
       if (item < g_.size() && g_.at(item).kind == PickleKind::Call) tensor(item, path + "." + names[i], role);
     }
   }
@@ -246,7 +255,9 @@ class Walker {
     if (!on_path_.insert(ref).second) return;  // a cycle through the memo
     const PickleNode& n = g_.at(ref);
     const PickleNode& cls = g_.at(n.a);
-    const std::string type = cls.text + "." + cls.text2;
+    std::string type(cls.text);
+    type += '.';
+    type += cls.text2;
     const CodeClass* code = nullptr;
     if (classes_ != nullptr) {
       auto it = classes_->find(type);
@@ -257,8 +268,8 @@ class Walker {
     if (code != nullptr ? code->base == "Module" : !torchbind) out_.modules.push_back({path, type});
     if (n.state != kNoPickleRef && n.state < g_.size() && g_.at(n.state).kind == PickleKind::Dict) {
       const RoleIndex* roles = code != nullptr ? &roles_of(*code) : nullptr;
-      for (const auto& [k, v] : g_.at(n.state).entries) {
-        const std::string* name = g_.string_at(k);
+      for (const auto& [k, v] : g_.entries(g_.at(n.state))) {
+        const std::string_view* name = g_.string_at(k);
         if (name == nullptr) continue;
         TensorRole attr_role = role == TensorRole::State ? role : TensorRole::Attribute;
         if (roles != nullptr) {
@@ -296,7 +307,7 @@ class Walker {
 
 }  // namespace
 
-bool storage_dtype(const std::string& storage_class, std::string* dtype, uint64_t* element_size) {
+bool storage_dtype(std::string_view storage_class, std::string* dtype, uint64_t* element_size) {
   for (const DtypeRow& row : kDtypes) {
     if (storage_class == row.storage) {
       *dtype = row.dtype;
@@ -307,7 +318,7 @@ bool storage_dtype(const std::string& storage_class, std::string* dtype, uint64_
   return false;
 }
 
-bool dtype_element_size(const std::string& dtype, uint64_t* element_size) {
+bool dtype_element_size(std::string_view dtype, uint64_t* element_size) {
   for (const DtypeRow& row : kDtypes) {
     if (dtype == row.dtype) {
       *element_size = row.size;
@@ -319,16 +330,18 @@ bool dtype_element_size(const std::string& dtype, uint64_t* element_size) {
 
 TensorCall read_tensor_call(const PickleGraph& g, PickleRef ref, const std::string& folder, TensorInfo& t,
                             StorageInfo& s, std::string& problem) {
-  const std::string target = g.call_target(ref);
-  const auto& args = g.call_args(ref);
-  if (target == "torch._utils._rebuild_parameter" || target == "torch._utils._rebuild_parameter_with_state") {
+  const PickleNode* fn = g.callable(ref);
+  if (fn == nullptr || fn->text != "torch._utils") return TensorCall::NotATensor;
+  const std::string_view name = fn->text2;
+  const auto args = g.call_args(ref);
+  if (name == "_rebuild_parameter" || name == "_rebuild_parameter_with_state") {
     if (args.empty()) return TensorCall::NotATensor;
     if (t.role != TensorRole::State) t.role = TensorRole::Parameter;
     return read_tensor_call(g, args[0], folder, t, s, problem);
   }
-  const bool v2 = target == "torch._utils._rebuild_tensor_v2" || target == "torch._utils._rebuild_tensor";
-  const bool v3 = target == "torch._utils._rebuild_tensor_v3";
-  const bool q = target == "torch._utils._rebuild_qtensor";
+  const bool v2 = name == "_rebuild_tensor_v2" || name == "_rebuild_tensor";
+  const bool v3 = name == "_rebuild_tensor_v3";
+  const bool q = name == "_rebuild_qtensor";
   if (!v2 && !v3 && !q) return TensorCall::NotATensor;
   if (args.size() < 4) {
     problem = "tensor '" + t.path + "' has " + std::to_string(args.size()) + " rebuild arguments, expected at least 4";
@@ -343,9 +356,9 @@ TensorCall read_tensor_call(const PickleGraph& g, PickleRef ref, const std::stri
   }
   if (q && args.size() > 4) t.quantization = quantizer_name(g, args[4]);
   if (v3 && args.size() > 6 && g.at(args[6]).kind == PickleKind::Global) {
-    const std::string& name = g.at(args[6]).text2;
+    const std::string_view dtype = g.at(args[6]).text2;
     uint64_t size = 0;
-    if (dtype_element_size(name, &size)) t.dtype = name;
+    if (dtype_element_size(dtype, &size)) t.dtype = dtype;
   }
   const size_t flag_index = q ? 5 : 4;
   if (args.size() > flag_index && g.at(args[flag_index]).kind == PickleKind::Bool) {
@@ -384,8 +397,9 @@ void collect_constants(const PickleGraph& graph, ModelContents& out) {
   Walker walker(graph, nullptr, "constants", out);
   const PickleNode& root = graph.at(graph.root());
   if (root.kind != PickleKind::Tuple) return;
-  for (size_t i = 0; i < root.items.size(); ++i) {
-    walker.walk(root.items[i], "CONSTANTS.c" + std::to_string(i), TensorRole::Constant, 1);
+  const auto constants = graph.items(root);
+  for (size_t i = 0; i < constants.size(); ++i) {
+    walker.walk(constants[i], "CONSTANTS.c" + std::to_string(i), TensorRole::Constant, 1);
   }
 }
 

@@ -67,8 +67,8 @@ struct ModelContents {
 
 // Element size and dtype name for a storage class ("FloatStorage") or a dtype
 // name ("float32"); false when unknown.
-bool storage_dtype(const std::string& storage_class, std::string* dtype, uint64_t* element_size);
-bool dtype_element_size(const std::string& dtype, uint64_t* element_size);
+bool storage_dtype(std::string_view storage_class, std::string* dtype, uint64_t* element_size);
+bool dtype_element_size(std::string_view dtype, uint64_t* element_size);
 
 // Walks data.pkl of a TorchScript archive (a module object).
 void collect_module(const PickleGraph& graph, const ClassIndex& classes, ModelContents& out);

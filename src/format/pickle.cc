@@ -13,7 +13,7 @@
 
 namespace tsarchive {
 
-const std::string* PickleGraph::string_at(PickleRef ref) const {
+const std::string_view* PickleGraph::string_at(PickleRef ref) const {
   if (ref >= nodes_.size() || nodes_[ref].kind != PickleKind::String) return nullptr;
   return &nodes_[ref].text;
 }
@@ -24,19 +24,32 @@ bool PickleGraph::is_global(PickleRef ref, std::string_view module, std::string_
   return n.kind == PickleKind::Global && n.text == module && n.text2 == name;
 }
 
-std::string PickleGraph::call_target(PickleRef ref) const {
-  if (ref >= nodes_.size() || nodes_[ref].kind != PickleKind::Call) return {};
+const PickleNode* PickleGraph::callable(PickleRef ref) const {
+  if (ref >= nodes_.size() || nodes_[ref].kind != PickleKind::Call) return nullptr;
   const PickleRef fn = nodes_[ref].a;
-  if (fn >= nodes_.size() || nodes_[fn].kind != PickleKind::Global) return {};
-  return nodes_[fn].text + "." + nodes_[fn].text2;
+  if (fn >= nodes_.size() || nodes_[fn].kind != PickleKind::Global) return nullptr;
+  return &nodes_[fn];
 }
 
-const std::vector<PickleRef>& PickleGraph::call_args(PickleRef ref) const {
-  static const std::vector<PickleRef> kEmpty;
-  if (ref >= nodes_.size() || nodes_[ref].kind != PickleKind::Call) return kEmpty;
+bool PickleGraph::calls(PickleRef ref, std::string_view module, std::string_view name) const {
+  const PickleNode* fn = callable(ref);
+  return fn != nullptr && fn->text == module && fn->text2 == name;
+}
+
+std::string PickleGraph::call_target(PickleRef ref) const {
+  const PickleNode* fn = callable(ref);
+  if (fn == nullptr) return {};
+  std::string target(fn->text);
+  target += '.';
+  target += fn->text2;
+  return target;
+}
+
+PickleSpan<PickleRef> PickleGraph::call_args(PickleRef ref) const {
+  if (ref >= nodes_.size() || nodes_[ref].kind != PickleKind::Call) return {};
   const PickleRef args = nodes_[ref].b;
-  if (args >= nodes_.size() || nodes_[args].kind != PickleKind::Tuple) return kEmpty;
-  return nodes_[args].items;
+  if (args >= nodes_.size() || nodes_[args].kind != PickleKind::Tuple) return {};
+  return items(nodes_[args]);
 }
 
 constexpr size_t kMaxReservedNodes = 1 << 20;
@@ -50,9 +63,29 @@ class PickleParser {
     // reserving for that up front saves the copies (and the page faults) of
     // growing the vector, a third of inspect's work on a many-tensor archive.
     // Untouched capacity costs address space, not memory; capped all the same.
-    graph_.nodes_.reserve(std::min<size_t>({limits.max_nodes, (bytes.size() - offset) / 3 + 16, kMaxReservedNodes}));
+    const size_t expected = std::min<size_t>({limits.max_nodes, (bytes.size() - offset) / 3 + 16, kMaxReservedNodes});
+    graph_.nodes_.reserve(expected);
+    graph_.item_pool_.reserve(expected);
   }
 
+  // Gives `graph` its own copy of `parsed`, the bytes its text views point
+  // into, and moves the views there.
+  static void keep_copy(PickleGraph& graph, std::string_view parsed) {
+    auto copy = std::make_shared<const std::string>(parsed);
+    const auto moved = [&](std::string_view view) {
+      if (view.empty()) return view;
+      return std::string_view(copy->data() + (view.data() - parsed.data()), view.size());
+    };
+    for (PickleNode& n : graph.nodes_) {
+      n.text = moved(n.text);
+      n.text2 = moved(n.text2);
+    }
+    keep(graph, std::move(copy));
+  }
+  // Gives `graph` the bytes its text views already point into.
+  static void keep(PickleGraph& graph, std::shared_ptr<const std::string> bytes) { graph.bytes_ = std::move(bytes); }
+
+  // Parses up to STOP; text views point into the bytes given.
   PickleGraph parse(size_t* end) {
     for (;;) {
       op_offset_ = reader_.offset();
@@ -72,15 +105,15 @@ class PickleParser {
     throw_bad_input(what_ + ": " + why + " (pickle offset " + std::to_string(op_offset_) + ")");
   }
 
-  PickleRef add(PickleNode node) {
+  PickleRef add(const PickleNode& node) {
     if (graph_.nodes_.size() >= limits_.max_nodes) fail("more than " + std::to_string(limits_.max_nodes) + " values");
-    graph_.nodes_.push_back(std::move(node));
+    graph_.nodes_.push_back(node);
     return static_cast<PickleRef>(graph_.nodes_.size() - 1);
   }
   PickleRef add(PickleKind kind) {
     PickleNode n;
     n.kind = kind;
-    return add(std::move(n));
+    return add(n);
   }
   PickleNode& node(PickleRef ref) { return graph_.nodes_[ref]; }
   void push(PickleRef ref) { stack_.push_back(ref); }
@@ -97,35 +130,90 @@ class PickleParser {
   }
   size_t base() const { return marks_.empty() ? 0 : marks_.back(); }
 
-  // Pops everything above the last MARK, and the mark.
-  std::vector<PickleRef> pop_mark() {
+  // The values above the last MARK, which the caller consumes and then drops
+  // with drop_mark(); no copy of them is made.
+  PickleSpan<PickleRef> marked() {
     if (marks_.empty()) fail("no MARK on the stack");
     const size_t m = marks_.back();
+    return {stack_.data() + m, stack_.size() - m};
+  }
+  void drop_mark() {
+    if (marks_.empty()) fail("no MARK on the stack");
+    stack_.resize(marks_.back());
     marks_.pop_back();
-    std::vector<PickleRef> items(stack_.begin() + static_cast<std::ptrdiff_t>(m), stack_.end());
-    stack_.resize(m);
-    return items;
+  }
+  // The value just below the last MARK: what APPENDS, ADDITEMS and SETITEMS add to.
+  PickleRef below_mark() {
+    if (marks_.empty()) fail("no MARK on the stack");
+    const size_t m = marks_.back();
+    const size_t floor = marks_.size() > 1 ? marks_[marks_.size() - 2] : 0;
+    if (m <= floor) fail("empty stack");
+    return stack_[m - 1];
   }
 
-  PickleRef container(PickleKind kind, std::vector<PickleRef> items) {
+  // Appends `values` to a node's run of `pool`. A run at the pool's end just
+  // grows; any other moves to the end with room to spare (kept in `spare`), so
+  // interleaved APPENDs to many lists cost amortised constant time, and the
+  // pool stays within a small factor of the values it holds.
+  template <typename T>
+  void append(std::vector<T>& pool, std::unordered_map<PickleRef, uint32_t>& spare, PickleRef target,
+              PickleSlice PickleNode::*run, PickleSpan<T> values) {
+    if (values.empty()) return;
+    PickleSlice& slice = node(target).*run;
+    const uint64_t grown = uint64_t{slice.size} + values.size();
+    const uint64_t limit = std::min<uint64_t>(4 * uint64_t{limits_.max_nodes}, UINT32_MAX / 4);
+    if (pool.size() + 2 * grown > limit) fail("containers hold more than " + std::to_string(limit) + " values in all");
+    if (slice.begin + slice.size == pool.size()) {
+      pool.insert(pool.end(), values.begin(), values.end());
+    } else {
+      uint32_t& room = spare[target];
+      if (grown > room) {
+        const size_t begin = pool.size();
+        room = static_cast<uint32_t>(2 * grown);
+        pool.resize(begin + room);
+        std::copy_n(pool.begin() + slice.begin, slice.size, pool.begin() + static_cast<std::ptrdiff_t>(begin));
+        slice.begin = static_cast<uint32_t>(begin);
+      }
+      std::copy(values.begin(), values.end(), pool.begin() + slice.begin + slice.size);
+    }
+    slice.size = static_cast<uint32_t>(grown);
+  }
+  void append_items(PickleRef target, PickleSpan<PickleRef> values) {
+    append(graph_.item_pool_, spare_items_, target, &PickleNode::items, values);
+  }
+  void append_entries(PickleRef target, PickleSpan<PickleEntry> values) {
+    append(graph_.entry_pool_, spare_entries_, target, &PickleNode::entries, values);
+  }
+
+  PickleRef container(PickleKind kind, PickleSpan<PickleRef> items) {
     PickleNode n;
     n.kind = kind;
-    n.items = std::move(items);
-    return add(std::move(n));
+    n.items.begin = static_cast<uint32_t>(graph_.item_pool_.size());
+    const PickleRef ref = add(n);
+    append_items(ref, items);
+    return ref;
+  }
+  PickleRef container(PickleKind kind, std::initializer_list<PickleRef> items) {
+    return container(kind, PickleSpan<PickleRef>(items.begin(), items.size()));
+  }
+  PickleRef marked_container(PickleKind kind) {
+    const PickleRef ref = container(kind, marked());
+    drop_mark();
+    return ref;
   }
 
   PickleRef string_node(PickleKind kind, std::string_view s) {
     PickleNode n;
     n.kind = kind;
-    n.text = std::string(s);
-    return add(std::move(n));
+    n.text = s;
+    return add(n);
   }
 
   PickleRef int_node(int64_t v) {
     PickleNode n;
     n.kind = PickleKind::Int;
     n.integer = v;
-    return add(std::move(n));
+    return add(n);
   }
 
   // LONG1/LONG4 payload: little-endian two's complement.
@@ -142,9 +230,9 @@ class PickleParser {
   PickleRef global_node(std::string_view module, std::string_view name) {
     PickleNode n;
     n.kind = PickleKind::Global;
-    n.text = std::string(module);
-    n.text2 = std::string(name);
-    return add(std::move(n));
+    n.text = module;
+    n.text2 = name;
+    return add(n);
   }
 
   PickleRef call_node(PickleRef fn, PickleRef args) {
@@ -152,14 +240,34 @@ class PickleParser {
     n.kind = PickleKind::Call;
     n.a = fn;
     n.b = args;
-    return add(std::move(n));
+    return add(n);
   }
 
-  void memo_put(uint64_t index) { memo_[index] = top(); }
+  // Picklers number memo keys 0, 1, 2, ...: those below the count of bytes
+  // read so far go in a vector, any other in a map.
+  void memo_put(uint64_t index) {
+    const PickleRef value = top();
+    PickleRef* slot = nullptr;
+    if (index < memo_.size()) {
+      slot = &memo_[index];
+    } else if (index < reader_.offset() + 256) {
+      memo_.resize(index + 1, kNoPickleRef);
+      slot = &memo_[index];
+    } else {
+      slot = &sparse_memo_.try_emplace(index, kNoPickleRef).first->second;
+    }
+    if (*slot == kNoPickleRef) ++memo_size_;
+    *slot = value;
+  }
   void memo_get(uint64_t index) {
-    auto it = memo_.find(index);
-    if (it == memo_.end()) fail("memo key " + std::to_string(index) + " was never stored");
-    push(it->second);
+    PickleRef ref = kNoPickleRef;
+    if (index < memo_.size()) {
+      ref = memo_[index];
+    } else if (auto it = sparse_memo_.find(index); it != sparse_memo_.end()) {
+      ref = it->second;
+    }
+    if (ref == kNoPickleRef) fail("memo key " + std::to_string(index) + " was never stored");
+    push(ref);
   }
 
   std::string_view sized(uint64_t n) {
@@ -182,9 +290,14 @@ class PickleParser {
     return v;
   }
 
-  void set_items(PickleRef target, const std::vector<PickleRef>& kv) {
+  // SETITEMS and DICT: key, value, key, value, ... above the last MARK.
+  void set_marked_items(PickleRef target) {
+    const PickleSpan<PickleRef> kv = marked();
     if (kv.size() % 2 != 0) fail("SETITEMS with an odd number of values");
-    for (size_t i = 0; i < kv.size(); i += 2) node(target).entries.emplace_back(kv[i], kv[i + 1]);
+    entry_buffer_.clear();
+    for (size_t i = 0; i < kv.size(); i += 2) entry_buffer_.emplace_back(kv[i], kv[i + 1]);
+    append_entries(target, PickleSpan<PickleEntry>(entry_buffer_.data(), entry_buffer_.size()));
+    drop_mark();
   }
 
   void step(uint8_t op) {
@@ -193,7 +306,7 @@ class PickleParser {
       case 0x95: reader_.u64(); break;         // FRAME: framing is only a hint
       case '(': marks_.push_back(stack_.size()); break;  // MARK
       case '0': pop(); break;                  // POP
-      case '1': pop_mark(); break;             // POP_MARK
+      case '1': drop_mark(); break;            // POP_MARK
       case '2': push(top()); break;            // DUP
       case 'N': push(add(PickleKind::None)); break;
       case 0x88:
@@ -201,7 +314,7 @@ class PickleParser {
         PickleNode n;
         n.kind = PickleKind::Bool;
         n.boolean = op == 0x88;
-        push(add(std::move(n)));
+        push(add(n));
         break;
       }
       case 'J': push(int_node(static_cast<int32_t>(reader_.u32()))); break;  // BININT
@@ -222,7 +335,7 @@ class PickleParser {
         PickleNode n;
         n.kind = PickleKind::Float;
         std::memcpy(&n.real, &bits, 8);
-        push(add(std::move(n)));
+        push(add(n));
         break;
       }
       case 'F': {  // FLOAT (text)
@@ -232,7 +345,7 @@ class PickleParser {
         n.kind = PickleKind::Float;
         n.real = std::strtod(s.c_str(), &endp);
         if (s.empty() || *endp != '\0') fail("bad float literal");
-        push(add(std::move(n)));
+        push(add(n));
         break;
       }
       case 'X': push(string_node(PickleKind::String, sized(reader_.u32()))); break;     // BINUNICODE
@@ -250,7 +363,7 @@ class PickleParser {
       case 0x8e:                                                                      // BINBYTES8
       case 0x96: push(string_node(PickleKind::Bytes, sized(reader_.u64()))); break;  // BYTEARRAY8
       case ')': push(container(PickleKind::Tuple, {})); break;                        // EMPTY_TUPLE
-      case 't': push(container(PickleKind::Tuple, pop_mark())); break;               // TUPLE
+      case 't': push(marked_container(PickleKind::Tuple)); break;                    // TUPLE
       case 0x85: {                                                                    // TUPLE1
         PickleRef x = pop();
         push(container(PickleKind::Tuple, {x}));
@@ -267,44 +380,35 @@ class PickleParser {
         break;
       }
       case ']': push(container(PickleKind::List, {})); break;          // EMPTY_LIST
-      case 'l': push(container(PickleKind::List, pop_mark())); break;  // LIST
-      case 'a': {                                                        // APPEND
-        PickleRef v = pop();
-        node(top()).items.push_back(v);
+      case 'l': push(marked_container(PickleKind::List)); break;  // LIST
+      case 'a': {                                                   // APPEND
+        const PickleRef v = pop();
+        append_items(top(), PickleSpan<PickleRef>(&v, 1));
         break;
       }
-      case 'e': {  // APPENDS
-        std::vector<PickleRef> vs = pop_mark();
-        auto& items = node(top()).items;
-        items.insert(items.end(), vs.begin(), vs.end());
+      case 'e':     // APPENDS
+      case 0x90: {  // ADDITEMS
+        const PickleRef target = below_mark();
+        append_items(target, marked());
+        drop_mark();
         break;
       }
       case '}': push(add(PickleKind::Dict)); break;  // EMPTY_DICT
       case 'd': {                                     // DICT
-        std::vector<PickleRef> kv = pop_mark();
-        PickleRef d = add(PickleKind::Dict);
-        set_items(d, kv);
+        const PickleRef d = add(PickleKind::Dict);
+        set_marked_items(d);
         push(d);
         break;
       }
       case 's': {  // SETITEM
-        PickleRef v = pop(), k = pop();
-        node(top()).entries.emplace_back(k, v);
+        const PickleRef v = pop();
+        const PickleEntry entry{pop(), v};
+        append_entries(top(), PickleSpan<PickleEntry>(&entry, 1));
         break;
       }
-      case 'u': {  // SETITEMS
-        std::vector<PickleRef> kv = pop_mark();
-        set_items(top(), kv);
-        break;
-      }
-      case 0x8f: push(add(PickleKind::Set)); break;  // EMPTY_SET
-      case 0x90: {                                    // ADDITEMS
-        std::vector<PickleRef> vs = pop_mark();
-        auto& items = node(top()).items;
-        items.insert(items.end(), vs.begin(), vs.end());
-        break;
-      }
-      case 0x91: push(container(PickleKind::Set, pop_mark())); break;  // FROZENSET
+      case 'u': set_marked_items(below_mark()); break;                 // SETITEMS
+      case 0x8f: push(add(PickleKind::Set)); break;                    // EMPTY_SET
+      case 0x91: push(marked_container(PickleKind::Set)); break;       // FROZENSET
       case 'c': {                                                       // GLOBAL "module\nname\n"
         std::string_view module = reader_.line();
         std::string_view name = reader_.line();
@@ -313,8 +417,8 @@ class PickleParser {
       }
       case 0x93: {  // STACK_GLOBAL
         PickleRef name = pop(), module = pop();
-        const std::string* m = graph_.string_at(module);
-        const std::string* n = graph_.string_at(name);
+        const std::string_view* m = graph_.string_at(module);
+        const std::string_view* n = graph_.string_at(name);
         if (m == nullptr || n == nullptr) fail("STACK_GLOBAL needs two strings");
         push(global_node(*m, *n));
         break;
@@ -340,7 +444,7 @@ class PickleParser {
         PickleNode n;
         n.kind = PickleKind::PersistentId;
         n.a = pop();
-        push(add(std::move(n)));
+        push(add(n));
         break;
       }
       case 'q': memo_put(reader_.u8()); break;                       // BINPUT
@@ -349,7 +453,7 @@ class PickleParser {
       case 'h': memo_get(reader_.u8()); break;                       // BINGET
       case 'j': memo_get(reader_.u32()); break;                      // LONG_BINGET
       case 'g': memo_get(static_cast<uint64_t>(text_int(reader_.line()))); break;  // GET
-      case 0x94: memo_put(memo_.size()); break;                      // MEMOIZE
+      case 0x94: memo_put(memo_size_); break;                        // MEMOIZE: key len(memo)
       default: {
         char hex[8];
         std::snprintf(hex, sizeof hex, "0x%02x", op);
@@ -364,14 +468,32 @@ class PickleParser {
   PickleGraph graph_;
   std::vector<PickleRef> stack_;
   std::vector<size_t> marks_;
-  std::unordered_map<uint64_t, PickleRef> memo_;
+  std::vector<PickleRef> memo_;
+  std::unordered_map<uint64_t, PickleRef> sparse_memo_;
+  uint64_t memo_size_ = 0;  // keys stored, as Python's len(memo)
+  std::unordered_map<PickleRef, uint32_t> spare_items_;  // room of runs moved to the pool's end
+  std::unordered_map<PickleRef, uint32_t> spare_entries_;
+  std::vector<PickleEntry> entry_buffer_;
   size_t op_offset_ = 0;
 };
 
 PickleGraph parse_pickle(std::string_view bytes, const std::string& what, size_t offset, size_t* end,
                          const PickleLimits& limits) {
   if (offset > bytes.size()) throw_bad_input(what + ": pickle starts past the end of its data");
-  return PickleParser(bytes, what, offset, limits).parse(end);
+  size_t stop = 0;
+  PickleGraph graph = PickleParser(bytes, what, offset, limits).parse(&stop);
+  PickleParser::keep_copy(graph, bytes.substr(offset, stop - offset));
+  if (end != nullptr) *end = stop;
+  return graph;
+}
+
+PickleGraph parse_pickle(std::string&& bytes, const std::string& what, size_t offset, size_t* end,
+                         const PickleLimits& limits) {
+  if (offset > bytes.size()) throw_bad_input(what + ": pickle starts past the end of its data");
+  auto owned = std::make_shared<const std::string>(std::move(bytes));
+  PickleGraph graph = PickleParser(*owned, what, offset, limits).parse(end);
+  PickleParser::keep(graph, std::move(owned));
+  return graph;
 }
 
 }  // namespace tsarchive

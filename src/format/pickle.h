@@ -23,8 +23,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tsarchive {
@@ -48,19 +50,49 @@ enum class PickleKind : uint8_t {
 
 using PickleRef = uint32_t;
 constexpr PickleRef kNoPickleRef = 0xFFFFFFFFu;
+using PickleEntry = std::pair<PickleRef, PickleRef>;  // key, value
 
+// A run of a graph's pool: the items or the entries of one node.
+struct PickleSlice {
+  uint32_t begin = 0;
+  uint32_t size = 0;
+};
+
+// A read-only view of a run of values (std::span is C++20).
+template <typename T>
+class PickleSpan {
+ public:
+  PickleSpan() = default;
+  PickleSpan(const T* data, size_t size) : data_(data), size_(size) {}
+  const T* begin() const { return data_; }
+  const T* end() const { return data_ + size_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const T& operator[](size_t i) const { return data_[i]; }
+
+ private:
+  const T* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// One value. Small and trivially copyable on purpose: a 130 KB data.pkl makes
+// some 28,000 of them, and their size is most of what inspect touches. Text is
+// a view of the graph's own copy of the pickle; items and entries live in the
+// graph's pools (PickleGraph::items, PickleGraph::entries).
 struct PickleNode {
   PickleKind kind = PickleKind::None;
   bool boolean = false;
-  int64_t integer = 0;
-  double real = 0.0;
-  std::string text;
-  std::string text2;
   PickleRef a = kNoPickleRef;
   PickleRef b = kNoPickleRef;
   PickleRef state = kNoPickleRef;  // set by BUILD
-  std::vector<PickleRef> items;    // tuple/list/set elements, APPENDs on any node
-  std::vector<std::pair<PickleRef, PickleRef>> entries;  // dict items, SETITEMs on any node
+  union {
+    int64_t integer = 0;  // Int
+    double real;          // Float
+  };
+  std::string_view text;
+  std::string_view text2;
+  PickleSlice items;    // tuple/list/set elements, APPENDs on any node
+  PickleSlice entries;  // dict items, SETITEMs on any node
 };
 
 class PickleGraph {
@@ -69,30 +101,46 @@ class PickleGraph {
   PickleRef root() const { return root_; }
   size_t size() const { return nodes_.size(); }
 
+  PickleSpan<PickleRef> items(const PickleNode& n) const { return {item_pool_.data() + n.items.begin, n.items.size}; }
+  PickleSpan<PickleEntry> entries(const PickleNode& n) const {
+    return {entry_pool_.data() + n.entries.begin, n.entries.size};
+  }
+
   // Convenience accessors that return null/empty when the node is not of that kind.
-  const std::string* string_at(PickleRef ref) const;
+  const std::string_view* string_at(PickleRef ref) const;
   bool is_global(PickleRef ref, std::string_view module, std::string_view name) const;
+  // For a Call node: whether its callable is the Global module.name.
+  bool calls(PickleRef ref, std::string_view module, std::string_view name) const;
+  // For a Call node: the Global it calls; null when it calls anything else.
+  const PickleNode* callable(PickleRef ref) const;
   // For a Call node: its callable if it is a Global, as "module.name"; "" otherwise.
   std::string call_target(PickleRef ref) const;
   // Tuple elements of a Call's argument tuple (empty when not a tuple).
-  const std::vector<PickleRef>& call_args(PickleRef ref) const;
+  PickleSpan<PickleRef> call_args(PickleRef ref) const;
 
  private:
   friend class PickleParser;
+  std::shared_ptr<const std::string> bytes_;  // what text views point into
   std::vector<PickleNode> nodes_;
+  std::vector<PickleRef> item_pool_;
+  std::vector<PickleEntry> entry_pool_;
   PickleRef root_ = kNoPickleRef;
 };
 
 struct PickleLimits {
-  // One value can cost one byte of pickle (EMPTY_LIST) and ~160 bytes here:
-  // 4 million is ~650 MB at most, and ~200,000 tensors of a torch.save file.
+  // One value can cost one byte of pickle (EMPTY_LIST) and ~72 bytes here:
+  // 4 million is ~300 MB at most, and ~200,000 tensors of a torch.save file.
   size_t max_nodes = 4'000'000;
 };
 
 // Parses one pickle starting at `offset` of `bytes`; on return `*end` (if given)
 // is the offset just past STOP. Throws Error(BadInput) with `what` and the
-// offset of the failing opcode.
+// offset of the failing opcode. The graph keeps its own copy of the pickle's
+// bytes (only those from `offset` to STOP); given a std::string to own, it
+// keeps that instead of copying.
 PickleGraph parse_pickle(std::string_view bytes, const std::string& what, size_t offset = 0, size_t* end = nullptr,
+                         const PickleLimits& limits = {});
+PickleGraph parse_pickle(std::string&& bytes, const std::string& what, size_t offset = 0, size_t* end = nullptr,
                          const PickleLimits& limits = {});
 
 }  // namespace tsarchive

@@ -21,9 +21,9 @@ TEST_CASE("pickle: protocol 2 list of small ints") {
   const PickleGraph g = parse_pickle(p, "test");
   const PickleNode& root = g.at(g.root());
   REQUIRE(root.kind == PickleKind::List);
-  REQUIRE(root.items.size() == 2);
-  CHECK(g.at(root.items[0]).integer == 1);
-  CHECK(g.at(root.items[1]).integer == 2);
+  REQUIRE(g.items(root).size() == 2);
+  CHECK(g.at(g.items(root)[0]).integer == 1);
+  CHECK(g.at(g.items(root)[1]).integer == 2);
 }
 
 TEST_CASE("pickle: LONG1 is little-endian two's complement") {
@@ -118,4 +118,93 @@ TEST_CASE("tensors: a tensor that reaches past its storage is reported") {
   CHECK(model.tensors[0].storage_record == "data/0");
   REQUIRE(model.problems.size() == 1);
   CHECK_THAT(model.problems[0], Catch::Contains("reaches element 3") && Catch::Contains("holds 2"));
+}
+
+namespace {
+std::vector<int64_t> ints_of(const PickleGraph& g, PickleRef list) {
+  std::vector<int64_t> out;
+  for (PickleRef item : g.items(g.at(list))) out.push_back(g.at(item).integer);
+  return out;
+}
+}  // namespace
+
+TEST_CASE("pickle: APPENDs to lists that take turns keep each list's values in order") {
+  // a = []; b = []; then a.append(i), b.append(100 + i) in turns, both in a tuple.
+  std::string p = bytes({0x80, 2, ']', 'q', 0, ']', 'q', 1, '0', '0'});  // memo 0 = a, 1 = b
+  for (int i = 0; i < 50; ++i) {
+    p += bytes({'h', 0, 'K', i, 'a', '0'});        // a.append(i)
+    p += bytes({'h', 1, 'K', 100 + i, 'a', '0'});  // b.append(100 + i)
+  }
+  p += bytes({'h', 0, 'h', 1, 0x86, '.'});
+  const PickleGraph g = parse_pickle(p, "test");
+  const auto pair = g.items(g.at(g.root()));
+  REQUIRE(pair.size() == 2);
+  std::vector<int64_t> a, b;
+  for (int i = 0; i < 50; ++i) a.push_back(i), b.push_back(100 + i);
+  CHECK(ints_of(g, pair[0]) == a);
+  CHECK(ints_of(g, pair[1]) == b);
+}
+
+TEST_CASE("pickle: SETITEMs, APPENDS and a nested container in between all land on the right node") {
+  // d = {}; d['x'] = [1, 2]; d['y'] = 3  with SETITEM, then APPENDS onto the list via the memo.
+  const std::string p = "\x80\x02}q\x00X\x01\x00\x00\x00x]q\x01(K\x01K\x02" "esX\x01\x00\x00\x00yK\x03s"
+                        "h\x01(K\x04K\x05" "e0."s;
+  const PickleGraph g = parse_pickle(p, "test");
+  const PickleNode& d = g.at(g.root());
+  REQUIRE(d.kind == PickleKind::Dict);
+  const auto entries = g.entries(d);
+  REQUIRE(entries.size() == 2);
+  CHECK(*g.string_at(entries[0].first) == "x");
+  CHECK(ints_of(g, entries[0].second) == std::vector<int64_t>{1, 2, 4, 5});
+  CHECK(*g.string_at(entries[1].first) == "y");
+  CHECK(g.at(entries[1].second).integer == 3);
+}
+
+TEST_CASE("pickle: MEMOIZE stores at len(memo), counting keys BINPUT stored") {
+  // 'a' BINPUT 5, 'b' MEMOIZE (key 1: one key stored), then GET 1 -> 'b'.
+  const std::string p = "\x80\x04\x8c\x01" "aq\x05" "0\x8c\x01" "b\x94" "0h\x01."s;
+  const PickleGraph g = parse_pickle(p, "test");
+  REQUIRE(g.string_at(g.root()) != nullptr);
+  CHECK(*g.string_at(g.root()) == "b");
+}
+
+TEST_CASE("pickle: a graph keeps its text after the bytes it was parsed from are gone") {
+  PickleGraph g;
+  size_t end = 0;
+  {
+    std::string prefix(7, 'z');  // parsed from an offset, as the legacy format is
+    const std::string p = prefix + "\x80\x02" "cmod\nname\nX\x05\x00\x00\x00hello\x86."s + "trailing";
+    g = parse_pickle(std::string_view(p), "test", prefix.size(), &end);
+    CHECK(end == p.size() - 8);
+  }
+  const auto pair = g.items(g.at(g.root()));
+  REQUIRE(pair.size() == 2);
+  CHECK(g.is_global(pair[0], "mod", "name"));
+  CHECK(*g.string_at(pair[1]) == "hello");
+  std::string owned = "\x80\x02X\x03\x00\x00\x00" "abc."s;
+  const PickleGraph h = parse_pickle(std::move(owned), "test");
+  CHECK(*h.string_at(h.root()) == "abc");
+}
+
+TEST_CASE("pickle: APPENDs that take turns between two lists cost linear time and memory") {
+  // Each append moves to the other list; copying a whole list per append
+  // would take ~10^10 steps here and time the test out.
+  std::string p = bytes({0x80, 2, ']', 'q', 0, ']', 'q', 1, '0', '0'});
+  constexpr int kTurns = 100'000;
+  for (int i = 0; i < kTurns; ++i) p += bytes({'h', 0, 'N', 'a', '0', 'h', 1, 'N', 'a', '0'});
+  p += bytes({'h', 0, '.'});
+  const PickleGraph g = parse_pickle(p, "test");
+  CHECK(g.items(g.at(g.root())).size() == kTurns);
+}
+
+TEST_CASE("pickle: the items of containers are bounded like values") {
+  // One list and one None, DUPed 5000 times and APPENDed: two nodes, 5000
+  // items. The items, not the nodes, are what grows.
+  const std::string p = "\x80\x02](N"s + std::string(5000, '2') + "e.";
+  PickleLimits limits;
+  limits.max_nodes = 1000;
+  CHECK_THROWS_WITH(parse_pickle(p, "data.pkl", 0, nullptr, limits), Catch::Contains("values in all"));
+  const PickleGraph g = parse_pickle(p, "data.pkl");
+  CHECK(g.size() == 2);
+  CHECK(g.items(g.at(g.root())).size() == 5001);
 }
