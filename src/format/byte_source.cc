@@ -208,53 +208,21 @@ std::unique_ptr<ByteSource> make_memory_source(std::string bytes, std::string na
   return std::make_unique<MemorySource>(std::move(bytes), std::move(name));
 }
 
-void ByteReader::need(uint64_t n) const {
-  if (n > remaining()) {
-    throw_bad_input(what_ + " ends early: needs " + std::to_string(n) + " more bytes at offset " +
-                    std::to_string(pos_) + ", has " + std::to_string(remaining()));
-  }
-}
-
-uint8_t ByteReader::u8() {
-  need(1);
-  return static_cast<uint8_t>(bytes_[pos_++]);
-}
-
-uint16_t ByteReader::u16() {
-  need(2);
-  uint16_t v = 0;
-  for (int i = 1; i >= 0; --i) v = static_cast<uint16_t>((v << 8) | static_cast<uint8_t>(bytes_[pos_ + i]));
-  pos_ += 2;
-  return v;
-}
-
-uint32_t ByteReader::u32() {
-  need(4);
-  uint32_t v = 0;
-  for (int i = 3; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(bytes_[pos_ + i]);
-  pos_ += 4;
-  return v;
-}
-
-uint64_t ByteReader::u64() {
-  need(8);
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<uint8_t>(bytes_[pos_ + i]);
-  pos_ += 8;
-  return v;
-}
-
-std::string_view ByteReader::bytes(uint64_t n) {
-  need(n);
-  std::string_view out = bytes_.substr(pos_, static_cast<size_t>(n));
-  pos_ += static_cast<size_t>(n);
+std::string ByteReader::described() const {
+  std::string out(what_);
+  if (!subject_.empty()) out.append(" of '").append(subject_).append("'");
   return out;
+}
+
+void ByteReader::ends_early(uint64_t n) const {
+  throw_bad_input(described() + " ends early: needs " + std::to_string(n) + " more bytes at offset " +
+                  std::to_string(pos_) + ", has " + std::to_string(remaining()));
 }
 
 std::string_view ByteReader::line() {
   size_t nl = bytes_.find('\n', pos_);
   if (nl == std::string_view::npos) {
-    throw_bad_input(what_ + " ends early: a text line at offset " + std::to_string(pos_) + " has no end");
+    throw_bad_input(described() + " ends early: a text line at offset " + std::to_string(pos_) + " has no end");
   }
   std::string_view out = bytes_.substr(pos_, nl - pos_);
   pos_ = nl + 1;

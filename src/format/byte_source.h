@@ -64,30 +64,52 @@ std::unique_ptr<ByteSource> borrow_source(const ByteSource& source);
 std::unique_ptr<ByteSource> make_memory_source(std::string bytes, std::string name = "<memory>");
 
 // Sequential little-endian reader over a buffer it does not own. Every read is
-// bounds-checked; overruns throw Error(BadInput) naming `what_` and the offset.
+// bounds-checked; overruns throw Error(BadInput) naming what was read and the
+// offset: `what` ("central directory"), or "<what> of '<subject>'" when a
+// subject is given. Both are views the caller keeps alive while reading; the
+// message is built only when a read fails, so a reader per ZIP record or
+// pickle costs no allocation.
 class ByteReader {
  public:
-  ByteReader(std::string_view bytes, std::string what) : bytes_(bytes), what_(std::move(what)) {}
+  ByteReader(std::string_view bytes, std::string_view what, std::string_view subject = {})
+      : bytes_(bytes), what_(what), subject_(subject) {}
 
   size_t offset() const { return pos_; }
   size_t remaining() const { return bytes_.size() - pos_; }
   bool at_end() const { return pos_ == bytes_.size(); }
 
-  uint8_t u8();
-  uint16_t u16();
-  uint32_t u32();
-  uint64_t u64();
-  std::string_view bytes(uint64_t n);
+  uint8_t u8() { return static_cast<uint8_t>(little_endian(1)); }
+  uint16_t u16() { return static_cast<uint16_t>(little_endian(2)); }
+  uint32_t u32() { return static_cast<uint32_t>(little_endian(4)); }
+  uint64_t u64() { return little_endian(8); }
+  std::string_view bytes(uint64_t n) {
+    need(n);
+    const std::string_view out = bytes_.substr(pos_, static_cast<size_t>(n));
+    pos_ += static_cast<size_t>(n);
+    return out;
+  }
   void skip(uint64_t n) { bytes(n); }
   // Reads up to and including '\n'; returns the line without it.
   std::string_view line();
 
  private:
-  void need(uint64_t n) const;
+  void need(uint64_t n) const {
+    if (n > remaining()) ends_early(n);
+  }
+  uint64_t little_endian(size_t n) {
+    need(n);
+    uint64_t v = 0;
+    for (size_t i = n; i-- > 0;) v = (v << 8) | static_cast<uint8_t>(bytes_[pos_ + i]);
+    pos_ += n;
+    return v;
+  }
+  [[noreturn]] void ends_early(uint64_t n) const;
+  std::string described() const;
 
   std::string_view bytes_;
   size_t pos_ = 0;
-  std::string what_;
+  std::string_view what_;
+  std::string_view subject_;
 };
 
 // Checked arithmetic on sizes that come from the input.

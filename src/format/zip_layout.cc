@@ -153,13 +153,13 @@ EndRecords read_end_records(const ByteSource& source) {
 // Applies the ZIP64 extended-information field to the 0xFFFFFFFF placeholders.
 void apply_zip64_extra(const ByteSource& source, std::string_view extra, ZipEntry& e, bool usize32, bool csize32,
                        bool offset32) {
-  ByteReader r(extra, "extra field of '" + e.name + "'");
+  ByteReader r(extra, "extra field", e.name);
   while (r.remaining() >= 4) {
     const uint16_t id = r.u16();
     const uint16_t len = r.u16();
     std::string_view body = r.bytes(len);
     if (id != kZip64ExtraId) continue;
-    ByteReader z(body, "ZIP64 field of '" + e.name + "'");
+    ByteReader z(body, "ZIP64 field", e.name);
     if (usize32) e.uncompressed_size = z.u64();
     if (csize32) e.compressed_size = z.u64();
     if (offset32) e.local_header_offset = z.u64();
@@ -243,7 +243,7 @@ void read_local_header(const ByteSource& source, ZipEntry& e, uint64_t data_limi
   if (add_overflows(e.local_header_offset, kLocalHeaderSize, &fixed_end) || fixed_end > data_limit) {
     invalid(source, "entry '" + e.name + "' has a local header offset outside the archive");
   }
-  ByteReader r(head.substr(0, kLocalHeaderSize), "local header of '" + e.name + "'");
+  ByteReader r(head.substr(0, kLocalHeaderSize), "local header", e.name);
   if (r.u32() != kLocalHeaderSig) invalid(source, "no local header where entry '" + e.name + "' should start");
   r.skip(2);  // version needed
   const uint16_t flags = r.u16();
