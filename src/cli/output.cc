@@ -224,7 +224,9 @@ TextTable::TextTable(std::vector<std::string> headers, std::vector<Align> align)
 
 void TextTable::add_row(std::vector<std::string> cells) {
   cells.resize(headers_.size());
-  for (std::string& cell : cells) cell = shown(cell);
+  for (std::string& cell : cells) {
+    if (needs_escape(cell, TextEscape::Line)) cell = shown(cell);
+  }
   rows_.push_back(std::move(cells));
 }
 
@@ -234,19 +236,22 @@ void TextTable::print(std::ostream& out, int indent) const {
   for (const auto& row : rows_) {
     for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], display_width(row[c]));
   }
-  auto line = [&](const std::vector<std::string>& cells) {
-    std::string s(static_cast<size_t>(indent), ' ');
+  std::string line;  // one buffer for every line
+  auto print_line = [&](const std::vector<std::string>& cells) {
+    line.assign(static_cast<size_t>(indent), ' ');
     for (size_t c = 0; c < cells.size(); ++c) {
       const size_t pad = width[c] - display_width(cells[c]);
-      if (c > 0) s += "  ";
-      if (align_[c] == Align::Right) s += std::string(pad, ' ') + cells[c];
-      else s += cells[c] + (c + 1 < cells.size() ? std::string(pad, ' ') : "");
+      if (c > 0) line.append(2, ' ');
+      if (align_[c] == Align::Right) line.append(pad, ' ');
+      line.append(cells[c]);
+      if (align_[c] == Align::Left && c + 1 < cells.size()) line.append(pad, ' ');
     }
-    while (!s.empty() && s.back() == ' ') s.pop_back();
-    out << s << '\n';
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    line.push_back('\n');
+    out.write(line.data(), static_cast<std::streamsize>(line.size()));
   };
-  line(headers_);
-  for (const auto& row : rows_) line(row);
+  print_line(headers_);
+  for (const auto& row : rows_) print_line(row);
 }
 
 }  // namespace tsarchive::cli
