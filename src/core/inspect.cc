@@ -144,9 +144,10 @@ void summarise_contents(ModelContents& model, InspectReport& report) {
     if (t.role == TensorRole::Parameter) report.parameter_count += t.numel;
   }
   for (auto& [_, d] : totals) report.dtype_totals.push_back(d);
+  report.storages.reserve(model.storages.size());
   for (auto& [_, s] : model.storages) {
     report.tensor_bytes += s.nbytes;
-    report.storages.push_back(s);
+    report.storages.push_back(std::move(s));
   }
   report.tensors = std::move(model.tensors);
   report.modules = std::move(model.modules);
@@ -338,6 +339,10 @@ TorchScriptModel read_torchscript_model(const TorchArchive& archive) {
     throw_bad_input("the archive has no data.pkl record", archive.path(),
                     "the archive is incomplete; re-export it with torch.jit.save");
   }
+  // A tensor per storage record is the usual shape: room for them up front
+  // saves growing the vector (copies, and fresh pages) as they are found.
+  out.model.tensors.reserve(static_cast<size_t>(std::count_if(
+      archive.records().begin(), archive.records().end(), [](const Record& r) { return r.kind == RecordKind::TensorData; })));
   collect_module(read_pickle(archive, *data), index, out.model);
   if (const Record* constants = archive.find("constants.pkl")) {
     collect_constants(read_pickle(archive, *constants), out.model);

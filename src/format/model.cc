@@ -161,8 +161,10 @@ class Walker {
       problem(why);
       return true;
     }
-    auto [it, inserted] = out_.storages.emplace(s.record, s);
-    if (!inserted && (it->second.dtype != s.dtype || it->second.numel != s.numel)) {
+    auto [it, inserted] = out_.storages.try_emplace(s.record);
+    if (inserted) {
+      it->second = std::move(s);
+    } else if (it->second.dtype != s.dtype || it->second.numel != s.numel) {
       problem("storage '" + s.record + "' is declared twice with different types or sizes");
     }
     if (call == TensorCall::Malformed) {
