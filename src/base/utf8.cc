@@ -27,6 +27,10 @@ size_t utf8_sequence_at(std::string_view text, size_t i, uint32_t& cp) {
 bool is_valid_utf8(std::string_view text) {
   uint32_t cp = 0;
   for (size_t i = 0, len = 0; i < text.size(); i += len) {
+    if (static_cast<unsigned char>(text[i]) < 0x80) {  // ASCII, the usual case, without decoding
+      len = 1;
+      continue;
+    }
     if ((len = utf8_sequence_at(text, i, cp)) == 0) return false;
   }
   return true;
@@ -35,6 +39,11 @@ bool is_valid_utf8(std::string_view text) {
 bool is_printable_utf8(std::string_view s) {
   uint32_t cp = 0;
   for (size_t i = 0, len = 0; i < s.size(); i += len) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f) {  // printable ASCII, the usual case, without decoding
+      len = 1;
+      continue;
+    }
     if ((len = utf8_sequence_at(s, i, cp)) == 0) return false;
     if ((cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || cp == 0x7f) return false;
   }
