@@ -63,7 +63,7 @@ class ValueBuilder {
         return v;
       case PickleKind::String:
         v.kind = HostValue::Kind::String;
-        v.string = n.text;
+        v.string = g_.text(n);
         return v;
       case PickleKind::Tuple:
       case PickleKind::List: {
@@ -81,7 +81,7 @@ class ValueBuilder {
       case PickleKind::BigInt: return refuse(where, "an integer wider than 64 bits");
       case PickleKind::Bytes: return refuse(where, "a bytes object");
       case PickleKind::Set: return refuse(where, "a set");
-      case PickleKind::Global: return refuse(where, "a reference to " + std::string(n.text) + "." + std::string(n.text2));
+      case PickleKind::Global: return refuse(where, "a reference to " + std::string(g_.text(n)) + "." + std::string(g_.text2(n)));
       case PickleKind::PersistentId: return refuse(where, "a bare storage");
     }
     return refuse(where, "an unknown value");
@@ -105,8 +105,8 @@ class ValueBuilder {
     const auto entries = g_.entries(n);
     v.entries.reserve(entries.size());
     for (const auto& [k, value] : entries) {
-      const std::string_view* key = g_.string_at(k);
-      if (key == nullptr) refuse(where, "a dict with a key that is not a string");
+      const std::optional<std::string_view> key = g_.string_at(k);
+      if (!key) refuse(where, "a dict with a key that is not a string");
       const std::string name(*key);
       v.entries.emplace_back(name, build(value, where + "['" + name + "']", depth + 1));
     }

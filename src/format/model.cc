@@ -73,7 +73,7 @@ std::string quantizer_name(const PickleGraph& g, PickleRef ref) {
   const PickleNode& n = g.at(ref);
   const auto items = g.items(n);
   if (n.kind == PickleKind::Tuple && !items.empty() && g.at(items[0]).kind == PickleKind::Global) {
-    return std::string(g.at(items[0]).text2);
+    return std::string(g.text2(g.at(items[0])));
   }
   return "quantized";
 }
@@ -89,7 +89,7 @@ bool read_storage(const PickleGraph& g, PickleRef ref, const std::string& folder
     problem = "tensor '" + t.path + "' does not refer to a storage record";
     return false;
   }
-  const std::string_view storage_class = g.at(fields[1]).text2;
+  const std::string_view storage_class = g.text2(g.at(fields[1]));
   uint64_t element_size = 0;
   if (!storage_dtype(storage_class, &t.dtype, &element_size)) {
     problem = "tensor '" + t.path + "' has unknown storage type '" + std::string(storage_class) + "'";
@@ -99,7 +99,7 @@ bool read_storage(const PickleGraph& g, PickleRef ref, const std::string& folder
   t.storage_record.reserve(folder.size() + 1 + key.size());
   if (!folder.empty()) t.storage_record.append(folder).push_back('/');
   t.storage_record.append(key);
-  const std::string_view* location = g.string_at(fields[3]);
+  const std::optional<std::string_view> location = g.string_at(fields[3]);
   t.device = location ? *location : "?";
   const int64_t numel = int_or(g, fields[4], -1);
   if (numel < 0) {
@@ -210,7 +210,7 @@ class Walker {
   void walk_entries(const PickleNode& n, const std::string& path, TensorRole role, size_t depth) {
     for (const auto& [k, v] : g_.entries(n)) {
       const PickleNode& key = g_.at(k);
-      if (key.kind == PickleKind::String) walk(v, join_path(path, key.text), role, depth + 1);
+      if (key.kind == PickleKind::String) walk(v, join_path(path, g_.text(key)), role, depth + 1);
       else if (key.kind == PickleKind::Int) walk(v, join_path(path, std::to_string(key.integer)), role, depth + 1);
     }
   }
@@ -222,12 +222,12 @@ class Walker {
     }
     const PickleNode& n = g_.at(ref);
     const PickleNode* fn = g_.callable(ref);
-    if (fn != nullptr && fn->text == "torch.jit._pickle") {  // build_*list, restore_type_tag
+    if (fn != nullptr && g_.text(*fn) == "torch.jit._pickle") {  // build_*list, restore_type_tag
       const auto args = g_.call_args(ref);
       if (!args.empty()) walk(args[0], path, role, depth + 1);
       return;
     }
-    const bool is_class = fn != nullptr && fn->text.substr(0, 9) == "__torch__";
+    const bool is_class = fn != nullptr && g_.text(*fn).substr(0, 9) == "__torch__";
     if (is_class) return walk_object(ref, path, role, depth);
     // Any other call (OrderedDict, ...): its SETITEMs, APPENDs and BUILD state.
     walk_entries(n, path, role, depth);
@@ -257,9 +257,9 @@ class Walker {
     if (!on_path_.insert(ref).second) return;  // a cycle through the memo
     const PickleNode& n = g_.at(ref);
     const PickleNode& cls = g_.at(n.a);
-    std::string type(cls.text);
+    std::string type(g_.text(cls));
     type += '.';
-    type += cls.text2;
+    type += g_.text2(cls);
     const CodeClass* code = nullptr;
     if (classes_ != nullptr) {
       auto it = classes_->find(type);
@@ -271,8 +271,8 @@ class Walker {
     if (n.state != kNoPickleRef && n.state < g_.size() && g_.at(n.state).kind == PickleKind::Dict) {
       const RoleIndex* roles = code != nullptr ? &roles_of(*code) : nullptr;
       for (const auto& [k, v] : g_.entries(g_.at(n.state))) {
-        const std::string_view* name = g_.string_at(k);
-        if (name == nullptr) continue;
+        const std::optional<std::string_view> name = g_.string_at(k);
+        if (!name) continue;
         TensorRole attr_role = role == TensorRole::State ? role : TensorRole::Attribute;
         if (roles != nullptr) {
           const auto it = roles->find(*name);
@@ -333,8 +333,8 @@ bool dtype_element_size(std::string_view dtype, uint64_t* element_size) {
 TensorCall read_tensor_call(const PickleGraph& g, PickleRef ref, const std::string& folder, TensorInfo& t,
                             StorageInfo& s, std::string& problem) {
   const PickleNode* fn = g.callable(ref);
-  if (fn == nullptr || fn->text != "torch._utils") return TensorCall::NotATensor;
-  const std::string_view name = fn->text2;
+  if (fn == nullptr || g.text(*fn) != "torch._utils") return TensorCall::NotATensor;
+  const std::string_view name = g.text2(*fn);
   const auto args = g.call_args(ref);
   if (name == "_rebuild_parameter" || name == "_rebuild_parameter_with_state") {
     if (args.empty()) return TensorCall::NotATensor;
@@ -358,7 +358,7 @@ TensorCall read_tensor_call(const PickleGraph& g, PickleRef ref, const std::stri
   }
   if (q && args.size() > 4) t.quantization = quantizer_name(g, args[4]);
   if (v3 && args.size() > 6 && g.at(args[6]).kind == PickleKind::Global) {
-    const std::string_view dtype = g.at(args[6]).text2;
+    const std::string_view dtype = g.text2(g.at(args[6]));
     uint64_t size = 0;
     if (dtype_element_size(dtype, &size)) t.dtype = dtype;
   }

@@ -13,15 +13,15 @@
 
 namespace tsarchive {
 
-const std::string_view* PickleGraph::string_at(PickleRef ref) const {
-  if (ref >= nodes_.size() || nodes_[ref].kind != PickleKind::String) return nullptr;
-  return &nodes_[ref].text;
+std::optional<std::string_view> PickleGraph::string_at(PickleRef ref) const {
+  if (ref >= nodes_.size() || nodes_[ref].kind != PickleKind::String) return std::nullopt;
+  return text(nodes_[ref]);
 }
 
 bool PickleGraph::is_global(PickleRef ref, std::string_view module, std::string_view name) const {
   if (ref >= nodes_.size()) return false;
   const PickleNode& n = nodes_[ref];
-  return n.kind == PickleKind::Global && n.text == module && n.text2 == name;
+  return n.kind == PickleKind::Global && text(n) == module && text2(n) == name;
 }
 
 const PickleNode* PickleGraph::callable(PickleRef ref) const {
@@ -33,15 +33,15 @@ const PickleNode* PickleGraph::callable(PickleRef ref) const {
 
 bool PickleGraph::calls(PickleRef ref, std::string_view module, std::string_view name) const {
   const PickleNode* fn = callable(ref);
-  return fn != nullptr && fn->text == module && fn->text2 == name;
+  return fn != nullptr && text(*fn) == module && text2(*fn) == name;
 }
 
 std::string PickleGraph::call_target(PickleRef ref) const {
   const PickleNode* fn = callable(ref);
   if (fn == nullptr) return {};
-  std::string target(fn->text);
+  std::string target(text(*fn));
   target += '.';
-  target += fn->text2;
+  target += text2(*fn);
   return target;
 }
 
@@ -52,13 +52,17 @@ PickleSpan<PickleRef> PickleGraph::call_args(PickleRef ref) const {
   return items(nodes_[args]);
 }
 
+// Most of what inspect touches on a many-tensor archive is nodes: keep them small.
+static_assert(sizeof(PickleNode) <= 48, "PickleNode grew");
+
 constexpr size_t kMaxReservedNodes = 1 << 20;
 
 class PickleParser {
  public:
   PickleParser(std::string_view bytes, const std::string& what, size_t offset, const PickleLimits& limits)
-      : reader_(bytes, what), what_(what), limits_(limits) {
+      : reader_(bytes, what), what_(what), limits_(limits), start_(bytes.data() + offset) {
     reader_.skip(offset);
+    if (bytes.size() - offset > UINT32_MAX) fail("a pickle of 4 GiB or more");
     // A value takes about four bytes of pickle in TorchScript's data.pkl:
     // reserving for that up front saves the copies (and the page faults) of
     // growing the vector, a third of inspect's work on a many-tensor archive.
@@ -68,24 +72,11 @@ class PickleParser {
     graph_.item_pool_.reserve(expected);
   }
 
-  // Gives `graph` its own copy of `parsed`, the bytes its text views point
-  // into, and moves the views there.
-  static void keep_copy(PickleGraph& graph, std::string_view parsed) {
-    auto copy = std::make_shared<const std::string>(parsed);
-    const auto moved = [&](std::string_view view) {
-      if (view.empty()) return view;
-      return std::string_view(copy->data() + (view.data() - parsed.data()), view.size());
-    };
-    for (PickleNode& n : graph.nodes_) {
-      n.text = moved(n.text);
-      n.text2 = moved(n.text2);
-    }
-    keep(graph, std::move(copy));
-  }
-  // Gives `graph` the bytes its text views already point into.
+  // Gives `graph` the pickle's bytes, from its first opcode to STOP, that
+  // the text runs of its nodes index.
   static void keep(PickleGraph& graph, std::shared_ptr<const std::string> bytes) { graph.bytes_ = std::move(bytes); }
 
-  // Parses up to STOP; text views point into the bytes given.
+  // Parses up to STOP; text runs index the bytes from `offset` on.
   PickleGraph parse(size_t* end) {
     for (;;) {
       op_offset_ = reader_.offset();
@@ -116,6 +107,7 @@ class PickleParser {
     return add(n);
   }
   PickleNode& node(PickleRef ref) { return graph_.nodes_[ref]; }
+  bool is_string(PickleRef ref) const { return ref < graph_.nodes_.size() && graph_.nodes_[ref].kind == PickleKind::String; }
   void push(PickleRef ref) { stack_.push_back(ref); }
 
   PickleRef pop() {
@@ -202,10 +194,15 @@ class PickleParser {
     return ref;
   }
 
+  // Where `s`, a view of the input, lies from the pickle's first opcode.
+  PickleSlice slice_of(std::string_view s) const {
+    return {static_cast<uint32_t>(s.data() - start_), static_cast<uint32_t>(s.size())};
+  }
+
   PickleRef string_node(PickleKind kind, std::string_view s) {
     PickleNode n;
     n.kind = kind;
-    n.text = s;
+    n.text = slice_of(s);
     return add(n);
   }
 
@@ -230,8 +227,8 @@ class PickleParser {
   PickleRef global_node(std::string_view module, std::string_view name) {
     PickleNode n;
     n.kind = PickleKind::Global;
-    n.text = module;
-    n.text2 = name;
+    n.text = slice_of(module);
+    n.text2 = slice_of(name);
     return add(n);
   }
 
@@ -417,10 +414,12 @@ class PickleParser {
       }
       case 0x93: {  // STACK_GLOBAL
         PickleRef name = pop(), module = pop();
-        const std::string_view* m = graph_.string_at(module);
-        const std::string_view* n = graph_.string_at(name);
-        if (m == nullptr || n == nullptr) fail("STACK_GLOBAL needs two strings");
-        push(global_node(*m, *n));
+        if (!is_string(module) || !is_string(name)) fail("STACK_GLOBAL needs two strings");
+        PickleNode n;
+        n.kind = PickleKind::Global;
+        n.text = node(module).text;
+        n.text2 = node(name).text;
+        push(add(n));
         break;
       }
       case 'R':     // REDUCE
@@ -475,6 +474,7 @@ class PickleParser {
   std::unordered_map<PickleRef, uint32_t> spare_entries_;
   std::vector<PickleEntry> entry_buffer_;
   size_t op_offset_ = 0;
+  const char* start_;  // the pickle's first opcode: where text runs count from
 };
 
 PickleGraph parse_pickle(std::string_view bytes, const std::string& what, size_t offset, size_t* end,
@@ -482,7 +482,7 @@ PickleGraph parse_pickle(std::string_view bytes, const std::string& what, size_t
   if (offset > bytes.size()) throw_bad_input(what + ": pickle starts past the end of its data");
   size_t stop = 0;
   PickleGraph graph = PickleParser(bytes, what, offset, limits).parse(&stop);
-  PickleParser::keep_copy(graph, bytes.substr(offset, stop - offset));
+  PickleParser::keep(graph, std::make_shared<const std::string>(bytes.substr(offset, stop - offset)));
   if (end != nullptr) *end = stop;
   return graph;
 }
@@ -490,9 +490,12 @@ PickleGraph parse_pickle(std::string_view bytes, const std::string& what, size_t
 PickleGraph parse_pickle(std::string&& bytes, const std::string& what, size_t offset, size_t* end,
                          const PickleLimits& limits) {
   if (offset > bytes.size()) throw_bad_input(what + ": pickle starts past the end of its data");
+  bytes.erase(0, offset);  // text runs count from the pickle's first opcode
   auto owned = std::make_shared<const std::string>(std::move(bytes));
-  PickleGraph graph = PickleParser(*owned, what, offset, limits).parse(end);
+  size_t stop = 0;
+  PickleGraph graph = PickleParser(*owned, what, 0, limits).parse(&stop);
   PickleParser::keep(graph, std::move(owned));
+  if (end != nullptr) *end = offset + stop;
   return graph;
 }
 

@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -53,9 +54,10 @@ constexpr PickleRef kNoPickleRef = 0xFFFFFFFFu;
 using PickleEntry = std::pair<PickleRef, PickleRef>;  // key, value
 
 // A run of a graph's pool: the items or the entries of one node.
+// (Plain, so that it can share a union with the numbers.)
 struct PickleSlice {
-  uint32_t begin = 0;
-  uint32_t size = 0;
+  uint32_t begin;
+  uint32_t size;
 };
 
 // A read-only view of a run of values (std::span is C++20).
@@ -75,10 +77,10 @@ class PickleSpan {
   size_t size_ = 0;
 };
 
-// One value. Small and trivially copyable on purpose: a 130 KB data.pkl makes
-// some 28,000 of them, and their size is most of what inspect touches. Text is
-// a view of the graph's own copy of the pickle; items and entries live in the
-// graph's pools (PickleGraph::items, PickleGraph::entries).
+// One value, in 48 bytes on purpose: a 130 KB data.pkl makes some 30,000 of
+// them, and each 4 KiB of fresh memory costs a page fault. Text is a run of
+// the graph's own copy of the pickle, items and entries runs of its pools:
+// read them through PickleGraph::text, text2, items and entries.
 struct PickleNode {
   PickleKind kind = PickleKind::None;
   bool boolean = false;
@@ -88,11 +90,11 @@ struct PickleNode {
   union {
     int64_t integer = 0;  // Int
     double real;          // Float
+    PickleSlice text;     // String, Bytes, BigInt; Global: the module
   };
-  std::string_view text;
-  std::string_view text2;
-  PickleSlice items;    // tuple/list/set elements, APPENDs on any node
-  PickleSlice entries;  // dict items, SETITEMs on any node
+  PickleSlice text2{};    // Global: the name
+  PickleSlice items{};    // tuple/list/set elements, APPENDs on any node
+  PickleSlice entries{};  // dict items, SETITEMs on any node
 };
 
 class PickleGraph {
@@ -101,13 +103,19 @@ class PickleGraph {
   PickleRef root() const { return root_; }
   size_t size() const { return nodes_.size(); }
 
+  // The text of a String, Bytes or BigInt node, or a Global's module; "" for other kinds.
+  std::string_view text(const PickleNode& n) const { return has_text(n) ? slice(n.text) : std::string_view(); }
+  // A Global's name; "" for other kinds.
+  std::string_view text2(const PickleNode& n) const {
+    return n.kind == PickleKind::Global ? slice(n.text2) : std::string_view();
+  }
   PickleSpan<PickleRef> items(const PickleNode& n) const { return {item_pool_.data() + n.items.begin, n.items.size}; }
   PickleSpan<PickleEntry> entries(const PickleNode& n) const {
     return {entry_pool_.data() + n.entries.begin, n.entries.size};
   }
 
   // Convenience accessors that return null/empty when the node is not of that kind.
-  const std::string_view* string_at(PickleRef ref) const;
+  std::optional<std::string_view> string_at(PickleRef ref) const;
   bool is_global(PickleRef ref, std::string_view module, std::string_view name) const;
   // For a Call node: whether its callable is the Global module.name.
   bool calls(PickleRef ref, std::string_view module, std::string_view name) const;
@@ -120,7 +128,13 @@ class PickleGraph {
 
  private:
   friend class PickleParser;
-  std::shared_ptr<const std::string> bytes_;  // what text views point into
+  static bool has_text(const PickleNode& n) {
+    return n.kind == PickleKind::String || n.kind == PickleKind::Bytes || n.kind == PickleKind::BigInt ||
+           n.kind == PickleKind::Global;
+  }
+  std::string_view slice(PickleSlice s) const { return std::string_view(*bytes_).substr(s.begin, s.size); }
+
+  std::shared_ptr<const std::string> bytes_;  // the pickle, from its first opcode to STOP
   std::vector<PickleNode> nodes_;
   std::vector<PickleRef> item_pool_;
   std::vector<PickleEntry> entry_pool_;
@@ -128,8 +142,8 @@ class PickleGraph {
 };
 
 struct PickleLimits {
-  // One value can cost one byte of pickle (EMPTY_LIST) and ~72 bytes here:
-  // 4 million is ~300 MB at most, and ~200,000 tensors of a torch.save file.
+  // One value can cost one byte of pickle (EMPTY_LIST) and 48 bytes here:
+  // 4 million is ~200 MB at most, and ~200,000 tensors of a torch.save file.
   size_t max_nodes = 4'000'000;
 };
 

@@ -164,7 +164,7 @@ TEST_CASE("pickle: MEMOIZE stores at len(memo), counting keys BINPUT stored") {
   // 'a' BINPUT 5, 'b' MEMOIZE (key 1: one key stored), then GET 1 -> 'b'.
   const std::string p = "\x80\x04\x8c\x01" "aq\x05" "0\x8c\x01" "b\x94" "0h\x01."s;
   const PickleGraph g = parse_pickle(p, "test");
-  REQUIRE(g.string_at(g.root()) != nullptr);
+  REQUIRE(g.string_at(g.root()).has_value());
   CHECK(*g.string_at(g.root()) == "b");
 }
 
