@@ -29,7 +29,12 @@ template <class Render>
 void write_text(std::ostream& out, Render&& render) {
   std::ostringstream text;
   render(text);
-  out << escape_text(text.str(), TextEscape::Block);
+  const std::string rendered = text.str();
+  if (needs_escape(rendered, TextEscape::Block)) {
+    out << escape_text(rendered, TextEscape::Block);
+  } else {
+    out.write(rendered.data(), static_cast<std::streamsize>(rendered.size()));
+  }
 }
 
 // A JSON document as text (indent 2), strings exact. JSON strings must be
