@@ -196,7 +196,7 @@ nlohmann::ordered_json inspect_to_json(const InspectReport& r) {
     doc["onnx"] = {{"ir_version", r.onnx->ir_version},
                    {"producer_name", r.onnx->producer_name},
                    {"producer_version", r.onnx->producer_version},
-                   {"opsets", opsets}};
+                   {"opsets", std::move(opsets)}};
   }
   if (r.is_zip) {
     json records = json::array();
@@ -221,7 +221,7 @@ nlohmann::ordered_json inspect_to_json(const InspectReport& r) {
                       {"tensor_records", r.tensor_records},
                       {"tensor_records_stored", r.tensor_records_stored},
                       {"tensor_records_aligned", r.tensor_records_aligned},
-                      {"records", records}};
+                      {"records", std::move(records)}};
     doc["extra_files"] = extra_files_to_json(r.extra_files);
     if (r.run_check) {
       const RunCheck& c = *r.run_check;
@@ -237,7 +237,7 @@ nlohmann::ordered_json inspect_to_json(const InspectReport& r) {
                {"device", t.device},   {"storage", t.storage_record},    {"numel", t.numel},
                {"nbytes", t.nbytes},   {"requires_grad", t.requires_grad}};
     if (!t.quantization.empty()) jt["quantization"] = t.quantization;
-    tensors.push_back(jt);
+    tensors.push_back(std::move(jt));
   }
   json storages = json::array();
   for (const StorageInfo& s : r.storages) {
@@ -255,17 +255,17 @@ nlohmann::ordered_json inspect_to_json(const InspectReport& r) {
     json methods = json::array();
     for (const CodeMethod& m : c.methods) methods.push_back(method_json(m));
     classes.push_back({{"name", c.qualified_name}, {"base", c.base}, {"record", c.record},
-                       {"parameters", c.parameters}, {"buffers", c.buffers}, {"methods", methods}});
+                       {"parameters", c.parameters}, {"buffers", c.buffers}, {"methods", std::move(methods)}});
   }
   if (r.pt2) doc["pt2"] = pt2_to_json(*r.pt2);
-  doc["tensors"] = tensors;
-  doc["storages"] = storages;
-  doc["dtype_totals"] = totals;
+  doc["tensors"] = std::move(tensors);
+  doc["storages"] = std::move(storages);
+  doc["dtype_totals"] = std::move(totals);
   doc["parameter_count"] = r.parameter_count;
   doc["tensor_bytes"] = r.tensor_bytes;
   doc["root_type"] = r.root_type;
-  doc["modules"] = modules;
-  doc["classes"] = classes;
+  doc["modules"] = std::move(modules);
+  doc["classes"] = std::move(classes);
   return doc;
 }
 
