@@ -62,17 +62,7 @@ std::string escape_text(std::string_view text, TextEscape mode) {
   return out;
 }
 
-bool needs_escape(std::string_view text, TextEscape mode) {
-  // Fast path: printable ASCII (and, in Block mode, \n and \t) never changes.
-  bool plain = true;
-  for (const char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c >= 0x20 && c < 0x7F) continue;
-    if (mode == TextEscape::Block && (c == '\n' || c == '\t')) continue;
-    plain = false;
-    break;
-  }
-  if (plain) return false;
+bool escape_would_change(std::string_view text, TextEscape mode) {
   bool changed = false;
   walk(
       text, mode, [](std::string_view) {}, [&](const std::string&) { changed = true; });

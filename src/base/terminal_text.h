@@ -31,7 +31,18 @@ enum class TextEscape {
 // `text` with every byte or character named above written as its escape.
 std::string escape_text(std::string_view text, TextEscape mode = TextEscape::Line);
 
-// True when escape_text(text, mode) would change `text`.
-bool needs_escape(std::string_view text, TextEscape mode = TextEscape::Line);
+// True when escape_text(text, mode) would change `text`. Inline for its
+// common case, printable ASCII (and in Block mode \n and \t), which never
+// changes: reports check every cell of every table.
+bool escape_would_change(std::string_view text, TextEscape mode);
+inline bool needs_escape(std::string_view text, TextEscape mode = TextEscape::Line) {
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c < 0x7F) continue;
+    if (mode == TextEscape::Block && (c == '\n' || c == '\t')) continue;
+    return escape_would_change(text, mode);
+  }
+  return false;
+}
 
 }  // namespace tsarchive

@@ -226,32 +226,33 @@ void TextTable::add_row(std::vector<std::string> cells) {
   cells.resize(headers_.size());
   for (std::string& cell : cells) {
     if (needs_escape(cell, TextEscape::Line)) cell = shown(cell);
+    widths_.push_back(display_width(cell));
+    cells_.push_back(std::move(cell));
   }
-  rows_.push_back(std::move(cells));
 }
 
 void TextTable::print(std::ostream& out, int indent) const {
-  std::vector<size_t> width(headers_.size());
-  for (size_t c = 0; c < headers_.size(); ++c) width[c] = display_width(headers_[c]);
-  for (const auto& row : rows_) {
-    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], display_width(row[c]));
-  }
+  const size_t columns = headers_.size();
+  std::vector<size_t> header_widths(columns);
+  for (size_t c = 0; c < columns; ++c) header_widths[c] = display_width(headers_[c]);
+  std::vector<size_t> width = header_widths;
+  for (size_t i = 0; i < widths_.size(); ++i) width[i % columns] = std::max(width[i % columns], widths_[i]);
   std::string line;  // one buffer for every line
-  auto print_line = [&](const std::vector<std::string>& cells) {
+  auto print_line = [&](const std::string* cells, const size_t* widths) {
     line.assign(static_cast<size_t>(indent), ' ');
-    for (size_t c = 0; c < cells.size(); ++c) {
-      const size_t pad = width[c] - display_width(cells[c]);
+    for (size_t c = 0; c < columns; ++c) {
+      const size_t pad = width[c] - widths[c];
       if (c > 0) line.append(2, ' ');
       if (align_[c] == Align::Right) line.append(pad, ' ');
       line.append(cells[c]);
-      if (align_[c] == Align::Left && c + 1 < cells.size()) line.append(pad, ' ');
+      if (align_[c] == Align::Left && c + 1 < columns) line.append(pad, ' ');
     }
     while (!line.empty() && line.back() == ' ') line.pop_back();
     line.push_back('\n');
     out.write(line.data(), static_cast<std::streamsize>(line.size()));
   };
-  print_line(headers_);
-  for (const auto& row : rows_) print_line(row);
+  print_line(headers_.data(), header_widths.data());
+  for (size_t i = 0; i < cells_.size(); i += columns) print_line(&cells_[i], &widths_[i]);
 }
 
 }  // namespace tsarchive::cli

@@ -119,14 +119,15 @@ class TextTable {
   // Each cell is escaped as one field (shown()): a name with a line feed
   // cannot fake a row.
   void add_row(std::vector<std::string> cells);
-  bool empty() const { return rows_.empty(); }
+  bool empty() const { return cells_.empty(); }
   // Writes the table indented by `indent` spaces; no trailing spaces.
   void print(std::ostream& out, int indent = 2) const;
 
  private:
   std::vector<std::string> headers_;
   std::vector<Align> align_;
-  std::vector<std::vector<std::string>> rows_;
+  std::vector<std::string> cells_;  // row after row, headers_.size() each
+  std::vector<size_t> widths_;      // display_width of each cell, as cells_
 };
 
 // Display width of UTF-8 text (code points; good enough for names and previews).
