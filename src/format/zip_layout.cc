@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "base/error.h"
 #include "base/utf8.h"
@@ -339,7 +338,8 @@ void check_entry_name(const ByteSource& source, const std::string& name) {
 // a binary search over names compared case-insensitively (ASCII tolower). Of
 // DATA.pkl and data.pkl it may load either, while everything else here finds
 // names exactly, so names that differ only in ASCII case are refused.
-void check_no_case_twins(const ByteSource& source, const std::vector<ZipEntry>& entries) {
+// Also refuses two entries of one name: those fold to the same key too.
+void check_names_unique(const ByteSource& source, const std::vector<ZipEntry>& entries) {
   std::unordered_map<std::string, const ZipEntry*> folded;
   folded.reserve(entries.size());
   for (const ZipEntry& e : entries) {
@@ -348,6 +348,7 @@ void check_no_case_twins(const ByteSource& source, const std::vector<ZipEntry>& 
       if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
     }
     const auto [it, fresh] = folded.emplace(std::move(key), &e);
+    if (!fresh && it->second->name == e.name) invalid(source, "duplicate entry name '" + e.name + "'");
     if (!fresh) {
       ambiguous(source, "entries '" + it->second->name + "' and '" + e.name +
                             "' differ only in case (PyTorch finds records case-insensitively)");
@@ -411,7 +412,6 @@ ZipLayout read_zip_layout(const ByteSource& source) {
 
   const std::string cd = source.read_string(end.cd_offset, static_cast<size_t>(end.cd_size));
   ByteReader r(cd, "central directory");
-  std::unordered_set<std::string_view> names;
   for (uint64_t i = 0; i < end.entry_count; ++i) {
     const size_t record_start = r.offset();
     if (r.u32() != kCentralHeaderSig) invalid(source, "central directory entry " + std::to_string(i) + " is corrupt");
@@ -457,10 +457,7 @@ ZipLayout read_zip_layout(const ByteSource& source) {
                           std::to_string(end.entry_count) + " entries");
   }
   read_local_headers(source, layout.entries, end.cd_offset);
-  for (const ZipEntry& e : layout.entries) {
-    if (!names.insert(e.name).second) invalid(source, "duplicate entry name '" + e.name + "'");
-  }
-  check_no_case_twins(source, layout.entries);
+  check_names_unique(source, layout.entries);
   check_no_overlaps(source, layout.entries);
   return layout;
 }
