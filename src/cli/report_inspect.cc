@@ -200,15 +200,20 @@ nlohmann::ordered_json inspect_to_json(const InspectReport& r) {
   }
   if (r.is_zip) {
     json records = json::array();
+    records.get_ref<json::array_t&>().reserve(r.records.size());
     for (const RecordInfo& rec : r.records) {
-      records.push_back({{"name", rec.name},
-                         {"kind", record_kind_id(rec.kind)},
-                         {"size", rec.size},
-                         {"compressed_size", rec.compressed_size},
-                         {"method", zip_method_name(rec.method)},
-                         {"data_offset", rec.data_offset},
-                         {"aligned", rec.aligned},
-                         {"crc32", rec.crc32}});
+      json jr(json::value_t::object);
+      auto& o = jr.get_ref<json::object_t&>();
+      o.reserve(8);
+      o.emplace_back("name", rec.name);
+      o.emplace_back("kind", record_kind_id(rec.kind));
+      o.emplace_back("size", rec.size);
+      o.emplace_back("compressed_size", rec.compressed_size);
+      o.emplace_back("method", zip_method_name(rec.method));
+      o.emplace_back("data_offset", rec.data_offset);
+      o.emplace_back("aligned", rec.aligned);
+      o.emplace_back("crc32", rec.crc32);
+      records.push_back(std::move(jr));
     }
     doc["archive"] = {{"top_folder", r.top_folder},
                       {"format_version", r.format_version ? json(*r.format_version) : json(nullptr)},
@@ -231,18 +236,40 @@ nlohmann::ordered_json inspect_to_json(const InspectReport& r) {
     }
   }
   json tensors = json::array();
+  // Tensor and record objects are built key by key, in order: nlohmann's
+  // initializer lists make a temporary array per key, most of --json's time
+  // on an archive with thousands of tensors.
+  tensors.get_ref<json::array_t&>().reserve(r.tensors.size());
   for (const TensorInfo& t : r.tensors) {
-    json jt = {{"path", t.path},       {"role", tensor_role_id(t.role)}, {"dtype", t.dtype},
-               {"shape", t.shape},     {"stride", t.stride},             {"storage_offset", t.storage_offset},
-               {"device", t.device},   {"storage", t.storage_record},    {"numel", t.numel},
-               {"nbytes", t.nbytes},   {"requires_grad", t.requires_grad}};
-    if (!t.quantization.empty()) jt["quantization"] = t.quantization;
+    json jt(json::value_t::object);
+    auto& o = jt.get_ref<json::object_t&>();
+    o.reserve(12);
+    o.emplace_back("path", t.path);
+    o.emplace_back("role", tensor_role_id(t.role));
+    o.emplace_back("dtype", t.dtype);
+    o.emplace_back("shape", t.shape);
+    o.emplace_back("stride", t.stride);
+    o.emplace_back("storage_offset", t.storage_offset);
+    o.emplace_back("device", t.device);
+    o.emplace_back("storage", t.storage_record);
+    o.emplace_back("numel", t.numel);
+    o.emplace_back("nbytes", t.nbytes);
+    o.emplace_back("requires_grad", t.requires_grad);
+    if (!t.quantization.empty()) o.emplace_back("quantization", t.quantization);
     tensors.push_back(std::move(jt));
   }
   json storages = json::array();
+  storages.get_ref<json::array_t&>().reserve(r.storages.size());
   for (const StorageInfo& s : r.storages) {
-    storages.push_back({{"record", s.record}, {"dtype", s.dtype}, {"numel", s.numel}, {"nbytes", s.nbytes},
-                        {"device", s.device}});
+    json js(json::value_t::object);
+    auto& o = js.get_ref<json::object_t&>();
+    o.reserve(5);
+    o.emplace_back("record", s.record);
+    o.emplace_back("dtype", s.dtype);
+    o.emplace_back("numel", s.numel);
+    o.emplace_back("nbytes", s.nbytes);
+    o.emplace_back("device", s.device);
+    storages.push_back(std::move(js));
   }
   json totals = json::array();
   for (const DtypeTotal& d : r.dtype_totals) {
