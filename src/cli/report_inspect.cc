@@ -168,6 +168,17 @@ nlohmann::ordered_json method_json(const CodeMethod& m) {
   return {{"name", m.name}, {"signature", m.signature()}, {"parameters", params}, {"return_type", m.return_type}};
 }
 
+// A new empty object at the end of `array`, with room for `keys` members that
+// the caller adds with emplace_back, in order. The objects of the big arrays
+// (records, tensors, storages) are built this way: nlohmann's initializer
+// lists make a temporary array per key, most of --json's time on an archive
+// with thousands of tensors.
+nlohmann::ordered_json::object_t& new_object(nlohmann::ordered_json& array, size_t keys) {
+  auto& object = array.emplace_back(nlohmann::ordered_json::value_t::object).get_ref<nlohmann::ordered_json::object_t&>();
+  object.reserve(keys);
+  return object;
+}
+
 }  // namespace
 
 void render_inspect_text(const InspectReport& r, const InspectView& view, std::ostream& out) {
@@ -202,9 +213,7 @@ nlohmann::ordered_json inspect_to_json(const InspectReport& r) {
     json records = json::array();
     records.get_ref<json::array_t&>().reserve(r.records.size());
     for (const RecordInfo& rec : r.records) {
-      json jr(json::value_t::object);
-      auto& o = jr.get_ref<json::object_t&>();
-      o.reserve(8);
+      auto& o = new_object(records, 8);
       o.emplace_back("name", rec.name);
       o.emplace_back("kind", record_kind_id(rec.kind));
       o.emplace_back("size", rec.size);
@@ -213,7 +222,6 @@ nlohmann::ordered_json inspect_to_json(const InspectReport& r) {
       o.emplace_back("data_offset", rec.data_offset);
       o.emplace_back("aligned", rec.aligned);
       o.emplace_back("crc32", rec.crc32);
-      records.push_back(std::move(jr));
     }
     doc["archive"] = {{"top_folder", r.top_folder},
                       {"format_version", r.format_version ? json(*r.format_version) : json(nullptr)},
@@ -236,14 +244,9 @@ nlohmann::ordered_json inspect_to_json(const InspectReport& r) {
     }
   }
   json tensors = json::array();
-  // Tensor and record objects are built key by key, in order: nlohmann's
-  // initializer lists make a temporary array per key, most of --json's time
-  // on an archive with thousands of tensors.
   tensors.get_ref<json::array_t&>().reserve(r.tensors.size());
   for (const TensorInfo& t : r.tensors) {
-    json jt(json::value_t::object);
-    auto& o = jt.get_ref<json::object_t&>();
-    o.reserve(12);
+    auto& o = new_object(tensors, 12);
     o.emplace_back("path", t.path);
     o.emplace_back("role", tensor_role_id(t.role));
     o.emplace_back("dtype", t.dtype);
@@ -256,20 +259,16 @@ nlohmann::ordered_json inspect_to_json(const InspectReport& r) {
     o.emplace_back("nbytes", t.nbytes);
     o.emplace_back("requires_grad", t.requires_grad);
     if (!t.quantization.empty()) o.emplace_back("quantization", t.quantization);
-    tensors.push_back(std::move(jt));
   }
   json storages = json::array();
   storages.get_ref<json::array_t&>().reserve(r.storages.size());
   for (const StorageInfo& s : r.storages) {
-    json js(json::value_t::object);
-    auto& o = js.get_ref<json::object_t&>();
-    o.reserve(5);
+    auto& o = new_object(storages, 5);
     o.emplace_back("record", s.record);
     o.emplace_back("dtype", s.dtype);
     o.emplace_back("numel", s.numel);
     o.emplace_back("nbytes", s.nbytes);
     o.emplace_back("device", s.device);
-    storages.push_back(std::move(js));
   }
   json totals = json::array();
   for (const DtypeTotal& d : r.dtype_totals) {
