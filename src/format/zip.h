@@ -118,7 +118,10 @@ class ZipEntryReader {
  public:
   using Sink = std::function<void(const unsigned char* data, size_t size)>;
   explicit ZipEntryReader(const ByteSource& source);
-  ZipContentCheck read(const ZipEntry& entry, const Sink& sink);
+  // `stored_into`: for a stored entry, room for all of its content, which is
+  // then read there in one piece (and handed to the sink from there) instead
+  // of through the reader's own buffer.
+  ZipContentCheck read(const ZipEntry& entry, const Sink& sink, unsigned char* stored_into = nullptr);
 
  private:
   const ByteSource& source_;
@@ -156,6 +159,9 @@ class ZipArchive {
   void cross_check() const;
 
  private:
+  void read_checked(const ZipEntry& entry, uint64_t max_size, const ZipEntryReader::Sink& sink,
+                    unsigned char* stored_into) const;
+
   std::unique_ptr<ByteSource> source_;
   ZipLayout layout_;
   mutable std::mutex cross_check_mutex_;

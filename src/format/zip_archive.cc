@@ -199,9 +199,16 @@ void ZipArchive::cross_check() const {
 }
 
 std::string ZipArchive::read(const ZipEntry& entry, uint64_t max_size) const {
+  std::string out;
+  if (entry.stored() && entry.compressed_size == entry.uncompressed_size && entry.uncompressed_size <= max_size) {
+    // Read in place, in one piece: the layout checked that the file holds
+    // these bytes.
+    out.resize(static_cast<size_t>(entry.uncompressed_size));
+    read_checked(entry, max_size, [](const unsigned char*, size_t) {}, reinterpret_cast<unsigned char*>(out.data()));
+    return out;
+  }
   // Deflate expands at most ~1032:1, so a larger declared size is a lie that
   // the read refuses; no need to reserve it up front.
-  std::string out;
   if (entry.uncompressed_size <= max_size) {
     out.reserve(static_cast<size_t>(std::min<uint64_t>(entry.uncompressed_size, entry.compressed_size * 1032 + 1024)));
   }
@@ -210,6 +217,11 @@ std::string ZipArchive::read(const ZipEntry& entry, uint64_t max_size) const {
 }
 
 void ZipArchive::read_to(const ZipEntry& entry, uint64_t max_size, const ZipEntryReader::Sink& sink) const {
+  read_checked(entry, max_size, sink, nullptr);
+}
+
+void ZipArchive::read_checked(const ZipEntry& entry, uint64_t max_size, const ZipEntryReader::Sink& sink,
+                              unsigned char* stored_into) const {
   const std::string& file = source_->name();
   if (entry.uncompressed_size > max_size) {
     throw_bad_input("record '" + entry.name + "' declares " + std::to_string(entry.uncompressed_size) +
@@ -218,7 +230,7 @@ void ZipArchive::read_to(const ZipEntry& entry, uint64_t max_size, const ZipEntr
   }
   cross_check();
   ZipEntryReader reader(*source_);
-  const ZipContentCheck check = reader.read(entry, sink);
+  const ZipContentCheck check = reader.read(entry, sink, stored_into);
   if (!check.problem.empty()) {
     throw_bad_input("cannot read record '" + entry.name + "': " + check.problem, file,
                     "the archive is damaged or hostile");

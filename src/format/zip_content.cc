@@ -25,7 +25,7 @@ size_t reserve_chunk(std::vector<unsigned char>& buf, uint64_t want, size_t cap)
 
 ZipEntryReader::ZipEntryReader(const ByteSource& source) : source_(source) {}
 
-ZipContentCheck ZipEntryReader::read(const ZipEntry& e, const Sink& sink) {
+ZipContentCheck ZipEntryReader::read(const ZipEntry& e, const Sink& sink, unsigned char* stored_into) {
   ZipContentCheck out;
   uLong crc = crc32(0, nullptr, 0);
   auto deliver = [&](const unsigned char* data, size_t n) {
@@ -39,12 +39,17 @@ ZipContentCheck ZipEntryReader::read(const ZipEntry& e, const Sink& sink) {
                     std::to_string(e.uncompressed_size) + " declared)";
       return out;
     }
-    const size_t chunk = reserve_chunk(out_, e.compressed_size, kOutChunk);
-    for (uint64_t done = 0; done < e.compressed_size;) {
-      const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk, e.compressed_size - done));
-      source_.read_at(e.data_offset + done, out_.data(), n);
-      deliver(out_.data(), n);
-      done += n;
+    if (stored_into != nullptr) {
+      source_.read_at(e.data_offset, stored_into, static_cast<size_t>(e.compressed_size));
+      deliver(stored_into, static_cast<size_t>(e.compressed_size));
+    } else {
+      const size_t chunk = reserve_chunk(out_, e.compressed_size, kOutChunk);
+      for (uint64_t done = 0; done < e.compressed_size;) {
+        const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk, e.compressed_size - done));
+        source_.read_at(e.data_offset + done, out_.data(), n);
+        deliver(out_.data(), n);
+        done += n;
+      }
     }
   } else if (e.method == 8) {
     z_stream z{};
