@@ -81,7 +81,7 @@ class ValueBuilder {
       case PickleKind::BigInt: return refuse(where, "an integer wider than 64 bits");
       case PickleKind::Bytes: return refuse(where, "a bytes object");
       case PickleKind::Set: return refuse(where, "a set");
-      case PickleKind::Global: return refuse(where, "a reference to " + std::string(g_.text(n)) + "." + std::string(g_.text2(n)));
+      case PickleKind::Global: return refuse(where, "a reference to " + g_.global_name(n));
       case PickleKind::PersistentId: return refuse(where, "a bare storage");
     }
     return refuse(where, "an unknown value");

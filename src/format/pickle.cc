@@ -32,17 +32,20 @@ const PickleNode* PickleGraph::callable(PickleRef ref) const {
 }
 
 bool PickleGraph::calls(PickleRef ref, std::string_view module, std::string_view name) const {
-  const PickleNode* fn = callable(ref);
-  return fn != nullptr && text(*fn) == module && text2(*fn) == name;
+  return callable(ref) != nullptr && is_global(nodes_[ref].a, module, name);
+}
+
+std::string PickleGraph::global_name(const PickleNode& n) const {
+  if (n.kind != PickleKind::Global) return {};
+  std::string name(text(n));
+  name += '.';
+  name += text2(n);
+  return name;
 }
 
 std::string PickleGraph::call_target(PickleRef ref) const {
   const PickleNode* fn = callable(ref);
-  if (fn == nullptr) return {};
-  std::string target(text(*fn));
-  target += '.';
-  target += text2(*fn);
-  return target;
+  return fn != nullptr ? global_name(*fn) : std::string();
 }
 
 PickleSpan<PickleRef> PickleGraph::call_args(PickleRef ref) const {
@@ -107,7 +110,6 @@ class PickleParser {
     return add(n);
   }
   PickleNode& node(PickleRef ref) { return graph_.nodes_[ref]; }
-  bool is_string(PickleRef ref) const { return ref < graph_.nodes_.size() && graph_.nodes_[ref].kind == PickleKind::String; }
   void push(PickleRef ref) { stack_.push_back(ref); }
 
   PickleRef pop() {
@@ -224,11 +226,12 @@ class PickleParser {
     return int_node(static_cast<int64_t>(v));
   }
 
-  PickleRef global_node(std::string_view module, std::string_view name) {
+  // GLOBAL's two lines and STACK_GLOBAL's two strings alike: runs of the pickle.
+  PickleRef global_node(PickleSlice module, PickleSlice name) {
     PickleNode n;
     n.kind = PickleKind::Global;
-    n.text = slice_of(module);
-    n.text2 = slice_of(name);
+    n.text = module;
+    n.text2 = name;
     return add(n);
   }
 
@@ -407,19 +410,15 @@ class PickleParser {
       case 0x8f: push(add(PickleKind::Set)); break;                    // EMPTY_SET
       case 0x91: push(marked_container(PickleKind::Set)); break;       // FROZENSET
       case 'c': {                                                       // GLOBAL "module\nname\n"
-        std::string_view module = reader_.line();
-        std::string_view name = reader_.line();
+        const PickleSlice module = slice_of(reader_.line());
+        const PickleSlice name = slice_of(reader_.line());
         push(global_node(module, name));
         break;
       }
       case 0x93: {  // STACK_GLOBAL
         PickleRef name = pop(), module = pop();
-        if (!is_string(module) || !is_string(name)) fail("STACK_GLOBAL needs two strings");
-        PickleNode n;
-        n.kind = PickleKind::Global;
-        n.text = node(module).text;
-        n.text2 = node(name).text;
-        push(add(n));
+        if (!graph_.string_at(module) || !graph_.string_at(name)) fail("STACK_GLOBAL needs two strings");
+        push(global_node(node(module).text, node(name).text));
         break;
       }
       case 'R':     // REDUCE

@@ -121,6 +121,8 @@ class PickleGraph {
   bool calls(PickleRef ref, std::string_view module, std::string_view name) const;
   // For a Call node: the Global it calls; null when it calls anything else.
   const PickleNode* callable(PickleRef ref) const;
+  // A Global as "module.name"; "" for other kinds.
+  std::string global_name(const PickleNode& n) const;
   // For a Call node: its callable if it is a Global, as "module.name"; "" otherwise.
   std::string call_target(PickleRef ref) const;
   // Tuple elements of a Call's argument tuple (empty when not a tuple).
