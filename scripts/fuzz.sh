@@ -22,7 +22,12 @@ targets=(zip_layer pickle_reader inspect_path zip_structure json_text image)
 
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=${CXX_FUZZ:-clang++} -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTSARCHIVE_FUZZ=ON >/dev/null
-ninja -C "$build" -j"${JOBS:-2}" "${targets[@]/#/fuzz_}" >/dev/null
+# Quiet when it builds; the compiler's words when it does not (ninja prints them on stdout).
+if ! ninja -C "$build" -j"${JOBS:-2}" "${targets[@]/#/fuzz_}" >"$build/ninja.log" 2>&1; then
+  tail -n 60 "$build/ninja.log"
+  echo "scripts/fuzz.sh: the fuzz targets did not build (whole log: $build/ninja.log)" >&2
+  exit 1
+fi
 
 # Seeds: copied into the working corpus, which libFuzzer grows in place.
 seeds=$build/seeds
@@ -95,7 +100,12 @@ for t in "${targets[@]}"; do
     # What the sanitizer or libFuzzer said, and each input (up to 64 KiB) as
     # base64, so that a CI log alone is enough to reproduce the find.
     details+=("== $t: $crashes find(s); from $log:")
-    details+=("$(grep -E 'ERROR: |SUMMARY: |Test unit written|slow-unit|deadly signal|out-of-memory' "$log" | head -20)")
+    # Under -fork the parent echoes only a crashing child's "ERROR:" and "runtime error:"
+    # lines, and nothing for a timeout or OOM: the last progress line counts those. The
+    # grep may find nothing, which must not end the script under `set -e` (a UBSan
+    # "runtime error:" find once stopped it here without a word).
+    details+=("$({ grep -E 'ERROR: |runtime error: |SUMMARY: |Test unit written|slow-unit|deadly signal|out-of-memory' "$log" \
+      | sort | uniq -c | sort -rn | head -20; grep -E '^#[0-9]+: .*oom/timeout/crash' "$log" | tail -n 1; } || true)")
     for f in "$artifacts"*; do
       [ -f "$f" ] || continue
       if [ "$(stat -c %s "$f")" -le 65536 ]; then

@@ -417,7 +417,10 @@ class PickleParser {
       }
       case 0x93: {  // STACK_GLOBAL
         PickleRef name = pop(), module = pop();
-        if (!graph_.string_at(module) || !graph_.string_at(name)) fail("STACK_GLOBAL needs two strings");
+        // Kinds only: the graph has no bytes to read text from until parse() returns.
+        if (node(module).kind != PickleKind::String || node(name).kind != PickleKind::String) {
+          fail("STACK_GLOBAL needs two strings");
+        }
         push(global_node(node(module).text, node(name).text));
         break;
       }

@@ -16,6 +16,7 @@ Archives:
   2.13    testdata/torch2/* (scripts/make_testdata_v2.py): scripted, traced,
           scaled_dot_product_attention, .ptl, frozen, dynamically quantized,
           torch.save
+  runtime torch.save at every pickle protocol (2..HIGHEST_PROTOCOL): inspect, verify
 Commands: inspect, verify, extra set + rm, stamp (re-save), stamp --keep-bytes,
 run (against the writer's golden outputs), trace, convert (--freeze). Each
 cell works and matches the writer's outputs, or is refused with exit 3 or 5
@@ -172,6 +173,37 @@ def cell(name, cmd, work):
     raise AssertionError(cmd)
 
 
+def check_pickle_protocols(work):
+    """torch.save at every pickle protocol this Python writes (2 is torch's default;
+    4 and 5 bring FRAME, MEMOIZE, SHORT_BINUNICODE and STACK_GLOBAL): inspect
+    describes the tensors torch.load gives back, verify refuses it as a torch.save
+    file. Protocol 4 once crashed inspect (a null dereference on STACK_GLOBAL)."""
+    import pickle
+    value = {"w": torch.arange(6.0).reshape(2, 3), "step": torch.zeros(4, dtype=torch.int64),
+             "meta": {"names": ["a", "b"], "lr": 0.5}}
+    seen = []
+    for protocol in range(2, pickle.HIGHEST_PROTOCOL + 1):
+        path = os.path.join(work, "protocol%d.pth" % protocol)
+        torch.save(value, path, pickle_protocol=protocol)
+        p = tsarchive("inspect", "--json", path)
+        check(p.returncode == 0, f"torch.save protocol {protocol}: inspect exit {p.returncode}: {p.stderr}")
+        if p.returncode != 0:
+            continue
+        import json
+        doc = json.loads(p.stdout)
+        check(doc["kind"] == "torch_save", f"torch.save protocol {protocol}: kind {doc['kind']}")
+        loaded = torch.load(path)
+        want = {k: (str(t.dtype).replace("torch.", ""), list(t.shape)) for k, t in loaded.items() if torch.is_tensor(t)}
+        got = {t["path"]: (t["dtype"], t["shape"]) for t in doc["tensors"]}
+        check(got == want, f"torch.save protocol {protocol}: inspect says {got}, torch.load gives {want}")
+        v = tsarchive("verify", path)
+        line = one_line(v)
+        check(v.returncode == 3 and line is not None and TORCH_SAVE in line,
+              f"torch.save protocol {protocol}: verify exit {v.returncode} {line!r}")
+        seen.append(protocol)
+    return seen
+
+
 def main():
     global MAJOR
     version = tsarchive("--version", "--verbose").stdout  # loads the torch layer: skip when it cannot
@@ -183,6 +215,7 @@ def main():
     print(f"tsarchive linked against libtorch {m.group(1)}.{m.group(2)}; Python torch {torch.__version__}")
     table = []
     with tempfile.TemporaryDirectory() as work:
+        protocols = check_pickle_protocols(work)
         for name in ARCHIVES:
             row = []
             for cmd in COMMANDS:
@@ -204,6 +237,7 @@ def main():
     for source, name, row in table:
         short = [re.sub(r" \(([^)]{60})[^)]*\)", r" (\1...)", c)[:110] for c in row]
         print(f"| {source} | {name} | " + " | ".join(short) + " |")
+    print(f"torch.save at pickle protocols {protocols}: inspect matches torch.load, verify refuses")
     finish(f"ok: {len(ARCHIVES)} archives x {len(COMMANDS)} commands on libtorch {m.group(1)}.{m.group(2)}")
 
 

@@ -41,6 +41,22 @@ TEST_CASE("pickle: GLOBAL and REDUCE are recorded, never called") {
   CHECK(*g.string_at(g.call_args(g.root())[0]) == "echo");
 }
 
+TEST_CASE("pickle: STACK_GLOBAL (protocol 4) takes module and name from two strings on the stack") {
+  // pickle.dumps(collections.OrderedDict([('a', 1)]), protocol=4): FRAME, SHORT_BINUNICODE,
+  // MEMOIZE, STACK_GLOBAL, EMPTY_TUPLE, REDUCE, SETITEM. A fuzz find: the STACK_GLOBAL check
+  // once read the strings' text before the graph had its bytes, a null dereference.
+  const std::string p =
+      "\x80\x04\x95)\x00\x00\x00\x00\x00\x00\x00\x8c\x0b" "collections\x94\x8c\x0b" "OrderedDict\x94\x93\x94)R\x94"
+      "\x8c\x01" "a\x94K\x01s."s;
+  const PickleGraph g = parse_pickle(p, "test");
+  CHECK(g.call_target(g.root()) == "collections.OrderedDict");
+  REQUIRE(g.entries(g.at(g.root())).size() == 1);
+  CHECK(*g.string_at(g.entries(g.at(g.root()))[0].first) == "a");
+  // Anything but two strings is refused.
+  const std::string ints = bytes({0x80, 4, 'K', 1, 'K', 2, 0x93, '.'});
+  CHECK_THROWS_WITH(parse_pickle(ints, "data.pkl"), Catch::Contains("STACK_GLOBAL needs two strings"));
+}
+
 TEST_CASE("pickle: a string longer than the data is refused") {
   const std::string p = bytes({0x80, 2, 'X', 0xff, 0xff, 0xff, 0x7f, 'a', 'b', '.'});
   CHECK_THROWS_WITH(parse_pickle(p, "data.pkl"), Catch::Contains("runs past the end"));
