@@ -14,6 +14,9 @@
 #   many   bench/out/many.pt: MANY tiny buffers (default 2000), made here
 #   big    bench/out/big.pt: ~BIG_MB MB of float32 Linear weights, made here
 #          (kept and reused while its size is within 5% of the target)
+#   resnet18  bench/out/resnet18.pt: torchvision's resnet18, scripted (47 MB,
+#          191 records, 60 of them deflated code/; the archive the issue names),
+#          made by bench/make_run_models.py when PY has torchvision (as bench/run.sh)
 #
 # Times are wall-clock, whole process (fork+exec to exit), warm page cache:
 # every command runs once untimed first. The fast commands are interleaved
@@ -117,6 +120,16 @@ EOF
   ARCHIVES=("small=$SMALL" "many=$MANY_PT" "big=$BIG")
 else
   ARCHIVES=("small=$SMALL" "big=$BIG")
+fi
+RESNET=$OUT/resnet18.pt
+if [[ ! -f $RESNET ]] && "$PY" -c 'import torchvision' 2>/dev/null; then
+  echo "making $RESNET ..." >&2
+  "$PY" bench/make_run_models.py "$RESNET" >&2 || die "making $RESNET failed"
+fi
+if [[ -f $RESNET ]]; then
+  ARCHIVES+=("resnet18=$RESNET")
+else
+  echo "no torchvision for $PY: resnet18 skipped (apt-get install python3-torchvision)" >&2
 fi
 
 TIME_BIN=

@@ -148,6 +148,16 @@ TEST_CASE("zip: an end signature inside the comment is refused") {
   CHECK_THAT(what_of(with_comment("PK\x05\x06")), Catch::Contains("comment holds an end record signature"));
 }
 
+TEST_CASE("zip: the backward search for end records steps over near-misses and finds every candidate") {
+  // The search finds each 'P' with memrchr and compares from there: runs of 'P'
+  // and partial signatures are not end records, and one right after them is.
+  CHECK(what_of(with_comment(std::string(40000, 'P') + "PK\x05PK\x06PK")).empty());
+  CHECK_THAT(what_of(with_comment(std::string(40000, 'P') + "PPK\x05\x06")),
+             Catch::Contains("comment holds an end record signature"));
+  const std::string inner = slurp(testdata("tensor.pt"));
+  CHECK_THAT(what_of(with_comment("PPPK\x05" + inner)), Catch::Contains("two end records"));
+}
+
 TEST_CASE("zip: the ZIP64 end record must end at its locator and agree with the classic one") {
   const std::string good = slurp(testdata("mlp_scripted.pt"));
   const size_t end = good.size() - 22, locator = end - 20, z64 = locator - 56;
