@@ -211,7 +211,7 @@ std::string unmark_invalid_utf8(const std::string& text, const std::string& mark
 
 }  // namespace detail
 
-size_t display_width(const std::string& s) {
+size_t display_width(std::string_view s) {
   size_t w = 0;
   for (unsigned char c : s) w += (c & 0xC0) != 0x80 ? 1 : 0;
   return w;
@@ -229,6 +229,24 @@ void TextTable::add_row(std::vector<std::string> cells) {
     widths_.push_back(display_width(cell));
     cells_.push_back(std::move(cell));
   }
+}
+
+void TextTable::add_row(std::initializer_list<std::string_view> cells) {
+  const size_t columns = headers_.size();
+  size_t c = 0;
+  for (auto it = cells.begin(); it != cells.end() && c < columns; ++it, ++c) {
+    cells_.push_back(needs_escape(*it, TextEscape::Line) ? shown(*it) : std::string(*it));
+    widths_.push_back(display_width(cells_.back()));
+  }
+  for (; c < columns; ++c) {
+    cells_.emplace_back();
+    widths_.push_back(0);
+  }
+}
+
+void TextTable::reserve(size_t rows) {
+  cells_.reserve(rows * headers_.size());
+  widths_.reserve(rows * headers_.size());
 }
 
 void TextTable::print(std::ostream& out, int indent) const {

@@ -117,8 +117,12 @@ class TextTable {
   enum class Align { Left, Right };
   explicit TextTable(std::vector<std::string> headers, std::vector<Align> align = {});
   // Each cell is escaped as one field (shown()): a name with a line feed
-  // cannot fake a row.
+  // cannot fake a row. Missing cells are empty.
   void add_row(std::vector<std::string> cells);
+  // The same from views, each copied once into the table (a braced list of
+  // std::strings would be copied into the list, then again into a vector).
+  void add_row(std::initializer_list<std::string_view> cells);
+  void reserve(size_t rows);
   bool empty() const { return cells_.empty(); }
   // Writes the table indented by `indent` spaces; no trailing spaces.
   void print(std::ostream& out, int indent = 2) const;
@@ -131,7 +135,7 @@ class TextTable {
 };
 
 // Display width of UTF-8 text (code points; good enough for names and previews).
-size_t display_width(const std::string& s);
+size_t display_width(std::string_view s);
 
 namespace detail {
 

@@ -72,10 +72,11 @@ void render_records(const InspectReport& r, const InspectView& view, std::ostrea
     TextTable t({"NAME", "KIND", "SIZE", "STORED AS", "METHOD", "OFFSET", "ALIGNED", "CRC32"},
                 {Align::Left, Align::Left, Align::Right, Align::Right, Align::Left, Align::Right, Align::Left,
                  Align::Left});
+    t.reserve(r.records.size());
     for (const RecordInfo& rec : r.records) {
       char crc[16];
       std::snprintf(crc, sizeof crc, "%08x", rec.crc32);
-      t.add_row({rec.name, std::string(record_kind_id(rec.kind)), with_commas(rec.size),
+      t.add_row({rec.name, record_kind_id(rec.kind), with_commas(rec.size),
                  with_commas(rec.compressed_size), zip_method_name(rec.method), with_commas(rec.data_offset),
                  rec.aligned ? "yes" : "no", crc});
     }
@@ -111,11 +112,14 @@ void render_tensors(const InspectReport& r, std::ostream& out) {
   out << "\nTensors (" << r.tensors.size() << ")\n";
   TextTable t({"PATH", "ROLE", "DTYPE", "SHAPE", "ELEMENTS", "SIZE", "DEVICE"},
               {Align::Left, Align::Left, Align::Left, Align::Left, Align::Right, Align::Right, Align::Left});
+  t.reserve(r.tensors.size());
+  std::string dtype;
   for (const TensorInfo& tensor : r.tensors) {
-    std::string dtype = tensor.dtype;
+    dtype = tensor.dtype;
     if (!tensor.quantization.empty()) dtype += " (" + tensor.quantization + ")";
-    t.add_row({tensor.path.empty() ? "(the saved tensor)" : tensor.path, std::string(tensor_role_id(tensor.role)), dtype, shape_text(tensor.shape),
-               with_commas(tensor.numel), human_size(tensor.nbytes), tensor.device});
+    t.add_row({tensor.path.empty() ? std::string_view("(the saved tensor)") : std::string_view(tensor.path),
+               tensor_role_id(tensor.role), dtype, shape_text(tensor.shape), with_commas(tensor.numel),
+               human_size(tensor.nbytes), tensor.device});
   }
   t.print(out);
 
@@ -124,8 +128,7 @@ void render_tensors(const InspectReport& r, std::ostream& out) {
   for (const DtypeTotal& total : r.dtype_totals) {
     d.add_row({total.dtype, with_commas(total.tensors), with_commas(total.elements), human_size(total.bytes)});
   }
-  t = d;
-  t.print(out);
+  d.print(out);
 }
 
 void render_modules(const InspectReport& r, std::ostream& out) {
