@@ -25,11 +25,22 @@ inline std::string shown(std::string_view text) { return escape_text(text, TextE
 // Writes what `render` writes to a buffer, escaped as a block (only \n, \t
 // and \r\n stay): the gate between every text report and the terminal. JSON
 // output does not go through it.
+namespace detail {
+// A string buffer whose text can be seen without the copy str() makes (C++17
+// has no stringbuf::view()): what was written is [pbase, pptr).
+class TextBuffer : public std::stringbuf {
+ public:
+  TextBuffer() : std::stringbuf(std::ios_base::out) {}
+  std::string_view view() const { return {pbase(), static_cast<size_t>(pptr() - pbase())}; }
+};
+}  // namespace detail
+
 template <class Render>
 void write_text(std::ostream& out, Render&& render) {
-  std::ostringstream text;
+  detail::TextBuffer buffer;
+  std::ostream text(&buffer);
   render(text);
-  const std::string rendered = text.str();
+  const std::string_view rendered = buffer.view();
   if (needs_escape(rendered, TextEscape::Block)) {
     out << escape_text(rendered, TextEscape::Block);
   } else {
