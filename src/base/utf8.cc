@@ -1,6 +1,30 @@
 #include "base/utf8.h"
 
+#include <cstring>
+
 namespace tsarchive {
+namespace {
+
+constexpr uint64_t kOnes = 0x0101010101010101ULL;
+constexpr uint64_t kHighs = 0x8080808080808080ULL;
+
+uint64_t word_at(std::string_view s, size_t i) {
+  uint64_t w;
+  std::memcpy(&w, s.data() + i, sizeof w);
+  return w;
+}
+
+// Whether all eight bytes of `w` are printable ASCII (0x20..0x7e): no byte
+// below 0x20 (the borrow of w - 0x20.. sets a high bit only there, bytes with
+// their own high bit aside) and none at 0x7f or above (adding 1 carries into
+// the high bit). A word that fails is looked at byte by byte.
+bool printable_ascii_word(uint64_t w) {
+  const uint64_t below_space = (w - 0x20 * kOnes) & ~w & kHighs;
+  const uint64_t del_or_high = ((w + kOnes) | w) & kHighs;
+  return (below_space | del_or_high) == 0;
+}
+
+}  // namespace
 
 size_t utf8_sequence_at(std::string_view text, size_t i, uint32_t& cp) {
   const auto c = static_cast<unsigned char>(text[i]);
@@ -27,6 +51,10 @@ size_t utf8_sequence_at(std::string_view text, size_t i, uint32_t& cp) {
 bool is_valid_utf8(std::string_view text) {
   uint32_t cp = 0;
   for (size_t i = 0, len = 0; i < text.size(); i += len) {
+    if (i + 8 <= text.size() && (word_at(text, i) & kHighs) == 0) {  // eight ASCII bytes at once
+      len = 8;
+      continue;
+    }
     if (static_cast<unsigned char>(text[i]) < 0x80) {  // ASCII, the usual case, without decoding
       len = 1;
       continue;
@@ -39,8 +67,12 @@ bool is_valid_utf8(std::string_view text) {
 bool is_printable_utf8(std::string_view s) {
   uint32_t cp = 0;
   for (size_t i = 0, len = 0; i < s.size(); i += len) {
+    if (i + 8 <= s.size() && printable_ascii_word(word_at(s, i))) {  // eight at once
+      len = 8;
+      continue;
+    }
     const auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x7f) {  // printable ASCII, the usual case, without decoding
+    if ((c >= 0x20 && c < 0x7f) || c == '\n') {  // printable ASCII and line feeds, without decoding
       len = 1;
       continue;
     }

@@ -15,6 +15,7 @@
 #include "helpers.h"
 #include "base/bounded_json.h"
 #include "base/error.h"
+#include "base/utf8.h"
 #include "core/extra.h"
 #include "core/producer_info.h"
 #include "core/run_check.h"
@@ -295,4 +296,50 @@ TEST_CASE("JSON output: bytes that are not UTF-8 are written losslessly as \\udc
     CHECK_THAT(r.err, Catch::Contains("bad\\xffname") && Catch::Contains("not UTF-8"));
     CHECK(r.err.find('\xff') == std::string::npos);
   }
+}
+
+namespace {
+// The byte-at-a-time definitions the eight-bytes-at-once fast paths must agree with.
+bool reference_valid(std::string_view s) {
+  uint32_t cp = 0;
+  for (size_t i = 0, len = 0; i < s.size(); i += len) {
+    if ((len = utf8_sequence_at(s, i, cp)) == 0) return false;
+  }
+  return true;
+}
+bool reference_printable(std::string_view s) {
+  uint32_t cp = 0;
+  for (size_t i = 0, len = 0; i < s.size(); i += len) {
+    if ((len = utf8_sequence_at(s, i, cp)) == 0) return false;
+    if ((cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || cp == 0x7f) return false;
+  }
+  return true;
+}
+}  // namespace
+
+TEST_CASE("UTF-8 checks: the word-at-a-time fast paths agree with byte-at-a-time decoding") {
+  // Every byte value at every position of printable text of several lengths
+  // (words, their tails, sequences across a word boundary).
+  for (size_t size : {1, 7, 8, 9, 16, 17, 23}) {
+    for (size_t at = 0; at < size; ++at) {
+      for (int b = 0; b < 256; ++b) {
+        std::string s(size, 'a');
+        s[at] = static_cast<char>(b);
+        INFO("size " << size << ", byte " << b << " at " << at);
+        CHECK(is_valid_utf8(s) == reference_valid(s));
+        CHECK(is_printable_utf8(s) == reference_printable(s));
+      }
+    }
+  }
+  for (const char* piece : {"\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xed\xa0\x80", "\xc0\xaf", "\x7f", "\t\r\n"}) {
+    for (size_t at = 0; at < 12; ++at) {
+      std::string s(20, 'x');
+      s.replace(at, std::strlen(piece), piece);
+      INFO("piece at " << at);
+      CHECK(is_valid_utf8(s) == reference_valid(s));
+      CHECK(is_printable_utf8(s) == reference_printable(s));
+    }
+  }
+  CHECK(is_printable_utf8("def forward(self, x: Tensor) -> Tensor:\n    return x\n"));
+  CHECK_FALSE(is_printable_utf8("def forward(self):\n    return \x1b[2J\n"));
 }
