@@ -222,26 +222,21 @@ TextTable::TextTable(std::vector<std::string> headers, std::vector<Align> align)
   align_.resize(headers_.size(), Align::Left);
 }
 
+void TextTable::add_cell(std::string cell) {
+  if (needs_escape(cell, TextEscape::Line)) cell = shown(cell);
+  widths_.push_back(display_width(cell));
+  cells_.push_back(std::move(cell));
+}
+
 void TextTable::add_row(std::vector<std::string> cells) {
   cells.resize(headers_.size());
-  for (std::string& cell : cells) {
-    if (needs_escape(cell, TextEscape::Line)) cell = shown(cell);
-    widths_.push_back(display_width(cell));
-    cells_.push_back(std::move(cell));
-  }
+  for (std::string& cell : cells) add_cell(std::move(cell));
 }
 
 void TextTable::add_row(std::initializer_list<std::string_view> cells) {
   const size_t columns = headers_.size();
-  size_t c = 0;
-  for (auto it = cells.begin(); it != cells.end() && c < columns; ++it, ++c) {
-    cells_.push_back(needs_escape(*it, TextEscape::Line) ? shown(*it) : std::string(*it));
-    widths_.push_back(display_width(cells_.back()));
-  }
-  for (; c < columns; ++c) {
-    cells_.emplace_back();
-    widths_.push_back(0);
-  }
+  auto it = cells.begin();
+  for (size_t c = 0; c < columns; ++c) add_cell(it != cells.end() ? std::string(*it++) : std::string());
 }
 
 void TextTable::reserve(size_t rows) {

@@ -22,9 +22,6 @@ struct Context;
 // bidi characters and bytes that are not UTF-8 escaped (terminal_text.h).
 inline std::string shown(std::string_view text) { return escape_text(text, TextEscape::Line); }
 
-// Writes what `render` writes to a buffer, escaped as a block (only \n, \t
-// and \r\n stay): the gate between every text report and the terminal. JSON
-// output does not go through it.
 namespace detail {
 // A string buffer whose text can be seen without the copy str() makes (C++17
 // has no stringbuf::view()): what was written is [pbase, pptr).
@@ -35,6 +32,9 @@ class TextBuffer : public std::stringbuf {
 };
 }  // namespace detail
 
+// Writes what `render` writes to a buffer, escaped as a block (only \n, \t
+// and \r\n stay): the gate between every text report and the terminal. JSON
+// output does not go through it.
 template <class Render>
 void write_text(std::ostream& out, Render&& render) {
   detail::TextBuffer buffer;
@@ -139,6 +139,8 @@ class TextTable {
   void print(std::ostream& out, int indent = 2) const;
 
  private:
+  void add_cell(std::string cell);
+
   std::vector<std::string> headers_;
   std::vector<Align> align_;
   std::vector<std::string> cells_;  // row after row, headers_.size() each

@@ -36,6 +36,25 @@ struct EndRecords {
   std::string comment;
 };
 
+constexpr std::string_view kEndSignature("PK\x05\x06", 4);  // kEndSig as bytes
+
+// The last end record signature "PK\5\6" that starts at or before `last` in
+// `tail`, or npos. memrchr finds each candidate 'P' (vectorised);
+// std::string::rfind calls memcmp at every position, and the whole 64 KiB tail
+// is searched for a second end record: 65,557 calls, 0.13 ms on every archive.
+size_t rfind_end_signature(std::string_view tail, size_t last) {
+  if (tail.size() < kEndSignature.size()) return std::string_view::npos;
+  size_t end = std::min(last, tail.size() - kEndSignature.size()) + 1;  // candidates start in [0, end)
+  while (end > 0) {
+    const void* hit = memrchr(tail.data(), kEndSignature[0], end);
+    if (hit == nullptr) break;
+    const size_t q = static_cast<size_t>(static_cast<const char*>(hit) - tail.data());
+    if (tail.compare(q, kEndSignature.size(), kEndSignature) == 0) return q;
+    end = q;
+  }
+  return std::string_view::npos;
+}
+
 // The end record PyTorch reads, and refusal of every file on which ZIP readers
 // could pick another one (see "End record" in zip.h):
 // - PyTorch's miniz (mz_zip_reader_locate_header_sig) takes the LAST "PK\5\6"
@@ -54,32 +73,12 @@ struct EndRecords {
 //   locator points), of the standard 44-byte record size, on disk 0 of 1; and
 //   each classic field must be its ZIP64 value or the 0xFF.. placeholder
 //   (readers without ZIP64 use the classic fields).
-// The last end record signature "PK\5\6" that starts at or before `last` in
-// `tail`, or npos. memrchr finds each candidate 'P' (vectorised);
-// std::string::rfind calls memcmp at every position, and the whole 64 KiB tail
-// is searched for a second end record: 65,557 calls, a quarter of a
-// millisecond on every archive.
-size_t rfind_end_signature(std::string_view tail, size_t last) {
-  constexpr std::string_view sig("PK\x05\x06", 4);
-  if (tail.size() < sig.size()) return std::string_view::npos;
-  size_t end = std::min(last, tail.size() - sig.size()) + 1;  // candidates start in [0, end)
-  while (end > 0) {
-    const void* hit = memrchr(tail.data(), sig[0], end);
-    if (hit == nullptr) break;
-    const size_t q = static_cast<size_t>(static_cast<const char*>(hit) - tail.data());
-    if (tail.compare(q, sig.size(), sig) == 0) return q;
-    end = q;
-  }
-  return std::string_view::npos;
-}
-
 EndRecords read_end_records(const ByteSource& source) {
   const uint64_t size = source.size();
   if (size < kEndSize) invalid(source, "too short to be a ZIP (" + std::to_string(size) + " bytes)");
   const uint64_t tail_len = std::min<uint64_t>(size, kEndSize + 0xFFFF);
   const uint64_t tail_start = size - tail_len;
   const std::string tail = source.read_string(tail_start, static_cast<size_t>(tail_len));
-  const std::string_view sig("PK\x05\x06", 4);
 
   const size_t pos = rfind_end_signature(tail, tail.size() - kEndSize);
   if (pos == std::string::npos) {
@@ -100,7 +99,7 @@ EndRecords read_end_records(const ByteSource& source) {
                           std::to_string(comment_len) + "-byte comment but " + std::to_string(r.remaining()) +
                           " bytes follow it (data after the archive, or an archive hidden in its comment)");
   }
-  if (tail.find(sig, pos + 1) != std::string::npos) {
+  if (tail.find(kEndSignature, pos + 1) != std::string::npos) {
     ambiguous(source, "the archive comment holds an end record signature (readers could take it for the end record)");
   }
   for (size_t q = pos; q > 0 && (q = rfind_end_signature(tail, q - 1)) != std::string_view::npos;) {
