@@ -63,9 +63,10 @@ constexpr size_t kMaxReservedNodes = 1 << 20;
 class PickleParser {
  public:
   PickleParser(std::string_view bytes, const std::string& what, size_t offset, const PickleLimits& limits)
-      : reader_(bytes, what), what_(what), limits_(limits), start_(bytes.data() + offset) {
+      : reader_(bytes, what), what_(what), limits_(limits) {
     reader_.skip(offset);
     if (bytes.size() - offset > UINT32_MAX) fail("a pickle of 4 GiB or more");
+    graph_.text_ = bytes.substr(offset);
     // A value takes about four bytes of pickle in TorchScript's data.pkl:
     // reserving for that up front saves the copies (and the page faults) of
     // growing the vector, a third of inspect's work on a many-tensor archive.
@@ -77,7 +78,10 @@ class PickleParser {
 
   // Gives `graph` the pickle's bytes, from its first opcode to STOP, that
   // the text runs of its nodes index.
-  static void keep(PickleGraph& graph, std::shared_ptr<const std::string> bytes) { graph.bytes_ = std::move(bytes); }
+  static void keep(PickleGraph& graph, std::shared_ptr<const std::string> bytes) {
+    graph.bytes_ = std::move(bytes);
+    graph.text_ = *graph.bytes_;
+  }
 
   // Parses up to STOP; text runs index the bytes from `offset` on.
   PickleGraph parse(size_t* end) {
@@ -198,7 +202,7 @@ class PickleParser {
 
   // Where `s`, a view of the input, lies from the pickle's first opcode.
   PickleSlice slice_of(std::string_view s) const {
-    return {static_cast<uint32_t>(s.data() - start_), static_cast<uint32_t>(s.size())};
+    return {static_cast<uint32_t>(s.data() - graph_.text_.data()), static_cast<uint32_t>(s.size())};
   }
 
   PickleRef string_node(PickleKind kind, std::string_view s) {
@@ -417,10 +421,7 @@ class PickleParser {
       }
       case 0x93: {  // STACK_GLOBAL
         PickleRef name = pop(), module = pop();
-        // Kinds only: the graph has no bytes to read text from until parse() returns.
-        if (node(module).kind != PickleKind::String || node(name).kind != PickleKind::String) {
-          fail("STACK_GLOBAL needs two strings");
-        }
+        if (!graph_.string_at(module) || !graph_.string_at(name)) fail("STACK_GLOBAL needs two strings");
         push(global_node(node(module).text, node(name).text));
         break;
       }
@@ -476,7 +477,6 @@ class PickleParser {
   std::unordered_map<PickleRef, uint32_t> spare_entries_;
   std::vector<PickleEntry> entry_buffer_;
   size_t op_offset_ = 0;
-  const char* start_;  // the pickle's first opcode: where text runs count from
 };
 
 PickleGraph parse_pickle(std::string_view bytes, const std::string& what, size_t offset, size_t* end,

@@ -134,9 +134,12 @@ class PickleGraph {
     return n.kind == PickleKind::String || n.kind == PickleKind::Bytes || n.kind == PickleKind::BigInt ||
            n.kind == PickleKind::Global;
   }
-  std::string_view slice(PickleSlice s) const { return std::string_view(*bytes_).substr(s.begin, s.size); }
+  std::string_view slice(PickleSlice s) const { return text_.substr(s.begin, s.size); }
 
   std::shared_ptr<const std::string> bytes_;  // the pickle, from its first opcode to STOP
+  // What text runs index: the parser's input while it parses (so text reads
+  // work then too), bytes_ once parse_pickle returns.
+  std::string_view text_;
   std::vector<PickleNode> nodes_;
   std::vector<PickleRef> item_pool_;
   std::vector<PickleEntry> entry_pool_;

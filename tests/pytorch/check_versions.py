@@ -24,7 +24,9 @@ and one error line giving the expected reason (EXPECTED below, by the linked
 libtorch's major version). Prints the matrix.
 """
 
+import json
 import os
+import pickle
 import re
 import shutil
 import subprocess
@@ -134,7 +136,6 @@ def cell(name, cmd, work):
         p = tsarchive(*args)
         if p.returncode != 0:
             return p.returncode, one_line(p), ""
-        import json
         doc = json.loads(p.stdout)
         v = tsarchive("verify", copy)
         want_verify = 3 if source == "future" else 0
@@ -178,7 +179,6 @@ def check_pickle_protocols(work):
     4 and 5 bring FRAME, MEMOIZE, SHORT_BINUNICODE and STACK_GLOBAL): inspect
     describes the tensors torch.load gives back, verify refuses it as a torch.save
     file. Protocol 4 once crashed inspect (a null dereference on STACK_GLOBAL)."""
-    import pickle
     value = {"w": torch.arange(6.0).reshape(2, 3), "step": torch.zeros(4, dtype=torch.int64),
              "meta": {"names": ["a", "b"], "lr": 0.5}}
     seen = []
@@ -189,7 +189,6 @@ def check_pickle_protocols(work):
         check(p.returncode == 0, f"torch.save protocol {protocol}: inspect exit {p.returncode}: {p.stderr}")
         if p.returncode != 0:
             continue
-        import json
         doc = json.loads(p.stdout)
         check(doc["kind"] == "torch_save", f"torch.save protocol {protocol}: kind {doc['kind']}")
         # Our own file: the full unpickler (torch 2.6+ defaults to weights_only, whose
