@@ -14,3 +14,14 @@ big_archives() {
     ARCHIVES+=("$a")
   done
 }
+
+# one_record_archive MB: sets ONE_ARCHIVE to bench/out/one-<MB>mb.pt, a single
+# Linear(w, w) whose weight is one record of about MB megabytes (made when missing).
+one_record_archive() {
+  ONE_ARCHIVE=$OUT/one-${1}mb.pt
+  mkdir -p "$OUT"
+  if [[ ! -f $ONE_ARCHIVE ]]; then
+    echo "making $ONE_ARCHIVE (one record of ~$1 MB) ..." >&2
+    "$PY" bench/make_big_archive.py big --layers 1 --out "$ONE_ARCHIVE" --mb "$1" >&2 || die "making $ONE_ARCHIVE failed"
+  fi
+}

@@ -116,8 +116,13 @@ std::vector<RecordDigest> digest_records(const TorchArchive& archive, const Dige
   const ByteSource& source = archive.zip().source();
   // libzip must see the records this digests (and PyTorch loads) too.
   archive.zip().cross_check();
+  const unsigned cores = options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  // A core left over once the smaller records are done takes a big stored
+  // record's CRC-32 while its thread hashes it (one huge weights record).
+  const bool crc_beside_sha256 = options.sha256 && cores > 1;
   auto worker = [&] {
     ZipEntryReader reader(source);
+    reader.crc_beside_sink(crc_beside_sha256);
     for (size_t i; (i = next.fetch_add(1)) < order.size();) {
       try {
         results[order[i]] = digest_one(reader, *todo[order[i]], options.sha256);
@@ -128,8 +133,7 @@ std::vector<RecordDigest> digest_records(const TorchArchive& archive, const Dige
       }
     }
   };
-  unsigned threads = options.threads != 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
-  threads = static_cast<unsigned>(std::min<size_t>(threads, std::max<size_t>(order.size(), 1)));
+  const auto threads = static_cast<unsigned>(std::min<size_t>(cores, std::max<size_t>(order.size(), 1)));
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
   worker();

@@ -122,10 +122,18 @@ class ZipEntryReader {
   // then read there in one piece (and handed to the sink from there) instead
   // of through the reader's own buffer.
   ZipContentCheck read(const ZipEntry& entry, const Sink& sink, unsigned char* stored_into = nullptr);
+  // A stored entry of several chunks then has its CRC-32 computed on a second
+  // thread while the sink takes the same chunk on this one (two buffers in
+  // turn): for a caller whose sink is as costly as the CRC (SHA-256) and that
+  // has a core to spare, e.g. one huge record.
+  void crc_beside_sink(bool on) { crc_beside_sink_ = on; }
 
  private:
+  void read_stored_crc_beside(const ZipEntry& entry, const Sink& sink, uint32_t& crc, ZipContentCheck& out);
+
   const ByteSource& source_;
-  std::vector<unsigned char> in_, out_;
+  std::vector<unsigned char> in_, out_, second_;
+  bool crc_beside_sink_ = false;
 };
 
 // An open ZIP: its layout, and content reads by ZipEntryReader.

@@ -3,9 +3,11 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <future>
 #include <memory>
 
 #include "base/error.h"
+#include "format/crc32.h"
 #include "format/zip.h"
 
 namespace tsarchive {
@@ -25,11 +27,38 @@ size_t reserve_chunk(std::vector<unsigned char>& buf, uint64_t want, size_t cap)
 
 ZipEntryReader::ZipEntryReader(const ByteSource& source) : source_(source) {}
 
+// Chunk k is read into buffer k % 2 while the CRC of chunk k - 1 may still run
+// on the second thread; the sink takes chunk k on this thread; chunk k + 1
+// reuses buffer (k + 1) % 2 only after chunk k - 1's CRC (its reader) is done.
+void ZipEntryReader::read_stored_crc_beside(const ZipEntry& e, const Sink& sink, uint32_t& crc, ZipContentCheck& out) {
+  const size_t chunk = reserve_chunk(out_, e.compressed_size, kOutChunk);
+  second_.resize(chunk);
+  unsigned char* const buffers[2] = {out_.data(), second_.data()};
+  std::future<uint32_t> pending;
+  size_t k = 0;
+  for (uint64_t done = 0; done < e.compressed_size; ++k) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk, e.compressed_size - done));
+    unsigned char* const buffer = buffers[k % 2];
+    source_.read_at(e.data_offset + done, buffer, n);
+    if (pending.valid()) crc = pending.get();
+    pending = std::async(std::launch::async, [crc, buffer, n] { return crc32_update(crc, buffer, n); });
+    out.size += n;
+    try {
+      sink(buffer, n);
+    } catch (...) {
+      pending.wait();  // it reads our buffer
+      throw;
+    }
+    done += n;
+  }
+  if (pending.valid()) crc = pending.get();
+}
+
 ZipContentCheck ZipEntryReader::read(const ZipEntry& e, const Sink& sink, unsigned char* stored_into) {
   ZipContentCheck out;
-  uLong crc = crc32(0, nullptr, 0);
+  uint32_t crc = 0;
   auto deliver = [&](const unsigned char* data, size_t n) {
-    crc = crc32_z(crc, data, n);
+    crc = crc32_update(crc, data, n);
     out.size += n;
     sink(data, n);
   };
@@ -42,6 +71,8 @@ ZipContentCheck ZipEntryReader::read(const ZipEntry& e, const Sink& sink, unsign
     if (stored_into != nullptr) {
       source_.read_at(e.data_offset, stored_into, static_cast<size_t>(e.compressed_size));
       deliver(stored_into, static_cast<size_t>(e.compressed_size));
+    } else if (crc_beside_sink_ && e.compressed_size > 2 * kOutChunk) {
+      read_stored_crc_beside(e, sink, crc, out);
     } else {
       const size_t chunk = reserve_chunk(out_, e.compressed_size, kOutChunk);
       for (uint64_t done = 0; done < e.compressed_size;) {

@@ -48,7 +48,7 @@ inline void set32(std::string& s, size_t at, uint32_t v) {
   set16(s, at + 2, static_cast<uint16_t>(v >> 16));
 }
 
-// CRC-32 as ZIP uses it (zlib's), over any length.
+// CRC-32 as ZIP uses it (zlib's), over any length (format/crc32.h).
 uint32_t crc32(std::string_view data);
 
 }  // namespace tsarchive::zipfmt

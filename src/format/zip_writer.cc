@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "format/crc32.h"
 #include "format/zip_format.h"
 
 namespace tsarchive {
@@ -436,15 +437,7 @@ std::string render_plan(const ZipRewritePlan& plan, uint64_t offset, const Sourc
   return out;
 }
 
-uint32_t zipfmt::crc32(std::string_view data) {
-  uLong crc = ::crc32(0L, Z_NULL, 0);
-  for (size_t done = 0; done < data.size();) {  // zlib takes uInt lengths
-    const uInt n = static_cast<uInt>(std::min<size_t>(data.size() - done, 1u << 30));
-    crc = ::crc32(crc, reinterpret_cast<const Bytef*>(data.data() + done), n);
-    done += n;
-  }
-  return static_cast<uint32_t>(crc);
-}
+uint32_t zipfmt::crc32(std::string_view data) { return crc32_of(data); }
 
 void write_plan(const ZipRewritePlan& plan, int source_fd, int dest_fd, const std::string& dest_name) {
   for (const ZipPiece& p : plan.pieces) {

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 #include <zlib.h>
 
+#include "format/crc32.h"
 #include "format/zip_format.h"
 #include "helpers.h"
 #include "format/archive.h"
@@ -431,4 +432,51 @@ TEST_CASE("runtime library: a missing library or function is one clear I/O error
   size_t (*length)(const char*) = nullptr;
   libc.bind("strlen", length);
   CHECK(length("four") == 4);
+}
+
+TEST_CASE("crc32: equals zlib's at every length and alignment around the folding blocks") {
+  std::string bytes(4096, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 2654435761u) >> 13);
+  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  for (size_t offset = 0; offset < 17; ++offset) {
+    for (size_t n = 0; n < 600; ++n) {
+      INFO("offset " << offset << ", length " << n);
+      REQUIRE(crc32_update(0, p + offset, n) == static_cast<uint32_t>(::crc32_z(0, p + offset, n)));
+    }
+  }
+  uint32_t chained = 0;  // continued across pieces that do not fall on block boundaries
+  for (size_t at = 0; at < bytes.size(); at += 333) chained = crc32_update(chained, p + at, std::min<size_t>(333, bytes.size() - at));
+  CHECK(chained == static_cast<uint32_t>(::crc32_z(0, p, bytes.size())));
+  CHECK(crc32_of("123456789") == 0xCBF43926u);  // the standard check value
+}
+
+TEST_CASE("zip: a big stored record read with its CRC on a second thread gives the same bytes and verdict") {
+  std::string weights(5 * (1 << 20) + 12345, '\0');
+  for (size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<char>((i * 40503u) >> 7);
+  std::string bytes = archive_with_record(testdata("mlp_scripted.pt"), "data/0", weights);
+  auto read_all = [](const std::string& zip_bytes, bool beside) {
+    const ZipArchive zip = open_bytes(zip_bytes);
+    const ZipEntry* e = zip.find("mlp_scripted/data/0");
+    REQUIRE(e != nullptr);
+    REQUIRE(e->method == 0);
+    ZipEntryReader reader(zip.source());
+    reader.crc_beside_sink(beside);
+    std::string seen;
+    const ZipContentCheck check = reader.read(*e, [&](const unsigned char* d, size_t n) { seen.append(reinterpret_cast<const char*>(d), n); });
+    return std::make_pair(check, seen);
+  };
+  const auto [plain, plain_bytes] = read_all(bytes, false);
+  const auto [beside, beside_bytes] = read_all(bytes, true);
+  CHECK(plain.crc_ok);
+  CHECK(beside.crc_ok);
+  CHECK(beside.size == weights.size());
+  CHECK(beside_bytes == weights);
+  CHECK(plain_bytes == weights);
+
+  const size_t at = bytes.find(weights.substr(3 << 20, 64));  // a byte in the third chunk
+  REQUIRE(at != std::string::npos);
+  bytes[at] = static_cast<char>(bytes[at] ^ 1);
+  const auto [flipped, flipped_bytes] = read_all(bytes, true);
+  CHECK_FALSE(flipped.crc_ok);
+  CHECK(flipped.problem.find("CRC-32") != std::string::npos);
 }
