@@ -36,16 +36,35 @@ JOBS=${JOBS:-$(nproc)}
 # across the build folders (build/, build-asan/, ...). libstb-dev and
 # libjpeg-dev decode pictures (run --input @photo.jpg); python3-pil and python3-torchvision are
 # what pytorch.images compares that with.
-PACKAGES=(cmake ninja-build g++ pkg-config libtorch-dev libzip-dev zlib1g-dev libcli11-dev nlohmann-json3-dev catch2
-          libssl-dev libstb-dev libjpeg-dev graphviz python3 python3-torch python3-numpy python3-pil python3-torchvision
-          time ccache prometheus python3-yaml python3-venv)
+# `demo` installs only BUILD_PACKAGES (what the binary and its torch layer
+# need) and builds only those two targets; the rest comes with `test`.
+BUILD_PACKAGES=(cmake ninja-build g++ pkg-config libtorch-dev libzip-dev zlib1g-dev libcli11-dev nlohmann-json3-dev
+                libssl-dev libstb-dev libjpeg-dev ccache)
+PACKAGES=("${BUILD_PACKAGES[@]}" catch2 graphviz python3 python3-torch python3-numpy python3-pil python3-torchvision
+          time prometheus python3-yaml python3-venv)
 . scripts/debian.sh
 
-# build BUILD_TYPE [CMAKE_ARGS...]
+# Each step's wall time, printed by `demo` at the end.
+step_times=()
+timed() {
+  local name=$1 start=$SECONDS
+  shift
+  "$@"
+  step_times+=("$(printf '%-28s %3d min %02d s' "$name" $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)))")
+}
+
+# build BUILD_TYPE [CMAKE_ARGS...]: everything, tests included
 build() {
   install_packages "${PACKAGES[@]}"
-  local type=$1
+  configure_and_build "$@" -DTSARCHIVE_BUILD_TESTS=ON
+}
+
+# configure_and_build BUILD_TYPE [CMAKE_ARGS...] [-- TARGET...]
+configure_and_build() {
+  local type=$1 args=() targets=()
   shift
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do args+=("$1"); shift; done
+  [ $# -gt 0 ] && { shift; targets=("$@"); }
   # shellcheck disable=SC2086
   local launcher=()
   if [ -z "${CMAKE_CXX_COMPILER_LAUNCHER:-}" ] && command -v ccache >/dev/null; then
@@ -53,8 +72,8 @@ build() {
     # Paths relative to the checkout, so another clone (CI's) hits the cache.
     export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
   fi
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$type" "${launcher[@]}" "$@" ${CMAKE_ARGS:-}
-  cmake --build "$BUILD_DIR" -j "$JOBS"
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="$type" "${launcher[@]}" "${args[@]}" ${CMAKE_ARGS:-}
+  cmake --build "$BUILD_DIR" -j "$JOBS" ${targets[@]:+--target "${targets[@]}"}
 }
 
 # The tests that load libtorch or compare with Python's PyTorch (the unit tests
@@ -90,6 +109,13 @@ pip_torch() {
   fi
 }
 
+demo() {
+  "$BUILD_DIR/tsarchive" --version
+  "$BUILD_DIR/tsarchive" inspect testdata/mlp_scripted.pt
+  # Seeded like Python's torch.randn, so the output equals the one Python saved.
+  "$BUILD_DIR/tsarchive" run testdata/mlp_scripted.pt --input 2x8 --expect @testdata/run/mlp_out_seed0.pt
+}
+
 mode=${1:-}
 if [ "$mode" = torch2 ]; then
   mode=${2:-test}
@@ -107,11 +133,13 @@ esac
 
 case $mode in
   demo)
-    build RelWithDebInfo
-    "$BUILD_DIR/tsarchive" --version
-    "$BUILD_DIR/tsarchive" inspect testdata/mlp_scripted.pt
-    # Seeded like Python's torch.randn, so the output equals the one Python saved.
-    "$BUILD_DIR/tsarchive" run testdata/mlp_scripted.pt --input 2x8 --expect @testdata/run/mlp_out_seed0.pt
+    # The tests are built (and their packages installed) by `test`, not here:
+    # a first run shows the tool as soon as it can.
+    timed "install build packages" install_packages "${BUILD_PACKAGES[@]}"
+    timed "build tsarchive + torch layer" configure_and_build RelWithDebInfo -DTSARCHIVE_BUILD_TESTS=OFF -- tsarchive tsarchive_torch
+    timed "demo" demo
+    printf 'demo step times:\n'
+    printf '  %s\n' "${step_times[@]}"
     ;;
   test)
     build RelWithDebInfo
