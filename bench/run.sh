@@ -26,6 +26,10 @@
 # processes (for (b): the median of each process's p50 / mean). No
 # assertions: read the verdicts.
 #
+# DEVICE=cuda (or cuda:N) runs both sides there: the model and input moved to
+# the device, and each timed Python call ends with torch.cuda.synchronize()
+# (tsarchive's timing loop synchronizes the same way). Default cpu.
+#
 # Environment: TSARCHIVE (default build/tsarchive), LOAD_CHECK (default
 # build/tests/tsarchive_load_check; the floor row is left out when it is
 # missing), N (default 5), THREADS
@@ -42,6 +46,7 @@ THREADS=${THREADS:-1}
 WARMUP=${WARMUP:-20}
 ITERS=${ITERS:-200}
 MODELS=${MODELS:-"tiny resnet18"}
+DEVICE=${DEVICE:-cpu}
 PY=${PY:-/usr/bin/python3}
 OUT=$ROOT/bench/out
 die() { echo "bench/run.sh: setup error: $*" >&2; exit 2; }
@@ -60,7 +65,7 @@ fi
 HAVE_RUN=1
 "$TSARCHIVE" run --help >/dev/null 2>&1 || HAVE_RUN=0
 
-export TSARCHIVE LOAD_CHECK N THREADS WARMUP ITERS MODELS PY OUT ROOT HAVE_RUN
+export TSARCHIVE LOAD_CHECK N THREADS WARMUP ITERS MODELS PY OUT ROOT HAVE_RUN DEVICE
 "$PY" - <<'PYEOF'
 import json, os, statistics, subprocess, sys, time
 
@@ -68,6 +73,7 @@ E = os.environ
 TS, PY, ROOT, OUT = E["TSARCHIVE"], E["PY"], E["ROOT"], E["OUT"]
 N, T, WARMUP, ITERS = int(E["N"]), E["THREADS"], int(E["WARMUP"]), int(E["ITERS"])
 HAVE_RUN = E["HAVE_RUN"] == "1"
+DEVICE = E["DEVICE"]
 # name: (archive, tsarchive --input spec, Python shape)
 ALL = {
     "tiny": (os.path.join(ROOT, "testdata", "mlp_scripted.pt"), "1x8", (1, 8)),
@@ -79,24 +85,31 @@ failed = []
 # One call in a fresh interpreter: what the user would otherwise run.
 PY_ONCE = """import sys, torch
 torch.set_num_threads(int(sys.argv[2]))
-m = torch.jit.load(sys.argv[1])
+device = sys.argv[4]
+m = torch.jit.load(sys.argv[1], map_location=device)
 with torch.no_grad():
-    m(torch.randn(*[int(d) for d in sys.argv[3].split("x")]))
+    m(torch.randn(*[int(d) for d in sys.argv[3].split("x")], device=device))
+if device.startswith("cuda"):
+    torch.cuda.synchronize()
 """
 # The Python timing loop: the same shape of loop tsarchive's --warmup/--iters
 # runs, per-call times in ms on stdout as JSON.
 PY_LOOP = """import json, sys, time, torch
 torch.set_num_threads(int(sys.argv[2]))
-m = torch.jit.load(sys.argv[1])
-x = torch.randn(*[int(d) for d in sys.argv[3].split("x")])
+device = sys.argv[6]
+m = torch.jit.load(sys.argv[1], map_location=device)
+x = torch.randn(*[int(d) for d in sys.argv[3].split("x")], device=device)
 warmup, iters = int(sys.argv[4]), int(sys.argv[5])
+sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
 times = []
 with torch.no_grad():
     for _ in range(warmup):
         m(x)
+    sync()
     for _ in range(iters):
         t0 = time.perf_counter()
         m(x)
+        sync()
         times.append((time.perf_counter() - t0) * 1e3)
 times.sort()
 print(json.dumps({"p50_ms": times[len(times) // 2], "mean_ms": sum(times) / len(times)}))
@@ -142,9 +155,9 @@ if "tiny" in MODELS and os.access(E["LOAD_CHECK"], os.X_OK):
 for name, (archive, spec, _shape) in MODELS.items():
     if HAVE_RUN:
         cmds[f"tsarchive run {name}"] = (lambda a=archive, s=spec:
-                                         [TS, "run", a, "--input", s, "--threads", T])
+                                         [TS, "run", a, "--input", s, "--threads", T, "--device", DEVICE])
     cmds[f"python load+call {name}"] = (lambda a=archive, s=spec:
-                                        [PY, "-c", PY_ONCE, a, T, s])
+                                        [PY, "-c", PY_ONCE, a, T, s, DEVICE])
 for make in cmds.values():
     spawn(make())  # warm-up: page cache, dynamic loader caches
 times = {k: [] for k in cmds}
@@ -152,7 +165,7 @@ for _ in range(N):
     for k, make in cmds.items():
         times[k].append(spawn(make()) * 1e3)
 med = {k: statistics.median(v) for k, v in times.items()}
-print(f"\n(a) whole process: load + one call, --threads {T}, median of {N} runs, warm cache")
+print(f"\n(a) whole process: load + one call, --device {DEVICE} --threads {T}, median of {N} runs, warm cache")
 print(f"  {'command':34s} {'median ms':>10s} {'min ms':>9s} {'x python':>9s}")
 for k in cmds:
     model = k.split()[-1]
@@ -169,7 +182,7 @@ if HAVE_RUN and floor:
           f"(what run adds to loading libtorch and the archive)")
 
 # ---- (b) per-call latency -------------------------------------------------
-print(f"\n(b) per call: --threads {T}, {WARMUP} warm-up + {ITERS} timed calls per process, "
+print(f"\n(b) per call: --device {DEVICE} --threads {T}, {WARMUP} warm-up + {ITERS} timed calls per process, "
       f"median over {N} processes")
 print(f"  {'model':10s} {'tsarchive p50':>14s} {'python p50':>11s} {'ratio':>6s} "
       f"{'tsarchive mean':>15s} {'python mean':>12s} {'ratio':>6s}   target (p50 ratio)")
@@ -178,11 +191,11 @@ for name, (archive, spec, shape) in MODELS.items():
     ts_runs, py_runs = [], []
     for _ in range(N):
         if HAVE_RUN:
-            s = loop_stats([TS, "run", archive, "--input", spec, "--threads", T, "--warmup", str(WARMUP),
+            s = loop_stats([TS, "run", archive, "--input", spec, "--threads", T, "--device", DEVICE, "--warmup", str(WARMUP),
                             "--iters", str(ITERS), "--json"], "timing")
             if s:
                 ts_runs.append(s)
-        s = loop_stats([PY, "-c", PY_LOOP, archive, T, spec, str(WARMUP), str(ITERS)], None)
+        s = loop_stats([PY, "-c", PY_LOOP, archive, T, spec, str(WARMUP), str(ITERS), DEVICE], None)
         if s:
             py_runs.append(s)
     m = lambda runs, i: statistics.median(r[i] for r in runs) if runs else None  # noqa: E731

@@ -1,18 +1,31 @@
 #!/usr/bin/env bash
-# The torch layer against a CUDA build of libtorch: pip's torch==2.14.1 (CUDA,
-# ~5.5 GB) in .venv-cuda/, built into build-cuda/, then the CPU suite of
-# `scripts/dev.sh torch2 test` there (every test that loads libtorch or
-# compares with PyTorch). Without a GPU, `run --device cuda` must say so in one
-# line (checked below); with one, tests/pytorch/check_run.py also runs on CUDA.
-# Needs the CUDA toolkit the wheel's CMake files look for (nvcc, headers).
-#   scripts/cuda_check.sh            build and test
+# The torch layer against a CUDA build of libtorch, built into build-cuda/:
+#   scripts/cuda_check.sh            build, then the CPU suite of `scripts/dev.sh torch2 test`
+#                                    (every test that loads libtorch or compares with PyTorch)
+#                                    and the GPU part below
 #   scripts/cuda_check.sh build      build only
+#   scripts/cuda_check.sh gpu        build (tsarchive, its torch layer and the test programs),
+#                                    --version --verbose, tests/pytorch/check_run.py (which runs
+#                                    on CUDA where a device is visible) and the CUDA benches
+#                                    (bench/run.sh DEVICE=cuda); a few minutes on 16 cores
+# The libtorch: pip's torch==2.14.1 (CUDA, ~5.5 GB) in .venv-cuda/, or, with
+# TORCH_PYTHON=/path/to/python, the torch that Python already has (no venv,
+# nothing installed: a GPU machine with its own CUDA PyTorch).
+# Without a GPU, `run --device cuda` must say so in one line (checked below).
+# Needs the CUDA toolkit the wheel's CMake files look for (nvcc, headers).
 # Environment: as scripts/dev.sh (JOBS, CMAKE_ARGS); TORCH_PIP to try another wheel.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export TORCH_PIP=${TORCH_PIP:-torch==2.14.1} VENV=${VENV:-.venv-cuda} BUILD_DIR=${BUILD_DIR:-build-cuda}
-if [ ! -x "$VENV/bin/python" ]; then python3 -m venv "$VENV"; fi
-"$VENV/bin/python" -c "import torch" 2>/dev/null || "$VENV/bin/python" -m pip install -q "$TORCH_PIP" numpy
+mode=${1:-test}
+if [ -n "${TORCH_PYTHON:-}" ]; then
+  export TORCH_PYTHON
+  PYTHON=$TORCH_PYTHON
+else
+  if [ ! -x "$VENV/bin/python" ]; then python3 -m venv "$VENV"; fi
+  "$VENV/bin/python" -c "import torch" 2>/dev/null || "$VENV/bin/python" -m pip install -q "$TORCH_PIP" numpy
+  PYTHON=$VENV/bin/python
+fi
 
 # The wheel's CMake files look for the CUDA toolkit next to nvcc (a wrapper
 # in /usr/local/bin is not its root) and for libnvrtc, which a runtime-only
@@ -24,13 +37,18 @@ if nvcc=$(command -v nvcc); then
   root=$(dirname "$(dirname "$(readlink -f "${real:-$nvcc}")")")
   cuda_args+=("-DCUDA_TOOLKIT_ROOT_DIR=$root" "-DCUDAToolkit_ROOT=$root")
   if ! ls "$root"/lib64/libnvrtc.so* >/dev/null 2>&1; then
-    site=$("$VENV/bin/python" -c "import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))")
+    site=$("$PYTHON" -c "import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))")
     nvrtc=$(ls "$site"/nvidia/*/lib/libnvrtc.so* 2>/dev/null | head -1)
     [ -n "$nvrtc" ] && cuda_args+=("-DCUDA_nvrtc_LIBRARY=$nvrtc")
   fi
 fi
 echo "==> CUDA: ${cuda_args[*]:-(no nvcc found; the CMake files of the wheel say what is missing)}"
-CMAKE_ARGS="${cuda_args[*]} ${CMAKE_ARGS:-}" scripts/dev.sh torch2 "${1:-test}"
+case $mode in
+  gpu) CMAKE_ARGS="${cuda_args[*]} ${CMAKE_ARGS:-}" scripts/dev.sh torch2 build ;;
+  build | test) CMAKE_ARGS="${cuda_args[*]} ${CMAKE_ARGS:-}" scripts/dev.sh torch2 "$mode" ;;
+  *) echo "usage: scripts/cuda_check.sh [test|build|gpu]" >&2; exit 2 ;;
+esac
+[ "$mode" = build ] && exit 0
 
 t=$BUILD_DIR/tsarchive
 "$t" --version --verbose
@@ -45,3 +63,12 @@ if "$t" --version --verbose | grep -q ' 0 device(s) visible'; then
     { echo "FAIL: run --device cuda without a GPU: exit $status" >&2; exit 1; }
   echo "ok: without a GPU, run --device cuda is one line, exit 5"
 fi
+
+# The GPU part: check_run.py runs its CUDA checks where a device is visible
+# (and says why it skipped them otherwise); the benches print CUDA ratios.
+if "$t" --version --verbose | grep -q ' 0 device(s) visible'; then
+  echo "no CUDA device is visible: the GPU part is skipped"
+  exit 0
+fi
+ctest --test-dir "$BUILD_DIR" --output-on-failure -R '^pytorch\.run$'
+DEVICE=cuda PY=$PYTHON TSARCHIVE=$t LOAD_CHECK=$BUILD_DIR/tests/tsarchive_load_check bench/run.sh

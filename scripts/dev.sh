@@ -13,6 +13,8 @@
 #                         torch==2.13.0) in a project-local venv (.venv/, made on first use)
 #                         in build-torch2/; its tests compare with that venv's python. `test`
 #                         runs the tests that load libtorch or compare with PyTorch.
+#                         TORCH_PYTHON=/path/to/python: that Python's torch as it is
+#                         (no venv, no pip), e.g. a CUDA PyTorch already installed.
 # Any other libtorch: CMAKE_PREFIX_PATH=/path/to/libtorch BUILD_DIR=build-x scripts/dev.sh build
 # (add -DTSARCHIVE_PYTHON=... through CMAKE_ARGS for a Python with the same torch).
 # Environment: BUILD_DIR (default build, build-asan for sanitize, build-torch2 for torch2),
@@ -82,21 +84,29 @@ configure_and_build() {
 TORCH_TESTS='^(unit\.|libtorch\.|pytorch\.|golden\.|cli\.worker_isolation$|cli\.hostile_all$|cli\.crash_safe$)'
 
 # A venv with pip's torch; sets TORCH_PREFIX (its libtorch root) and VENV_PY.
+# TORCH_PYTHON=/path/to/python uses that interpreter's torch as it is instead
+# (no venv, nothing installed): a machine that already has a CUDA PyTorch.
 pip_torch() {
   VENV=${VENV:-.venv}
   local want=${TORCH_PIP:-torch==2.13.0}
-  if [ ! -x "$VENV/bin/python" ]; then
-    install_packages python3-venv
-    echo "==> making $VENV with $want"
-    python3 -m venv "$VENV"
-  fi
-  case $VENV in
-    /*) VENV_PY=$VENV/bin/python ;;  # an absolute VENV (a venv shared between checkouts)
-    *) VENV_PY=$PWD/$VENV/bin/python ;;
-  esac
-  if ! "$VENV_PY" -c "import sys, torch; sys.exit(torch.__version__.split('+')[0] != '${want#torch==}')" 2>/dev/null; then
-    echo "==> installing $want (and numpy) into $VENV"
-    "$VENV_PY" -m pip install -q "$want" numpy
+  if [ -n "${TORCH_PYTHON:-}" ]; then
+    VENV_PY=$TORCH_PYTHON
+    want="the torch of $VENV_PY"
+    "$VENV_PY" -c 'import torch' || { echo "error: TORCH_PYTHON=$VENV_PY cannot import torch" >&2; exit 1; }
+  else
+    if [ ! -x "$VENV/bin/python" ]; then
+      install_packages python3-venv
+      echo "==> making $VENV with $want"
+      python3 -m venv "$VENV"
+    fi
+    case $VENV in
+      /*) VENV_PY=$VENV/bin/python ;;  # an absolute VENV (a venv shared between checkouts)
+      *) VENV_PY=$PWD/$VENV/bin/python ;;
+    esac
+    if ! "$VENV_PY" -c "import sys, torch; sys.exit(torch.__version__.split('+')[0] != '${want#torch==}')" 2>/dev/null; then
+      echo "==> installing $want (and numpy) into $VENV"
+      "$VENV_PY" -m pip install -q "$want" numpy
+    fi
   fi
   # The wheel's torch/ folder (lib/, include/, share/cmake/): naming only
   # share/cmake would let TorchConfig.cmake pick up a system libtorch.so.
