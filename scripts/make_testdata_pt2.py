@@ -41,6 +41,13 @@ from torch import Tensor, nn
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(REPO_ROOT, "testdata", "pt2")
+
+# Inductor options for packages that must run on any x86-64 CPU (CI's among
+# them): code for the baseline ISA instead of -march=native (GCC then used
+# AVX-512 of the machine that wrote them, although the package's metadata said
+# AOTI_CPU_ISA INVALID_VEC_ISA: they died with SIGILL on an AVX2 machine), and
+# no line tables (they were 80% of the .so).
+PORTABLE = {"cpp.march": "x86-64", "aot_inductor.enable_line_tables": False}
 EXTRA = {"labels.json": '{"classes": ["cat", "dog", "bird"]}', "notes/card.md": "# Tiny\nA fixed-shape model.\n"}
 
 
@@ -179,12 +186,9 @@ def save_aoti(name, ep, sample):
     tmp = tempfile.mkdtemp(prefix="tsarchive-aoti-")
     try:
         os.environ["TORCHINDUCTOR_CACHE_DIR"] = tmp
-        # Portable scalar code (no AVX-512 or AMX of the machine that wrote it:
-        # the package must run on CI's CPUs too), and no line tables (they
-        # were 80% of the .so).
+        # Scalar kernels (no vectorized ISA), with PORTABLE's options.
         os.environ["ATEN_CPU_CAPABILITY"] = "default"
-        aoti_compile_and_package(ep, package_path=path,
-                                 inductor_configs={"aot_inductor.enable_line_tables": False})
+        aoti_compile_and_package(ep, package_path=path, inductor_configs=PORTABLE)
         runner = aoti_load_package(path)
         metadata = dict(runner.loader.get_metadata())
         out = runner(*sample)
