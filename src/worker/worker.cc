@@ -67,14 +67,23 @@ void write_all(int fd, const std::string& bytes) {
   ::_exit(0);
 }
 
+// What a limit or a crash in the worker says about the archive. One that
+// passed the checks is not thereby suspect: libtorch bugs, custom operators and
+// code compiled for another machine crash too, so the message lists the
+// causes instead of calling the file hostile.
 std::string suspicion(const WorkerJob& job) {
-  return job.validated ? "the archive is probably corrupt or hostile"
-                       : "the archive, which was not checked (--no-validate), is probably corrupt or hostile";
+  return job.validated ? "the archive passed tsarchive's checks, so the cause is not known: a libtorch bug, a custom "
+                         "operator, code compiled for another machine, or a file made to crash libtorch"
+                       : "the archive, which was not checked (--no-validate), may be corrupt or hostile";
 }
 
-std::string crash_hint(const WorkerJob& job) {
-  return job.validated ? "do not deploy it; tsarchive's checks passed it, so please report the file"
-                       : "run 'tsarchive verify' on it";
+std::string crash_hint(const WorkerJob& job, int sig) {
+  if (!job.validated) return "run 'tsarchive verify' on it";
+  if (sig == SIGILL) {
+    return "an illegal instruction usually means compiled code (an AOTInductor package, a custom operator) "
+           "built for a CPU with features this one lacks: compile it for this machine's CPU";
+  }
+  return "try it with the PyTorch that wrote it; if it runs there, please report the file to tsarchive";
 }
 
 enum class Stop { None, Memory, Time, Payload };
@@ -196,7 +205,7 @@ std::string run_in_worker(const WorkerJob& job, const std::function<std::string(
     case Stop::Memory:
       throw Error(ErrorKind::Torch,
                   "libtorch passed the memory limit (" + human_size(job.limits.memory_bytes) + " resident, --memory-limit) while " +
-                      job.activity + " and was stopped; " + suspicion(job),
+                      job.activity + " and was stopped" + (job.validated ? "" : "; " + suspicion(job)),
                   job.file, "if the model needs more, raise --memory-limit");
     case Stop::Time:
       throw Error(ErrorKind::Torch,
@@ -212,13 +221,13 @@ std::string run_in_worker(const WorkerJob& job, const std::function<std::string(
   if (WIFSIGNALED(status)) {
     throw Error(ErrorKind::Torch,
                 "libtorch crashed with " + signal_text(WTERMSIG(status)) + " while " + job.activity + "; " + suspicion(job),
-                job.file, crash_hint(job));
+                job.file, crash_hint(job, WTERMSIG(status)));
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || payload.empty()) {
     throw Error(ErrorKind::Torch,
                 "libtorch ended its worker (exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
                     ") while " + job.activity + " without a result; " + suspicion(job),
-                job.file, crash_hint(job));
+                job.file, crash_hint(job, 0));
   }
   return payload;
 }

@@ -72,13 +72,25 @@ TEST_CASE("a worker killed by a signal is one libtorch error naming the signal",
   });
   CHECK(e.kind() == ErrorKind::Torch);
   CHECK_THAT(e.what(), Catch::Contains("libtorch crashed with SIGSEGV") && Catch::Contains("while running forward") &&
-                           Catch::Contains("corrupt or hostile"));
+                           Catch::Contains("passed tsarchive's checks") && !Catch::Contains("hostile"));
   CHECK(e.file() == "model.pt");
+  CHECK_THAT(e.hint(), !Catch::Contains("do not deploy"));
 
   WorkerJob unchecked = job();
   unchecked.validated = false;
   const Error u = error_of([&] { run_in_worker(unchecked, []() -> std::string { std::abort(); }); });
   CHECK_THAT(u.what(), Catch::Contains("SIGABRT") && Catch::Contains("--no-validate"));
+}
+
+TEST_CASE("a worker killed by SIGILL is said to run code compiled for another CPU", "[worker]") {
+  const Error e = error_of([] {
+    run_in_worker(job(), []() -> std::string {
+      std::raise(SIGILL);
+      return "unreachable";
+    });
+  });
+  CHECK_THAT(e.what(), Catch::Contains("SIGILL") && !Catch::Contains("hostile"));
+  CHECK_THAT(e.hint(), Catch::Contains("built for a CPU with features this one lacks"));
 }
 
 TEST_CASE("a worker that passes the memory limit is stopped", "[worker]") {
