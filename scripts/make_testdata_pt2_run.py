@@ -20,6 +20,8 @@ Writes:
                           inputs are ((x,), {"bias": b}); compiled on the CPU
                           (portable code, no line tables) and packaged with
                           the ExportedProgram
+  foreign_machine_aoti.pt2  affine_sample_aoti.pt2 with AOTI_MACHINE riscv64
+                          in its metadata: run refuses it on this machine
   expected.json           the sample inputs' shapes and what
                           aoti_load_package(path)(*args, **kwargs) returned
                           (shapes, sums), for a quick look; the tests compare
@@ -36,6 +38,8 @@ import zipfile
 
 import torch
 from torch import Tensor, nn
+
+from make_testdata_pt2 import PORTABLE  # noqa: E402 (this folder is on sys.path)
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(REPO_ROOT, "testdata", "pt2", "run")
@@ -57,6 +61,19 @@ def sample_inputs(path):
         return torch.load(io.BytesIO(z.read(name)), weights_only=True)
 
 
+def foreign_machine_copy(source, path):
+    """A copy of an AOTInductor package whose metadata says it was compiled
+    for riscv64: `run` must refuse it before libtorch loads its code."""
+    with zipfile.ZipFile(source) as src, zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as out:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename.endswith("_metadata.json"):
+                metadata = json.loads(data)
+                metadata["AOTI_MACHINE"] = "riscv64"
+                data = json.dumps(metadata).encode()
+            out.writestr(zipfile.ZipInfo(info.filename, date_time=(1980, 1, 1, 0, 0, 0)), data)
+
+
 def main():
     from torch._inductor import aot_compile, aoti_load_package
     from torch.export.pt2_archive._package import package_pt2
@@ -75,7 +92,7 @@ def main():
         os.environ["ATEN_CPU_CAPABILITY"] = "default"  # portable scalar code, as make_testdata_pt2.py
         args, kwargs = ep.example_inputs
         files = aot_compile(ep.module(check_guards=False), args, kwargs,
-                            options={"aot_inductor.package": True, "aot_inductor.enable_line_tables": False})
+                            options={"aot_inductor.package": True, **PORTABLE})
         package_pt2(path, exported_programs={"model": ep}, aoti_files={"model": files})
         args, kwargs = sample_inputs(path)
         out = aoti_load_package(path)(*args, **kwargs)
@@ -92,6 +109,7 @@ def main():
             }
         },
     }
+    foreign_machine_copy(path, os.path.join(OUT, "foreign_machine_aoti.pt2"))
     with open(os.path.join(OUT, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1, sort_keys=True)
         f.write("\n")

@@ -180,6 +180,7 @@ void complete_pt2(const RunOptions& opts, const OpenedArchive& opened, RunReques
   const Pt2Contents contents = read_pt2(opened.archive());
   const Pt2RunTarget target = select_aoti_model(contents, opts.check ? request.method : opts.method, opts.model);
   check_aoti_device(target, opts.device, opts.model);
+  check_aoti_host(target, opts.model);
   request.aoti_model = request.method = target.model;
   if (opts.sample_inputs) request.inputs = {read_pt2_sample_inputs(opened.archive(), contents, target.model, opts.model)};
 }

@@ -1,6 +1,10 @@
 #include "core/pt2_run.h"
 
+#include <sys/utsname.h>
+
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "base/error.h"
 #include "core/input_values.h"
@@ -44,7 +48,7 @@ Pt2RunTarget select_aoti_model(const Pt2Contents& contents, const std::string& r
   }
   const std::string name = !requested.empty() ? requested : contents.aoti.size() == 1 ? contents.aoti.front().name : "model";
   for (const Pt2AotiModel& m : contents.aoti) {
-    if (m.name == name) return Pt2RunTarget{m.name, m.device};
+    if (m.name == name) return Pt2RunTarget{m.name, m.device, m.metadata};
   }
   if (requested.empty()) {
     throw Error(ErrorKind::Usage,
@@ -53,6 +57,67 @@ Pt2RunTarget select_aoti_model(const Pt2Contents& contents, const std::string& r
   }
   throw Error(ErrorKind::Usage, "the package has no AOTInductor model '" + requested + "'", file,
               "its models are: " + model_names(contents));
+}
+
+AotiHost this_aoti_host() {
+  AotiHost host;
+#if defined(__linux__)
+  host.platform = "linux";
+#elif defined(__APPLE__)
+  host.platform = "darwin";
+#endif
+  struct utsname name {};
+  if (::uname(&name) == 0) host.machine = name.machine;
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_cpu_init();
+  // Only the features aoti_host_mismatch asks about.
+  const std::pair<const char*, bool> features[] = {
+      {"avx2", __builtin_cpu_supports("avx2")},         {"fma", __builtin_cpu_supports("fma")},
+      {"avx512f", __builtin_cpu_supports("avx512f")},   {"avx512bw", __builtin_cpu_supports("avx512bw")},
+      {"avx512vl", __builtin_cpu_supports("avx512vl")}, {"avx512dq", __builtin_cpu_supports("avx512dq")},
+  };
+  for (const auto& [feature, present] : features) {
+    if (present) host.cpu_features.insert(feature);
+  }
+#endif
+  return host;
+}
+
+std::string aoti_host_mismatch(const Pt2RunTarget& target, const AotiHost& host) {
+  const auto recorded = [&](const char* key) {
+    const auto it = target.metadata.find(key);
+    return it == target.metadata.end() ? std::string() : it->second;
+  };
+  const std::string platform = recorded("AOTI_PLATFORM");
+  if (!platform.empty() && !host.platform.empty() && platform != host.platform) {
+    return "it was compiled for " + platform + " (AOTI_PLATFORM), and this is " + host.platform;
+  }
+  const std::string machine = recorded("AOTI_MACHINE");
+  if (!machine.empty() && !host.machine.empty() && machine != host.machine) {
+    return "it was compiled for " + machine + " (AOTI_MACHINE), and this machine is " + host.machine;
+  }
+  // The features inductor's VecAVX2 and VecAVX512 compile with.
+  static const std::map<std::string, std::vector<std::string>> kIsaFeatures = {
+      {"AVX2", {"avx2", "fma"}},
+      {"AVX512", {"avx512f", "avx512bw", "avx512vl", "avx512dq"}},
+  };
+  const std::string isa = recorded("AOTI_CPU_ISA");
+  const auto needs = kIsaFeatures.find(isa);
+  if (needs == kIsaFeatures.end()) return "";
+  for (const std::string& feature : needs->second) {
+    if (host.cpu_features.count(feature) == 0) {
+      return "its code was compiled for " + isa + " (AOTI_CPU_ISA), and this CPU lacks " + feature;
+    }
+  }
+  return "";
+}
+
+void check_aoti_host(const Pt2RunTarget& target, const std::string& file) {
+  const std::string why = aoti_host_mismatch(target, this_aoti_host());
+  if (why.empty()) return;
+  throw_bad_input("AOTInductor model '" + target.model + "' cannot run on this machine: " + why, file,
+                  "compile it again for this machine with torch._inductor.aoti_compile_and_package "
+                  "(inductor_configs={\"cpp.march\": \"x86-64\"} makes code that any x86-64 CPU runs)");
 }
 
 void check_aoti_device(const Pt2RunTarget& target, const std::string& device, const std::string& file) {

@@ -5,6 +5,8 @@
 // archive passed the gate.
 #pragma once
 
+#include <map>
+#include <set>
 #include <string>
 
 #include "contract/host_value.h"
@@ -16,13 +18,35 @@ namespace tsarchive {
 struct Pt2RunTarget {
   std::string model;   // <model> of data/aotinductor/<model>/
   std::string device;  // what it was compiled for (AOTI_DEVICE_KEY): "cpu", "cuda"
+  std::map<std::string, std::string> metadata;  // the AOTI_* keys of its *_metadata.json
 };
+
+// What an AOTInductor package's metadata is compared with: the values Python's
+// torch._inductor.codecache.get_device_information gives on this machine
+// (sys.platform, platform.machine()), and the CPU's instruction-set features
+// by the names /proc/cpuinfo uses ("avx2", "avx512bw").
+struct AotiHost {
+  std::string platform;
+  std::string machine;
+  std::set<std::string> cpu_features;
+};
+AotiHost this_aoti_host();
 
 // The AOTInductor model `requested` names ("" : "model", or the only one).
 // Error(BadInput) for a .pt2 without compiled artifacts (an ExportedProgram:
 // what to run it with and how to compile it), Error(Usage) naming the models
 // when `requested` is none of them.
 Pt2RunTarget select_aoti_model(const Pt2Contents& contents, const std::string& requested, const std::string& file);
+
+// Why the model cannot run on `host`, or "": its AOTI_PLATFORM or AOTI_MACHINE
+// is another one, or its AOTI_CPU_ISA (AVX2, AVX512) needs CPU features the
+// host lacks, so its code would stop on an illegal instruction. An ISA this
+// does not know (or INVALID_VEC_ISA, scalar code) is no reason.
+std::string aoti_host_mismatch(const Pt2RunTarget& target, const AotiHost& host);
+
+// Error(BadInput) with aoti_host_mismatch(target, this_aoti_host()), before
+// libtorch loads the package's code.
+void check_aoti_host(const Pt2RunTarget& target, const std::string& file);
 
 // Error(Usage) when --device (cpu, cuda, cuda:N) is not the device the model
 // was compiled for.

@@ -4,6 +4,8 @@
 // are compared with Python's aoti_load_package in tests/pytorch/check_pt2_run.py.
 #include <catch2/catch.hpp>
 
+#include <map>
+
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -55,14 +57,14 @@ TEST_CASE("run picks a .pt2's AOTInductor model and refuses a program without on
 }
 
 TEST_CASE("run refuses a device the AOTInductor model was not compiled for", "[pt2][run]") {
-  const Pt2RunTarget cpu{"model", "cpu"};
+  const Pt2RunTarget cpu{"model", "cpu", {}};
   CHECK_NOTHROW(check_aoti_device(cpu, "cpu", "p.pt2"));
   const Error e = error_of([&] { check_aoti_device(cpu, "cuda:1", "p.pt2"); });
   CHECK(e.kind() == ErrorKind::Usage);
   CHECK(std::string(e.what()) == "AOTInductor model 'model' was compiled for cpu, not cuda");
   CHECK(e.file() == "p.pt2");
   CHECK(e.hint().find("--device cpu") != std::string::npos);
-  CHECK_NOTHROW(check_aoti_device(Pt2RunTarget{"model", "cuda"}, "cuda:1", "p.pt2"));
+  CHECK_NOTHROW(check_aoti_device(Pt2RunTarget{"model", "cuda", {}}, "cuda:1", "p.pt2"));
 }
 
 TEST_CASE("run --sample-inputs reads the package's (args, kwargs), kwargs in the program's order", "[pt2][run]") {
@@ -90,4 +92,41 @@ TEST_CASE("run --sample-inputs reads the package's (args, kwargs), kwargs in the
   CHECK(e.kind() == ErrorKind::Usage);
   CHECK(std::string(e.what()).find("no sample inputs") != std::string::npos);
   CHECK(e.hint().find("package_pt2") != std::string::npos);
+}
+
+TEST_CASE("run refuses an AOTInductor model compiled for another platform, machine or CPU", "[pt2][run]") {
+  const AotiHost avx2_host{"linux", "x86_64", {"avx2", "fma"}};
+  const auto target = [](std::map<std::string, std::string> metadata) {
+    return Pt2RunTarget{"model", "cpu", std::move(metadata)};
+  };
+  // What testdata's portable packages record, and what a package compiled on
+  // this kind of machine records.
+  CHECK(aoti_host_mismatch(
+            target({{"AOTI_PLATFORM", "linux"}, {"AOTI_MACHINE", "x86_64"}, {"AOTI_CPU_ISA", "INVALID_VEC_ISA"}}),
+            avx2_host) == "");
+  CHECK(aoti_host_mismatch(target({{"AOTI_MACHINE", "x86_64"}, {"AOTI_CPU_ISA", "AVX2"}}), avx2_host) == "");
+  CHECK(aoti_host_mismatch(target({}), avx2_host) == "");
+  CHECK(aoti_host_mismatch(target({{"AOTI_CPU_ISA", "AMX_TILE"}}), avx2_host) == "");  // not known: no reason
+
+  CHECK(aoti_host_mismatch(target({{"AOTI_MACHINE", "x86_64"}, {"AOTI_CPU_ISA", "AVX512"}}), avx2_host) ==
+        "its code was compiled for AVX512 (AOTI_CPU_ISA), and this CPU lacks avx512f");
+  CHECK(aoti_host_mismatch(target({{"AOTI_CPU_ISA", "AVX2"}}), AotiHost{"linux", "x86_64", {"avx2"}}) ==
+        "its code was compiled for AVX2 (AOTI_CPU_ISA), and this CPU lacks fma");
+  CHECK(aoti_host_mismatch(target({{"AOTI_MACHINE", "aarch64"}}), avx2_host) ==
+        "it was compiled for aarch64 (AOTI_MACHINE), and this machine is x86_64");
+  CHECK(aoti_host_mismatch(target({{"AOTI_PLATFORM", "darwin"}}), avx2_host) ==
+        "it was compiled for darwin (AOTI_PLATFORM), and this is linux");
+
+  // The package testdata holds runs here: its metadata reaches the target.
+  const Opened aoti("pt2/mlp_dynamic_aoti.pt2");
+  const Pt2RunTarget package = select_aoti_model(aoti.contents, "", "p.pt2");
+  CHECK(package.metadata.at("AOTI_MACHINE") == "x86_64");
+  if (this_aoti_host().machine == "x86_64") CHECK_NOTHROW(check_aoti_host(package, "p.pt2"));
+  Pt2RunTarget foreign = package;
+  foreign.metadata["AOTI_MACHINE"] = "riscv64";
+  const Error e = error_of([&] { check_aoti_host(foreign, "p.pt2"); });
+  CHECK(e.kind() == ErrorKind::BadInput);
+  CHECK(std::string(e.what()) == "AOTInductor model 'model' cannot run on this machine: it was compiled for riscv64 "
+                                 "(AOTI_MACHINE), and this machine is " + this_aoti_host().machine);
+  CHECK(e.hint().find("cpp.march") != std::string::npos);
 }
