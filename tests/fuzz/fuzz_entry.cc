@@ -125,6 +125,9 @@ void image(const uint8_t* data, size_t size) {
   limits.max_side = 4096;
   try {
     const Image decoded = decode_image(bytes, "fuzz.png", limits);
+    // What a batch is budgeted by is the size decoding gives.
+    const ImageSize header = read_image_size(bytes, "fuzz.png", limits);
+    if (header.width != decoded.width || header.height != decoded.height) std::abort();
     const std::string png = encode_png(decoded.rgb, decoded.width, decoded.height, 3);
     const Image again = decode_image(png, "fuzz-again.png", limits);
     if (again.width != decoded.width || again.height != decoded.height || again.rgb != decoded.rgb) std::abort();
