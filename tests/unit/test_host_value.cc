@@ -3,6 +3,7 @@
 // scripts/make_input_files.py writes from what NumPy and PyTorch read back.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -10,9 +11,12 @@
 #include "base/error.h"
 #include "contract/host_value.h"
 #include "core/input_values.h"
+#include "format/archive.h"
 #include "format/model.h"
+#include "format/pickle.h"
 #include "core/tensor_values.h"
 #include "format/zip.h"
+#include "format/zip_writer.h"
 
 using namespace tsarchive;
 using Kind = HostValue::Kind;
@@ -589,3 +593,32 @@ TEST_CASE("torch.save: damaged storages are refused") {
     CHECK_THROWS_AS(read_torch_save_value(*make_memory_source(good.substr(0, n))), Error);
   }
 }
+
+// data.pkl of a list that holds one string `copies` times: BINUNICODE once,
+// BINPUT into the memo, then BINGET for every other copy (issue 30: a
+// deflated 64 MiB string so referenced 20 times took 2.78 GB).
+namespace {
+std::string torch_save_with_shared_string(size_t text_bytes, size_t copies) {
+  std::string pkl("\x80\x02(X", 4);  // PROTO 2, MARK, BINUNICODE
+  for (int i = 0; i < 4; ++i) pkl += static_cast<char>((text_bytes >> (8 * i)) & 0xFF);
+  pkl += std::string(text_bytes, 'x');
+  pkl += std::string("q\x01", 2);                                             // BINPUT 1
+  for (size_t i = 1; i < copies; ++i) pkl += std::string("h\x01", 2);          // BINGET 1
+  pkl += "l.";                                                                // LIST, STOP
+  return archive_with_record(input("tensor.pt"), "data.pkl", pkl);
+}
+}  // namespace
+
+TEST_CASE("torch.save: memo references count against one byte budget") {
+  // Shared a few times, as honest files do: read.
+  const HostValue twice = read_torch_save_value(*make_memory_source(torch_save_with_shared_string(1 << 20, 2), "ok.pt"));
+  REQUIRE(twice.items.size() == 2);
+  CHECK(twice.items[1].string.size() == (1u << 20));
+  // A 1 MiB string got 200 times would copy 200 MiB: refused at the budget
+  // (the pickle's size plus 64 MiB), before the copies pile up.
+  const std::string bomb = torch_save_with_shared_string(1 << 20, 200);
+  const Error e = error_of([&] { read_torch_save_value(*make_memory_source(bomb, "bomb.pt")); }, ErrorKind::BadInput,
+                           "repeated through the pickle's memo, come to more than");
+  CHECK(e.file() == "bomb.pt");
+}
+
