@@ -18,6 +18,12 @@
 // what the pickle declares; tensors that share a storage share its bytes. A
 // tensor whose view reaches past its storage is refused.
 //
+// PyTorch 2.x records the storages' byte order in `byteorder`: torch.load
+// swaps every element of a "big" file (complex numbers half by half) and
+// refuses a value other than little or big; a file without the record is
+// little-endian. The same here, so that a big-endian file is not fed to the
+// model, or compared with its outputs, byte-swapped.
+//
 // The pickle's memo (BINGET) lets one value appear any number of times, while
 // a HostValue holds its own copy of every string, dict key, shape and stride:
 // a 64 MiB string, deflated to 65 KB and referenced 20 times, would be 1.3 GB.
@@ -48,10 +54,23 @@ struct LoadedStorage {
   std::shared_ptr<const std::string> bytes;
 };
 
+// Whether the storages are big-endian, by the byteorder record as torch.load reads it.
+bool big_endian_storages(const TorchArchive& archive) {
+  const std::optional<std::string> order = archive.read_optional("byteorder", ReadLimits::kSmall);
+  if (!order || *order == "little") return false;
+  if (*order == "big") return true;
+  throw_bad_input("the torch.save file's byteorder record holds '" + order->substr(0, 40) +
+                      "', neither little nor big (torch.load refuses it too)",
+                  archive.path(), "save the value again with torch.save");
+}
+
 class ValueBuilder {
  public:
   ValueBuilder(const TorchArchive& archive, const PickleGraph& graph, uint64_t pickle_bytes)
-      : archive_(archive), g_(graph), copy_budget_(pickle_bytes + kSharedCopyBytes) {}
+      : archive_(archive),
+        g_(graph),
+        copy_budget_(pickle_bytes + kSharedCopyBytes),
+        big_endian_(big_endian_storages(archive)) {}
 
   HostValue build(PickleRef ref, const std::string& where, size_t depth) {
     if (depth > kMaxDepth) fail("values nested deeper than " + std::to_string(kMaxDepth) + " levels");
@@ -202,7 +221,14 @@ class ValueBuilder {
     if (add_overflows(total_bytes_, declared.nbytes, &total_bytes_) || total_bytes_ > kMaxInputFileBytes) {
       fail("the storages hold more than 4 GiB");
     }
-    auto bytes = std::make_shared<const std::string>(archive_.read(*record, declared.nbytes));
+    std::string read = archive_.read(*record, declared.nbytes);
+    if (big_endian_) {
+      uint64_t width = 0;
+      dtype_element_size(declared.dtype, &width);
+      const bool complex = declared.dtype.rfind("complex", 0) == 0;
+      swap_elements(read, static_cast<size_t>(complex ? width / 2 : width));
+    }
+    auto bytes = std::make_shared<const std::string>(std::move(read));
     storages_.emplace(declared.record, LoadedStorage{declared, bytes});
     return bytes;
   }
@@ -214,6 +240,7 @@ class ValueBuilder {
   uint64_t total_bytes_ = 0;
   uint64_t copied_bytes_ = 0;
   const uint64_t copy_budget_;
+  const bool big_endian_;
 };
 
 }  // namespace

@@ -622,3 +622,49 @@ TEST_CASE("torch.save: memo references count against one byte budget") {
   CHECK(e.file() == "bomb.pt");
 }
 
+// testdata/inputs/`name` as a big-endian PyTorch writes it: each storage's
+// elements byte-reversed (complex numbers half by half, as torch.load swaps
+// them back) and a byteorder record holding `order`.
+namespace {
+std::string with_byteorder(const std::string& name, const std::string& order, bool swap) {
+  const TorchArchive archive(open_file_source(input(name)));
+  ModelContents contents;
+  collect_saved_object(parse_pickle(archive.read(*archive.find("data.pkl"), 1 << 20), "data.pkl"), "data", contents);
+  std::vector<ZipEntrySpec> entries;
+  for (const Record& r : archive.records()) {
+    const auto storage = contents.storages.find(r.name);
+    if (!swap || storage == contents.storages.end()) {
+      entries.push_back(ZipEntrySpec::keep(*r.entry));
+      continue;
+    }
+    uint64_t width = 0;
+    REQUIRE(dtype_element_size(storage->second.dtype, &width));
+    if (storage->second.dtype.rfind("complex", 0) == 0) width /= 2;
+    std::string bytes = archive.read(r, 1 << 20);
+    for (size_t i = 0; i + width <= bytes.size(); i += width) std::reverse(bytes.begin() + i, bytes.begin() + i + width);
+    entries.push_back(ZipEntrySpec::create(archive.top_folder() + "/" + r.name, bytes));
+  }
+  entries.push_back(ZipEntrySpec::create(archive.top_folder() + "/byteorder", order));
+  const ByteSource& source = archive.zip().source();
+  const ZipRewritePlan plan = plan_zip_rewrite(source, archive.zip().layout(), entries);
+  return render_plan(plan, 0, [&](uint64_t at, char* out, size_t n) { source.read_at(at, out, n); });
+}
+}  // namespace
+
+// Issue 30: a big-endian file's values were read byte-swapped.
+TEST_CASE("torch.save: the byteorder record is honoured as torch.load honours it") {
+  size_t checked = 0;
+  for (const auto& [name, want] : expected().items()) {
+    if (name.size() < 3 || name.substr(name.size() - 3) != ".pt") continue;
+    INFO(name);
+    ++checked;
+    for (const auto& [order, swap] : {std::pair<std::string, bool>{"big", true}, {"little", false}}) {
+      const HostValue v = read_torch_save_value(*make_memory_source(with_byteorder(name, order, swap), name));
+      check_value(v, want, name + " (" + order + ")");
+    }
+  }
+  CHECK(checked >= 9);
+  const Error e = error_of([] { read_torch_save_value(*make_memory_source(with_byteorder("tensor.pt", "middle", false), "m.pt")); },
+                           ErrorKind::BadInput, "byteorder record holds 'middle', neither little nor big");
+  CHECK(e.file() == "m.pt");
+}
