@@ -55,6 +55,15 @@ const char* image_format(std::string_view head);
 // anything not one of those, damaged, or over `limits`.
 Image decode_image(std::string_view bytes, const std::string& file, const ImageLimits& limits = {});
 
+// The size a PNG, JPEG or BMP file's header declares, checked like
+// decode_image's (format, file size, ImageLimits), without decoding a pixel:
+// a batch is budgeted by its pictures' headers before any of them is decoded.
+struct ImageSize {
+  int64_t width = 0;
+  int64_t height = 0;
+};
+ImageSize read_image_size(std::string_view bytes, const std::string& file, const ImageLimits& limits = {});
+
 // A PNG file of 8-bit pixels, `channels` (1 grey, 3 RGB, 4 RGBA) interleaved.
 std::string encode_png(const std::vector<uint8_t>& pixels, int64_t width, int64_t height, int channels);
 

@@ -112,8 +112,9 @@ void jpeg_count_scans(j_common_ptr info) {
 
 // Fills `out` and returns true, or returns false with `problem` saying why
 // (`over_limits`: the size the header gives, in out.width/height, is over `limits`).
+// `header_only`: stop after the header, with out.width/height set and no pixel.
 bool decode_jpeg(std::string_view bytes, const ImageLimits& limits, Image& out, std::string& problem,
-                 bool& over_limits) {
+                 bool& over_limits, bool header_only = false) {
   jpeg_decompress_struct info;
   JpegErrors errors;
   jpeg_progress_mgr progress;
@@ -138,6 +139,10 @@ bool decode_jpeg(std::string_view bytes, const ImageLimits& limits, Image& out, 
     over_limits = true;
     jpeg_destroy_decompress(&info);
     return false;
+  }
+  if (header_only) {
+    jpeg_destroy_decompress(&info);
+    return true;
   }
   if (info.jpeg_color_space == JCS_CMYK || info.jpeg_color_space == JCS_YCCK) {
     std::snprintf(errors.message, JMSG_LENGTH_MAX, "CMYK pictures are not supported");
@@ -196,7 +201,12 @@ const char* image_format(std::string_view head) {
   return nullptr;
 }
 
-Image decode_image(std::string_view bytes, const std::string& file, const ImageLimits& limits) {
+namespace {
+
+// What every reader checks first: a known format, the file's size and, for a
+// PNG, the IHDR's dimensions (stb refuses PNG headers over 2^30 bytes of
+// pixels without saying so: checked here, for the message).
+const char* checked_format(std::string_view bytes, const std::string& file, const ImageLimits& limits) {
   const char* format = image_format(bytes);
   if (format == nullptr) throw_bad_input("not a PNG, JPEG or BMP picture", file, kFormatsHint);
   if (bytes.size() > limits.max_file_bytes || bytes.size() > static_cast<size_t>(INT32_MAX)) {
@@ -205,14 +215,54 @@ Image decode_image(std::string_view bytes, const std::string& file, const ImageL
                     file, "give a smaller picture");
   }
   if (std::string_view(format) == "PNG" && bytes.size() >= 24 && bytes.substr(12, 4) == "IHDR") {
-    // stb refuses PNG headers over 2^30 bytes of pixels without saying so: check
-    // the IHDR's dimensions first, for the message.
     const auto be32 = [&](size_t at) {
       const auto* b = reinterpret_cast<const unsigned char*>(bytes.data() + at);
       return int64_t{b[0]} << 24 | int64_t{b[1]} << 16 | int64_t{b[2]} << 8 | int64_t{b[3]};
     };
     check_limits(format, be32(16), be32(20), file, limits);
   }
+  return format;
+}
+
+// A JPEG's size from its header, checked against `limits`.
+ImageSize jpeg_size(std::string_view bytes, const std::string& file, const ImageLimits& limits) {
+  Image header;
+  std::string problem;
+  bool over_limits = false;
+  if (!decode_jpeg(bytes, limits, header, problem, over_limits, true)) {
+    if (over_limits) check_limits("JPEG", header.width, header.height, file, limits);
+    throw_bad_input("damaged or unsupported JPEG picture (" + problem + ")", file, kFormatsHint);
+  }
+  return {header.width, header.height};
+}
+
+// A PNG's or BMP's size from its header (stbi_info_from_memory), checked against `limits`.
+ImageSize stb_size(const char* format, std::string_view bytes, const std::string& file, const ImageLimits& limits) {
+  int width = 0, height = 0, channels = 0;
+  allocation_cap = size_t{1} << 20;  // the readers' small state
+  const int header_ok = stbi_info_from_memory(reinterpret_cast<const stbi_uc*>(bytes.data()),
+                                              static_cast<int>(bytes.size()), &width, &height, &channels);
+  allocation_cap = 0;
+  // A BMP whose rows run top-down says so with a negative height (stb_image
+  // gives the header's value here and the pixels upright).
+  const int64_t rows = format == std::string_view("BMP") && height < 0 ? -int64_t{height} : int64_t{height};
+  if (header_ok == 0 || width <= 0 || rows <= 0) {
+    throw_bad_input(std::string("damaged or unsupported ") + format + " header", file, kFormatsHint);
+  }
+  check_limits(format, width, rows, file, limits);
+  return {width, rows};
+}
+
+}  // namespace
+
+ImageSize read_image_size(std::string_view bytes, const std::string& file, const ImageLimits& limits) {
+  const char* format = checked_format(bytes, file, limits);
+  if (std::string_view(format) == "JPEG") return jpeg_size(bytes, file, limits);
+  return stb_size(format, bytes, file, limits);
+}
+
+Image decode_image(std::string_view bytes, const std::string& file, const ImageLimits& limits) {
+  const char* format = checked_format(bytes, file, limits);
   if (std::string_view(format) == "JPEG") {
     Image image;
     std::string problem;
@@ -228,18 +278,8 @@ Image decode_image(std::string_view bytes, const std::string& file, const ImageL
   const std::string_view given = cleaned ? std::string_view(*cleaned) : bytes;
   const auto* data = reinterpret_cast<const stbi_uc*>(given.data());
   const int length = static_cast<int>(given.size());
-  int width = 0, height = 0, channels = 0;
-  allocation_cap = size_t{1} << 20;  // the readers' small state
-  const int header_ok = stbi_info_from_memory(data, length, &width, &height, &channels);
-  allocation_cap = 0;
-  // A BMP whose rows run top-down says so with a negative height (stb_image
-  // gives the header's value here and the pixels upright).
-  const int64_t rows = format == std::string_view("BMP") && height < 0 ? -int64_t{height} : int64_t{height};
-  if (header_ok == 0 || width <= 0 || rows <= 0) {
-    throw_bad_input(std::string("damaged or unsupported ") + format + " header", file, kFormatsHint);
-  }
-  check_limits(format, width, rows, file, limits);
-  height = static_cast<int>(rows);
+  const ImageSize header = stb_size(format, given, file, limits);
+  const int width = static_cast<int>(header.width), height = static_cast<int>(header.height);
   // The largest buffer a legitimate decode of this header needs: 16-bit RGBA
   // rows with their PNG filter bytes (8 bytes a pixel + 1 a row), plus slack
   // for the decoders' small tables.

@@ -54,9 +54,15 @@ HostTensor read_npy(const ByteSource& source);
 // .npy (format 1.0; 2.0 when the header needs it) of a tensor, C order.
 std::string write_npy(const HostTensor& tensor);
 
+// Reverses the bytes of every `width`-byte element: big-endian data to the
+// little-endian elements of HostTensor (.npy '>' types, torch.save's byteorder "big").
+void swap_elements(std::string& bytes, size_t width);
+
 // A torch.save file (ZIP format): a tensor, or a list/tuple/dict (str keys)
 // of tensors, nested. Tuples and lists come back as Kind::List with
-// spreads = true at the top level. CRCs and storage sizes are checked.
+// spreads = true at the top level. CRCs and storage sizes are checked; a
+// file whose byteorder record says "big" has its elements swapped, as
+// torch.load does, and one that says anything but little or big is refused.
 // Error(BadInput) for anything else, saying what the file holds.
 HostValue read_torch_save_value(const ByteSource& source);
 

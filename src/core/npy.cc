@@ -186,11 +186,16 @@ const NpyType& npy_type(const std::string& descr, bool* big_endian, const std::s
                   "save a numeric array: bool, int8-64, uint8, float16-64, complex64 or complex128");
 }
 
+}  // namespace
+
 void swap_elements(std::string& bytes, size_t width) {
+  if (width < 2) return;
   for (size_t i = 0; i + width <= bytes.size(); i += width) {
     for (size_t a = i, b = i + width - 1; a < b; ++a, --b) std::swap(bytes[a], bytes[b]);
   }
 }
+
+namespace {
 
 // Elements in C order one after another (dims of size 1 may have any stride).
 bool c_contiguous(const HostTensor& t) {

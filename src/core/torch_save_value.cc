@@ -17,10 +17,25 @@
 // Every storage record is read once, with its CRC checked and its size equal to
 // what the pickle declares; tensors that share a storage share its bytes. A
 // tensor whose view reaches past its storage is refused.
+//
+// PyTorch 2.x records the storages' byte order in `byteorder`: torch.load
+// swaps every element of a "big" file (complex numbers half by half) and
+// refuses a value other than little or big; a file without the record is
+// little-endian. The same here, so that a big-endian file is not fed to the
+// model, or compared with its outputs, byte-swapped.
+//
+// The pickle's memo (BINGET) lets one value appear any number of times, while
+// a HostValue holds its own copy of every string, dict key, shape and stride:
+// a 64 MiB string, deflated to 65 KB and referenced 20 times, would be 1.3 GB.
+// So everything copied out of the pickle counts against one byte budget for
+// the whole file: the pickle's own size (each value copied once) plus
+// kSharedCopyBytes for what honest files share (a key or a shape used twice).
+// Paths in messages show long keys cut, so they stay short at any depth.
 #include <map>
 
 #include "format/archive.h"
 #include "base/error.h"
+#include "base/strings.h"
 #include "contract/host_value.h"
 #include "core/input_values.h"
 #include "format/model.h"
@@ -31,15 +46,31 @@ namespace {
 
 constexpr size_t kMaxDepth = 64;
 constexpr size_t kMaxValues = 1'000'000;  // bounds memo sharing: [x, x] nested 64 deep is 2^64 values
+constexpr uint64_t kSharedCopyBytes = 64ull << 20;
+constexpr size_t kMaxKeyInPath = 64;  // bytes of a dict key shown in a value's path
 
 struct LoadedStorage {
   StorageInfo info;
   std::shared_ptr<const std::string> bytes;
 };
 
+// Whether the storages are big-endian, by the byteorder record as torch.load reads it.
+bool big_endian_storages(const TorchArchive& archive) {
+  const std::optional<std::string> order = archive.read_optional("byteorder", ReadLimits::kSmall);
+  if (!order || *order == "little") return false;
+  if (*order == "big") return true;
+  throw_bad_input("the torch.save file's byteorder record holds '" + order->substr(0, 40) +
+                      "', neither little nor big (torch.load refuses it too)",
+                  archive.path(), "save the value again with torch.save");
+}
+
 class ValueBuilder {
  public:
-  ValueBuilder(const TorchArchive& archive, const PickleGraph& graph) : archive_(archive), g_(graph) {}
+  ValueBuilder(const TorchArchive& archive, const PickleGraph& graph, uint64_t pickle_bytes)
+      : archive_(archive),
+        g_(graph),
+        copy_budget_(pickle_bytes + kSharedCopyBytes),
+        big_endian_(big_endian_storages(archive)) {}
 
   HostValue build(PickleRef ref, const std::string& where, size_t depth) {
     if (depth > kMaxDepth) fail("values nested deeper than " + std::to_string(kMaxDepth) + " levels");
@@ -63,6 +94,7 @@ class ValueBuilder {
         return v;
       case PickleKind::String:
         v.kind = HostValue::Kind::String;
+        charge(g_.text(n).size());
         v.string = g_.text(n);
         return v;
       case PickleKind::Tuple:
@@ -92,6 +124,15 @@ class ValueBuilder {
     throw_bad_input("cannot read the torch.save file: " + why, archive_.path(),
                     "save plain tensors, lists, tuples and dicts with str keys");
   }
+  // Bytes about to be copied out of the pickle; past the budget, a refusal.
+  void charge(uint64_t bytes) {
+    if (add_overflows(copied_bytes_, bytes, &copied_bytes_) || copied_bytes_ > copy_budget_) {
+      throw_bad_input("cannot read the torch.save file: its strings, dict keys and shapes, repeated through the "
+                      "pickle's memo, come to more than " + human_size(copy_budget_) + " (a memo bomb?)",
+                      archive_.path(), "save each value once; run takes tensors, lists, tuples and dicts");
+    }
+  }
+
   [[noreturn]] HostValue refuse(const std::string& where, const std::string& what) const {
     throw_bad_input("the torch.save file holds " + what + (where.empty() ? "" : " at " + where) +
                         ", which run cannot take as an input",
@@ -107,8 +148,10 @@ class ValueBuilder {
     for (const auto& [k, value] : entries) {
       const std::optional<std::string_view> key = g_.string_at(k);
       if (!key) refuse(where, "a dict with a key that is not a string");
+      charge(key->size());
       const std::string name(*key);
-      v.entries.emplace_back(name, build(value, where + "['" + name + "']", depth + 1));
+      const std::string shown = name.size() > kMaxKeyInPath ? name.substr(0, kMaxKeyInPath) + "..." : name;
+      v.entries.emplace_back(name, build(value, where + "['" + shown + "']", depth + 1));
     }
     return v;
   }
@@ -139,6 +182,7 @@ class ValueBuilder {
     if (!t.quantization.empty() || t.dtype.rfind("qint", 0) == 0 || t.dtype.rfind("quint", 0) == 0) {
       refuse(where, "a quantized tensor (" + t.dtype + ")");
     }
+    charge((t.shape.size() + t.stride.size()) * sizeof(int64_t));
     HostValue v;
     v.kind = HostValue::Kind::Tensor;
     v.tensor.dtype = t.dtype;
@@ -177,7 +221,14 @@ class ValueBuilder {
     if (add_overflows(total_bytes_, declared.nbytes, &total_bytes_) || total_bytes_ > kMaxInputFileBytes) {
       fail("the storages hold more than 4 GiB");
     }
-    auto bytes = std::make_shared<const std::string>(archive_.read(*record, declared.nbytes));
+    std::string read = archive_.read(*record, declared.nbytes);
+    if (big_endian_) {
+      uint64_t width = 0;
+      dtype_element_size(declared.dtype, &width);
+      const bool complex = declared.dtype.rfind("complex", 0) == 0;
+      swap_elements(read, static_cast<size_t>(complex ? width / 2 : width));
+    }
+    auto bytes = std::make_shared<const std::string>(std::move(read));
     storages_.emplace(declared.record, LoadedStorage{declared, bytes});
     return bytes;
   }
@@ -187,6 +238,9 @@ class ValueBuilder {
   std::map<std::string, LoadedStorage> storages_;
   size_t values_ = 0;
   uint64_t total_bytes_ = 0;
+  uint64_t copied_bytes_ = 0;
+  const uint64_t copy_budget_;
+  const bool big_endian_;
 };
 
 }  // namespace
@@ -203,7 +257,7 @@ HostValue read_torch_save_value(const ByteSource& source) {
     const Record* pickle = archive.find("data.pkl");
     const std::string bytes = archive.read(*pickle, ReadLimits::kPickle);
     const PickleGraph graph = parse_pickle(bytes, "data.pkl");
-    HostValue v = ValueBuilder(archive, graph).build(graph.root(), "", 0);
+    HostValue v = ValueBuilder(archive, graph, bytes.size()).build(graph.root(), "", 0);
     v.spreads = v.kind == HostValue::Kind::List;
     return v;
   } catch (const Error& e) {

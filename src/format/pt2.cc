@@ -437,7 +437,24 @@ void output_names(const Node& n, std::vector<std::string>& names) {
   for (std::string& r : reads) names.push_back(std::move(r));
 }
 
+// torch.export.load takes every record under models/ as a program
+// (_load_exported_programs: file.startswith("models/"), its name cut out by
+// position, never checked), where we read only models/<name>.json: a program
+// kept as models/sub/x.json or models/x would run in PyTorch unseen by
+// inspect and verify. So any other record there is refused, by name.
+void refuse_hidden_programs(const TorchArchive& archive) {
+  for (const Record& r : archive.records()) {
+    if (starts_with(r.name, kModels) && !model_of(r.name, kModels, ".json")) {
+      throw_bad_input("record '" + r.name.substr(0, 200) +
+                          "' is under models/ but not a models/<name>.json: torch.export.load would load it as a "
+                          "program that tsarchive cannot read",
+                      archive.path(), "the archive was altered; torch.export.save keeps each program as models/<name>.json");
+    }
+  }
+}
+
 const Record& find_program(const TorchArchive& archive, const std::string& program) {
+  refuse_hidden_programs(archive);
   std::vector<std::string> names;
   for (const Record& r : archive.records()) {
     if (const auto model = model_of(r.name, kModels, ".json")) names.push_back(*model);
@@ -579,6 +596,7 @@ std::string pt2_symbol_text(const std::string& expr) {
 }
 
 Pt2Contents read_pt2(const TorchArchive& archive) {
+  refuse_hidden_programs(archive);
   Pt2Contents out;
   if (auto v = archive.read_optional("archive_format", ReadLimits::kSmall)) out.archive_format = trim(*v);
   if (auto v = archive.read_optional("archive_version", ReadLimits::kSmall)) out.archive_version = trim(*v);

@@ -164,7 +164,7 @@ EXPECTED = {
 # lists (empty); verify --load is a usage error on any .pt2 (exit 2: a
 # package's compiled code is loaded only by run).
 for _name in ("pt2_aoti_odd_names.pt2", "pt2_huge_shape.pt2", "pt2_json_bomb.pt2", "pt2_json_huge_string.pt2",
-              "pt2_weight_path_escape.pt2"):
+              "pt2_weight_path_escape.pt2", "pt2_hidden_program.pt2"):
     EXPECTED[_name] = {"extra list": {0}, "verify --load": {2}}
 
 # Files ZIP readers read differently (issue 24): the layout parser refuses

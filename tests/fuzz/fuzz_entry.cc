@@ -8,6 +8,7 @@
 #include "base/error.h"
 #include "core/extra.h"
 #include "core/image.h"
+#include "core/input_values.h"
 #include "core/inspect.h"
 #include "core/pt2_graph.h"
 #include "format/pt2.h"
@@ -71,6 +72,25 @@ void pickle_reader(const uint8_t* data, size_t size) {
   }
 }
 
+namespace {
+
+// The same bytes as run's --input @FILE.pt (memo budget, byte order), when
+// what they inflate to stays small: the value reader's storage limit is GiBs.
+void torch_save_value(const uint8_t* data, size_t size) {
+  try {
+    const ZipArchive zip(make_memory_source(bytes_of(data, size)));
+    uint64_t inflated = 0;
+    for (const ZipEntry& e : zip.entries()) {
+      if (e.uncompressed_size > kEntryCap - inflated) return;
+      inflated += e.uncompressed_size;
+    }
+    (void)read_torch_save_value(*make_memory_source(bytes_of(data, size), "fuzz.pt"));
+  } catch (const Error&) {
+  }
+}
+
+}  // namespace
+
 void inspect_path(const uint8_t* data, size_t size) {
   try {
     inspect_source(make_memory_source(bytes_of(data, size)));
@@ -89,6 +109,7 @@ void inspect_path(const uint8_t* data, size_t size) {
     }
   } catch (const Error&) {
   }
+  torch_save_value(data, size);
 }
 
 void json_text(const uint8_t* data, size_t size) {
@@ -125,6 +146,9 @@ void image(const uint8_t* data, size_t size) {
   limits.max_side = 4096;
   try {
     const Image decoded = decode_image(bytes, "fuzz.png", limits);
+    // What a batch is budgeted by is the size decoding gives.
+    const ImageSize header = read_image_size(bytes, "fuzz.png", limits);
+    if (header.width != decoded.width || header.height != decoded.height) std::abort();
     const std::string png = encode_png(decoded.rgb, decoded.width, decoded.height, 3);
     const Image again = decode_image(png, "fuzz-again.png", limits);
     if (again.width != decoded.width || again.height != decoded.height || again.rgb != decoded.rgb) std::abort();

@@ -3,6 +3,7 @@
 // scripts/make_input_files.py writes from what NumPy and PyTorch read back.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
@@ -10,9 +11,12 @@
 #include "base/error.h"
 #include "contract/host_value.h"
 #include "core/input_values.h"
+#include "format/archive.h"
 #include "format/model.h"
+#include "format/pickle.h"
 #include "core/tensor_values.h"
 #include "format/zip.h"
+#include "format/zip_writer.h"
 
 using namespace tsarchive;
 using Kind = HostValue::Kind;
@@ -588,4 +592,79 @@ TEST_CASE("torch.save: damaged storages are refused") {
   for (size_t n = 0; n < good.size(); n += 7) {
     CHECK_THROWS_AS(read_torch_save_value(*make_memory_source(good.substr(0, n))), Error);
   }
+}
+
+// data.pkl of a list that holds one string `copies` times: BINUNICODE once,
+// BINPUT into the memo, then BINGET for every other copy (issue 30: a
+// deflated 64 MiB string so referenced 20 times took 2.78 GB).
+namespace {
+std::string torch_save_with_shared_string(size_t text_bytes, size_t copies) {
+  std::string pkl("\x80\x02(X", 4);  // PROTO 2, MARK, BINUNICODE
+  for (int i = 0; i < 4; ++i) pkl += static_cast<char>((text_bytes >> (8 * i)) & 0xFF);
+  pkl += std::string(text_bytes, 'x');
+  pkl += std::string("q\x01", 2);                                             // BINPUT 1
+  for (size_t i = 1; i < copies; ++i) pkl += std::string("h\x01", 2);          // BINGET 1
+  pkl += "l.";                                                                // LIST, STOP
+  return archive_with_record(input("tensor.pt"), "data.pkl", pkl);
+}
+}  // namespace
+
+TEST_CASE("torch.save: memo references count against one byte budget") {
+  // Shared a few times, as honest files do: read.
+  const HostValue twice = read_torch_save_value(*make_memory_source(torch_save_with_shared_string(1 << 20, 2), "ok.pt"));
+  REQUIRE(twice.items.size() == 2);
+  CHECK(twice.items[1].string.size() == (1u << 20));
+  // A 1 MiB string got 200 times would copy 200 MiB: refused at the budget
+  // (the pickle's size plus 64 MiB), before the copies pile up.
+  const std::string bomb = torch_save_with_shared_string(1 << 20, 200);
+  const Error e = error_of([&] { read_torch_save_value(*make_memory_source(bomb, "bomb.pt")); }, ErrorKind::BadInput,
+                           "repeated through the pickle's memo, come to more than");
+  CHECK(e.file() == "bomb.pt");
+}
+
+// testdata/inputs/`name` as a big-endian PyTorch writes it: each storage's
+// elements byte-reversed (complex numbers half by half, as torch.load swaps
+// them back) and a byteorder record holding `order`.
+namespace {
+std::string with_byteorder(const std::string& name, const std::string& order, bool swap) {
+  const TorchArchive archive(open_file_source(input(name)));
+  ModelContents contents;
+  collect_saved_object(parse_pickle(archive.read(*archive.find("data.pkl"), 1 << 20), "data.pkl"), "data", contents);
+  std::vector<ZipEntrySpec> entries;
+  for (const Record& r : archive.records()) {
+    const auto storage = contents.storages.find(r.name);
+    if (!swap || storage == contents.storages.end()) {
+      entries.push_back(ZipEntrySpec::keep(*r.entry));
+      continue;
+    }
+    uint64_t width = 0;
+    REQUIRE(dtype_element_size(storage->second.dtype, &width));
+    if (storage->second.dtype.rfind("complex", 0) == 0) width /= 2;
+    std::string bytes = archive.read(r, 1 << 20);
+    for (size_t i = 0; i + width <= bytes.size(); i += width) std::reverse(bytes.begin() + i, bytes.begin() + i + width);
+    entries.push_back(ZipEntrySpec::create(archive.top_folder() + "/" + r.name, bytes));
+  }
+  entries.push_back(ZipEntrySpec::create(archive.top_folder() + "/byteorder", order));
+  const ByteSource& source = archive.zip().source();
+  const ZipRewritePlan plan = plan_zip_rewrite(source, archive.zip().layout(), entries);
+  return render_plan(plan, 0, [&](uint64_t at, char* out, size_t n) { source.read_at(at, out, n); });
+}
+}  // namespace
+
+// Issue 30: a big-endian file's values were read byte-swapped.
+TEST_CASE("torch.save: the byteorder record is honoured as torch.load honours it") {
+  size_t checked = 0;
+  for (const auto& [name, want] : expected().items()) {
+    if (name.size() < 3 || name.substr(name.size() - 3) != ".pt") continue;
+    INFO(name);
+    ++checked;
+    for (const auto& [order, swap] : {std::pair<std::string, bool>{"big", true}, {"little", false}}) {
+      const HostValue v = read_torch_save_value(*make_memory_source(with_byteorder(name, order, swap), name));
+      check_value(v, want, name + " (" + order + ")");
+    }
+  }
+  CHECK(checked >= 9);
+  const Error e = error_of([] { read_torch_save_value(*make_memory_source(with_byteorder("tensor.pt", "middle", false), "m.pt")); },
+                           ErrorKind::BadInput, "byteorder record holds 'middle', neither little nor big");
+  CHECK(e.file() == "m.pt");
 }

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
 
 #include "helpers.h"
 #include "base/error.h"
@@ -93,6 +94,41 @@ TEST_CASE("hostile pictures are refused before their pixels are allocated") {
   small.max_pixels = 1000;
   error_of([&] { decode_image(slurp(picture("gradient.png")), "g.png", small); }, ErrorKind::BadInput,
               "64x48 pixels");
+}
+
+// Issue 30: a batch was decoded whole before its tensor's size was checked
+// (16 pictures of 8192x8192 took 3.3 GB). Now every header is read first:
+// these headers claim 8192x8192 over pixels that would not decode, so only a
+// check made before decoding gives the budget's error instead of the damage.
+TEST_CASE("a batch is budgeted from its pictures' headers before any is decoded") {
+  const TempDir dir;
+  std::string claims_big = encode_png(std::vector<uint8_t>(3, 0), 1, 1, 3);
+  for (size_t at : {16, 20}) claims_big.replace(at, 4, std::string("\0\0\x20\0", 4));  // IHDR width, height: 8192
+  std::ofstream(dir.file("big.png"), std::ios::binary) << claims_big;
+  std::ofstream(dir.file("small.png"), std::ios::binary) << encode_png(std::vector<uint8_t>(12, 0), 2, 2, 3);
+  CHECK(read_image_size(claims_big, "big.png").width == 8192);
+  error_of([&] { decode_image(claims_big, "big.png"); }, ErrorKind::BadInput, "damaged PNG");
+
+  std::string eleven = dir.file("big.png");
+  for (int i = 1; i < 11; ++i) eleven += "," + dir.file("big.png");  // 11 x 8192 x 8192 x 3 > 2^31
+  error_of([&] { parse_input_argument("@" + eleven); }, ErrorKind::Usage, "more than 2^31");
+  error_of([&] { parse_input_argument("@" + dir.file("small.png") + "," + dir.file("big.png")); }, ErrorKind::Usage,
+           "differ in size");
+  // The sizes after resize and crop are what must match and what counts.
+  error_of([&] { parse_input_argument("@" + dir.file("small.png") + "," + dir.file("big.png") + ":resize=2x2"); },
+           ErrorKind::BadInput, "damaged PNG");
+  // Headers of every format give the size decoding gives.
+  for (const char* name : {"gradient.png", "photo.jpg", "odd.bmp", "topdown.bmp"}) {
+    INFO(name);
+    const std::string bytes = slurp(picture(name));
+    const ImageSize size = read_image_size(bytes, name);
+    const Image image = decode_image(bytes, name);
+    CHECK(size.width == image.width);
+    CHECK(size.height == image.height);
+  }
+  error_of([] { read_image_size(slurp(picture("hostile/huge_dims.bmp")), "h.bmp"); }, ErrorKind::BadInput,
+           "over the limit");
+  error_of([] { read_image_size("\xff\xd8\xff\xe0", "t.jpg"); }, ErrorKind::BadInput, "damaged or unsupported JPEG");
 }
 
 TEST_CASE("image specs: default tensor, options, batches and their errors") {

@@ -10,6 +10,7 @@
 #include "base/error.h"
 #include "core/inspect.h"
 #include "core/pt2_graph.h"
+#include "core/verify.h"
 #include "format/byte_source.h"
 #include "format/pt2.h"
 #include "format/zip_writer.h"
@@ -166,6 +167,17 @@ std::string with_record(const std::string& name, const std::string& bytes) {
   return archive_with_record(testdata("pt2/mlp_dynamic.pt2"), name, bytes);
 }
 
+// mlp_dynamic.pt2 with one more record, `name` below its top folder, at the end.
+std::string with_added_record(const std::string& name, const std::string& bytes) {
+  const TorchArchive archive(open_file_source(testdata("pt2/mlp_dynamic.pt2")));
+  std::vector<ZipEntrySpec> entries;
+  for (const Record& r : archive.records()) entries.push_back(ZipEntrySpec::keep(*r.entry));
+  entries.push_back(ZipEntrySpec::create(archive.top_folder() + "/" + name, bytes));
+  const ByteSource& source = archive.zip().source();
+  const ZipRewritePlan plan = plan_zip_rewrite(source, archive.zip().layout(), entries);
+  return render_plan(plan, 0, [&](uint64_t at, char* out, size_t n) { source.read_at(at, out, n); });
+}
+
 std::string inspect_error(const std::string& bytes) {
   try {
     inspect_source(make_memory_source(bytes, "hostile.pt2"));
@@ -193,6 +205,27 @@ TEST_CASE("pt2: malformed programs are refused in one line", "[pt2]") {
   const std::string escape = R"({"config": {"w": {"path_name": "../../models/model.json", "is_param": true}}})";
   CHECK(inspect_error(with_record("data/weights/model_weights_config.json", escape)).find("not a file name") !=
         std::string::npos);
+}
+
+// Issue 30: torch.export.load loads every record under models/ as a program;
+// one that is not models/<name>.json would run unseen by inspect and verify.
+TEST_CASE("pt2: a program hidden under models/ is refused, not passed as intact", "[pt2]") {
+  const TorchArchive original(open_file_source(testdata("pt2/mlp_dynamic.pt2")));
+  const std::string program = original.read(*original.find("models/model.json"), Pt2Limits::kProgramJson);
+  for (const char* hidden : {"models/sub/model.json", "models/model", "models/.json", "models/x.JSON"}) {
+    INFO(hidden);
+    const std::string bytes = with_added_record(hidden, program);
+    CHECK(inspect_error(bytes) == "record '" + std::string(hidden) +
+                                      "' is under models/ but not a models/<name>.json: torch.export.load would load "
+                                      "it as a program that tsarchive cannot read");
+    const VerifyReport v = verify_archive(TorchArchive(make_memory_source(bytes, "hidden.pt2")), VerifyOptions{1, {}});
+    CHECK(v.outcome() == VerifyOutcome::Malformed);
+    const Error e = error_of([&] { read_pt2_graph(TorchArchive(make_memory_source(bytes, "hidden.pt2")), ""); },
+                             ErrorKind::BadInput, hidden);
+    CHECK(e.file() == "hidden.pt2");
+  }
+  // The archive as torch.export.save wrote it reads.
+  CHECK(inspect_error(with_added_record("extra/models/sub/x.json", program)).empty());
 }
 
 TEST_CASE("pt2: a weight record shorter than its tensor is a problem, not a read past it", "[pt2]") {
