@@ -58,6 +58,12 @@ void require_same_records(const std::string& a, const std::string& b) {
 
 std::string copy_model(const TempDir& dir, const std::string& name = "mlp_scripted.pt") { return dir.copy(name); }
 
+ExportRules up_to(uint64_t max_size) {
+  ExportRules rules;
+  rules.max_size = max_size;
+  return rules;
+}
+
 size_t files_in(const TempDir& dir) {
   return static_cast<size_t>(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator{}));
 }
@@ -417,7 +423,7 @@ TEST_CASE("export writes every extra file inside the folder; import reads them b
   const std::string original = slurp(testdata("mlp_scripted.pt"));
   const auto archive = archive_of(original);
   const std::string out = dir.file("out");
-  const std::vector<ExportedFile> files = export_extra_files(*archive, out, 1 << 20);
+  const std::vector<ExportedFile> files = export_extra_files(*archive, out, up_to(1 << 20));
   REQUIRE(files.size() == 3);
   REQUIRE(slurp(out + "/config/train.yaml") == read_extra(*archive, "config/train.yaml", 1 << 20));
   const std::vector<ExtraEdit> edits = read_extra_folder(out, 1 << 20);
@@ -427,12 +433,12 @@ TEST_CASE("export writes every extra file inside the folder; import reads them b
   // A link where a file or folder should go is refused, not followed.
   fs::remove(out + "/labels.json");
   fs::create_symlink("/etc/passwd", out + "/labels.json");
-  REQUIRE_THROWS_AS(export_extra_files(*archive, out, 1 << 20), Error);
+  REQUIRE_THROWS_AS(export_extra_files(*archive, out, up_to(1 << 20)), Error);
   REQUIRE_THROWS_AS(read_extra_folder(out, 1 << 20), Error);
   fs::remove(out + "/labels.json");
   fs::remove_all(out + "/config");
   fs::create_directory_symlink(dir.path, out + "/config");
-  REQUIRE_THROWS_AS(export_extra_files(*archive, out, 1 << 20), Error);
+  REQUIRE_THROWS_AS(export_extra_files(*archive, out, up_to(1 << 20)), Error);
   REQUIRE_FALSE(fs::exists(dir.file("train.yaml")));
 }
 
@@ -446,7 +452,7 @@ TEST_CASE("export checks every target before it writes any; import never blocks 
   fs::create_directory(out);
   fs::create_symlink("/etc/passwd", out + "/" + names.back());  // the last one written is in the way
   try {
-    export_extra_files(*archive, out, 1 << 20);
+    export_extra_files(*archive, out, up_to(1 << 20));
     FAIL("exported through a symbolic link");
   } catch (const Error& e) {
     REQUIRE(std::string(e.what()).find("symbolic link") != std::string::npos);
@@ -464,6 +470,94 @@ TEST_CASE("export checks every target before it writes any; import never blocks 
   } catch (const Error& e) {
     REQUIRE(std::string(e.what()).find("not a regular file") != std::string::npos);
   }
+}
+
+namespace {
+
+// The current folder changed for one test (extra export's default folder is
+// made there), and restored after it.
+struct InFolder {
+  fs::path saved = fs::current_path();
+  explicit InFolder(const fs::path& dir) { fs::current_path(dir); }
+  ~InFolder() { fs::current_path(saved); }
+  InFolder(const InFolder&) = delete;
+  InFolder& operator=(const InFolder&) = delete;
+};
+
+}  // namespace
+
+TEST_CASE("extra export writes no hidden name and replaces no file unless --force; never the archive itself") {
+  // An archive that verifies intact, as torch.jit.save(m, p, _extra_files={".git/config": ..., "model.pt": ...})
+  // writes it: `extra export model.pt .` in a git checkout used to replace .git/config (core.fsmonitor runs a
+  // command) and the archive itself.
+  TempDir dir;
+  const std::string model = copy_model(dir);  // dir/model.pt
+  REQUIRE(run_cli({"extra", "set", model, ".git/config=[core]\n\tfsmonitor = touch pwned\n", "model.pt=not a model"})
+              .code == 0);
+  REQUIRE(run_cli({"verify", model}).code == 0);
+  const std::string archive = slurp(model);
+  fs::create_directory(dir.file(".git"));
+  std::ofstream(dir.file(".git/config")) << "[core]\n";
+
+  CliResult r = run_cli({"extra", "export", model, dir.path.string()});
+  INFO(r.err);
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("'.git/config'") && Catch::Contains("--force"));
+  CHECK(slurp(dir.file(".git/config")) == "[core]\n");
+  CHECK_FALSE(fs::exists(dir.file("labels.json")));  // nothing half-exported: every name is checked first
+
+  // --force writes hidden names and replaces files, but never the archive being read.
+  r = run_cli({"extra", "export", "--force", model, dir.path.string()});
+  INFO(r.err);
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("'model.pt'") && Catch::Contains("archive itself"));
+  CHECK(slurp(model) == archive);
+  CHECK(slurp(dir.file(".git/config")) == "[core]\n");
+  CHECK_FALSE(fs::exists(dir.file("labels.json")));
+
+  // Nor through a hard link: same device and inode.
+  REQUIRE(run_cli({"extra", "rm", model, "model.pt"}).code == 0);
+  REQUIRE(run_cli({"extra", "set", model, "other.pt=not a model"}).code == 0);
+  const std::string linked = slurp(model);
+  fs::create_hard_link(model, dir.file("other.pt"));
+  r = run_cli({"extra", "export", "--force", model, dir.path.string()});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("archive itself"));
+  CHECK(slurp(model) == linked);
+
+  // An existing file is not replaced without --force, and is with it.
+  REQUIRE(run_cli({"extra", "rm", model, "other.pt"}).code == 0);
+  fs::remove(dir.file("other.pt"));
+  const std::string out = dir.file("out");
+  fs::create_directory(out);
+  std::ofstream(out + "/labels.json") << "mine";
+  r = run_cli({"extra", "export", "--force", model, out});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(slurp(out + "/.git/config") == "[core]\n\tfsmonitor = touch pwned\n");
+  CHECK(slurp(out + "/labels.json") != "mine");
+  std::ofstream(out + "/labels.json") << "mine";
+  REQUIRE(run_cli({"extra", "rm", model, ".git/config"}).code == 0);
+  r = run_cli({"extra", "export", model, out});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("would replace the existing file " + out + "/") && Catch::Contains("--force"));
+  CHECK(slurp(out + "/labels.json") == "mine");
+}
+
+TEST_CASE("extra export without a folder writes a fresh MODEL-stem.extra/ in the current folder") {
+  TempDir dir;
+  copy_model(dir);
+  const InFolder here(dir.path);
+  CliResult r = run_cli({"extra", "export", "model.pt"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("to model.extra"));
+  CHECK(fs::exists("model.extra/config/train.yaml"));
+  r = run_cli({"extra", "export", "model.pt"});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("model.extra already exists") && Catch::Contains("--force"));
+  CHECK(run_cli({"extra", "export", "--force", "model.pt"}).code == 0);
+  CHECK(run_cli({"extra", "export", "-", "--force"}).code == 2);  // standard input has no name
 }
 
 namespace {
