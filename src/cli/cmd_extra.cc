@@ -19,6 +19,7 @@
 #include "base/error.h"
 #include "core/extra.h"
 #include "core/file_edit.h"
+#include "core/output_paths.h"
 #include "core/digest.h"
 #include "core/inspect.h"
 #include "core/verify.h"
@@ -255,6 +256,7 @@ int run_list(const ListOptions& opts, Context& ctx) {
 }
 
 int run_get(const GetOptions& opts, Context& ctx) {
+  check_output_paths({{"-o", opts.output}}, {{"the model", opts.model}});
   std::unique_ptr<ArchiveFile> file;
   const auto archive = open_for_reading(opts.model, ctx, file);
   const uint64_t limit = value_limit(opts.force);
@@ -297,6 +299,13 @@ int run_get(const GetOptions& opts, Context& ctx) {
 }
 
 int run_set(const SetOptions& opts, Context& ctx) {
+  // NAME=@FILE values are read too: -o must not replace one.
+  std::vector<NamedPath> inputs = {{"the model", opts.model}};
+  for (const std::string& a : opts.assignments) {
+    const size_t at = a.find("=@");
+    if (at != std::string::npos) inputs.push_back({"the value of " + a.substr(0, at), a.substr(at + 2)});
+  }
+  check_output_paths({{"-o", opts.flags.output}}, inputs);
   std::vector<ExtraEdit> edits;
   bool stdin_used = is_standard_stream(opts.model);  // then no value can come from it
   for (const std::string& a : opts.assignments) {
@@ -306,6 +315,7 @@ int run_set(const SetOptions& opts, Context& ctx) {
 }
 
 int run_remove(const RemoveOptions& opts, Context& ctx) {
+  check_output_paths({{"-o", opts.flags.output}}, {{"the model", opts.model}});
   std::vector<ExtraEdit> edits;
   for (const std::string& name : opts.names) edits.push_back(ExtraEdit{name, std::nullopt});
   return edit_archive(opts.model, std::move(edits), opts.flags, opts.missing_ok, false, ctx, true);
@@ -357,6 +367,9 @@ int run_export(const ExportOptions& opts, Context& ctx) {
 
 int run_import(const ImportOptions& opts, Context& ctx) {
   std::vector<ExtraEdit> edits = read_extra_folder(opts.dir, value_limit(opts.flags.force));
+  std::vector<NamedPath> inputs = {{"the model", opts.model}};
+  for (const ExtraEdit& e : edits) inputs.push_back({"the imported file", opts.dir + "/" + e.name});
+  check_output_paths({{"-o", opts.flags.output}}, inputs);
   return edit_archive(opts.model, std::move(edits), opts.flags, false, opts.prune, ctx);
 }
 

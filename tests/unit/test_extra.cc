@@ -560,6 +560,58 @@ TEST_CASE("extra export without a folder writes a fresh MODEL-stem.extra/ in the
   CHECK(run_cli({"extra", "export", "-", "--force"}).code == 2);  // standard input has no name
 }
 
+TEST_CASE("an output that is a file the command reads is refused before anything is read or run") {
+  // `run m.pt --save-outputs m.pt` and `extra get m.pt labels.json -o m.pt` used to exit 0 and replace the model.
+  TempDir dir;
+  const std::string model = copy_model(dir);
+  const std::string before = slurp(model);
+  const std::string hard = dir.file("hard.pt"), soft = dir.file("soft.pt"), value = dir.file("value.txt");
+  fs::create_hard_link(model, hard);
+  fs::create_symlink(model, soft);
+  std::ofstream(value) << "v";
+  const std::vector<std::vector<std::string>> commands = {
+      {"run", model, "--input", "2x8", "--save-outputs", model},
+      {"run", model, "--input", "2x8", "--save-inputs", model},
+      {"run", soft, "--input", "2x8", "--save-outputs", hard},  // a link to it, a hard link of it
+      {"run", model, "--input", "2x8", "--save-outputs", dir.path.string() + "/./model.pt"},
+      {"run", model, "--input", "2x8", "--trace-out", hard},
+      {"run", model, "--input", "@" + value, "--save-outputs", value},
+      {"extra", "get", model, "labels.json", "-o", model},
+      {"extra", "get", soft, "labels.json", "-o", hard},
+      {"extra", "set", model, "a=b", "-o", hard},
+      {"extra", "set", model, "v=@" + value, "-o", value},
+      {"extra", "rm", model, "labels.json", "-o", model},
+      {"stamp", "--keep-bytes", "--no-git", "--no-host", model, "-o", hard},
+      {"convert", model, "--input", "2x8", "-o", hard},
+      {"trace", model, "--input", "2x8", "-o", model},
+  };
+  for (const std::vector<std::string>& args : commands) {
+    const CliResult r = run_cli(args);
+    INFO(args[0] << " " << args[1] << " ... " << args.back() << ": " << r.err);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("(the same file)"));
+    CHECK(slurp(model) == before);
+    CHECK(slurp(value) == "v");
+  }
+}
+
+TEST_CASE("two outputs that are the same file are refused") {
+  TempDir dir;
+  const std::string model = copy_model(dir);
+  const std::string out = dir.file("out.pt");
+  CliResult r = run_cli({"run", model, "--input", "2x8", "--save-inputs", out, "--save-outputs", out});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--save-inputs") && Catch::Contains("are the same file"));
+  r = run_cli({"run", model, "--input", "2x8", "--save-inputs", out, "--save-outputs", dir.path.string() + "/./out.pt"});
+  CHECK(r.code == 2);
+  std::ofstream(out) << "mine";
+  fs::create_hard_link(out, dir.file("also.pt"));
+  r = run_cli({"run", model, "--input", "2x8", "--save-inputs", out, "--trace-out", dir.file("also.pt")});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("are the same file"));
+  CHECK(slurp(out) == "mine");
+}
+
 namespace {
 
 // Leaves `path` as a killed --in-place edit leaves it: a journal, and part of
