@@ -341,6 +341,7 @@ std::string default_export_folder(const ExportOptions& opts) {
 
 int run_export(const ExportOptions& opts, Context& ctx) {
   const std::string dir = opts.dir.empty() ? default_export_folder(opts) : opts.dir;
+  refuse_link_output(dir);  // the folder follows the rule of every output (output_paths.h)
   std::unique_ptr<ArchiveFile> file;
   const auto archive = open_for_reading(opts.model, ctx, file);
   ExportRules rules;

@@ -53,10 +53,18 @@ std::string named(const NamedPath& p) { return p.role + " " + p.path; }
 
 }  // namespace
 
+void refuse_link_output(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    throw_usage(path + " is a symbolic link; tsarchive does not write through links", "give the real path");
+  }
+}
+
 void check_output_paths(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs) {
   std::vector<std::pair<const NamedPath*, OutputTarget>> seen;
   for (const NamedPath& out : outputs) {
     if (out.path.empty() || is_standard_stream(out.path)) continue;
+    refuse_link_output(out.path);
     const std::optional<OutputTarget> target = output_target(out.path);
     if (!target) continue;
     for (const NamedPath& in : inputs) {

@@ -612,6 +612,49 @@ TEST_CASE("two outputs that are the same file are refused") {
   CHECK(slurp(out) == "mine");
 }
 
+TEST_CASE("no writer writes through or replaces a symbolic link: one rule, exit 2") {
+  // `extra set m.pt -o link.pt` replaced the link's target (realpath, then rename), --save-outputs the link.
+  TempDir dir;
+  const std::string model = copy_model(dir);
+  const std::string target = dir.file("target.txt"), link = dir.file("link.pt"), picture = dir.file("link.png");
+  const std::string dangling = dir.file("dangling.pt"), folder = dir.file("folder"), folder_link = dir.file("out");
+  std::ofstream(target) << "keep";
+  fs::create_symlink(target, link);
+  fs::create_symlink(target, picture);
+  fs::create_symlink(dir.file("nowhere.pt"), dangling);
+  fs::create_directory(folder);
+  fs::create_directory_symlink(folder, folder_link);
+  const std::vector<std::vector<std::string>> commands = {
+      {"extra", "set", model, "a=b", "-o", link},
+      {"extra", "rm", model, "labels.json", "-o", link},
+      {"extra", "import", model, folder, "-o", link},
+      {"extra", "get", model, "labels.json", "-o", link},
+      {"extra", "get", model, "labels.json", "-o", dangling},
+      {"extra", "export", model, folder_link},
+      {"run", model, "--input", "2x8", "--save-outputs", link},
+      {"run", model, "--input", "2x8", "--save-inputs", link},
+      {"run", model, "--input", "2x8", "--trace-out", link},
+      {"run", model, "--input", "2x8", "--save-outputs", picture + ":normalize=none"},
+      {"stamp", "--keep-bytes", "--no-git", "--no-host", model, "-o", link},
+      {"convert", model, "--input", "2x8", "-o", link},
+      {"trace", model, "--input", "2x8", "-o", dangling},
+  };
+  for (const std::vector<std::string>& args : commands) {
+    const CliResult r = run_cli(args);
+    INFO(args[0] << " " << args[1] << " ... " << args.back() << ": " << r.err);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains(" is a symbolic link; tsarchive does not write through links: give the real path"));
+    CHECK(slurp(target) == "keep");
+    CHECK(fs::is_symlink(link));
+    CHECK(fs::is_symlink(picture));
+    CHECK_FALSE(fs::exists(dir.file("nowhere.pt")));
+    CHECK(fs::is_empty(folder));
+  }
+  // The writers themselves refuse too (a link made after a command's check).
+  error_of([&] { write_file_atomically(link, "x"); }, ErrorKind::Usage, "symbolic link");
+  CHECK(slurp(target) == "keep");
+}
+
 namespace {
 
 // Leaves `path` as a killed --in-place edit leaves it: a journal, and part of
