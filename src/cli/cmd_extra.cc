@@ -1,5 +1,6 @@
 // tsarchive extra list|get|set|rm|export|import: the extra/ files of an archive.
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -18,6 +19,7 @@
 #include "base/error.h"
 #include "core/extra.h"
 #include "core/file_edit.h"
+#include "core/output_paths.h"
 #include "core/digest.h"
 #include "core/inspect.h"
 #include "core/verify.h"
@@ -254,6 +256,7 @@ int run_list(const ListOptions& opts, Context& ctx) {
 }
 
 int run_get(const GetOptions& opts, Context& ctx) {
+  check_output_paths({{"-o", opts.output}}, {{"the model", opts.model}});
   std::unique_ptr<ArchiveFile> file;
   const auto archive = open_for_reading(opts.model, ctx, file);
   const uint64_t limit = value_limit(opts.force);
@@ -296,6 +299,13 @@ int run_get(const GetOptions& opts, Context& ctx) {
 }
 
 int run_set(const SetOptions& opts, Context& ctx) {
+  // NAME=@FILE values are read too: -o must not replace one.
+  std::vector<NamedPath> inputs = {{"the model", opts.model}};
+  for (const std::string& a : opts.assignments) {
+    const size_t at = a.find("=@");
+    if (at != std::string::npos) inputs.push_back({"the value of " + a.substr(0, at), a.substr(at + 2)});
+  }
+  check_output_paths({{"-o", opts.flags.output}}, inputs);
   std::vector<ExtraEdit> edits;
   bool stdin_used = is_standard_stream(opts.model);  // then no value can come from it
   for (const std::string& a : opts.assignments) {
@@ -305,20 +315,45 @@ int run_set(const SetOptions& opts, Context& ctx) {
 }
 
 int run_remove(const RemoveOptions& opts, Context& ctx) {
+  check_output_paths({{"-o", opts.flags.output}}, {{"the model", opts.model}});
   std::vector<ExtraEdit> edits;
   for (const std::string& name : opts.names) edits.push_back(ExtraEdit{name, std::nullopt});
   return edit_archive(opts.model, std::move(edits), opts.flags, opts.missing_ok, false, ctx, true);
 }
 
+// Without a folder: a fresh one named after the archive, in the current
+// folder (m.pt -> m.extra), so nothing there can be replaced.
+std::string default_export_folder(const ExportOptions& opts) {
+  if (is_standard_stream(opts.model)) {
+    throw_usage("an archive from standard input has no name to name the folder after", "give the folder: extra export - DIR");
+  }
+  std::string name = opts.model.substr(opts.model.rfind('/') + 1);  // npos + 1 == 0
+  const size_t dot = name.rfind('.');
+  if (dot != std::string::npos && dot > 0) name.resize(dot);
+  const std::string dir = name + ".extra";
+  struct stat st {};
+  if (!opts.force && ::lstat(dir.c_str(), &st) == 0) {
+    throw Error(ErrorKind::Usage, "the folder " + dir + " already exists", opts.model,
+                "nothing was exported; pass --force to write into it, or give another folder");
+  }
+  return dir;
+}
+
 int run_export(const ExportOptions& opts, Context& ctx) {
+  const std::string dir = opts.dir.empty() ? default_export_folder(opts) : opts.dir;
+  refuse_link_output(dir);  // the folder follows the rule of every output (output_paths.h)
   std::unique_ptr<ArchiveFile> file;
   const auto archive = open_for_reading(opts.model, ctx, file);
-  const std::vector<ExportedFile> files = export_extra_files(*archive, opts.dir, value_limit(opts.force));
+  ExportRules rules;
+  rules.max_size = value_limit(opts.force);
+  rules.force = opts.force;
+  rules.archive_file = file->identity();
+  const std::vector<ExportedFile> files = export_extra_files(*archive, dir, rules);
   if (opts.json) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const ExportedFile& f : files) list.push_back({{"name", f.name}, {"path", f.path}, {"size", f.size}});
     ctx.out << nlohmann::ordered_json{{"schema", "tsarchive.extra-export/1"}, {"file", opts.model},
-                                      {"dir", opts.dir}, {"files", list}}
+                                      {"dir", dir}, {"files", list}}
                    .dump(2)
             << '\n';
     return 0;
@@ -326,13 +361,16 @@ int run_export(const ExportOptions& opts, Context& ctx) {
   TextTable t({"PATH", "SIZE"}, {TextTable::Align::Left, TextTable::Align::Right});
   for (const ExportedFile& f : files) t.add_row({f.path, human_size(f.size)});
   t.print(ctx.out, 0);
-  ctx.out << "exported " << files.size() << " extra file" << (files.size() == 1 ? "" : "s") << " to " << shown(opts.dir)
+  ctx.out << "exported " << files.size() << " extra file" << (files.size() == 1 ? "" : "s") << " to " << shown(dir)
           << '\n';
   return 0;
 }
 
 int run_import(const ImportOptions& opts, Context& ctx) {
   std::vector<ExtraEdit> edits = read_extra_folder(opts.dir, value_limit(opts.flags.force));
+  std::vector<NamedPath> inputs = {{"the model", opts.model}};
+  for (const ExtraEdit& e : edits) inputs.push_back({"the imported file", opts.dir + "/" + e.name});
+  check_output_paths({{"-o", opts.flags.output}}, inputs);
   return edit_archive(opts.model, std::move(edits), opts.flags, false, opts.prune, ctx);
 }
 
@@ -401,11 +439,16 @@ Runner setup_extra(CLI::App& app, Context& ctx) {
   runners.emplace_back(rm_app, [rm, &ctx] { return run_remove(*rm, ctx); });
 
   auto exp = std::make_shared<ExportOptions>();
-  CLI::App* exp_app = app.add_subcommand("export", "Write every extra file into a folder (a/b becomes DIR/a/b)");
+  CLI::App* exp_app = app.add_subcommand(
+      "export", "Write every extra file into a folder (a/b becomes DIR/a/b), replacing no file unless --force");
   exp_app->add_option("model", exp->model, "TorchScript archive or .pt2; - reads standard input")->required();
-  exp_app->add_option("dir", exp->dir, "Folder, created if missing")->required();
+  exp_app->add_option("dir", exp->dir,
+                      "Folder, created if missing (default: MODEL's name without its suffix + .extra, in the current "
+                      "folder, which must not exist yet)");
   exp_app->add_flag("--json", exp->json, "One JSON document (schema tsarchive.extra-export/1)");
-  exp_app->add_flag("--force", exp->force, "Allow files above 64 MiB");
+  exp_app->add_flag("--force", exp->force,
+                    "Replace existing files, write hidden names (a part starting with '.', like .git/config), write "
+                    "into an existing default folder, and allow files above 64 MiB; never the archive itself");
   runners.emplace_back(exp_app, [exp, &ctx] { return run_export(*exp, ctx); });
 
   auto imp = std::make_shared<ImportOptions>();

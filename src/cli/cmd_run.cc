@@ -243,8 +243,24 @@ void check_standard_streams(const RunOptions& opts) {
   }
 }
 
+// --save-inputs, --save-outputs and --trace-out: never a file the run reads
+// (the model, input, expected-output and labels files), nor one another.
+void check_outputs(const RunOptions& opts) {
+  const std::string picture = is_image_output(opts.save_outputs) ? parse_image_output(opts.save_outputs).path : "";
+  std::vector<NamedPath> inputs = input_files(opts.inputs, "--input");
+  const std::vector<NamedPath> expected = input_files({opts.expect}, "--expect");
+  inputs.insert(inputs.end(), expected.begin(), expected.end());
+  inputs.push_back({"the model", opts.model});
+  if (opts.labels.rfind("extra:", 0) != 0) inputs.push_back({"--labels", opts.labels});
+  check_output_paths({{"--save-inputs", opts.save_inputs},
+                      {"--save-outputs", picture.empty() ? opts.save_outputs : picture},
+                      {"--trace-out", opts.trace_out}},
+                     inputs);
+}
+
 int run_run(const RunOptions& opts, Context& ctx) {
   check_standard_streams(opts);
+  check_outputs(opts);
   RunRequest request = request_from_options(opts);
   OpenedArchive opened(opts.model, opts.record ? FileAccess::Edit : FileAccess::Read, opts.lock_timeout,
                        "cannot run this file", ctx, /*accept_pt2=*/true);

@@ -25,6 +25,7 @@
 #include "base/error.h"
 #include "core/extra.h"
 #include "core/file_edit.h"
+#include "core/output_paths.h"
 #include "core/producer_info.h"
 #include "contract/torch_backend.h"
 #include "core/verify.h"
@@ -124,6 +125,7 @@ int run_stamp(const StampOptions& opts, Context& ctx) {
     throw_usage("stamp cannot write to standard output (-o -): libtorch's re-save and the stamp are checked in a file",
                 "write to a file with -o FILE, then pipe that");
   }
+  check_output_paths({{"-o", opts.output}}, {{"the model", opts.model}});
   StampContent content;
   content.fields = parse_fields(opts.fields);
   content.producer_version = build_info().version;

@@ -72,6 +72,12 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
     throw_usage("--optimize-for-inference (servers: MKL-DNN) and --mobile (phones: XNNPACK) exclude each other",
                 "choose the one for where the model runs");
   }
+  // trace and convert never change their input, nor a check input: refuse
+  // before any work rather than fail at the rename.
+  std::vector<NamedPath> inputs = input_files(opts.inputs, "--input");
+  inputs.push_back({"the model", opts.model});
+  check_output_paths({{"-o", opts.output}}, inputs);
+
   ConvertRequest request;
   request.trace = opts.trace;
   request.fresh_inputs = opts.trace ? opts.check_inputs : 0;
@@ -94,15 +100,6 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
   if (top.empty() || top == "." || top == ".." || top.size() > 200) {
     throw_usage("-o " + opts.output.substr(0, 80) + " is not a file name libtorch can name an archive after",
                 "give a file name such as deploy.pt or model.ptl");
-  }
-
-  // trace and convert never change their input: refuse before any work
-  // rather than fail at the rename.
-  struct stat in {}, out {};
-  if (::stat(opts.model.c_str(), &in) == 0 && ::stat(opts.output.c_str(), &out) == 0 && in.st_dev == out.st_dev &&
-      in.st_ino == out.st_ino) {
-    throw Error(ErrorKind::Usage, std::string("-o names the input archive; ") + command + " never changes its input",
-                opts.model, "write the new archive to another file, e.g. -o deploy.pt");
   }
 
   OpenedArchive opened(opts.model, FileAccess::Read, kReaderLockTimeout, std::string("cannot ") + command + " this file",

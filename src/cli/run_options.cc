@@ -1,5 +1,6 @@
 #include "cli/run_options.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "base/error.h"
@@ -35,6 +36,23 @@ void apply_tolerances(const std::vector<std::string>& values, const char* flag, 
       (void)inserted;
     }
   }
+}
+
+std::vector<NamedPath> input_files(const std::vector<std::string>& specs, const std::string& role) {
+  std::vector<NamedPath> out;
+  for (const std::string& spec : specs) {
+    if (spec.size() < 2 || spec[0] != '@' || spec == "@-") continue;
+    const std::string files = spec.substr(1);
+    out.push_back({role, files});                         // a path with ':' or ',' in it
+    out.push_back({role, files.substr(0, files.find(':'))});  // @cat.jpg:resize=256
+    for (size_t begin = 0; begin < files.size();) {       // @a.png,b.png
+      const size_t comma = std::min(files.find(',', begin), files.find(':', begin));
+      out.push_back({role, files.substr(begin, comma - begin)});
+      if (comma == std::string::npos || files[comma] == ':') break;
+      begin = comma + 1;
+    }
+  }
+  return out;
 }
 
 // --check: the request comes from the archive's recorded check.

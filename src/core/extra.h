@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "format/archive.h"
@@ -111,11 +112,27 @@ struct ExportedFile {
   uint64_t size = 0;
 };
 
+// What extra export may write. An archive is anyone's file: an extra file
+// named ".git/config" (core.fsmonitor runs a command) or ".bashrc", or named
+// like the archive itself, verifies intact, so export never replaces a file or
+// writes a hidden name unless asked.
+struct ExportRules {
+  uint64_t max_size = ExtraLimits::kValue;  // content above it is refused
+  // Replace existing files, and write names with a part that starts with '.'
+  // (.git/config, .ssh/authorized_keys); without it both are Error(Usage).
+  bool force = false;
+  // The archive's own file (st_dev, st_ino): no name may replace it, even
+  // with `force` (the export would destroy what it reads).
+  std::optional<std::pair<uint64_t, uint64_t>> archive_file;
+};
+
 // Writes every extra file below `dir` (created if missing), "a/b" as dir/a/b,
-// each file atomically. All names are checked before anything is written;
-// links and special files in the way are refused (Error(Io)), names that are
-// not safe paths are Error(BadInput). Content above `max_size` is refused.
-std::vector<ExportedFile> export_extra_files(const TorchArchive& archive, const std::string& dir, uint64_t max_size);
+// each file atomically. All names are checked before anything is written
+// (nothing half-exported): links and special files in the way are refused
+// (Error(Io)), names that are not safe paths are Error(BadInput), existing
+// files and hidden names as `rules` says (Error(Usage)).
+std::vector<ExportedFile> export_extra_files(const TorchArchive& archive, const std::string& dir,
+                                             const ExportRules& rules);
 
 // Every regular file below `dir` as an edit setting it, "a/b" for dir/a/b, in
 // name order. Links and special files are Error(BadInput); files above

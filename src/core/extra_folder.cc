@@ -5,6 +5,9 @@
 // names must pass extra_name_problem (no '..', no absolute paths, no
 // backslashes, no NUL), every folder below DIR is opened with O_NOFOLLOW, and
 // existing links or special files in the way are refused, not replaced.
+// An archive is anyone's file, so existing files are not replaced, hidden
+// names (.git/config) not written, unless --force; and never the archive
+// itself (ExportRules, extra.h).
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,6 +15,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <random>
 
@@ -63,29 +67,69 @@ Fd open_subdir(int parent, const std::string& part, const std::string& shown) {
   return Fd(fd);
 }
 
+// A refusal of one extra file that --force would allow (exit 2): names the
+// file, where it would go and the archive.
+[[noreturn]] void refuse_unless_forced(const std::string& name, const std::string& why, const std::string& archive,
+                                       const std::string& hint) {
+  throw Error(ErrorKind::Usage, "extra file '" + name + "' " + why, archive, "nothing was exported; " + hint);
+}
+
+// A part of the name that starts with '.': a hidden file or folder (.git,
+// .bashrc, .ssh), which programs read without anyone looking at it. Names
+// have passed extra_name_problem: no empty parts.
+bool has_hidden_part(const std::string& name) { return name.front() == '.' || name.find("/.") != std::string::npos; }
+
+bool is_archive(const struct stat& st, const ExportRules& rules) {
+  return rules.archive_file && static_cast<uint64_t>(st.st_dev) == rules.archive_file->first &&
+         static_cast<uint64_t>(st.st_ino) == rules.archive_file->second;
+}
+
 // Before anything is written: every folder on the way to DIR/name that exists
-// is a real folder, and DIR/name is absent or a regular file.
-void check_export_target(int root_fd, const std::string& dir, const std::string& name) {
+// is a real folder, and DIR/name is absent, or a regular file that `rules`
+// lets export replace and that is not the archive itself.
+void check_export_target(int root_fd, const std::string& prefix, const std::string& name, const ExportRules& rules,
+                         const std::string& archive) {
   Fd current(::dup(root_fd));
   size_t begin = 0;
   for (size_t slash = name.find('/');; slash = name.find('/', begin)) {
     const bool folder = slash != std::string::npos;
     const std::string part = name.substr(begin, folder ? slash - begin : std::string::npos);
-    const std::string shown = dir + "/" + name.substr(0, folder ? slash : std::string::npos);
+    const std::string shown = prefix + name.substr(0, folder ? slash : std::string::npos);
     struct stat st {};
     if (::fstatat(current.get(), part.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return;  // made fresh
     if (folder ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) refuse_in_the_way(st, folder, shown);
-    if (!folder) return;
+    if (!folder) {
+      if (is_archive(st, rules)) {
+        throw Error(ErrorKind::Usage, "extra file '" + name + "' would replace the archive itself, " + shown, archive,
+                    "nothing was exported; export into another folder");
+      }
+      if (!rules.force) {
+        refuse_unless_forced(name, "would replace the existing file " + shown, archive,
+                             "pass --force to replace it, or export into another folder");
+      }
+      return;
+    }
     current = Fd(::openat(current.get(), part.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (current.get() < 0) throw_io("cannot open the folder: " + errno_text(), shown);
     begin = slash + 1;
   }
 }
 
-void write_below(int dir_fd, const std::string& leaf, const std::string& bytes, const std::string& shown) {
+// Moves the written temp file to `leaf`. Without `replace`, a file that
+// appeared there since the checks is not replaced (RENAME_NOREPLACE, where
+// the file system has it).
+bool move_into_place(int dir_fd, const std::string& temp, const std::string& leaf, bool replace) {
+  if (!replace && ::renameat2(dir_fd, temp.c_str(), dir_fd, leaf.c_str(), RENAME_NOREPLACE) == 0) return true;
+  if (!replace && errno != EINVAL && errno != ENOSYS) return false;
+  return ::renameat(dir_fd, temp.c_str(), dir_fd, leaf.c_str()) == 0;
+}
+
+void write_below(int dir_fd, const std::string& leaf, const std::string& bytes, const std::string& shown,
+                 const ExportRules& rules) {
   struct stat st {};
-  if (::fstatat(dir_fd, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
-    refuse_in_the_way(st, false, shown);
+  if (::fstatat(dir_fd, leaf.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0) {
+    if (!S_ISREG(st.st_mode)) refuse_in_the_way(st, false, shown);
+    if (is_archive(st, rules)) throw_usage("the archive appeared at " + shown + " while it was being exported");
   }
   static std::mt19937_64 rng(std::random_device{}());
   const std::string temp = "." + leaf.substr(0, 200) + ".tsarchive-" + std::to_string(rng() % 1000000000);
@@ -102,8 +146,8 @@ void write_below(int dir_fd, const std::string& leaf, const std::string& bytes, 
     }
     done += static_cast<size_t>(n);
   }
-  if (::fsync(fd.get()) != 0 || ::renameat(dir_fd, temp.c_str(), dir_fd, leaf.c_str()) != 0) {
-    const std::string why = errno_text();
+  if (::fsync(fd.get()) != 0 || !move_into_place(dir_fd, temp, leaf, rules.force)) {
+    const std::string why = errno == EEXIST ? "a file appeared there meanwhile; it was left as it is" : errno_text();
     ::unlinkat(dir_fd, temp.c_str(), 0);
     throw_io("cannot write: " + why, shown);
   }
@@ -174,7 +218,11 @@ void read_tree(int dir_fd, const std::string& prefix, const std::string& root, i
 
 }  // namespace
 
-std::vector<ExportedFile> export_extra_files(const TorchArchive& archive, const std::string& dir, uint64_t max_size) {
+std::vector<ExportedFile> export_extra_files(const TorchArchive& archive, const std::string& dir,
+                                             const ExportRules& rules) {
+  std::string base = dir;  // "meta/" names files meta/config/train.yaml, not meta//config/train.yaml
+  while (base.size() > 1 && base.back() == '/') base.pop_back();
+  const std::string prefix = base == "/" ? base : base + "/";
   // Every name is checked before anything is written.
   std::vector<const Record*> records;
   std::vector<std::string> names;
@@ -184,6 +232,10 @@ std::vector<ExportedFile> export_extra_files(const TorchArchive& archive, const 
     if (auto problem = extra_name_problem(name)) {
       throw_bad_input("the archive has an extra file whose name is not safe to write ('" + name.substr(0, 80) + "'): " + *problem,
                       archive.path(), "nothing was exported; read the files one by one with 'extra get'");
+    }
+    if (!rules.force && has_hidden_part(name)) {
+      refuse_unless_forced(name, "would be written to " + prefix + name + ", a hidden name (a part starts with '.')",
+                           archive.path(), "pass --force to write it anyway, or read it with 'extra get'");
     }
     records.push_back(&r);
     names.push_back(name);
@@ -200,22 +252,19 @@ std::vector<ExportedFile> export_extra_files(const TorchArchive& archive, const 
   make_dirs(dir);
   Fd root(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (root.get() < 0) throw_io("cannot open the folder: " + errno_text(), dir);
-  for (const std::string& name : names) check_export_target(root.get(), dir, name);
+  for (const std::string& name : names) check_export_target(root.get(), prefix, name, rules, archive.path());
   std::vector<ExportedFile> out;
-  std::string base = dir;  // "meta/" names files meta/config/train.yaml, not meta//config/train.yaml
-  while (base.size() > 1 && base.back() == '/') base.pop_back();
-  const std::string prefix = base == "/" ? base : base + "/";
   for (size_t i = 0; i < records.size(); ++i) {
     const std::string& name = names[i];
     const std::string shown = prefix + name;
-    const std::string bytes = archive.read(*records[i], max_size);
+    const std::string bytes = archive.read(*records[i], rules.max_size);
     Fd current(::dup(root.get()));
     size_t begin = 0;
     for (size_t slash = name.find('/'); slash != std::string::npos; slash = name.find('/', begin)) {
       current = open_subdir(current.get(), name.substr(begin, slash - begin), prefix + name.substr(0, slash));
       begin = slash + 1;
     }
-    write_below(current.get(), name.substr(begin), bytes, shown);
+    write_below(current.get(), name.substr(begin), bytes, shown, rules);
     out.push_back(ExportedFile{name, shown, bytes.size()});
   }
   return out;

@@ -39,6 +39,7 @@
 
 #include "base/posix_fd.h"
 #include "base/error.h"
+#include "core/output_paths.h"
 #include "format/zip_format.h"
 
 namespace tsarchive {
@@ -715,6 +716,7 @@ WriteResult ArchiveFile::replace(const ZipRewritePlan& plan, int plan_source_fd)
 }
 
 WriteResult ArchiveFile::write_new(const ZipRewritePlan& plan, const std::string& out_path, int plan_source_fd) const {
+  refuse_link_output(out_path);  // -o used to be written through (realpath, then rename over the target)
   struct stat existing {};
   const bool exists = ::stat(out_path.c_str(), &existing) == 0;
   if (exists && S_ISDIR(existing.st_mode)) throw_usage("-o names a folder: " + out_path, "give a file path");
@@ -865,7 +867,10 @@ std::string interrupted_edit_note(const std::string& path) {
          "); commands that only read leave it alone, and the next edit of the file finishes or undoes it";
 }
 
+// Outputs are never symbolic links (output_paths.h): a link made after the
+// command's own check is refused here too, rather than replaced.
 void write_file_atomically(const std::string& path, const std::function<void(const ChunkWriter&)>& produce) {
+  refuse_link_output(path);
   struct stat existing {};
   const bool exists = ::stat(path.c_str(), &existing) == 0;
   if (exists && !S_ISREG(existing.st_mode)) throw_io("not a regular file; refusing to replace it", path);

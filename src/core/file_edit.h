@@ -89,6 +89,10 @@ class ArchiveFile {
   const std::string& path() const { return path_; }  // as the user gave it
   // "/proc/self/fd/N": the locked file itself, for code that opens by name (libtorch).
   std::string descriptor_path() const { return "/proc/self/fd/" + std::to_string(fd_); }
+  // The file opened, (st_dev, st_ino): what no output may replace.
+  std::pair<uint64_t, uint64_t> identity() const {
+    return {static_cast<uint64_t>(opened_.st_dev), static_cast<uint64_t>(opened_.st_ino)};
+  }
   // A reader over the locked file; valid while this object lives.
   std::unique_ptr<ByteSource> source() const;
   // What opening did besides opening: a recovered --in-place edit, removed temp files.

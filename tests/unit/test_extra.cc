@@ -58,6 +58,12 @@ void require_same_records(const std::string& a, const std::string& b) {
 
 std::string copy_model(const TempDir& dir, const std::string& name = "mlp_scripted.pt") { return dir.copy(name); }
 
+ExportRules up_to(uint64_t max_size) {
+  ExportRules rules;
+  rules.max_size = max_size;
+  return rules;
+}
+
 size_t files_in(const TempDir& dir) {
   return static_cast<size_t>(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator{}));
 }
@@ -417,7 +423,7 @@ TEST_CASE("export writes every extra file inside the folder; import reads them b
   const std::string original = slurp(testdata("mlp_scripted.pt"));
   const auto archive = archive_of(original);
   const std::string out = dir.file("out");
-  const std::vector<ExportedFile> files = export_extra_files(*archive, out, 1 << 20);
+  const std::vector<ExportedFile> files = export_extra_files(*archive, out, up_to(1 << 20));
   REQUIRE(files.size() == 3);
   REQUIRE(slurp(out + "/config/train.yaml") == read_extra(*archive, "config/train.yaml", 1 << 20));
   const std::vector<ExtraEdit> edits = read_extra_folder(out, 1 << 20);
@@ -427,12 +433,12 @@ TEST_CASE("export writes every extra file inside the folder; import reads them b
   // A link where a file or folder should go is refused, not followed.
   fs::remove(out + "/labels.json");
   fs::create_symlink("/etc/passwd", out + "/labels.json");
-  REQUIRE_THROWS_AS(export_extra_files(*archive, out, 1 << 20), Error);
+  REQUIRE_THROWS_AS(export_extra_files(*archive, out, up_to(1 << 20)), Error);
   REQUIRE_THROWS_AS(read_extra_folder(out, 1 << 20), Error);
   fs::remove(out + "/labels.json");
   fs::remove_all(out + "/config");
   fs::create_directory_symlink(dir.path, out + "/config");
-  REQUIRE_THROWS_AS(export_extra_files(*archive, out, 1 << 20), Error);
+  REQUIRE_THROWS_AS(export_extra_files(*archive, out, up_to(1 << 20)), Error);
   REQUIRE_FALSE(fs::exists(dir.file("train.yaml")));
 }
 
@@ -446,7 +452,7 @@ TEST_CASE("export checks every target before it writes any; import never blocks 
   fs::create_directory(out);
   fs::create_symlink("/etc/passwd", out + "/" + names.back());  // the last one written is in the way
   try {
-    export_extra_files(*archive, out, 1 << 20);
+    export_extra_files(*archive, out, up_to(1 << 20));
     FAIL("exported through a symbolic link");
   } catch (const Error& e) {
     REQUIRE(std::string(e.what()).find("symbolic link") != std::string::npos);
@@ -464,6 +470,189 @@ TEST_CASE("export checks every target before it writes any; import never blocks 
   } catch (const Error& e) {
     REQUIRE(std::string(e.what()).find("not a regular file") != std::string::npos);
   }
+}
+
+namespace {
+
+// The current folder changed for one test (extra export's default folder is
+// made there), and restored after it.
+struct InFolder {
+  fs::path saved = fs::current_path();
+  explicit InFolder(const fs::path& dir) { fs::current_path(dir); }
+  ~InFolder() { fs::current_path(saved); }
+  InFolder(const InFolder&) = delete;
+  InFolder& operator=(const InFolder&) = delete;
+};
+
+}  // namespace
+
+TEST_CASE("extra export writes no hidden name and replaces no file unless --force; never the archive itself") {
+  // An archive that verifies intact, as torch.jit.save(m, p, _extra_files={".git/config": ..., "model.pt": ...})
+  // writes it: `extra export model.pt .` in a git checkout used to replace .git/config (core.fsmonitor runs a
+  // command) and the archive itself.
+  TempDir dir;
+  const std::string model = copy_model(dir);  // dir/model.pt
+  REQUIRE(run_cli({"extra", "set", model, ".git/config=[core]\n\tfsmonitor = touch pwned\n", "model.pt=not a model"})
+              .code == 0);
+  REQUIRE(run_cli({"verify", model}).code == 0);
+  const std::string archive = slurp(model);
+  fs::create_directory(dir.file(".git"));
+  std::ofstream(dir.file(".git/config")) << "[core]\n";
+
+  CliResult r = run_cli({"extra", "export", model, dir.path.string()});
+  INFO(r.err);
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("'.git/config'") && Catch::Contains("--force"));
+  CHECK(slurp(dir.file(".git/config")) == "[core]\n");
+  CHECK_FALSE(fs::exists(dir.file("labels.json")));  // nothing half-exported: every name is checked first
+
+  // --force writes hidden names and replaces files, but never the archive being read.
+  r = run_cli({"extra", "export", "--force", model, dir.path.string()});
+  INFO(r.err);
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("'model.pt'") && Catch::Contains("archive itself"));
+  CHECK(slurp(model) == archive);
+  CHECK(slurp(dir.file(".git/config")) == "[core]\n");
+  CHECK_FALSE(fs::exists(dir.file("labels.json")));
+
+  // Nor through a hard link: same device and inode.
+  REQUIRE(run_cli({"extra", "rm", model, "model.pt"}).code == 0);
+  REQUIRE(run_cli({"extra", "set", model, "other.pt=not a model"}).code == 0);
+  const std::string linked = slurp(model);
+  fs::create_hard_link(model, dir.file("other.pt"));
+  r = run_cli({"extra", "export", "--force", model, dir.path.string()});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("archive itself"));
+  CHECK(slurp(model) == linked);
+
+  // An existing file is not replaced without --force, and is with it.
+  REQUIRE(run_cli({"extra", "rm", model, "other.pt"}).code == 0);
+  fs::remove(dir.file("other.pt"));
+  const std::string out = dir.file("out");
+  fs::create_directory(out);
+  std::ofstream(out + "/labels.json") << "mine";
+  r = run_cli({"extra", "export", "--force", model, out});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(slurp(out + "/.git/config") == "[core]\n\tfsmonitor = touch pwned\n");
+  CHECK(slurp(out + "/labels.json") != "mine");
+  std::ofstream(out + "/labels.json") << "mine";
+  REQUIRE(run_cli({"extra", "rm", model, ".git/config"}).code == 0);
+  r = run_cli({"extra", "export", model, out});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("would replace the existing file " + out + "/") && Catch::Contains("--force"));
+  CHECK(slurp(out + "/labels.json") == "mine");
+}
+
+TEST_CASE("extra export without a folder writes a fresh MODEL-stem.extra/ in the current folder") {
+  TempDir dir;
+  copy_model(dir);
+  const InFolder here(dir.path);
+  CliResult r = run_cli({"extra", "export", "model.pt"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.out, Catch::Contains("to model.extra"));
+  CHECK(fs::exists("model.extra/config/train.yaml"));
+  r = run_cli({"extra", "export", "model.pt"});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("model.extra already exists") && Catch::Contains("--force"));
+  CHECK(run_cli({"extra", "export", "--force", "model.pt"}).code == 0);
+  CHECK(run_cli({"extra", "export", "-", "--force"}).code == 2);  // standard input has no name
+}
+
+TEST_CASE("an output that is a file the command reads is refused before anything is read or run") {
+  // `run m.pt --save-outputs m.pt` and `extra get m.pt labels.json -o m.pt` used to exit 0 and replace the model.
+  TempDir dir;
+  const std::string model = copy_model(dir);
+  const std::string before = slurp(model);
+  const std::string hard = dir.file("hard.pt"), soft = dir.file("soft.pt"), value = dir.file("value.txt");
+  fs::create_hard_link(model, hard);
+  fs::create_symlink(model, soft);
+  std::ofstream(value) << "v";
+  const std::vector<std::vector<std::string>> commands = {
+      {"run", model, "--input", "2x8", "--save-outputs", model},
+      {"run", model, "--input", "2x8", "--save-inputs", model},
+      {"run", soft, "--input", "2x8", "--save-outputs", hard},  // a link to it, a hard link of it
+      {"run", model, "--input", "2x8", "--save-outputs", dir.path.string() + "/./model.pt"},
+      {"run", model, "--input", "2x8", "--trace-out", hard},
+      {"run", model, "--input", "@" + value, "--save-outputs", value},
+      {"extra", "get", model, "labels.json", "-o", model},
+      {"extra", "get", soft, "labels.json", "-o", hard},
+      {"extra", "set", model, "a=b", "-o", hard},
+      {"extra", "set", model, "v=@" + value, "-o", value},
+      {"extra", "rm", model, "labels.json", "-o", model},
+      {"stamp", "--keep-bytes", "--no-git", "--no-host", model, "-o", hard},
+      {"convert", model, "--input", "2x8", "-o", hard},
+      {"trace", model, "--input", "2x8", "-o", model},
+  };
+  for (const std::vector<std::string>& args : commands) {
+    const CliResult r = run_cli(args);
+    INFO(args[0] << " " << args[1] << " ... " << args.back() << ": " << r.err);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("(the same file)"));
+    CHECK(slurp(model) == before);
+    CHECK(slurp(value) == "v");
+  }
+}
+
+TEST_CASE("two outputs that are the same file are refused") {
+  TempDir dir;
+  const std::string model = copy_model(dir);
+  const std::string out = dir.file("out.pt");
+  CliResult r = run_cli({"run", model, "--input", "2x8", "--save-inputs", out, "--save-outputs", out});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("--save-inputs") && Catch::Contains("are the same file"));
+  r = run_cli({"run", model, "--input", "2x8", "--save-inputs", out, "--save-outputs", dir.path.string() + "/./out.pt"});
+  CHECK(r.code == 2);
+  std::ofstream(out) << "mine";
+  fs::create_hard_link(out, dir.file("also.pt"));
+  r = run_cli({"run", model, "--input", "2x8", "--save-inputs", out, "--trace-out", dir.file("also.pt")});
+  CHECK(r.code == 2);
+  CHECK_THAT(r.err, Catch::Contains("are the same file"));
+  CHECK(slurp(out) == "mine");
+}
+
+TEST_CASE("no writer writes through or replaces a symbolic link: one rule, exit 2") {
+  // `extra set m.pt -o link.pt` replaced the link's target (realpath, then rename), --save-outputs the link.
+  TempDir dir;
+  const std::string model = copy_model(dir);
+  const std::string target = dir.file("target.txt"), link = dir.file("link.pt"), picture = dir.file("link.png");
+  const std::string dangling = dir.file("dangling.pt"), folder = dir.file("folder"), folder_link = dir.file("out");
+  std::ofstream(target) << "keep";
+  fs::create_symlink(target, link);
+  fs::create_symlink(target, picture);
+  fs::create_symlink(dir.file("nowhere.pt"), dangling);
+  fs::create_directory(folder);
+  fs::create_directory_symlink(folder, folder_link);
+  const std::vector<std::vector<std::string>> commands = {
+      {"extra", "set", model, "a=b", "-o", link},
+      {"extra", "rm", model, "labels.json", "-o", link},
+      {"extra", "import", model, folder, "-o", link},
+      {"extra", "get", model, "labels.json", "-o", link},
+      {"extra", "get", model, "labels.json", "-o", dangling},
+      {"extra", "export", model, folder_link},
+      {"run", model, "--input", "2x8", "--save-outputs", link},
+      {"run", model, "--input", "2x8", "--save-inputs", link},
+      {"run", model, "--input", "2x8", "--trace-out", link},
+      {"run", model, "--input", "2x8", "--save-outputs", picture + ":normalize=none"},
+      {"stamp", "--keep-bytes", "--no-git", "--no-host", model, "-o", link},
+      {"convert", model, "--input", "2x8", "-o", link},
+      {"trace", model, "--input", "2x8", "-o", dangling},
+  };
+  for (const std::vector<std::string>& args : commands) {
+    const CliResult r = run_cli(args);
+    INFO(args[0] << " " << args[1] << " ... " << args.back() << ": " << r.err);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains(" is a symbolic link; tsarchive does not write through links: give the real path"));
+    CHECK(slurp(target) == "keep");
+    CHECK(fs::is_symlink(link));
+    CHECK(fs::is_symlink(picture));
+    CHECK_FALSE(fs::exists(dir.file("nowhere.pt")));
+    CHECK(fs::is_empty(folder));
+  }
+  // The writers themselves refuse too (a link made after a command's check).
+  error_of([&] { write_file_atomically(link, "x"); }, ErrorKind::Usage, "symbolic link");
+  CHECK(slurp(target) == "keep");
 }
 
 namespace {
