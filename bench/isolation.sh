@@ -13,6 +13,11 @@
 # bench/out/resnet18.pt exists: bench/make_run_models.py makes it);
 # inspect --ops.
 # Target (issue): isolation costs < 50 ms per command (median difference).
+#
+# Then the worker's sandbox (src/worker/sandbox.h: Landlock + seccomp, a temp
+# folder per job): `run` on the bundled mlp_scripted.pt with the sandbox (the
+# default) and without (TSARCHIVE_NO_SANDBOX=1), interleaved, medians and
+# their ratio.
 # No assertions: read the verdicts.
 # Environment: TSARCHIVE (default build/tsarchive), N (default 11).
 # Exit: 0 measured, 2 setup error, 3 a command failed.
@@ -39,8 +44,9 @@ python3 - "$TSARCHIVE" "$N" "${commands[@]}" <<'PY'
 import os, statistics, subprocess, sys, time
 tsarchive, n, commands = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
 
-def timed(args, in_process):
-    env = dict(os.environ, TSARCHIVE_IN_PROCESS="1" if in_process else "0")
+def timed(args, in_process, sandbox=True):
+    env = dict(os.environ, TSARCHIVE_IN_PROCESS="1" if in_process else "0",
+               TSARCHIVE_NO_SANDBOX="0" if sandbox else "1")
     t0 = time.perf_counter()
     r = subprocess.run([tsarchive] + args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     ms = (time.perf_counter() - t0) * 1000
@@ -68,4 +74,22 @@ for command in commands:
     print("  %-62s %10.1f %10.1f %+8.1f" % (shown, statistics.median(inproc), statistics.median(worker), cost))
 print("verdict: isolation costs at most %.1f ms per command (median of paired differences; target < 50 ms): %s"
       % (worst, "met" if worst < 50 else "MISSED"))
+
+sandbox_line = [l for l in subprocess.run([tsarchive, "--version", "--verbose"], capture_output=True, text=True)
+                .stdout.splitlines() if l.startswith("sandbox")]
+args = "run testdata/mlp_scripted.pt --input 2x8".split()
+print()
+print("the worker's sandbox (%s): wall ms, median over %d interleaved pairs"
+      % (sandbox_line[0].split(None, 1)[1] if sandbox_line else "unknown", n))
+timed(args, False)
+with_sandbox, without = [], []
+for i in range(n):
+    order = (True, False) if i % 2 else (False, True)
+    pair = {mode: timed(args, False, sandbox=mode) for mode in order}
+    with_sandbox.append(pair[True])
+    without.append(pair[False])
+a, b = statistics.median(with_sandbox), statistics.median(without)
+print("  %-44s %10s %10s %8s" % ("command", "sandbox", "none", "ratio"))
+print("  %-44s %10.1f %10.1f %8.3f" % (" ".join(args), a, b, a / b))
+print("verdict: the sandbox costs %+.1f ms per run (x%.3f)" % (a - b, a / b))
 PY

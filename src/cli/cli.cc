@@ -17,6 +17,7 @@
 #include "contract/torch_backend.h"
 #include "cli/worker_options.h"
 #include "worker/model_worker.h"
+#include "worker/sandbox.h"
 #include "worker/worker.h"
 
 namespace tsarchive::cli {
@@ -47,6 +48,7 @@ void print_runtime(std::ostream& out) {
     out << ')';
   }
   out << '\n';
+  out << "sandbox      " << describe_sandbox(sandbox_support()) << '\n';
   try {
     const auto info = in_worker<TorchRuntimeInfo>(worker_job(WorkerOptions{}, "", 0, "reading its version"),
                                                   [](TorchBackend& torch) { return torch.runtime_info(); });
@@ -231,7 +233,9 @@ int run_commands(int argc, const char* const* argv, std::ostream& out, std::ostr
 
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   // serve's model workers are this binary, exec'd (worker/model_worker.h).
-  if (argc == 4 && std::string(argv[1]) == "__model-worker") return model_worker_main(std::atoi(argv[2]), std::atoi(argv[3]));
+  if ((argc == 4 || argc == 5) && std::string(argv[1]) == "__model-worker") {
+    return model_worker_main(std::atoi(argv[2]), std::atoi(argv[3]), argc == 5 ? argv[4] : nullptr);
+  }
   return run_commands(argc, argv, out, err, choose_commands(argc, argv));
 }
 

@@ -105,7 +105,8 @@ Written stamp_by_resave(ArchiveFile& file, const TorchArchive& archive, const St
   for (const Record& r : archive.records()) {
     if (r.kind == RecordKind::Extra && &r != place.stamp) request.extra_names.push_back(r.extra_name());
   }
-  const WorkerJob job = worker_job(opts.worker, opts.model, archive.zip().source().size(), "re-saving the module");
+  WorkerJob job = worker_job(opts.worker, opts.model, archive.zip().source().size(), "re-saving the module");
+  job.writable = {stage.path()};  // where libtorch saves the copy
   content.libtorch_version = in_worker<std::string>(job, [&](TorchBackend& torch) {
     content.libtorch_version = torch.runtime_info().libtorch_version;
     // What the hook writes: everything but the digests (empty: no hook).
@@ -184,6 +185,7 @@ int run_stamp(const StampOptions& opts, Context& ctx) {
     written.result = write_stamp(file, *archive, place, written.stamp, opts.output);
     written.format_version = gate.format_version;
   } else {
+    note_worker_sandbox(ctx.err);
     written = stamp_by_resave(file, *archive, place, content, opts);
   }
   const std::string stamp_record = keep_bytes ? place.record() : place.producer != nullptr ? kStampAltRecord : kStampRecord;

@@ -131,7 +131,8 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
   const StagingFolder stage(opts.output, archive->zip().source().size());
   request.output = stage.path() + "/" + top + (request.lite ? ".ptl" : ".pt");
 
-  const WorkerJob job = opened.job(opts.worker, opts.trace ? "tracing" : "converting");
+  WorkerJob job = opened.job(opts.worker, opts.trace ? "tracing" : "converting");
+  job.writable = {stage.path()};  // where libtorch saves the new archive
   ConvertReport report;
   report = in_worker<ConvertReport>(job, [&](TorchBackend& torch) {
     content.libtorch_version = torch.runtime_info().libtorch_version;

@@ -36,6 +36,7 @@ class OpenedArchive {
 
  private:
   std::string path_;
+  std::ostream* err_;  // for the sandbox's note, when a job is made
   ArchiveFile file_;
   std::unique_ptr<TorchArchive> archive_;
 };

@@ -104,7 +104,9 @@ nlohmann::ordered_json error_to_json(const Error& e) {
 
 int report_current_exception(std::ostream& err, bool verbose, std::ostream* json_out, int indent) {
   const Error e = current_error();
-  if (verbose && !e.detail().empty()) err << e.detail() << '\n';
+  // libtorch's full text quotes the model (its exception messages, its
+  // code): escaped as every other text from an archive, keeping its lines.
+  if (verbose && !e.detail().empty()) err << escape_text(e.detail(), TextEscape::Block) << '\n';
   print_error(err, e);
   if (json_out != nullptr) *json_out << json_text(error_to_json(e), indent) << '\n';
   return e.exit_code();

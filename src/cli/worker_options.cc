@@ -7,6 +7,8 @@
 #include <cctype>
 
 #include "base/error.h"
+#include "cli/output.h"
+#include "worker/sandbox.h"
 
 namespace tsarchive::cli {
 namespace {
@@ -62,7 +64,15 @@ WorkerLimits resolve_worker_limits(const WorkerOptions& options, uint64_t archiv
 WorkerJob worker_job(const WorkerOptions& options, const std::string& file, uint64_t archive_size,
                      std::string activity) {
   return WorkerJob{file, std::move(activity), resolve_worker_limits(options, archive_size), !options.no_validate,
-                   options.libraries};
+                   options.libraries, {}};
+}
+
+void note_worker_sandbox(std::ostream& err) {
+  static bool noted = false;
+  const std::string note = sandbox_note(sandbox_support());
+  if (noted || note.empty() || worker_disabled()) return;
+  noted = true;
+  print_note(err, note);
 }
 
 void add_worker_options(CLI::App& app, WorkerOptions& options, bool validate_flag, const std::string& when) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,10 @@ WorkerLimits resolve_worker_limits(const WorkerOptions& options, uint64_t archiv
 // `archive_size` bytes, under the options' limits.
 WorkerJob worker_job(const WorkerOptions& options, const std::string& file, uint64_t archive_size,
                      std::string activity);
+
+// Once per process, before the first worker: the note that the kernel
+// offers the worker's sandbox only in part or not at all (sandbox.h).
+void note_worker_sandbox(std::ostream& err);
 
 // "512M", "8G", "1.5GiB", "4096" (bytes); suffixes are powers of 1024.
 // Error(Usage) naming `flag` otherwise.

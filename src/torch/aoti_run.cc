@@ -16,6 +16,7 @@
 #include <torch/csrc/inductor/aoti_package/model_package_loader.h>
 #endif
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -70,14 +71,18 @@ std::unique_ptr<AOTIModelPackageLoader> load_package(const RunRequest& request, 
 
 // The compiled code reports a failed call on stderr itself ("Error:
 // aoti_torch_cpu_addmm_out(...) API call failed at /tmp/.../wrapper.cpp, line
-// 864") before it throws. f() runs with fd 2 sent to a temporary file; what
+// 864") before it throws. f() runs with fd 2 sent to a file in memory (a
+// memfd: std::tmpfile() would make it in /tmp, which the worker's sandbox
+// does not let it write); what
 // was written there (64 KiB at most) comes back in `printed`, for the error's
 // detail (--verbose) or a note, so that an error stays one line.
 template <typename F>
 auto with_stderr_captured(F&& f, std::string& printed) {
   std::fflush(stderr);
   std::cerr.flush();
-  FILE* file = std::tmpfile();
+  const int memory = ::memfd_create("aoti-stderr", MFD_CLOEXEC);
+  FILE* file = memory >= 0 ? ::fdopen(memory, "w+") : nullptr;
+  if (memory >= 0 && file == nullptr) ::close(memory);
   const int saved = file != nullptr ? ::dup(STDERR_FILENO) : -1;
   if (saved < 0 || ::dup2(::fileno(file), STDERR_FILENO) < 0) {
     if (saved >= 0) ::close(saved);

@@ -77,7 +77,7 @@ std::string error_payload(const std::exception_ptr& e) {
   try {
     std::rethrow_exception(e);
   } catch (const Error& error) {
-    return encode_error(error);
+    return encode_error(sandbox_support().disabled ? error : explain_sandbox_refusal(error));
   } catch (const std::exception& error) {
     return encode_error(Error(ErrorKind::Torch, std::string("libtorch failed: ") + error.what()));
   } catch (...) {
@@ -111,10 +111,13 @@ void ModelWorker::stop() {
   to_worker_ = from_worker_ = -1;
   kill();
   reap();
+  temp_.reset();
 }
 
 ServedModelInfo ModelWorker::start() {
   stop();
+  if (!sandbox_support().disabled) temp_ = std::make_unique<WorkerTempFolder>();
+  const char* temp = temp_ != nullptr ? temp_->path().c_str() : nullptr;
   int to[2], from[2];
   if (::pipe2(to, O_CLOEXEC) != 0) {
     throw Error(ErrorKind::Torch, std::string("cannot start the libtorch worker: ") + std::strerror(errno), job_.file,
@@ -159,7 +162,7 @@ ServedModelInfo ModelWorker::start() {
       if (fd >= 0 && ::fcntl(fd, F_SETFD, 0) != 0) ::_exit(127);
     }
     if (::dup2(2, 1) < 0) ::_exit(127);
-    const char* argv[] = {"tsarchive", "__model-worker", in_arg.c_str(), out_arg.c_str(), nullptr};
+    const char* argv[] = {"tsarchive", "__model-worker", in_arg.c_str(), out_arg.c_str(), temp, nullptr};
     ::execv(exe.c_str(), const_cast<char* const*>(argv));
     ::_exit(127);
   }
@@ -250,11 +253,16 @@ std::string ModelWorker::call(const std::string& payload, const std::string& act
   }
 }
 
-int model_worker_main(int in_fd, int out_fd) {
+int model_worker_main(int in_fd, int out_fd, const char* temp) {
   std::string frame;
   if (!read_frame(in_fd, frame)) return 1;
   std::unique_ptr<ServedModel> model;
   try {
+    if (temp != nullptr) {
+      // Right after the exec: one thread, libtorch not loaded yet (sandbox.h).
+      ::setenv("TMPDIR", temp, 1);
+      enter_sandbox(SandboxPolicy{{temp}});
+    }
     const ServeModelRequest request = decode_result<ServeModelRequest>(frame);
     TorchBackend& torch = load_torch_backend();
     WorkerJob job;

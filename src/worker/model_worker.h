@@ -4,8 +4,10 @@
 // The one-shot worker (worker.h) forks the calling process; a server forks
 // from many threads, and a forked copy of a threaded process may only call
 // async-signal-safe functions until it execs. So a model worker is the
-// tsarchive binary itself, exec'd as `tsarchive __model-worker IN OUT`, the
-// descriptors of its request and reply pipes (its stdout goes to the
+// tsarchive binary itself, exec'd as `tsarchive __model-worker IN OUT
+// [TEMP]`, the descriptors of its request and reply pipes and its temporary
+// folder (sandbox.h; absent with TSARCHIVE_NO_SANDBOX=1), which the server
+// makes and removes (its stdout goes to the
 // server's stderr, so nothing libtorch prints can break the protocol). The
 // archive the core checked stays open across the exec: the worker loads it
 // by /proc/self/fd/N, never by path.
@@ -21,11 +23,12 @@
 #include <sys/types.h>
 
 #include <atomic>
-
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "contract/serve.h"
+#include "worker/sandbox.h"
 #include "worker/worker.h"
 
 namespace tsarchive {
@@ -75,10 +78,12 @@ class ModelWorker {
   std::atomic<pid_t> pid_{-1};  // read by kill() on another thread
   int to_worker_ = -1;
   int from_worker_ = -1;
+  std::unique_ptr<WorkerTempFolder> temp_;  // the running worker's, removed once it is reaped
 };
 
-// The worker's side: what `tsarchive __model-worker` runs. Returns the exit
-// status (0 when the server closed the pipe).
-int model_worker_main(int in_fd, int out_fd);
+// The worker's side: what `tsarchive __model-worker` runs; it enters the
+// sandbox first, with `temp` (may be null: no sandbox) as TMPDIR and the one
+// folder it writes. Returns the exit status (0 when the server closed the pipe).
+int model_worker_main(int in_fd, int out_fd, const char* temp);
 
 }  // namespace tsarchive

@@ -17,10 +17,12 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <memory>
 
 #include "base/error.h"
 #include "base/strings.h"
 #include "core/file_edit.h"
+#include "worker/sandbox.h"
 
 namespace tsarchive {
 namespace {
@@ -38,8 +40,10 @@ void write_all(int fd, const std::string& bytes) {
   }
 }
 
-// The child: never returns.
-[[noreturn]] void serve(int fd, pid_t parent, const std::function<std::string()>& work) {
+// The child: never returns. `temp`: its temporary folder, null without the
+// sandbox (TSARCHIVE_NO_SANDBOX=1).
+[[noreturn]] void serve(int fd, pid_t parent, const WorkerJob& job, const WorkerTempFolder* temp,
+                        const std::function<std::string()>& work) {
   // Die with the parent; no core dumps of a crash on a hostile file; the
   // parent's handlers that remove its temp files are the parent's business.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -54,11 +58,19 @@ void write_all(int fd, const std::string& bytes) {
 
   std::string payload;
   try {
+    if (temp != nullptr) {
+      // Before libtorch loads, while this process has one thread (sandbox.h).
+      ::setenv("TMPDIR", temp->path().c_str(), 1);
+      SandboxPolicy policy{job.writable};
+      policy.writable.push_back(temp->path());
+      enter_sandbox(policy);
+    }
     payload = work();
   } catch (const Error& e) {
-    payload = encode_error(e);
+    payload = encode_error(temp != nullptr ? explain_sandbox_refusal(e) : e);
   } catch (const std::exception& e) {
-    payload = encode_error(Error(ErrorKind::Torch, std::string("libtorch failed: ") + e.what()));
+    const Error error(ErrorKind::Torch, std::string("libtorch failed: ") + e.what());
+    payload = encode_error(temp != nullptr ? explain_sandbox_refusal(error) : error);
   } catch (...) {
     payload = encode_error(Error(ErrorKind::Torch, "libtorch failed with an exception that is not a std::exception"));
   }
@@ -173,6 +185,8 @@ bool worker_disabled() {
 std::string run_in_worker(const WorkerJob& job, const std::function<std::string()>& work) {
   if (worker_disabled()) return work();
 
+  std::unique_ptr<WorkerTempFolder> temp;
+  if (!sandbox_support().disabled) temp = std::make_unique<WorkerTempFolder>();
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     throw Error(ErrorKind::Torch, std::string("cannot start the libtorch worker: ") + std::strerror(errno), job.file,
@@ -191,7 +205,7 @@ std::string run_in_worker(const WorkerJob& job, const std::function<std::string(
   }
   if (pid == 0) {
     ::close(fds[0]);
-    serve(fds[1], parent, work);
+    serve(fds[1], parent, job, temp.get(), work);
   }
   ::close(fds[1]);
   StagingFolder::watch_child(pid);  // an interrupt kills it before removing what it writes into

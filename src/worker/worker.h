@@ -56,9 +56,15 @@ struct WorkerJob {
   WorkerLimits limits;
   bool validated = true;  // false with --no-validate: the message says so
   std::vector<std::string> libraries;  // --load-library: dlopen()ed in the worker after the torch layer
+  // Folders libtorch writes into (stamp's, trace's, convert's staging folder):
+  // the sandbox (sandbox.h) lets the worker write there and in its own
+  // temporary folder, nowhere else.
+  std::vector<std::string> writable;
 };
 
-// Runs `work` in a worker process and returns the payload it returned
+// Runs `work` in a worker process, sandboxed (sandbox.h) with TMPDIR set to
+// a temporary folder of its own that is removed after it, and returns the
+// payload it returned
 // (worker_codec.h; an Error it throws is encoded by the worker). Error(Torch)
 // when the worker is killed by a signal or a limit, exits without a payload,
 // or cannot be started.

@@ -45,6 +45,46 @@ def on_terminal(argv):
     return proc.returncode, out, err
 
 
+RAISER = """
+import sys
+import torch
+class Raiser(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.message = sys.argv[2]
+    def forward(self, x):
+        if bool(x.sum() > -1.0):
+            raise RuntimeError(self.message)
+        return x
+torch.jit.script(Raiser()).save(sys.argv[1])
+"""
+
+
+def verbose_exception(binary, check):
+    """run --verbose prints libtorch's full message, which quotes the model's
+    exception: an OSC title, a clear-screen, a CR and U+202E in it reach
+    stderr escaped, as in the one error line (issue 30, finding 2)."""
+    message = "\x1b]0;owned\x07\x1b[2J\rfake line \u202eevil"
+    with tempfile.TemporaryDirectory() as tmp:
+        model = os.path.join(tmp, "raiser.pt")
+        script = os.path.join(tmp, "make_raiser.py")  # torch.jit.script reads the class's source
+        with open(script, "w") as f:
+            f.write(RAISER)
+        made = subprocess.run([sys.executable, script, model, message], capture_output=True, text=True)
+        if made.returncode != 0:
+            print("skip run --verbose on a model's exception: no torch in %s" % sys.executable)
+            return
+        for verbose in ([], ["--verbose"]):
+            p = subprocess.run([binary, "run", *verbose, model, "--input", "2"], capture_output=True)
+            err = p.stderr.decode("utf-8", "replace")
+            name = "run %son an exception with terminal controls" % (verbose[0] + " " if verbose else "")
+            check(name + ": exit 5", p.returncode == 5, "exit %d, %r" % (p.returncode, err))
+            check(name + ": no control or bidi character on stderr",
+                  not any(c in err for c in "\x1b\x07\r\u202e"), repr(err))
+        check("run --verbose shows the message escaped",
+              "\\x1b]0;owned\\x07\\x1b[2J\\rfake line \\u202eevil" in err, repr(err))
+
+
 def main():
     binary, testdata = sys.argv[1], sys.argv[2]
     model = os.path.join(testdata, "hostile", "extra_terminal_controls.pt")
@@ -89,6 +129,8 @@ def main():
               and "\x1b" not in err, "exit %d, %r, %s" % (rc, out, err))
         piped = subprocess.run([binary, "extra", "get", copy, "blob.bin"], capture_output=True)
         check("binary into a pipe: the exact bytes", piped.stdout == b"\x1b[2J\x00binary", repr(piped.stdout))
+
+    verbose_exception(binary, check)
 
     print("%d failures" % len(failures))
     return 1 if failures else 0

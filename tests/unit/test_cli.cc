@@ -171,6 +171,11 @@ TEST_CASE("report_current_exception maps every exception to one line and its exi
   const Error torch = Error(ErrorKind::Torch, "libtorch failed", "m.pt", "try again").with_detail("full\ntext");
   CHECK(report(torch, false) == std::make_pair(5, std::string("tsarchive: error: libtorch failed (m.pt): try again\n")));
   CHECK(report(torch, true).second == "full\ntext\ntsarchive: error: libtorch failed (m.pt): try again\n");
+  // The detail quotes the model (its exception's text): escaped, lines kept.
+  const Error hostile = Error(ErrorKind::Torch, "libtorch failed", "m.pt")
+                            .with_detail("Exception: \x1b]0;owned\x07\x1b[2J\rok\n\u202eevil\ttab");
+  CHECK(report(hostile, true).second ==
+        "Exception: \\x1b]0;owned\\x07\\x1b[2J\\rok\n\\u202eevil\ttab\ntsarchive: error: libtorch failed (m.pt)\n");
   const auto [alloc_code, alloc_line] = report(std::bad_alloc(), false);
   CHECK(alloc_code == 6);
   CHECK(alloc_line.rfind("tsarchive: error: out of memory: ", 0) == 0);

@@ -24,7 +24,7 @@ using namespace tsarchive::cli;
 namespace {
 
 WorkerJob job(uint64_t memory_bytes = 0, double time_s = 0) {
-  return WorkerJob{"model.pt", "running forward", WorkerLimits{memory_bytes, time_s}, true, {}};
+  return WorkerJob{"model.pt", "running forward", WorkerLimits{memory_bytes, time_s}, true, {}, {}};
 }
 
 Error error_of(const std::function<void()>& f) {

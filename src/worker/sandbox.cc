@@ -1,0 +1,337 @@
+// The worker's sandbox: Landlock and a seccomp filter; see sandbox.h for why.
+#include "worker/sandbox.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+
+namespace tsarchive {
+namespace {
+
+// Landlock's ABI, spelled out here: the system's <linux/landlock.h> may be
+// older than the kernel (Debian 12's knows ABI 2), and rights a kernel does
+// not know are masked off by ABI below, so one binary runs on every kernel.
+constexpr int kCreateRulesetVersion = 1 << 0;
+constexpr int kRulePathBeneath = 1;
+constexpr uint64_t kFsExecute = 1ULL << 0;
+constexpr uint64_t kFsWriteFile = 1ULL << 1;
+constexpr uint64_t kFsReadFile = 1ULL << 2;
+constexpr uint64_t kFsReadDir = 1ULL << 3;
+constexpr uint64_t kFsRemoveDir = 1ULL << 4;
+constexpr uint64_t kFsRemoveFile = 1ULL << 5;
+constexpr uint64_t kFsMakeDir = 1ULL << 7;
+constexpr uint64_t kFsMakeReg = 1ULL << 8;
+constexpr uint64_t kFsMakeSym = 1ULL << 12;
+constexpr uint64_t kFsAbi1 = (1ULL << 13) - 1;  // EXECUTE .. MAKE_SYM
+constexpr uint64_t kFsRefer = 1ULL << 13;       // ABI 2
+constexpr uint64_t kFsTruncate = 1ULL << 14;    // ABI 3
+constexpr uint64_t kFsIoctlDev = 1ULL << 15;    // ABI 5
+constexpr uint64_t kNetBindTcp = 1ULL << 0;     // ABI 4
+constexpr uint64_t kNetConnectTcp = 1ULL << 1;
+constexpr uint64_t kScopeAbstractUnixSocket = 1ULL << 0;  // ABI 6
+constexpr uint64_t kScopeSignal = 1ULL << 1;
+
+struct RulesetAttr {
+  uint64_t handled_access_fs = 0;
+  uint64_t handled_access_net = 0;  // ABI 4
+  uint64_t scoped = 0;              // ABI 6
+};
+struct __attribute__((packed)) PathBeneathAttr {
+  uint64_t allowed_access;
+  int32_t parent_fd;
+};
+
+#ifndef __NR_landlock_create_ruleset
+#define __NR_landlock_create_ruleset 444
+#define __NR_landlock_add_rule 445
+#define __NR_landlock_restrict_self 446
+#endif
+
+#if defined(__x86_64__)
+constexpr uint32_t kAuditArch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+constexpr uint32_t kAuditArch = AUDIT_ARCH_AARCH64;
+#else
+constexpr uint32_t kAuditArch = 0;  // no filter: the syscall numbers below are these two's
+#endif
+
+int landlock_abi() {
+  const long abi = ::syscall(__NR_landlock_create_ruleset, nullptr, 0, kCreateRulesetVersion);
+  return abi > 0 ? static_cast<int>(abi) : 0;
+}
+
+bool seccomp_filters() {
+  if (kAuditArch == 0) return false;
+  uint32_t action = SECCOMP_RET_ERRNO;
+  return ::syscall(__NR_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0;
+}
+
+[[noreturn]] void fail(const std::string& step, int err) {
+  throw Error(ErrorKind::Torch, "cannot sandbox the libtorch worker: " + step + ": " + std::strerror(err), {},
+              "set TSARCHIVE_NO_SANDBOX=1 to run it without the sandbox, only for archives you trust");
+}
+
+uint64_t handled_fs(int abi) {
+  uint64_t fs = kFsAbi1;
+  if (abi >= 2) fs |= kFsRefer;
+  if (abi >= 3) fs |= kFsTruncate;
+  if (abi >= 5) fs |= kFsIoctlDev;
+  return fs;
+}
+
+// One rule: `rights` (masked to what the ruleset handles) beneath `path`.
+// False when the path does not exist.
+bool allow(int ruleset, const std::string& path, uint64_t rights, uint64_t handled) {
+  const int fd = ::open(path.c_str(), O_PATH | O_CLOEXEC);
+  if (fd < 0) return false;
+  PathBeneathAttr rule{rights & handled, fd};
+  const long added = ::syscall(__NR_landlock_add_rule, ruleset, kRulePathBeneath, &rule, 0);
+  const int err = errno;
+  ::close(fd);
+  if (added != 0) fail("landlock_add_rule " + path, err);
+  return true;
+}
+
+// The device files a worker writes to: the usual sinks and sources, and
+// the NVIDIA driver's (CUDA opens them read-write and sends them ioctls).
+std::vector<std::string> writable_devices() {
+  std::vector<std::string> devices = {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"};
+  if (DIR* dev = ::opendir("/dev")) {
+    while (const dirent* entry = ::readdir(dev)) {
+      if (std::strncmp(entry->d_name, "nvidia", 6) == 0) devices.push_back(std::string("/dev/") + entry->d_name);
+    }
+    ::closedir(dev);
+  }
+  return devices;
+}
+
+void enter_landlock(int abi, const SandboxPolicy& policy) {
+  RulesetAttr attr;
+  attr.handled_access_fs = handled_fs(abi);
+  if (abi >= 4) attr.handled_access_net = kNetBindTcp | kNetConnectTcp;  // no rule allows any
+  if (abi >= 6) attr.scoped = kScopeAbstractUnixSocket | kScopeSignal;
+  // The struct as long as this ABI knows it: older kernels refuse a longer one.
+  const size_t size = abi >= 6 ? sizeof attr : abi >= 4 ? offsetof(RulesetAttr, scoped) : offsetof(RulesetAttr, handled_access_net);
+  const int ruleset = static_cast<int>(::syscall(__NR_landlock_create_ruleset, &attr, size, 0));
+  if (ruleset < 0) fail("landlock_create_ruleset", errno);
+  const uint64_t handled = attr.handled_access_fs;
+  allow(ruleset, "/", kFsReadFile | kFsReadDir, handled);
+  const uint64_t write = kFsReadFile | kFsReadDir | kFsWriteFile | kFsRemoveDir | kFsRemoveFile | kFsMakeDir |
+                         kFsMakeReg | kFsMakeSym | kFsRefer | kFsTruncate;
+  for (const std::string& folder : policy.writable) {
+    if (!allow(ruleset, folder, write, handled)) fail("open " + folder, errno);
+  }
+  for (const std::string& device : writable_devices()) {
+    allow(ruleset, device, kFsReadFile | kFsWriteFile | kFsIoctlDev, handled);
+  }
+  const long restricted = ::syscall(__NR_landlock_restrict_self, ruleset, 0);
+  const int err = errno;
+  ::close(ruleset);
+  if (restricted != 0) fail("landlock_restrict_self", err);
+}
+
+// System calls a model never needs and an exploit would: EPERM.
+constexpr long kDenied[] = {
+    __NR_execve, __NR_execveat, __NR_ptrace, __NR_process_vm_readv, __NR_process_vm_writev, __NR_socket,
+    __NR_unshare, __NR_setns, __NR_mount, __NR_umount2, __NR_pivot_root, __NR_chroot, __NR_bpf,
+    __NR_perf_event_open, __NR_userfaultfd, __NR_keyctl, __NR_add_key, __NR_request_key, __NR_init_module,
+    __NR_finit_module, __NR_delete_module, __NR_kexec_load, __NR_reboot, __NR_swapon, __NR_swapoff, __NR_acct,
+    __NR_open_by_handle_at, __NR_settimeofday, __NR_clock_settime, __NR_adjtimex, __NR_sethostname,
+    __NR_setdomainname, __NR_syslog, __NR_quotactl,
+#ifdef __NR_io_uring_setup
+    __NR_io_uring_setup, __NR_io_uring_enter, __NR_io_uring_register,
+#endif
+#ifdef __NR_fsopen
+    __NR_fsopen, __NR_fsconfig, __NR_fsmount, __NR_fspick, __NR_move_mount, __NR_open_tree,
+#endif
+#ifdef __NR_mount_setattr
+    __NR_mount_setattr,
+#endif
+#ifdef __NR_kexec_file_load
+    __NR_kexec_file_load,
+#endif
+#if defined(__x86_64__)
+    __NR_iopl, __NR_ioperm, __NR_uselib,
+#endif
+};
+
+#ifndef __NR_clone3
+#define __NR_clone3 435
+#endif
+
+constexpr uint32_t kNewNamespaces = CLONE_NEWNS | CLONE_NEWCGROUP | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER |
+                                    CLONE_NEWPID | CLONE_NEWNET;
+
+sock_filter statement(uint16_t code, uint32_t k) { return BPF_STMT(code, k); }
+sock_filter jump(uint16_t code, uint32_t k, uint8_t if_true, uint8_t if_false) {
+  return BPF_JUMP(code, k, if_true, if_false);
+}
+
+void enter_seccomp() {
+  const uint32_t deny = SECCOMP_RET_ERRNO | (EPERM & SECCOMP_RET_DATA);
+  std::vector<sock_filter> f;
+  // Another ABI's numbers (i386 through int 0x80 on x86_64) mean other calls: none allowed.
+  f.push_back(statement(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)));
+  f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, kAuditArch, 1, 0));
+  f.push_back(statement(BPF_RET | BPF_K, deny));
+  f.push_back(statement(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)));
+#if defined(__x86_64__)
+  f.push_back(jump(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1));  // x32's numbers
+  f.push_back(statement(BPF_RET | BPF_K, deny));
+#endif
+  for (const long nr : kDenied) {
+    f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr), 0, 1));
+    f.push_back(statement(BPF_RET | BPF_K, deny));
+  }
+  // clone3's flags are behind a pointer a filter cannot read: ENOSYS makes
+  // glibc use clone, whose flags (first argument) are checked.
+  f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1));
+  f.push_back(statement(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS));
+  f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 3));
+  f.push_back(statement(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0])));  // low half (little-endian)
+  f.push_back(jump(BPF_JMP | BPF_JSET | BPF_K, kNewNamespaces, 0, 1));
+  f.push_back(statement(BPF_RET | BPF_K, deny));
+  f.push_back(statement(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+
+  sock_fprog program{static_cast<unsigned short>(f.size()), f.data()};
+  if (::syscall(__NR_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &program) != 0) {
+    fail("seccomp", errno);
+  }
+}
+
+bool pid_alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
+
+int remove_entry(const char* path, const struct stat*, int type, FTW*) {
+  return type == FTW_DP ? ::rmdir(path) : ::unlink(path);
+}
+
+void remove_tree(const std::string& path) {
+  ::nftw(path.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+std::string temp_base() {
+  const char* dir = std::getenv("TMPDIR");
+  return dir != nullptr && *dir == '/' ? dir : "/tmp";
+}
+
+constexpr const char* kTempPrefix = "tsarchive-worker-";
+
+// Folders "tsarchive-worker-PID-XXXXXX" that an interrupted tsarchive could
+// not remove: its PID is gone and nobody holds the folder's lock (which also
+// keeps the folder of a live process in another PID namespace).
+void remove_dead_temp_folders(const std::string& base) {
+  DIR* dir = ::opendir(base.c_str());
+  if (dir == nullptr) return;
+  const size_t prefix = std::strlen(kTempPrefix);
+  std::vector<std::string> dead;
+  while (const dirent* entry = ::readdir(dir)) {
+    if (std::strncmp(entry->d_name, kTempPrefix, prefix) != 0) continue;
+    char* end = nullptr;
+    const long pid = std::strtol(entry->d_name + prefix, &end, 10);
+    if (pid > 0 && *end == '-' && !pid_alive(static_cast<pid_t>(pid))) dead.push_back(base + "/" + entry->d_name);
+  }
+  ::closedir(dir);
+  for (const std::string& path : dead) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) continue;
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) remove_tree(path);
+    ::close(fd);
+  }
+}
+
+}  // namespace
+
+const SandboxSupport& sandbox_support() {
+  static const SandboxSupport support = [] {
+    SandboxSupport s;
+    const char* env = std::getenv("TSARCHIVE_NO_SANDBOX");
+    s.disabled = env != nullptr && std::string(env) == "1";
+    s.landlock_abi = landlock_abi();
+    s.seccomp = seccomp_filters();
+    return s;
+  }();
+  return support;
+}
+
+std::string describe_sandbox(const SandboxSupport& s) {
+  if (s.disabled) return "off (TSARCHIVE_NO_SANDBOX=1)";
+  const std::string landlock = "landlock ABI " + std::to_string(s.landlock_abi);
+  if (s.landlock_abi > 0 && s.seccomp) return landlock + " + seccomp";
+  if (s.landlock_abi > 0) return landlock + " only (no seccomp filters for this kernel or CPU)";
+  if (s.seccomp) return "seccomp only (no Landlock in this kernel: Linux 5.13+ with it enabled)";
+  return "none (this kernel offers neither Landlock nor seccomp filters)";
+}
+
+std::string sandbox_note(const SandboxSupport& s) {
+  if (s.disabled || (s.landlock_abi > 0 && s.seccomp)) return "";
+  if (s.landlock_abi > 0) {
+    return "the libtorch worker's sandbox has no seccomp filter here: a model's code is kept from writing files but "
+           "not from starting programs or opening sockets";
+  }
+  if (s.seccomp) {
+    return "the libtorch worker's sandbox has no Landlock here (Linux 5.13+ with it enabled): a model's code may "
+           "write files wherever you can";
+  }
+  return "the libtorch worker runs without a sandbox here (no Landlock, no seccomp): a model's code may write files "
+         "wherever you can";
+}
+
+void enter_sandbox(const SandboxPolicy& policy) {
+  const SandboxSupport& s = sandbox_support();
+  if (s.disabled) return;
+  // Needed by both without privileges, and no setuid program may gain any after.
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("PR_SET_NO_NEW_PRIVS", errno);
+  if (s.landlock_abi > 0) enter_landlock(s.landlock_abi, policy);
+  if (s.seccomp) enter_seccomp();
+}
+
+Error explain_sandbox_refusal(const Error& e) {
+  const auto says = [&e](const char* text) {
+    return std::strstr(e.what(), text) != nullptr || e.detail().find(text) != std::string::npos;
+  };
+  if (!says("Permission denied") && !says("Operation not permitted")) return e;
+  return Error(e.kind(), e.what(), e.file(),
+               "the worker's sandbox refused it: the model's code tried to write outside its temporary folder, run a "
+               "program or open a socket; do not load this archive outside a sandbox")
+      .with_detail(e.detail());
+}
+
+WorkerTempFolder::WorkerTempFolder() {
+  const std::string base = temp_base();
+  remove_dead_temp_folders(base);
+  std::string pattern = base + "/" + kTempPrefix + std::to_string(::getpid()) + "-XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    throw_io(std::string("cannot make the libtorch worker's temporary folder: ") + std::strerror(errno), base,
+             "set TMPDIR to a writable folder");
+  }
+  path_ = pattern;
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd_ >= 0) ::flock(fd_, LOCK_EX);
+}
+
+WorkerTempFolder::~WorkerTempFolder() {
+  remove_tree(path_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+}  // namespace tsarchive

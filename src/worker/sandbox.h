@@ -1,0 +1,92 @@
+// The libtorch worker's sandbox: what a model's own code may do while
+// libtorch loads and runs it.
+//
+// A TorchScript archive is a program: __setstate__ runs on load, forward on
+// run, and TorchScript has operators that reach the file system
+// (aten::from_file with shared=True maps any file the user may write, and
+// creates it, and the model writes into it). The core's checks read records;
+// they cannot see what the code will do. So every worker (worker.h, and
+// serve's model_worker.h) confines itself for good before it loads libtorch:
+//   - Landlock: every file may be read (libraries, the archive by
+//     /proc/self/fd/N, /proc, /sys, /dev/shm), but files are written,
+//     created, truncated or removed only inside the job's own temporary folder
+//     (TMPDIR points there: AOTInductor unpacks a .pt2's libraries into it,
+//     Kineto its trace) and the folders the job names (stamp's, trace's and
+//     convert's staging folder); /dev/null, /dev/zero, /dev/full,
+//     /dev/urandom and the NVIDIA device files may be opened for writing.
+//     Nothing may be executed. From Landlock ABI 4 no TCP bind or connect;
+//     from ABI 6 no signals and no abstract UNIX sockets outside the worker.
+//   - seccomp: execve and execveat, socket() of every family, ptrace and
+//     process_vm_*, new namespaces (unshare, setns, clone's CLONE_NEW*),
+//     mount and the new mount API, bpf, perf_event_open, userfaultfd,
+//     io_uring (its operations do not pass through seccomp), keyrings,
+//     modules, kexec and reboot fail with EPERM; clone3 with ENOSYS, so glibc
+//     falls back to clone, whose flags a filter can read. Every worker
+//     speaks over pipes; an AF_UNIX socket would reach daemons by path
+//     (Landlock does not see connect()), so no family is allowed (glibc's
+//     nscd client falls back to the files).
+// Both bind the calling thread and every thread and child it starts later,
+// so a worker enters the sandbox while it has one thread: in the child right
+// after fork, or right after exec. Where the kernel lacks one (Landlock:
+// Linux 5.13 and the LSM enabled; seccomp filters: 3.5) the worker runs with
+// what there is and the CLI prints one note. TSARCHIVE_NO_SANDBOX=1 turns it
+// off; TSARCHIVE_IN_PROCESS=1 has no worker to confine.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+
+namespace tsarchive {
+
+// What this kernel offers, probed once without restricting anything.
+struct SandboxSupport {
+  bool disabled = false;  // TSARCHIVE_NO_SANDBOX=1
+  int landlock_abi = 0;   // 0: no Landlock
+  bool seccomp = false;   // seccomp filters (and an architecture the filter knows)
+};
+const SandboxSupport& sandbox_support();
+
+// For --version --verbose: "landlock ABI 7 + seccomp", "seccomp only (no
+// Landlock in this kernel)", "off (TSARCHIVE_NO_SANDBOX=1)", ...
+std::string describe_sandbox(const SandboxSupport& support);
+// The one note the CLI prints when the kernel offers less than both; "" when
+// it offers both or the sandbox is off on request.
+std::string sandbox_note(const SandboxSupport& support);
+
+struct SandboxPolicy {
+  std::vector<std::string> writable;  // folders (and what is below them) the worker may write
+};
+
+// Confines the calling process for good (see above), with what
+// sandbox_support() found. Call it while the process has one thread. Throws
+// Error(Torch) when a step the kernel offers fails: a worker never goes on
+// unconfined by surprise.
+void enter_sandbox(const SandboxPolicy& policy);
+
+// `e` as the sandboxed worker reports it: when libtorch's text says
+// "Permission denied" or "Operation not permitted" (Landlock answers EACCES,
+// the filter EPERM), the hint says that the model's code tried what the
+// sandbox refuses. Other errors are returned as they are.
+Error explain_sandbox_refusal(const Error& e);
+
+// A worker's own temporary folder, "$TMPDIR/tsarchive-worker-PID-XXXXXX"
+// (TMPDIR unset: /tmp), mode 0700; removed with its contents when this goes.
+// Made by the parent, so it outlives the worker and is cleaned up whatever the
+// worker did; folders of dead processes (an interrupted tsarchive) are
+// removed by the next one (the folder's flock tells who is alive). Throws Error(Io) when it cannot be made.
+class WorkerTempFolder {
+ public:
+  WorkerTempFolder();
+  ~WorkerTempFolder();
+  WorkerTempFolder(const WorkerTempFolder&) = delete;
+  WorkerTempFolder& operator=(const WorkerTempFolder&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;  // holds the folder's flock while it is in use
+};
+
+}  // namespace tsarchive

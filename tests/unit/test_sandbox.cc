@@ -1,0 +1,139 @@
+// The worker's sandbox (worker/sandbox.h) on this kernel: a forked child
+// enters it and tries what a hostile model's code would. Where the kernel
+// lacks Landlock or seccomp filters the parts that need them are skipped
+// with a warning (the CLI's note covers those machines).
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+
+#include "worker/sandbox.h"
+#include "worker/worker.h"
+
+using namespace tsarchive;
+
+namespace {
+
+// A folder of the test's own, removed after it.
+struct Folder {
+  std::string path;
+  Folder() {
+    const char* tmp = std::getenv("TMPDIR");
+    path = std::string(tmp != nullptr && *tmp == '/' ? tmp : "/tmp") + "/tsarchive-sandbox-test-XXXXXX";
+    REQUIRE(::mkdtemp(path.data()) != nullptr);
+  }
+  ~Folder() { std::system(("rm -rf '" + path + "'").c_str()); }
+};
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::lstat(path.c_str(), &st) == 0;
+}
+
+// Bits of the child's exit status: what went as the sandbox wants.
+enum : int {
+  kOutsideRefused = 1,
+  kInsideWritten = 2,
+  kExecRefused = 4,
+  kTcpRefused = 8,
+  kReadAllowed = 16,
+  kEntered = 32,
+};
+
+int in_sandbox(const std::string& inside, const std::string& outside) {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    int ok = 0;
+    try {
+      enter_sandbox(SandboxPolicy{{inside}});
+      ok |= kEntered;
+    } catch (...) {
+      ::_exit(0);
+    }
+    // Create (and, existing, overwrite) outside the allowed folder, as
+    // torch.from_file(path, shared=True) does.
+    const int out = ::open((outside + "/written").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+    if (out < 0 && (errno == EACCES || errno == EPERM)) ok |= kOutsideRefused;
+    const int existing = ::open((outside + "/existing").c_str(), O_RDWR | O_CLOEXEC);
+    if (existing >= 0 || (errno != EACCES && errno != EPERM)) ok &= ~kOutsideRefused;
+    const int in = ::open((inside + "/written").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+    if (in >= 0 && ::write(in, "ok", 2) == 2 && ::mkdir((inside + "/sub").c_str(), 0700) == 0) ok |= kInsideWritten;
+    const char* argv[] = {"true", nullptr};
+    ::execv("/bin/true", const_cast<char* const*>(argv));
+    if (errno == EACCES || errno == EPERM) ok |= kExecRefused;
+    const int tcp = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (tcp < 0 && (errno == EACCES || errno == EPERM)) ok |= kTcpRefused;
+    const int read = ::open((outside + "/existing").c_str(), O_RDONLY | O_CLOEXEC);
+    if (read >= 0) ok |= kReadAllowed;
+    ::_exit(ok);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  REQUIRE(WIFEXITED(status));
+  return WEXITSTATUS(status);
+}
+
+}  // namespace
+
+TEST_CASE("the sandbox: writes only in the allowed folder, no exec, no TCP", "[sandbox]") {
+  const SandboxSupport& s = sandbox_support();
+  if (s.disabled || s.landlock_abi == 0 || !s.seccomp) {
+    WARN("sandbox on this kernel: " << describe_sandbox(s) << "; skipped");
+    return;
+  }
+  Folder inside, outside;
+  { const int fd = ::open((outside.path + "/existing").c_str(), O_CREAT | O_WRONLY, 0600); ::close(fd); }
+  const int ok = in_sandbox(inside.path, outside.path);
+  CHECK((ok & kEntered) != 0);
+  CHECK((ok & kOutsideRefused) != 0);
+  CHECK_FALSE(exists(outside.path + "/written"));
+  CHECK((ok & kInsideWritten) != 0);
+  CHECK(exists(inside.path + "/written"));
+  CHECK((ok & kExecRefused) != 0);
+  CHECK((ok & kTcpRefused) != 0);
+  CHECK((ok & kReadAllowed) != 0);
+}
+
+TEST_CASE("the sandbox: described for --version --verbose, a note only when it is partial", "[sandbox]") {
+  SandboxSupport full{false, 7, true};
+  CHECK(describe_sandbox(full) == "landlock ABI 7 + seccomp");
+  CHECK(sandbox_note(full).empty());
+  CHECK(describe_sandbox(SandboxSupport{true, 7, true}) == "off (TSARCHIVE_NO_SANDBOX=1)");
+  CHECK(sandbox_note(SandboxSupport{true, 0, false}).empty());  // off on request: no note
+  CHECK_THAT(sandbox_note(SandboxSupport{false, 0, true}), Catch::Contains("no Landlock"));
+  CHECK_THAT(sandbox_note(SandboxSupport{false, 3, false}), Catch::Contains("no seccomp"));
+  CHECK_THAT(describe_sandbox(SandboxSupport{false, 0, false}), Catch::StartsWith("none"));
+}
+
+TEST_CASE("a worker writes in its own TMPDIR, which goes with it, and nowhere else", "[sandbox][worker]") {
+  const SandboxSupport& s = sandbox_support();
+  if (s.disabled || s.landlock_abi == 0) {
+    WARN("sandbox on this kernel: " << describe_sandbox(s) << "; skipped");
+    return;
+  }
+  Folder outside, staging;
+  WorkerJob job{"model.pt", "loading the module", {}, true, {}, {staging.path}};
+  // TMPDIR is the worker's own folder, writable; the job's folder too; others not.
+  const std::string tmpdir = run_in_worker(job, [&] {
+    const std::string tmp = std::getenv("TMPDIR");
+    const bool in_tmp = ::close(::open((tmp + "/scratch").c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600)) == 0;
+    const bool in_staging = ::close(::open((staging.path + "/saved.pt").c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600)) == 0;
+    const bool outside_refused = ::open((outside.path + "/x").c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600) < 0;
+    return tmp + (in_tmp && in_staging && outside_refused ? " ok" : " failed");
+  });
+  REQUIRE(tmpdir.size() > 3);
+  CHECK(tmpdir.substr(tmpdir.size() - 3) == " ok");
+  CHECK_THAT(tmpdir, Catch::Contains("/tsarchive-worker-"));
+  CHECK_FALSE(exists(tmpdir.substr(0, tmpdir.size() - 3)));  // removed when the worker ended
+  CHECK(exists(staging.path + "/saved.pt"));
+  CHECK_FALSE(exists(outside.path + "/x"));
+}
