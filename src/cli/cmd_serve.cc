@@ -270,7 +270,7 @@ Runner setup_serve(CLI::App& app, Context& ctx) {
       "Statuses: 400 bad request or inputs that do not fit the model, 404 unknown model or path, 405 wrong\n"
       "method, 408 request not sent in --read-timeout, 411 no Content-Length (chunked bodies are refused),\n"
       "413 body over --max-body, 431 headers over 16 KiB, 500 the worker died, 503 not ready, queue full\n"
-      "or shutting down (Retry-After), 504 queued past --timeout. Errors are {\"error\": \"...\"}.\n"
+      "or shutting down (Retry-After), 504 past --timeout. Errors are {\"error\": \"...\"}.\n"
       "\n"
       "One line on stdout when it serves: the URL, and each model's signature. SIGTERM or SIGINT: stop\n"
       "accepting, finish the requests in flight and queued within --grace, exit 0.");
@@ -291,7 +291,8 @@ Runner setup_serve(CLI::App& app, Context& ctx) {
   app.add_option("--max-queue", opts->batch.max_queue, "Queued requests per model; beyond: 503 with Retry-After (default 64)")
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--timeout", opts->batch.timeout_ms,
-                 "Milliseconds a request may wait in the queue; beyond: 504 without running (default 0: no limit)")
+                 "Milliseconds from a request's last byte until it runs, parsing and queueing; beyond: 504 without\n"
+                 "running (default 0: no limit)")
       ->check(CLI::Range(0, 86400000));
   app.add_option("--instances", opts->instances,
                  "Worker processes per model, each a copy of it taking requests from the model's queue (default 1)")

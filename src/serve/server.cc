@@ -112,14 +112,17 @@ void ModelEndpoint::fetch_stats(Instance& instance, std::unique_lock<std::mutex>
   stats_fetched_.notify_all();
 }
 
-std::future<InferOutcome> ModelEndpoint::submit(std::vector<HostValue> arguments) {
+std::future<InferOutcome> ModelEndpoint::submit(std::vector<HostValue> arguments, Clock::time_point received) {
   Pending p;
   p.inputs = std::move(arguments);
   p.queued = Clock::now();
-  p.deadline = batch_.timeout_ms > 0 ? p.queued + std::chrono::milliseconds(batch_.timeout_ms) : Clock::time_point::max();
+  p.deadline = batch_.timeout_ms > 0 ? received + std::chrono::milliseconds(batch_.timeout_ms) : Clock::time_point::max();
   std::future<InferOutcome> result = p.promise.get_future();
   std::lock_guard<std::mutex> lock(mutex_);
-  if (stopping_) {
+  if (p.queued > p.deadline) {
+    p.promise.set_value(failure(504, "reading and parsing the request took longer than --timeout (" +
+                                         std::to_string(batch_.timeout_ms) + " ms); it was not run"));
+  } else if (stopping_) {
     p.promise.set_value(failure(503, "the server is shutting down"));
   } else if (ready_count() == 0) {
     p.promise.set_value(failure(503, "model '" + spec_.name + "' is not ready: its worker is being restarted"));
@@ -453,14 +456,14 @@ HttpResponse InferenceServer::handle(const HttpRequest& request) {
     }
     if (request.method != "POST") return not_allowed("POST");
     const auto began = std::chrono::steady_clock::now();
-    HttpResponse response = infer(*model, request);
+    HttpResponse response = infer(*model, request, began);
     model->metrics().request(response.status, std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
     return response;
   }
   return json_error(404, "no such endpoint: " + path.substr(0, 200));
 }
 
-HttpResponse InferenceServer::infer(ModelEndpoint& model, const HttpRequest& request) {
+HttpResponse InferenceServer::infer(ModelEndpoint& model, const HttpRequest& request, Clock::time_point received) {
   try {
     std::optional<uint64_t> json_size;
     if (const std::string* header = request.header("inference-header-content-length")) {
@@ -471,7 +474,7 @@ HttpResponse InferenceServer::infer(ModelEndpoint& model, const HttpRequest& req
     }
     InferRequest parsed = parse_infer_request(request.body, json_size);
     std::vector<HostValue> arguments = method_arguments(model.name(), model.info(), parsed);
-    InferOutcome outcome = model.submit(std::move(arguments)).get();
+    InferOutcome outcome = model.submit(std::move(arguments), received).get();
     if (outcome.status != 200) {
       HttpResponse r = json_error(outcome.status, outcome.message);
       if (outcome.status == 503) r.headers.emplace_back("Retry-After", "1");

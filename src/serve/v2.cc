@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <unordered_set>
 
 #include "base/bounded_json.h"
 #include "base/strings.h"
@@ -264,14 +265,20 @@ InferRequest parse_infer_request(std::string_view whole, std::optional<uint64_t>
   if (inputs == doc->end() || !inputs->is_array() || inputs->empty()) {
     throw ApiError(400, "the request has no \"inputs\" array");
   }
+  // The names seen, as views into `doc` (which outlives the loop): a hash
+  // set, since a comparison with every earlier input made one 5 MB request
+  // of 80,000 inputs take minutes of a core.
+  std::unordered_set<std::string_view> names;
+  names.reserve(inputs->size());
+  request.inputs.reserve(inputs->size());
   for (const nlohmann::json& in : *inputs) {
     if (!in.is_object()) throw ApiError(400, "an input is not a JSON object");
     const auto name = in.find("name");
     if (name == in.end() || !name->is_string()) throw ApiError(400, "an input has no \"name\"");
     InferInput input;
     input.name = name->get<std::string>();
-    for (const InferInput& other : request.inputs) {
-      if (other.name == input.name) throw ApiError(400, "input '" + input.name + "' is given twice");
+    if (!names.insert(name->get_ref<const std::string&>()).second) {
+      throw ApiError(400, "input '" + input.name.substr(0, 100) + "' is given twice");
     }
     const auto datatype = in.find("datatype");
     if (datatype == in.end() || !datatype->is_string()) throw ApiError(400, "input '" + input.name + "' has no \"datatype\"");

@@ -3,6 +3,7 @@
 // batching's stacking.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cstring>
 
 #include "serve/arguments.h"
@@ -165,6 +166,26 @@ TEST_CASE("v2: bad requests are 400 with a reason") {
   // A huge shape with little data is refused without allocating for it.
   CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [100000000000, 100000000000], "datatype": "FP32", "data": [1]}]})")
             .find("needs") != std::string::npos);
+}
+
+TEST_CASE("v2: a request of many inputs is checked for repeated names in linear time") {
+  // 80,000 inputs (5 MB): comparing each name with every earlier one took
+  // minutes; a hash set takes well under a second.
+  std::string body = R"({"inputs": [)";
+  for (int i = 0; i < 80000; ++i) {
+    body += R"({"name": "i)" + std::to_string(i) + R"(", "shape": [1], "datatype": "FP32", "data": [0]},)";
+  }
+  body += R"({"name": "i0", "shape": [1], "datatype": "FP32", "data": [0]}]})";
+  const auto began = std::chrono::steady_clock::now();
+  std::string message;
+  try {
+    parse_infer_request(body);
+  } catch (const ApiError& e) {
+    message = e.what();
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  CHECK(message == "input 'i0' is given twice");
+  CHECK(seconds < 5.0);
 }
 
 TEST_CASE("v2: outputs as JSON, and the outputs asked for") {
