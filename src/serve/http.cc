@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -317,7 +318,10 @@ void HttpServer::serve() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (connections_ >= options_.max_connections) {
-        const std::string busy = render_response(json_error(503, "too many connections"), false);
+        HttpResponse refusal = json_error(503, "too many connections (--max-connections " +
+                                                   std::to_string(options_.max_connections) + ")");
+        refusal.headers.emplace_back("Retry-After", "1");
+        const std::string busy = render_response(refusal, false);
         [[maybe_unused]] const ssize_t n = ::send(fd, busy.data(), busy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
         ::close(fd);
         continue;
@@ -378,9 +382,17 @@ void lingering_close(int fd) {
 
 void HttpServer::connection(int fd) {
   using Clock = std::chrono::steady_clock;
+  using std::chrono::milliseconds;
   HttpParser parser(options_.limits);
-  auto idle_since = Clock::now();
-  auto request_since = Clock::now();
+  // A request's clocks: its headers from accept (a connection's first
+  // request) or from its first byte (a later one); its body from the end of
+  // its headers. They are checked after every read, not only when the
+  // connection is quiet, so a byte every few milliseconds does not hold a
+  // request open.
+  auto head_since = Clock::now();
+  auto body_since = head_since;
+  auto idle_since = head_since;
+  bool first = true;
   bool continued = false;
   bool close_now = false;
   char buffer[1 << 16];
@@ -388,44 +400,49 @@ void HttpServer::connection(int fd) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (--connections_ == 0) idle_.notify_all();
   };
+  // Sends an error for a request not read in full, then closes.
+  const auto refuse = [&](const HttpResponse& response) {
+    send_all(fd, render_response(response, false), options_.read_timeout_ms);
+    lingering_close(fd);
+    finish();
+  };
   while (!close_now) {
     // Requests already buffered (pipelined) are answered before reading more.
     HttpParser::State state = parser.state();
     if (state == HttpParser::State::Incomplete) {
       if (stopping_ && !parser.started()) break;
-      pollfd p{fd, POLLIN, 0};
-      const int ready = ::poll(&p, 1, 100);
+      const bool in_head = first || parser.started();
+      const bool in_body = parser.awaiting_body();
       const auto now = Clock::now();
-      if (ready <= 0) {
-        if (parser.started()) {
-          if (now - request_since > std::chrono::milliseconds(options_.read_timeout_ms)) {
-            send_all(fd, render_response(json_error(408, "the request did not arrive within " +
-                                                             std::to_string(options_.read_timeout_ms) + " ms"),
-                                         false),
-                     1000);
-            lingering_close(fd);
-            return finish();
-          }
-        } else if (now - idle_since > std::chrono::milliseconds(options_.idle_timeout_ms)) {
-          break;
-        }
-        continue;
+      const auto deadline = in_body   ? body_since + milliseconds(options_.read_timeout_ms)
+                            : in_head ? head_since + milliseconds(options_.header_timeout_ms)
+                                      : idle_since + milliseconds(options_.idle_timeout_ms);
+      if (now >= deadline) {
+        if (!in_head && !in_body) break;  // idle: close quietly
+        const std::string what = in_body ? "the request's body did not arrive within " +
+                                               std::to_string(options_.read_timeout_ms) + " ms of its headers (--read-timeout)"
+                                         : "the request line and headers did not arrive within " +
+                                               std::to_string(options_.header_timeout_ms) + " ms (--header-timeout)";
+        return refuse(json_error(408, what));
       }
+      // Wakes at least every 100 ms for stop().
+      const auto wait = std::min<int64_t>(100, std::chrono::duration_cast<milliseconds>(deadline - now).count() + 1);
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(wait)) <= 0) continue;
+      const bool started = parser.started();
       const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
-      if (!parser.started()) request_since = now;
+      if (!started && !first) head_since = Clock::now();
       state = parser.feed(std::string_view(buffer, static_cast<size_t>(n)));
+      if (parser.awaiting_body() && !in_body) body_since = Clock::now();
       if (parser.awaiting_body() && parser.request().expects_continue && !continued) {
         continued = true;
         send_all(fd, "HTTP/1.1 100 Continue\r\n\r\n", options_.read_timeout_ms);
       }
     }
     if (state == HttpParser::State::Failed) {
-      HttpResponse error = json_error(parser.error_status(), parser.error_message());
-      send_all(fd, render_response(error, false), options_.read_timeout_ms);
-      lingering_close(fd);
-      return finish();
+      return refuse(json_error(parser.error_status(), parser.error_message()));
     }
     if (state != HttpParser::State::Complete) continue;
     const HttpRequest& request = parser.request();
@@ -439,8 +456,9 @@ void HttpServer::connection(int fd) {
     if (!send_all(fd, render_response(response, keep_alive), options_.read_timeout_ms)) break;
     if (!keep_alive) close_now = true;
     parser.next();
+    first = false;
     continued = false;
-    idle_since = request_since = Clock::now();
+    idle_since = head_since = Clock::now();
   }
   ::close(fd);
   finish();

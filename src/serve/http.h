@@ -1,7 +1,8 @@
 // A small, strict HTTP/1.1 server on POSIX sockets for `serve`: keep-alive,
-// Content-Length bodies only, limits on the header and the body, read
-// timeouts for slow or half-sent requests, one thread per connection (at
-// most HttpServerOptions::max_connections). Errors are JSON: {"error": "..."}.
+// Content-Length bodies only, limits on the header and the body, separate
+// deadlines for the headers and the body of slow or half-sent requests, one
+// thread per connection (at most HttpServerOptions::max_connections). Errors
+// are JSON: {"error": "..."}.
 #pragma once
 
 #include <atomic>
@@ -88,7 +89,11 @@ struct HttpServerOptions {
   std::string host = "127.0.0.1";
   int port = 8000;  // 0: any free port (port() says which)
   HttpLimits limits;
-  int read_timeout_ms = 10000;  // from a request's first byte to its last: 408 beyond
+  // A connection's first request line and headers within this of accept, a
+  // later request's within this of its first byte: 408 beyond. Checked after
+  // every read, so bytes that trickle in do not extend it.
+  int header_timeout_ms = 10000;
+  int read_timeout_ms = 10000;  // from the end of the headers to the end of the body: 408 beyond
   int idle_timeout_ms = 60000;  // a kept-alive connection with no request is closed
   int max_connections = 256;    // beyond: 503 and close
 };

@@ -6,10 +6,14 @@ Run by CTest:
     python3 tests/pytorch/check_serve_limits.py TSARCHIVE TESTDATA_DIR
 
 Starts the real binary on a free loopback port (--port 0, read back from its
-start line, as check_serve.py does) and sends it what issue 30 found: a 5 MB
-request of 80,000 inputs is answered (400, a repeated name) in seconds, not
-minutes; a request whose parsing alone takes longer than --timeout gets 504
-without running.
+start line, as check_serve.py does) and sends it what issue 30 found:
+- a 5 MB request of 80,000 inputs: answered (400, a repeated name) in
+  seconds, not minutes; a request whose parsing alone takes longer than
+  --timeout gets 504 without running;
+- slowloris: headers or a body sent a byte every 50 ms get 408 at
+  --header-timeout / --read-timeout; --max-connections idle connections
+  make the next one 503, and are closed at --header-timeout so that the
+  server serves again.
 """
 
 import json
@@ -111,4 +115,69 @@ try:
 finally:
     stop(server)
 
-finish("serve limits: 80,000 inputs in seconds, parsing within --timeout")
+# --- 3. slowloris: deadlines checked on every read, and --max-connections ---------------------
+
+
+def drip(port, head, body=b""):
+    """Sends `head` at once, then `body` a byte every 50 ms (or, without a
+    body, `head` itself a byte every 50 ms) until the server answers:
+    (status, error, seconds)."""
+    began = time.monotonic()
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    slow = body if body else head
+    if body:
+        s.sendall(head)
+    s.settimeout(0.05)
+    reply = b""
+    for i in range(600):  # 30 s at most
+        try:
+            s.send(slow[i % len(slow):i % len(slow) + 1])
+        except OSError:
+            pass
+        try:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            reply += chunk
+            if b"\r\n\r\n" in reply:
+                break
+        except socket.timeout:
+            continue
+        except OSError:
+            break
+    s.close()
+    seconds = time.monotonic() - began
+    head_part, _, answer = reply.partition(b"\r\n\r\n")
+    return (int(head_part.split()[1]) if head_part else 0), error_of(answer), seconds
+
+
+server, port = start("--header-timeout", "1000", "--read-timeout", "1000", "--max-connections", "4")
+try:
+    headers = f"POST {INFER} HTTP/1.1\r\nHost: x\r\n" + "X-Pad: " + "a" * 4000 + "\r\n" * 2
+    status, error, seconds = drip(port, headers.encode())
+    check(status == 408 and "--header-timeout" in error and seconds < 4,
+          f"headers a byte every 50 ms: {status} {error} after {seconds:.1f} s")
+    status, error, seconds = drip(port, f"POST {INFER} HTTP/1.1\r\nHost: x\r\nContent-Length: 4000\r\n\r\n".encode(),
+                                  b"{" * 4000)
+    check(status == 408 and "--read-timeout" in error and seconds < 4,
+          f"a body a byte every 50 ms: {status} {error} after {seconds:.1f} s")
+
+    # Four connections that send nothing fill --max-connections 4 ...
+    time.sleep(0.5)
+    idle = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(4)]
+    time.sleep(0.3)
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        status, headers, answer = read_answer(s)
+    check(status == 503 and "--max-connections" in error_of(answer) and headers.get("retry-after") == "1",
+          f"a fifth connection: {status} {error_of(answer)}")
+    # ... until --header-timeout closes them (and a second of lingering).
+    time.sleep(3)
+    status, _, answer, _ = request(port, zeros_body(1))
+    check(status == 200, f"after the idle connections timed out: {status} {error_of(answer)}")
+    for s in idle:
+        s.close()
+finally:
+    stop(server)
+
+finish("serve limits: 80,000 inputs in seconds, parsing within --timeout, --header-timeout and --read-timeout "
+       "against slow clients, --max-connections")
