@@ -1,7 +1,8 @@
 // tsarchive serve MODEL... [--host H] [--port P] [--method NAME] [--device DEV] [--threads N]
 //                 [--max-batch N] [--max-wait MS] [--max-queue N] [--timeout MS]
 //                 [--instances K] [--grace MS] [--sample P] [--ready-check]
-//                 [--max-body SIZE] [--header-timeout MS] [--read-timeout MS] [--max-connections N]
+//                 [--max-body SIZE] [--max-response SIZE] [--max-inflight-bytes SIZE]
+//                 [--header-timeout MS] [--read-timeout MS] [--max-connections N]
 //                 [--memory-limit SIZE] [--time-limit S]
 //                 [--no-validate] [--load-library LIB]...
 //
@@ -46,6 +47,8 @@ struct ServeOptions {
   int threads = 0;
   serve::BatchOptions batch;
   std::string max_body = "64M";
+  std::string max_response = "64M";
+  std::string max_inflight = "1G";
   int header_timeout_ms = 10000;
   int read_timeout_ms = 10000;
   int max_connections = 256;
@@ -193,9 +196,11 @@ int run_serve(const ServeOptions& opts, Context& ctx) {
   http_options.host = opts.host;
   http_options.port = opts.port;
   http_options.limits.max_body_bytes = parse_memory_size(opts.max_body, "--max-body");
+  http_options.max_inflight_bytes = parse_memory_size(opts.max_inflight, "--max-inflight-bytes");
   http_options.header_timeout_ms = opts.header_timeout_ms;
   http_options.read_timeout_ms = opts.read_timeout_ms;
   http_options.max_connections = opts.max_connections;
+  const uint64_t max_response = parse_memory_size(opts.max_response, "--max-response");
 
   ::signal(SIGPIPE, SIG_IGN);  // a client that goes away is a failed send, not the end
   StopSignals signals;
@@ -205,7 +210,7 @@ int run_serve(const ServeOptions& opts, Context& ctx) {
     print_warning(ctx.err, line, {});
     ctx.err.flush();
   };
-  serve::InferenceServer server(std::move(specs), opts.batch, "/proc/self/exe", warn);
+  serve::InferenceServer server(std::move(specs), opts.batch, "/proc/self/exe", warn, max_response);
   serve::HttpServer http(http_options, [&server](const serve::HttpRequest& r) { return server.handle(r); });
   server.start();
 
@@ -274,9 +279,10 @@ Runner setup_serve(CLI::App& app, Context& ctx) {
       "restarts; with --sample, operator calls, self and total time, and API usage keys).\n"
       "Statuses: 400 bad request or inputs that do not fit the model, 404 unknown model or path, 405 wrong\n"
       "method, 408 headers not sent in --header-timeout or body in --read-timeout, 411 no Content-Length\n"
-      "(chunked bodies are refused), 413 body over --max-body, 431 headers over 16 KiB, 500 the worker\n"
-      "died, 503 not ready, queue full, --max-connections open, or shutting down (Retry-After), 504 past\n"
-      "--timeout. Errors are {\"error\": \"...\"}.\n"
+      "(chunked bodies are refused), 413 body over --max-body or a request larger than\n"
+      "--max-inflight-bytes, 431 headers over 16 KiB, 500 the worker died or the response is over\n"
+      "--max-response, 503 not ready, queue full, --max-inflight-bytes or --max-connections in use, or\n"
+      "shutting down (Retry-After), 504 past --timeout. Errors are {\"error\": \"...\"}.\n"
       "\n"
       "One line on stdout when it serves: the URL, and each model's signature. SIGTERM or SIGINT: stop\n"
       "accepting, finish the requests in flight and queued within --grace, exit 0.");
@@ -314,6 +320,14 @@ Runner setup_serve(CLI::App& app, Context& ctx) {
                "Before serving, replay each archive's recorded self-check (run --record) on --device; one that\n"
                "fails ends the command (exit 1); one without a check is served and a line says so");
   app.add_option("--max-body", opts->max_body, "Largest request body (default 64M); beyond: 413");
+  app.add_option("--max-response", opts->max_response,
+                 "Largest infer response (default 64M); beyond: 500 naming this option (binary outputs are smaller)")
+      ->type_name("SIZE");
+  app.add_option("--max-inflight-bytes", opts->max_inflight,
+                 "Bytes all requests together may hold: bodies being read, parsed JSON and tensors, responses\n"
+                 "(default 1G); a request that does not fit beside the others: 503 with Retry-After; one larger\n"
+                 "than this alone: 413. A JSON body takes up to about 25 times its size while parsed")
+      ->type_name("SIZE");
   app.add_option("--header-timeout", opts->header_timeout_ms,
                  "Milliseconds from accepting a connection (a later request: from its first byte) to the end of\n"
                  "the request's headers (default 10000); beyond: 408")

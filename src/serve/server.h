@@ -118,7 +118,10 @@ class ModelEndpoint {
 
 class InferenceServer {
  public:
-  InferenceServer(std::vector<ModelSpec> models, BatchOptions batch, std::string executable, LogLine warn);
+  // `max_response_bytes`: the longest infer response (--max-response); a
+  // longer one is 500 naming it.
+  InferenceServer(std::vector<ModelSpec> models, BatchOptions batch, std::string executable, LogLine warn,
+                  uint64_t max_response_bytes = uint64_t{64} << 20);
   // Loads every model; throws the first load's Error.
   void start();
   HttpResponse handle(const HttpRequest& request);
@@ -131,6 +134,7 @@ class InferenceServer {
   HttpResponse infer(ModelEndpoint& model, const HttpRequest& request, std::chrono::steady_clock::time_point received);
   HttpResponse metrics() const;
   std::vector<std::unique_ptr<ModelEndpoint>> models_;
+  uint64_t max_response_bytes_;
 };
 
 }  // namespace tsarchive::serve

@@ -10,6 +10,12 @@ start line, as check_serve.py does) and sends it what issue 30 found:
 - a 5 MB request of 80,000 inputs: answered (400, a repeated name) in
   seconds, not minutes; a request whose parsing alone takes longer than
   --timeout gets 504 without running;
+- --max-inflight-bytes: a body larger than the budget is 413 before it is
+  read; a body that does not fit beside one half sent is 503 with
+  Retry-After; a JSON body whose parsing would pass it is 413; four large
+  JSON requests at once keep the server's peak RSS within the budget;
+  --max-response: a JSON response over it is 500 naming it, the same
+  outputs as binary fit;
 - slowloris: headers or a body sent a byte every 50 ms get 408 at
   --header-timeout / --read-timeout; --max-connections idle connections
   make the next one 503, and are closed at --header-timeout so that the
@@ -115,6 +121,75 @@ try:
 finally:
     stop(server)
 
+# --- 2. bytes in flight and the response's size -----------------------------------------------
+
+server, port = start("--max-inflight-bytes", "256M", "--max-body", "1G", "--max-response", "64K", "--read-timeout", "20000")
+try:
+    # A body larger than the whole budget: 413 on its headers alone.
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(f"POST {INFER} HTTP/1.1\r\nHost: x\r\nContent-Length: {300 << 20}\r\n\r\n".encode())
+        status, _, answer = read_answer(s)
+    check(status == 413 and "--max-inflight-bytes" in error_of(answer), f"body over the budget: {status} {error_of(answer)}")
+
+    # One body of 200M half sent holds its bytes: another of 100M is 503
+    # with Retry-After until it goes.
+    holder = socket.create_connection(("127.0.0.1", port), timeout=30)
+    holder.sendall(f"POST {INFER} HTTP/1.1\r\nHost: x\r\nContent-Length: {200 << 20}\r\n\r\n".encode() + b"{" * 1000)
+    time.sleep(0.3)
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(f"POST {INFER} HTTP/1.1\r\nHost: x\r\nContent-Length: {100 << 20}\r\n\r\n".encode())
+        status, headers, answer = read_answer(s)
+    check(status == 503 and headers.get("retry-after") == "1" and "--max-inflight-bytes" in error_of(answer),
+          f"body beside a held one: {status} {headers} {error_of(answer)}")
+    holder.close()
+    time.sleep(0.3)
+    status, _, answer, _ = request(port, zeros_body(1))
+    check(status == 200, f"after the held body went: {status} {error_of(answer)}")
+
+    # 8 MB of JSON zeros would take about 200 MB parsed: within the budget
+    # alone, not beside 100M held by another.
+    holder = socket.create_connection(("127.0.0.1", port), timeout=30)
+    holder.sendall(f"POST {INFER} HTTP/1.1\r\nHost: x\r\nContent-Length: {100 << 20}\r\n\r\n".encode())
+    time.sleep(0.3)
+    status, headers, answer, _ = request(port, zeros_body(500000))
+    check(status == 503 and headers.get("retry-after") == "1" and "parsing it" in error_of(answer),
+          f"parsing beside a held body: {status} {error_of(answer)}")
+    holder.close()
+    # 16 MB of zeros: about 400 MB to parse, more than the budget: 413.
+    status, _, answer, _ = request(port, zeros_body(1000000))
+    check(status == 413 and "--max-inflight-bytes" in error_of(answer), f"parse over the budget: {status} {error_of(answer)}")
+
+    # --max-response 64K: 4,000 rows of 4 floats as JSON are more; as binary
+    # (64,000 bytes and a short header) they fit.
+    status, _, answer, _ = request(port, zeros_body(4000))
+    check(status == 500 and "--max-response" in error_of(answer), f"response over --max-response: {status} {error_of(answer)}")
+    binary = zeros_body(4000)[:-1] + b', "parameters": {"binary_data_output": true}}'
+    status, headers, answer, _ = request(port, binary)
+    check(status == 200 and "inference-header-content-length" in headers and len(answer) <= 65536,
+          f"binary response within --max-response: {status} {len(answer)} bytes")
+
+finally:
+    stop(server)
+
+server, port = start("--max-inflight-bytes", "256M")
+try:
+    # Four 4 MB JSON requests at once (each about 100 MB parsed): the peak
+    # RSS stays within the budget; those that do not fit get 503.
+    time.sleep(0.5)
+    base = status_kb(server.pid, "VmRSS")
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(request(port, zeros_body(250000))[0])) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    peak = status_kb(server.pid, "VmHWM")
+    check(all(s in (200, 503) for s in results) and 200 in results, f"four large requests: {results}")
+    check(peak - base < (256 + 64) * 1024, f"peak RSS {peak} KiB from {base} KiB: more than the 256M budget")
+    print(f"four 4 MB JSON requests: {results}, peak RSS {peak // 1024} MiB from {base // 1024} MiB")
+finally:
+    stop(server)
+
 # --- 3. slowloris: deadlines checked on every read, and --max-connections ---------------------
 
 
@@ -179,5 +254,5 @@ try:
 finally:
     stop(server)
 
-finish("serve limits: 80,000 inputs in seconds, parsing within --timeout, --header-timeout and --read-timeout "
-       "against slow clients, --max-connections")
+finish("serve limits: 80,000 inputs in seconds, parsing within --timeout, --max-inflight-bytes 413/503 and peak RSS, "
+       "--max-response, --header-timeout and --read-timeout against slow clients, --max-connections")
