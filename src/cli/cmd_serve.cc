@@ -1,7 +1,9 @@
 // tsarchive serve MODEL... [--host H] [--port P] [--method NAME] [--device DEV] [--threads N]
 //                 [--max-batch N] [--max-wait MS] [--max-queue N] [--timeout MS]
 //                 [--instances K] [--grace MS] [--sample P] [--ready-check]
-//                 [--max-body SIZE] [--read-timeout MS] [--memory-limit SIZE] [--time-limit S]
+//                 [--max-body SIZE] [--max-response SIZE] [--max-inflight-bytes SIZE]
+//                 [--header-timeout MS] [--read-timeout MS] [--max-connections N]
+//                 [--memory-limit SIZE] [--time-limit S]
 //                 [--no-validate] [--load-library LIB]...
 //
 // Every archive passes the gate (gate.h) first and stays open and locked;
@@ -45,7 +47,11 @@ struct ServeOptions {
   int threads = 0;
   serve::BatchOptions batch;
   std::string max_body = "64M";
+  std::string max_response = "64M";
+  std::string max_inflight = "1G";
+  int header_timeout_ms = 10000;
   int read_timeout_ms = 10000;
+  int max_connections = 256;
   int instances = 1;
   int grace_ms = 30000;
   double sample = 0;
@@ -190,7 +196,11 @@ int run_serve(const ServeOptions& opts, Context& ctx) {
   http_options.host = opts.host;
   http_options.port = opts.port;
   http_options.limits.max_body_bytes = parse_memory_size(opts.max_body, "--max-body");
+  http_options.max_inflight_bytes = parse_memory_size(opts.max_inflight, "--max-inflight-bytes");
+  http_options.header_timeout_ms = opts.header_timeout_ms;
   http_options.read_timeout_ms = opts.read_timeout_ms;
+  http_options.max_connections = opts.max_connections;
+  const uint64_t max_response = parse_memory_size(opts.max_response, "--max-response");
 
   ::signal(SIGPIPE, SIG_IGN);  // a client that goes away is a failed send, not the end
   StopSignals signals;
@@ -200,7 +210,7 @@ int run_serve(const ServeOptions& opts, Context& ctx) {
     print_warning(ctx.err, line, {});
     ctx.err.flush();
   };
-  serve::InferenceServer server(std::move(specs), opts.batch, "/proc/self/exe", warn);
+  serve::InferenceServer server(std::move(specs), opts.batch, "/proc/self/exe", warn, max_response);
   serve::HttpServer http(http_options, [&server](const serve::HttpRequest& r) { return server.handle(r); });
   server.start();
 
@@ -268,9 +278,11 @@ Runner setup_serve(CLI::App& app, Context& ctx) {
       "request, queue and compute latency and batch-size histograms; queue depth; readiness; worker\n"
       "restarts; with --sample, operator calls, self and total time, and API usage keys).\n"
       "Statuses: 400 bad request or inputs that do not fit the model, 404 unknown model or path, 405 wrong\n"
-      "method, 408 request not sent in --read-timeout, 411 no Content-Length (chunked bodies are refused),\n"
-      "413 body over --max-body, 431 headers over 16 KiB, 500 the worker died, 503 not ready, queue full\n"
-      "or shutting down (Retry-After), 504 queued past --timeout. Errors are {\"error\": \"...\"}.\n"
+      "method, 408 headers not sent in --header-timeout or body in --read-timeout, 411 no Content-Length\n"
+      "(chunked bodies are refused), 413 body over --max-body or a request larger than\n"
+      "--max-inflight-bytes, 431 headers over 16 KiB, 500 the worker died or the response is over\n"
+      "--max-response, 503 not ready, queue full, --max-inflight-bytes or --max-connections in use, or\n"
+      "shutting down (Retry-After), 504 past --timeout. Errors are {\"error\": \"...\"}.\n"
       "\n"
       "One line on stdout when it serves: the URL, and each model's signature. SIGTERM or SIGINT: stop\n"
       "accepting, finish the requests in flight and queued within --grace, exit 0.");
@@ -291,7 +303,8 @@ Runner setup_serve(CLI::App& app, Context& ctx) {
   app.add_option("--max-queue", opts->batch.max_queue, "Queued requests per model; beyond: 503 with Retry-After (default 64)")
       ->check(CLI::Range(1, 1 << 20));
   app.add_option("--timeout", opts->batch.timeout_ms,
-                 "Milliseconds a request may wait in the queue; beyond: 504 without running (default 0: no limit)")
+                 "Milliseconds from a request's last byte until it runs, parsing and queueing; beyond: 504 without\n"
+                 "running (default 0: no limit)")
       ->check(CLI::Range(0, 86400000));
   app.add_option("--instances", opts->instances,
                  "Worker processes per model, each a copy of it taking requests from the model's queue (default 1)")
@@ -307,9 +320,25 @@ Runner setup_serve(CLI::App& app, Context& ctx) {
                "Before serving, replay each archive's recorded self-check (run --record) on --device; one that\n"
                "fails ends the command (exit 1); one without a check is served and a line says so");
   app.add_option("--max-body", opts->max_body, "Largest request body (default 64M); beyond: 413");
-  app.add_option("--read-timeout", opts->read_timeout_ms,
-                 "Milliseconds from a request's first byte to its last (default 10000); beyond: 408")
+  app.add_option("--max-response", opts->max_response,
+                 "Largest infer response (default 64M); beyond: 500 naming this option (binary outputs are smaller)")
+      ->type_name("SIZE");
+  app.add_option("--max-inflight-bytes", opts->max_inflight,
+                 "Bytes all requests together may hold: bodies being read, parsed JSON and tensors, responses\n"
+                 "(default 1G); a request that does not fit beside the others: 503 with Retry-After; one larger\n"
+                 "than this alone: 413. A JSON body takes up to about 25 times its size while parsed")
+      ->type_name("SIZE");
+  app.add_option("--header-timeout", opts->header_timeout_ms,
+                 "Milliseconds from accepting a connection (a later request: from its first byte) to the end of\n"
+                 "the request's headers (default 10000); beyond: 408")
       ->check(CLI::Range(1, 3600000));
+  app.add_option("--read-timeout", opts->read_timeout_ms,
+                 "Milliseconds from the end of a request's headers to the end of its body (default 10000);\n"
+                 "beyond: 408")
+      ->check(CLI::Range(1, 3600000));
+  app.add_option("--max-connections", opts->max_connections,
+                 "Open connections at once (default 256); beyond: 503 and close")
+      ->check(CLI::Range(1, 1 << 20));
   add_worker_options(app, opts->worker, true);
   return [opts, &ctx] { return run_serve(*opts, ctx); };
 }

@@ -8,9 +8,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -60,6 +62,33 @@ const std::string* HttpRequest::header(std::string_view name) const {
   return nullptr;
 }
 
+// --- the byte budget --------------------------------------------------------------------
+
+ByteBudget::Grant ByteBudget::take(uint64_t held, uint64_t more) {
+  if (more > capacity_ || held > capacity_ - more) return Grant::TooLarge;
+  uint64_t used = in_use_.load();
+  do {
+    if (used > capacity_ - more) return Grant::Busy;
+  } while (!in_use_.compare_exchange_weak(used, used + more));
+  return Grant::Granted;
+}
+
+ByteBudget::Grant MemoryReservation::resize(uint64_t bytes) {
+  if (bytes <= held_) {
+    if (budget_ != nullptr) budget_->give_back(held_ - bytes);
+    held_ = bytes;
+    return ByteBudget::Grant::Granted;
+  }
+  if (budget_ != nullptr) {
+    const ByteBudget::Grant grant = budget_->take(held_, bytes - held_);
+    if (grant != ByteBudget::Grant::Granted) return grant;
+  }
+  held_ = bytes;
+  return ByteBudget::Grant::Granted;
+}
+
+// --- responses -------------------------------------------------------------------------
+
 HttpResponse json_error(int status, const std::string& message) {
   HttpResponse r;
   r.status = status;
@@ -89,15 +118,18 @@ const char* reason_phrase(int status) {
   }
 }
 
-std::string render_response(const HttpResponse& response, bool keep_alive) {
+std::string render_head(const HttpResponse& response, bool keep_alive) {
   std::string out = "HTTP/1.1 " + std::to_string(response.status) + " " + reason_phrase(response.status) + "\r\n";
   if (!response.content_type.empty()) out += "Content-Type: " + response.content_type + "\r\n";
   out += "Content-Length: " + std::to_string(response.body.size()) + "\r\n";
   for (const auto& [name, value] : response.headers) out += name + ": " + value + "\r\n";
   if (!keep_alive) out += "Connection: close\r\n";
   out += "\r\n";
-  out += response.body;
   return out;
+}
+
+std::string render_response(const HttpResponse& response, bool keep_alive) {
+  return render_head(response, keep_alive) + response.body;
 }
 
 // --- the parser ----------------------------------------------------------------------
@@ -145,8 +177,13 @@ HttpParser::State HttpParser::parse() {
     headers_done_ = true;
   }
   if (buffer_.size() < body_size_) return state_;
-  request_.body = buffer_.substr(0, body_size_);
-  buffer_.erase(0, body_size_);
+  if (buffer_.size() == body_size_) {
+    request_.body = std::move(buffer_);  // the usual case, without a second copy of a large body
+    buffer_.clear();
+  } else {
+    request_.body = buffer_.substr(0, body_size_);
+    buffer_.erase(0, body_size_);
+  }
   state_ = State::Complete;
   return state_;
 }
@@ -246,7 +283,7 @@ HttpParser::State HttpParser::parse_head(std::string_view head) {
 // --- the server -----------------------------------------------------------------------
 
 HttpServer::HttpServer(HttpServerOptions options, HttpHandler handler)
-    : options_(std::move(options)), handler_(std::move(handler)) {
+    : options_(std::move(options)), handler_(std::move(handler)), budget_(options_.max_inflight_bytes) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -317,7 +354,10 @@ void HttpServer::serve() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (connections_ >= options_.max_connections) {
-        const std::string busy = render_response(json_error(503, "too many connections"), false);
+        HttpResponse refusal = json_error(503, "too many connections (--max-connections " +
+                                                   std::to_string(options_.max_connections) + ")");
+        refusal.headers.emplace_back("Retry-After", "1");
+        const std::string busy = render_response(refusal, false);
         [[maybe_unused]] const ssize_t n = ::send(fd, busy.data(), busy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
         ::close(fd);
         continue;
@@ -374,61 +414,103 @@ void lingering_close(int fd) {
   ::close(fd);
 }
 
+// Why a request's body may not be read now: 413 when it alone is larger
+// than the budget, 503 (Retry-After) while the other requests hold too much
+// of it; nothing when its reservation now holds it.
+std::optional<HttpResponse> reserve_body(MemoryReservation& memory, uint64_t size) {
+  const ByteBudget::Grant grant = memory.resize(size);
+  if (grant == ByteBudget::Grant::Granted) return std::nullopt;
+  if (grant == ByteBudget::Grant::TooLarge) {
+    return json_error(413, "the body (" + std::to_string(size) + " bytes) is larger than the bytes the server holds "
+                           "in flight for all requests (--max-inflight-bytes " + std::to_string(memory.capacity()) + ")");
+  }
+  HttpResponse busy = json_error(503, "the server holds " + std::to_string(memory.in_use()) + " bytes of requests in flight; "
+                                      "a body of " + std::to_string(size) + " more does not fit (--max-inflight-bytes " +
+                                      std::to_string(memory.capacity()) + ")");
+  busy.headers.emplace_back("Retry-After", "1");
+  return busy;
+}
+
 }  // namespace
 
 void HttpServer::connection(int fd) {
   using Clock = std::chrono::steady_clock;
+  using std::chrono::milliseconds;
   HttpParser parser(options_.limits);
-  auto idle_since = Clock::now();
-  auto request_since = Clock::now();
+  MemoryReservation memory(&budget_);
+  // A request's clocks: its headers from accept (a connection's first
+  // request) or from its first byte (a later one); its body from the end of
+  // its headers. They are checked after every read, not only when the
+  // connection is quiet, so a byte every few milliseconds does not hold a
+  // request open.
+  auto head_since = Clock::now();
+  auto body_since = head_since;
+  auto idle_since = head_since;
+  bool first = true;
+  bool reserved = false;  // the request's body is in `memory`
   bool continued = false;
   bool close_now = false;
   char buffer[1 << 16];
-  const auto finish = [this] {
+  // The bytes go back before the count: once it is 0 the server (and its
+  // budget) may be destroyed.
+  const auto finish = [this, &memory] {
+    memory.release();
     std::lock_guard<std::mutex> lock(mutex_);
     if (--connections_ == 0) idle_.notify_all();
+  };
+  // Sends an error for a request not read in full, then closes.
+  const auto refuse = [&](const HttpResponse& response) {
+    send_all(fd, render_response(response, false), options_.read_timeout_ms);
+    lingering_close(fd);
+    finish();
   };
   while (!close_now) {
     // Requests already buffered (pipelined) are answered before reading more.
     HttpParser::State state = parser.state();
     if (state == HttpParser::State::Incomplete) {
       if (stopping_ && !parser.started()) break;
-      pollfd p{fd, POLLIN, 0};
-      const int ready = ::poll(&p, 1, 100);
+      const bool in_head = first || parser.started();
+      const bool in_body = parser.awaiting_body();
       const auto now = Clock::now();
-      if (ready <= 0) {
-        if (parser.started()) {
-          if (now - request_since > std::chrono::milliseconds(options_.read_timeout_ms)) {
-            send_all(fd, render_response(json_error(408, "the request did not arrive within " +
-                                                             std::to_string(options_.read_timeout_ms) + " ms"),
-                                         false),
-                     1000);
-            lingering_close(fd);
-            return finish();
-          }
-        } else if (now - idle_since > std::chrono::milliseconds(options_.idle_timeout_ms)) {
-          break;
-        }
-        continue;
+      const auto deadline = in_body   ? body_since + milliseconds(options_.read_timeout_ms)
+                            : in_head ? head_since + milliseconds(options_.header_timeout_ms)
+                                      : idle_since + milliseconds(options_.idle_timeout_ms);
+      if (now >= deadline) {
+        if (!in_head && !in_body) break;  // idle: close quietly
+        const std::string what = in_body ? "the request's body did not arrive within " +
+                                               std::to_string(options_.read_timeout_ms) + " ms of its headers (--read-timeout)"
+                                         : "the request line and headers did not arrive within " +
+                                               std::to_string(options_.header_timeout_ms) + " ms (--header-timeout)";
+        return refuse(json_error(408, what));
       }
+      // Wakes at least every 100 ms for stop().
+      const auto wait = std::min<int64_t>(100, std::chrono::duration_cast<milliseconds>(deadline - now).count() + 1);
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(wait)) <= 0) continue;
+      const bool started = parser.started();
       const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
-      if (!parser.started()) request_since = now;
+      if (!started && !first) head_since = Clock::now();
       state = parser.feed(std::string_view(buffer, static_cast<size_t>(n)));
+      if (parser.awaiting_body() && !in_body) body_since = Clock::now();
+    }
+    if (state == HttpParser::State::Failed) {
+      return refuse(json_error(parser.error_status(), parser.error_message()));
+    }
+    if (parser.headers_done() && !reserved) {
+      // The body counts against the budget before it is read (a client that
+      // asked for 100-continue has not sent it yet).
+      if (auto refusal = reserve_body(memory, parser.body_size())) return refuse(*refusal);
+      reserved = true;
       if (parser.awaiting_body() && parser.request().expects_continue && !continued) {
         continued = true;
         send_all(fd, "HTTP/1.1 100 Continue\r\n\r\n", options_.read_timeout_ms);
       }
     }
-    if (state == HttpParser::State::Failed) {
-      HttpResponse error = json_error(parser.error_status(), parser.error_message());
-      send_all(fd, render_response(error, false), options_.read_timeout_ms);
-      lingering_close(fd);
-      return finish();
-    }
     if (state != HttpParser::State::Complete) continue;
-    const HttpRequest& request = parser.request();
+    HttpRequest& request = parser.request();
+    request.memory = &memory;
     HttpResponse response;
     try {
       response = handler_(request);
@@ -436,11 +518,19 @@ void HttpServer::connection(int fd) {
       response = json_error(500, std::string("internal error: ") + e.what());
     }
     const bool keep_alive = request.keep_alive && !response.close && !stopping_;
-    if (!send_all(fd, render_response(response, keep_alive), options_.read_timeout_ms)) break;
+    // A large body goes after its head rather than copied behind it.
+    const bool sent = response.body.size() < (size_t{1} << 16)
+                          ? send_all(fd, render_response(response, keep_alive), options_.read_timeout_ms)
+                          : send_all(fd, render_head(response, keep_alive), options_.read_timeout_ms) &&
+                                send_all(fd, response.body, options_.read_timeout_ms);
+    response = HttpResponse{};
+    memory.release();
+    if (!sent) break;
     if (!keep_alive) close_now = true;
     parser.next();
-    continued = false;
-    idle_since = request_since = Clock::now();
+    first = false;
+    reserved = continued = false;
+    idle_since = head_since = Clock::now();
   }
   ::close(fd);
   finish();

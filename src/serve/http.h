@@ -1,7 +1,9 @@
 // A small, strict HTTP/1.1 server on POSIX sockets for `serve`: keep-alive,
-// Content-Length bodies only, limits on the header and the body, read
-// timeouts for slow or half-sent requests, one thread per connection (at
-// most HttpServerOptions::max_connections). Errors are JSON: {"error": "..."}.
+// Content-Length bodies only, limits on the header and the body, separate
+// deadlines for the headers and the body of slow or half-sent requests, one
+// thread per connection (at most HttpServerOptions::max_connections), and one
+// budget of bytes in flight over all connections (ByteBudget). Errors are
+// JSON: {"error": "..."}.
 #pragma once
 
 #include <atomic>
@@ -22,6 +24,50 @@ struct HttpLimits {
   uint64_t max_body_bytes = uint64_t{64} << 20;  // Content-Length: 413 beyond
 };
 
+// Bytes in flight over the whole server: request bodies being read, what
+// parsing them makes, responses. Each request holds a MemoryReservation that
+// grows and shrinks with it; a request that would pass the capacity is
+// refused (503 while others hold the bytes, 413 when it alone needs more)
+// instead of growing the process without bound.
+class ByteBudget {
+ public:
+  enum class Grant { Granted, Busy, TooLarge };
+  explicit ByteBudget(uint64_t capacity) : capacity_(capacity) {}
+  uint64_t capacity() const { return capacity_; }
+  uint64_t in_use() const { return in_use_.load(); }
+
+ private:
+  friend class MemoryReservation;
+  Grant take(uint64_t held, uint64_t more);
+  void give_back(uint64_t bytes) { in_use_ -= bytes; }
+
+  const uint64_t capacity_;
+  std::atomic<uint64_t> in_use_{0};
+};
+
+// One request's share of a ByteBudget, returned when it is destroyed or
+// released. Without a budget every size is granted.
+class MemoryReservation {
+ public:
+  explicit MemoryReservation(ByteBudget* budget = nullptr) : budget_(budget) {}
+  ~MemoryReservation() { release(); }
+  MemoryReservation(const MemoryReservation&) = delete;
+  MemoryReservation& operator=(const MemoryReservation&) = delete;
+
+  // Holds `bytes` in all from now on: shrinking always succeeds; growing
+  // takes the difference, or leaves what is held as it was when the budget
+  // lacks it now (Busy) or can never give it (TooLarge).
+  ByteBudget::Grant resize(uint64_t bytes);
+  uint64_t bytes() const { return held_; }
+  uint64_t capacity() const { return budget_ != nullptr ? budget_->capacity() : UINT64_MAX; }
+  uint64_t in_use() const { return budget_ != nullptr ? budget_->in_use() : held_; }
+  void release() { resize(0); }
+
+ private:
+  ByteBudget* budget_;
+  uint64_t held_ = 0;
+};
+
 struct HttpRequest {
   std::string method;   // "GET"
   std::string target;   // "/v2/models/mlp/infer"
@@ -32,6 +78,10 @@ struct HttpRequest {
   bool expects_continue = false;  // Expect: 100-continue
   // The first header of that (lower-case) name, or null.
   const std::string* header(std::string_view name) const;
+  // The request's share of the server's ByteBudget, holding its body when
+  // the handler is called; the handler resizes it for what it makes. Null
+  // outside HttpServer.
+  MemoryReservation* memory = nullptr;
 };
 
 struct HttpResponse {
@@ -47,6 +97,9 @@ HttpResponse json_error(int status, const std::string& message);
 const char* reason_phrase(int status);
 // The bytes on the wire; `keep_alive` false adds Connection: close.
 std::string render_response(const HttpResponse& response, bool keep_alive);
+// The status line and headers alone (the body is sent after them, so that a
+// large body is not copied).
+std::string render_head(const HttpResponse& response, bool keep_alive);
 
 // Parses requests from bytes as they arrive; several requests may follow each
 // other on one connection (pipelining).
@@ -62,7 +115,11 @@ class HttpParser {
   bool started() const { return !buffer_.empty() || headers_done_ || state_ != State::Incomplete; }
   // The headers are in and the request waits for its body.
   bool awaiting_body() const { return headers_done_ && state_ == State::Incomplete; }
+  // The headers are in (the body may be too); then body_size() is its Content-Length.
+  bool headers_done() const { return headers_done_ || state_ == State::Complete; }
+  uint64_t body_size() const { return body_size_; }
   const HttpRequest& request() const { return request_; }
+  HttpRequest& request() { return request_; }
   // With Failed: the status (400, 411, 413, 431, 505, ...) and why.
   int error_status() const { return error_status_; }
   const std::string& error_message() const { return error_message_; }
@@ -88,9 +145,16 @@ struct HttpServerOptions {
   std::string host = "127.0.0.1";
   int port = 8000;  // 0: any free port (port() says which)
   HttpLimits limits;
-  int read_timeout_ms = 10000;  // from a request's first byte to its last: 408 beyond
+  // A connection's first request line and headers within this of accept, a
+  // later request's within this of its first byte: 408 beyond. Checked after
+  // every read, so bytes that trickle in do not extend it.
+  int header_timeout_ms = 10000;
+  int read_timeout_ms = 10000;  // from the end of the headers to the end of the body: 408 beyond
   int idle_timeout_ms = 60000;  // a kept-alive connection with no request is closed
   int max_connections = 256;    // beyond: 503 and close
+  // Bytes in flight over all connections (ByteBudget): a body larger than
+  // this is 413, one that does not fit beside the others now 503.
+  uint64_t max_inflight_bytes = uint64_t{1} << 30;
 };
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
@@ -105,6 +169,7 @@ class HttpServer {
   HttpServer& operator=(const HttpServer&) = delete;
 
   int port() const { return port_; }
+  const ByteBudget& budget() const { return budget_; }
   // Accepts connections until stop(); returns once every connection has
   // finished its request in flight and closed.
   void serve();
@@ -123,6 +188,7 @@ class HttpServer {
   std::mutex mutex_;
   std::condition_variable idle_;
   int connections_ = 0;
+  ByteBudget budget_;
 };
 
 }  // namespace tsarchive::serve

@@ -112,14 +112,17 @@ void ModelEndpoint::fetch_stats(Instance& instance, std::unique_lock<std::mutex>
   stats_fetched_.notify_all();
 }
 
-std::future<InferOutcome> ModelEndpoint::submit(std::vector<HostValue> arguments) {
+std::future<InferOutcome> ModelEndpoint::submit(std::vector<HostValue> arguments, Clock::time_point received) {
   Pending p;
   p.inputs = std::move(arguments);
   p.queued = Clock::now();
-  p.deadline = batch_.timeout_ms > 0 ? p.queued + std::chrono::milliseconds(batch_.timeout_ms) : Clock::time_point::max();
+  p.deadline = batch_.timeout_ms > 0 ? received + std::chrono::milliseconds(batch_.timeout_ms) : Clock::time_point::max();
   std::future<InferOutcome> result = p.promise.get_future();
   std::lock_guard<std::mutex> lock(mutex_);
-  if (stopping_) {
+  if (p.queued > p.deadline) {
+    p.promise.set_value(failure(504, "reading and parsing the request took longer than --timeout (" +
+                                         std::to_string(batch_.timeout_ms) + " ms); it was not run"));
+  } else if (stopping_) {
     p.promise.set_value(failure(503, "the server is shutting down"));
   } else if (ready_count() == 0) {
     p.promise.set_value(failure(503, "model '" + spec_.name + "' is not ready: its worker is being restarted"));
@@ -338,7 +341,9 @@ void ModelEndpoint::run(Instance& instance, std::vector<Pending>& batch) {
 
 // --- the routes --------------------------------------------------------------------------
 
-InferenceServer::InferenceServer(std::vector<ModelSpec> models, BatchOptions batch, std::string executable, LogLine warn) {
+InferenceServer::InferenceServer(std::vector<ModelSpec> models, BatchOptions batch, std::string executable, LogLine warn,
+                                 uint64_t max_response_bytes)
+    : max_response_bytes_(max_response_bytes) {
   for (ModelSpec& spec : models) {
     models_.push_back(std::make_unique<ModelEndpoint>(std::move(spec), batch, executable, warn));
   }
@@ -453,14 +458,54 @@ HttpResponse InferenceServer::handle(const HttpRequest& request) {
     }
     if (request.method != "POST") return not_allowed("POST");
     const auto began = std::chrono::steady_clock::now();
-    HttpResponse response = infer(*model, request);
+    HttpResponse response = infer(*model, request, began);
     model->metrics().request(response.status, std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
     return response;
   }
   return json_error(404, "no such endpoint: " + path.substr(0, 200));
 }
 
-HttpResponse InferenceServer::infer(ModelEndpoint& model, const HttpRequest& request) {
+namespace {
+
+uint64_t tensor_bytes(const std::vector<InferInput>& inputs) {
+  uint64_t total = 0;
+  for (const InferInput& in : inputs) total += (in.tensor.bytes ? in.tensor.bytes->size() : 0) + (in.text ? in.text->size() : 0);
+  return total;
+}
+
+uint64_t tensor_bytes(const std::vector<NamedTensor>& outputs) {
+  uint64_t total = 0;
+  for (const NamedTensor& out : outputs) total += out.tensor.bytes ? out.tensor.bytes->size() : 0;
+  return total;
+}
+
+// Makes the request's reservation hold `bytes` before what needs them is
+// made: ApiError 413 when the budget could never hold them, 503 while other
+// requests hold too much of it.
+void hold(MemoryReservation& memory, uint64_t bytes, const std::string& what) {
+  switch (memory.resize(bytes)) {
+    case ByteBudget::Grant::Granted:
+      return;
+    case ByteBudget::Grant::TooLarge:
+      throw ApiError(413, "the request needs about " + std::to_string(bytes) + " bytes for " + what +
+                              ", more than the server holds in flight for all requests (--max-inflight-bytes " +
+                              std::to_string(memory.capacity()) + ")");
+    case ByteBudget::Grant::Busy:
+      throw ApiError(503, "the server holds " + std::to_string(memory.in_use()) + " bytes of requests in flight; the " +
+                              std::to_string(bytes - memory.bytes()) + " more this one needs for " + what +
+                              " do not fit (--max-inflight-bytes " + std::to_string(memory.capacity()) + ")");
+  }
+}
+
+}  // namespace
+
+HttpResponse InferenceServer::infer(ModelEndpoint& model, const HttpRequest& request, Clock::time_point received) {
+  // The request's share of --max-inflight-bytes, holding its body already;
+  // it grows before each thing the request makes, so that a request that
+  // would pass the budget is refused before the memory is taken.
+  MemoryReservation unlimited;
+  MemoryReservation& memory = request.memory != nullptr ? *request.memory : unlimited;
+  const uint64_t body = request.body.size();
   try {
     std::optional<uint64_t> json_size;
     if (const std::string* header = request.header("inference-header-content-length")) {
@@ -469,25 +514,39 @@ HttpResponse InferenceServer::infer(ModelEndpoint& model, const HttpRequest& req
       if (!digits) throw ApiError(400, "Inference-Header-Content-Length is not a size: " + header->substr(0, 40));
       json_size = std::stoull(*header);
     }
+    hold(memory, body + parse_cost(request.body, json_size), "parsing it");
     InferRequest parsed = parse_infer_request(request.body, json_size);
+    // The parsed JSON is gone; the tensors stay, and are copied once more
+    // into the frame sent to the worker.
+    const uint64_t inputs = 2 * tensor_bytes(parsed.inputs);
+    hold(memory, body + inputs, "its tensors");
     std::vector<HostValue> arguments = method_arguments(model.name(), model.info(), parsed);
-    InferOutcome outcome = model.submit(std::move(arguments)).get();
+    InferOutcome outcome = model.submit(std::move(arguments), received).get();
     if (outcome.status != 200) {
       HttpResponse r = json_error(outcome.status, outcome.message);
       if (outcome.status == 503) r.headers.emplace_back("Retry-After", "1");
       return r;
     }
+    // The outputs are counted once they are back (the worker's answer gives
+    // their sizes); the response's text before it is written.
+    const uint64_t outputs = tensor_bytes(outcome.outputs);
+    const uint64_t response_bound =
+        std::min(response_size_bound(outcome.outputs, parsed.binary_outputs, parsed.binary_data_output),
+                 max_response_bytes_ + (uint64_t{1} << 16));
+    hold(memory, body + inputs + outputs + response_bound, "its response");
     HttpResponse r;
     size_t header_size = 0;
     r.body = render_infer_response(model.name(), parsed.id, outcome.outputs, parsed.outputs, parsed.binary_outputs,
-                                   parsed.binary_data_output, &header_size);
+                                   parsed.binary_data_output, &header_size, max_response_bytes_);
     if (header_size > 0) {
       r.content_type = "application/octet-stream";
       r.headers.emplace_back("Inference-Header-Content-Length", std::to_string(header_size));
     }
     return r;
   } catch (const ApiError& e) {
-    return json_error(e.status(), e.what());
+    HttpResponse r = json_error(e.status(), e.what());
+    if (e.status() == 503) r.headers.emplace_back("Retry-After", "1");
+    return r;
   }
 }
 

@@ -71,8 +71,11 @@ class ModelEndpoint {
 
   // Queues one request (the method's arguments, arguments.h); the future
   // answers when it ran, failed or expired. 503 at once when the queue is
-  // full or no worker is serving.
-  std::future<InferOutcome> submit(std::vector<HostValue> arguments);
+  // full or no worker is serving. --timeout counts from `received` (when the
+  // request was read, before it was parsed): 504 at once when parsing it
+  // already took that long.
+  std::future<InferOutcome> submit(std::vector<HostValue> arguments,
+                                   std::chrono::steady_clock::time_point received = std::chrono::steady_clock::now());
   // Answers what is queued (runs it), then stops the workers.
   void stop();
   // Answers what is still queued with 503 and kills the workers: the
@@ -115,7 +118,10 @@ class ModelEndpoint {
 
 class InferenceServer {
  public:
-  InferenceServer(std::vector<ModelSpec> models, BatchOptions batch, std::string executable, LogLine warn);
+  // `max_response_bytes`: the longest infer response (--max-response); a
+  // longer one is 500 naming it.
+  InferenceServer(std::vector<ModelSpec> models, BatchOptions batch, std::string executable, LogLine warn,
+                  uint64_t max_response_bytes = uint64_t{64} << 20);
   // Loads every model; throws the first load's Error.
   void start();
   HttpResponse handle(const HttpRequest& request);
@@ -125,9 +131,10 @@ class InferenceServer {
 
  private:
   ModelEndpoint* find(const std::string& name);
-  HttpResponse infer(ModelEndpoint& model, const HttpRequest& request);
+  HttpResponse infer(ModelEndpoint& model, const HttpRequest& request, std::chrono::steady_clock::time_point received);
   HttpResponse metrics() const;
   std::vector<std::unique_ptr<ModelEndpoint>> models_;
+  uint64_t max_response_bytes_;
 };
 
 }  // namespace tsarchive::serve

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <unordered_set>
 
 #include "base/bounded_json.h"
 #include "base/strings.h"
@@ -264,14 +265,20 @@ InferRequest parse_infer_request(std::string_view whole, std::optional<uint64_t>
   if (inputs == doc->end() || !inputs->is_array() || inputs->empty()) {
     throw ApiError(400, "the request has no \"inputs\" array");
   }
+  // The names seen, as views into `doc` (which outlives the loop): a hash
+  // set, since a comparison with every earlier input made one 5 MB request
+  // of 80,000 inputs take minutes of a core.
+  std::unordered_set<std::string_view> names;
+  names.reserve(inputs->size());
+  request.inputs.reserve(inputs->size());
   for (const nlohmann::json& in : *inputs) {
     if (!in.is_object()) throw ApiError(400, "an input is not a JSON object");
     const auto name = in.find("name");
     if (name == in.end() || !name->is_string()) throw ApiError(400, "an input has no \"name\"");
     InferInput input;
     input.name = name->get<std::string>();
-    for (const InferInput& other : request.inputs) {
-      if (other.name == input.name) throw ApiError(400, "input '" + input.name + "' is given twice");
+    if (!names.insert(name->get_ref<const std::string&>()).second) {
+      throw ApiError(400, "input '" + input.name.substr(0, 100) + "' is given twice");
     }
     const auto datatype = in.find("datatype");
     if (datatype == in.end() || !datatype->is_string()) throw ApiError(400, "input '" + input.name + "' has no \"datatype\"");
@@ -369,6 +376,90 @@ InferRequest parse_infer_request(std::string_view whole, std::optional<uint64_t>
   return request;
 }
 
+uint64_t parse_cost(std::string_view whole, std::optional<uint64_t> json_size) {
+  const std::string_view json = json_size && *json_size <= whole.size() ? whole.substr(0, *json_size) : whole;
+  uint64_t values = 1, members = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : json) {
+    if (in_string) {
+      if (escaped) escaped = false;
+      else if (c == '\\') escaped = true;
+      else if (c == '"') in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == ',' || c == '[' || c == '{') ++values;
+    else if (c == ':') ++members;
+  }
+  // 48 bytes a value (its 16, and a growing array's old and new storage);
+  // a member's map node (key, value, links, malloc's header) about 96; the
+  // strings and the decoded data at most the text's bytes once more.
+  return 48 * values + 96 * members + whole.size();
+}
+
+namespace {
+
+// The longest text nlohmann writes for one value of a datatype, with its comma.
+uint64_t json_chars(std::string_view v2) {
+  if (v2 == "BOOL") return 6;
+  if (v2 == "UINT8" || v2 == "INT8") return 5;
+  if (v2 == "INT16") return 7;
+  if (v2 == "INT32") return 12;
+  if (v2 == "INT64") return 21;
+  return 25;  // a float as the shortest double that reads back: "-1.2345678901234567e-308,"
+}
+
+// Appends a tensor's values, row-major, as nlohmann writes them in a JSON
+// array ("1.5,2,..." without the brackets); ApiError(500) once `out` would
+// pass `max_bytes`.
+void append_json_data(std::string& out, const NamedTensor& named, const Datatype& d, uint64_t max_bytes) {
+  const HostTensor& t = named.tensor;
+  uint64_t n = 1;
+  for (int64_t dim : t.shape) n *= static_cast<uint64_t>(dim);
+  const std::string empty;
+  const std::string& bytes = t.bytes ? *t.bytes : empty;
+  if (bytes.size() < n * d.size) throw ApiError(500, "output '" + named.name + "' holds fewer bytes than its shape needs");
+  nlohmann::detail::serializer<nlohmann::json> writer(nlohmann::detail::output_adapter<char, std::string>(out), ' ',
+                                                      nlohmann::json::error_handler_t::replace);
+  const std::string_view v2 = d.v2;
+  for (uint64_t i = 0; i < n; ++i) {
+    nlohmann::json value;
+    if (v2 == "BOOL") value = bytes[i] != 0;
+    else if (v2 == "UINT8") value = get<uint8_t>(bytes, i);
+    else if (v2 == "INT8") value = get<int8_t>(bytes, i);
+    else if (v2 == "INT16") value = get<int16_t>(bytes, i);
+    else if (v2 == "INT32") value = get<int32_t>(bytes, i);
+    else if (v2 == "INT64") value = get<int64_t>(bytes, i);
+    else if (v2 == "FP16") value = from_half(get<uint16_t>(bytes, i));
+    else if (v2 == "BF16") value = from_bfloat16(get<uint16_t>(bytes, i));
+    else if (v2 == "FP32") value = get<float>(bytes, i);
+    else value = get<double>(bytes, i);
+    if (i > 0) out.push_back(',');
+    writer.dump(value, false, false, 0);
+    if ((i & 1023) == 0 && out.size() > max_bytes) break;
+  }
+  if (out.size() > max_bytes) {
+    throw ApiError(500, "the response is larger than --max-response (" + std::to_string(max_bytes) +
+                            " bytes): ask for fewer outputs or rows, or binary outputs");
+  }
+}
+
+}  // namespace
+
+uint64_t response_size_bound(const std::vector<NamedTensor>& outputs, const std::vector<std::string>& binary,
+                             bool all_binary) {
+  uint64_t total = 256;
+  for (const NamedTensor& out : outputs) {
+    uint64_t n = 1;
+    for (int64_t dim : out.tensor.shape) n *= static_cast<uint64_t>(dim);
+    const Datatype* d = by_dtype(out.tensor.dtype);
+    const bool raw = all_binary || std::find(binary.begin(), binary.end(), out.name) != binary.end();
+    total += 128 + 6 * out.name.size() + 21 * out.tensor.shape.size();  // name (escaped), shape, keys
+    total += d == nullptr ? 0 : n * (raw ? d->size : json_chars(d->v2));
+  }
+  return total;
+}
+
 nlohmann::json tensor_json(const NamedTensor& named) {
   const HostTensor& t = named.tensor;
   const Datatype* d = by_dtype(t.dtype);
@@ -399,7 +490,8 @@ nlohmann::json tensor_json(const NamedTensor& named) {
 
 std::string render_infer_response(const std::string& model, const std::string& id,
                                   const std::vector<NamedTensor>& outputs, const std::vector<std::string>& wanted,
-                                  const std::vector<std::string>& binary, bool all_binary, size_t* json_size) {
+                                  const std::vector<std::string>& binary, bool all_binary, size_t* json_size,
+                                  uint64_t max_bytes) {
   for (const std::string& name : wanted) {
     bool found = false;
     for (const NamedTensor& out : outputs) found = found || out.name == name;
@@ -411,13 +503,26 @@ std::string render_infer_response(const std::string& model, const std::string& i
   }
   nlohmann::json response = {{"model_name", model}, {"outputs", nlohmann::json::array()}};
   if (!id.empty()) response["id"] = id;
+  const auto too_large = [max_bytes] {
+    return ApiError(500, "the response is larger than --max-response (" + std::to_string(max_bytes) +
+                             " bytes): ask for fewer outputs or rows, or binary outputs");
+  };
   std::string tail;  // the binary outputs' bytes
+  // The JSON outputs, whose "data" is written into the text after the rest
+  // is dumped with "data": [] in its place.
+  std::vector<std::pair<const NamedTensor*, const Datatype*>> json_data;
   for (const NamedTensor& out : outputs) {
     bool keep = wanted.empty();
     for (const std::string& name : wanted) keep = keep || name == out.name;
     if (!keep) continue;
     if (!all_binary && std::find(binary.begin(), binary.end(), out.name) == binary.end()) {
-      response["outputs"].push_back(tensor_json(out));
+      const Datatype* d = by_dtype(out.tensor.dtype);
+      if (d == nullptr) {
+        throw ApiError(500, "output '" + out.name + "' has dtype " + out.tensor.dtype + ", which the protocol's JSON cannot carry");
+      }
+      response["outputs"].push_back({{"name", out.name}, {"datatype", d->v2}, {"shape", out.tensor.shape},
+                                     {"data", nlohmann::json::array()}});
+      json_data.emplace_back(&out, d);
       continue;
     }
     const std::optional<std::string> datatype = datatype_of_dtype(out.tensor.dtype);
@@ -434,12 +539,27 @@ std::string render_infer_response(const std::string& model, const std::string& i
                                    {"datatype", *datatype},
                                    {"shape", out.tensor.shape},
                                    {"parameters", {{"binary_data_size", size}}}});
+    if (tail.size() + size > max_bytes) throw too_large();
     tail.append(out.tensor.bytes->data(), size);
   }
   // NaN and Inf have no JSON form: they are written as null.
-  std::string text = response.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string skeleton = response.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  // Keys are sorted, so "data" opens each output's object; inside a string
+  // its quotes would be escaped, so the k-th "data":[] is the k-th output's.
+  constexpr std::string_view kEmptyData = "\"data\":[]";
+  std::string text;
+  size_t at = 0;
+  for (const auto& [out, d] : json_data) {
+    const size_t found = skeleton.find(kEmptyData, at);
+    text.append(skeleton, at, found + kEmptyData.size() - 1 - at);  // up to and with the '['
+    append_json_data(text, *out, *d, max_bytes);
+    at = found + kEmptyData.size() - 1;  // the ']'
+  }
+  text.append(skeleton, at, std::string::npos);
+  if (text.size() + tail.size() > max_bytes) throw too_large();
   if (json_size != nullptr) *json_size = binary.empty() && !all_binary ? 0 : text.size();
-  return text + tail;
+  text += tail;
+  return text;
 }
 
 std::optional<std::pair<std::string, std::vector<int64_t>>> recorded_shape(const std::string& line) {

@@ -70,6 +70,14 @@ struct InferRequest {
 // strings are refused (400): a tensor parameter cannot hold strings.
 InferRequest parse_infer_request(std::string_view body, std::optional<uint64_t> json_size = std::nullopt);
 
+// An upper estimate of the memory parse_infer_request takes for `body` on
+// top of the body itself, counted on the bytes before anything is parsed:
+// nlohmann's parsed values (16 bytes each in arrays that grow by doubling, so
+// up to 48 while one grows; an object's members as map nodes) and the
+// decoded tensors. A JSON body costs about 25 times its size at most, binary
+// tensor data its size once more.
+uint64_t parse_cost(std::string_view body, std::optional<uint64_t> json_size = std::nullopt);
+
 // One tensor as {"name", "datatype", "shape", "data"}; ApiError(500) for a
 // dtype the JSON form cannot carry.
 nlohmann::json tensor_json(const NamedTensor& tensor);
@@ -82,10 +90,20 @@ nlohmann::json tensor_json(const NamedTensor& tensor);
 // after the JSON, each with "parameters": {"binary_data_size": N} instead of
 // "data"; then *json_size is the JSON's length (the response's
 // Inference-Header-Content-Length), else 0.
+//
+// ApiError(500) naming --max-response as soon as the text would pass
+// `max_bytes`: it stops there rather than finishing a response that is not
+// sent. The JSON outputs' values are written straight into the text (no
+// parsed copy of them), as nlohmann writes them.
 std::string render_infer_response(const std::string& model, const std::string& id,
                                   const std::vector<NamedTensor>& outputs, const std::vector<std::string>& wanted,
                                   const std::vector<std::string>& binary = {}, bool all_binary = false,
-                                  size_t* json_size = nullptr);
+                                  size_t* json_size = nullptr, uint64_t max_bytes = UINT64_MAX);
+
+// An upper estimate of render_infer_response's length for `outputs` (all of
+// them, as JSON or binary), from their shapes: what to reserve for it.
+uint64_t response_size_bound(const std::vector<NamedTensor>& outputs, const std::vector<std::string>& binary,
+                             bool all_binary);
 
 // GET /v2/models/{name}: {"name", "versions", "platform", "inputs", "outputs"}.
 // A value's shape is its recorded one (from the archive's self-check, by

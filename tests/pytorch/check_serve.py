@@ -170,7 +170,8 @@ def still_serving(url, what):
 model = torch.jit.load(MLP).eval()
 torch.manual_seed(0)
 
-server, url, log = start(MLP, "--max-batch", "8", "--max-wait", "20", "--read-timeout", "1000", "--max-body", "1M")
+server, url, log = start(MLP, "--max-batch", "8", "--max-wait", "20", "--header-timeout", "1000", "--read-timeout", "1000",
+                         "--max-body", "1M")
 try:
     # Health and metadata.
     check(http("GET", url + "/v2/health/live")[0] == 200, "live")

@@ -3,6 +3,8 @@
 // batching's stacking.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <cmath>
 #include <cstring>
 
 #include "serve/arguments.h"
@@ -167,6 +169,26 @@ TEST_CASE("v2: bad requests are 400 with a reason") {
             .find("needs") != std::string::npos);
 }
 
+TEST_CASE("v2: a request of many inputs is checked for repeated names in linear time") {
+  // 80,000 inputs (5 MB): comparing each name with every earlier one took
+  // minutes; a hash set takes well under a second.
+  std::string body = R"({"inputs": [)";
+  for (int i = 0; i < 80000; ++i) {
+    body += R"({"name": "i)" + std::to_string(i) + R"(", "shape": [1], "datatype": "FP32", "data": [0]},)";
+  }
+  body += R"({"name": "i0", "shape": [1], "datatype": "FP32", "data": [0]}]})";
+  const auto began = std::chrono::steady_clock::now();
+  std::string message;
+  try {
+    parse_infer_request(body);
+  } catch (const ApiError& e) {
+    message = e.what();
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+  CHECK(message == "input 'i0' is given twice");
+  CHECK(seconds < 5.0);
+}
+
 TEST_CASE("v2: outputs as JSON, and the outputs asked for") {
   const std::vector<NamedTensor> outputs = {{"out[0]", float_tensor({1, 2}, {0.5f, -1})},
                                             {"out[1]", float_tensor({}, {3})}};
@@ -194,6 +216,71 @@ TEST_CASE("v2: every served datatype round-trips through JSON") {
     CHECK(back["datatype"] == v2);
     CHECK(back["data"] == nlohmann::json::parse(body)["inputs"][0]["data"]);
   }
+}
+
+TEST_CASE("v2: outputs written into the text equal nlohmann's, and stop at the response limit") {
+  // Every datatype, NaN and Inf (null), an output name that holds "data":[].
+  std::vector<NamedTensor> outputs;
+  for (const char* v2 : {"BOOL", "UINT8", "INT8", "INT16", "INT32", "INT64", "FP16", "BF16", "FP32", "FP64"}) {
+    const std::string body = std::string(R"({"inputs": [{"name": "x", "shape": [3], "datatype": ")") + v2 +
+                             (std::string(v2) == "BOOL" ? R"(", "data": [true, false, true]}]})" : R"(", "data": [1, -0, 3]}]})");
+    outputs.push_back(NamedTensor{std::string(v2) + R"("data":[])", parse_infer_request(body).inputs[0].tensor});
+  }
+  outputs.push_back({"odd", float_tensor({2, 2}, {0.1f, std::nanf(""), 1e30f * 1e30f, -3.25f})});
+  nlohmann::json dom = {{"model_name", "m"}, {"id", "i"}, {"outputs", nlohmann::json::array()}};
+  for (const NamedTensor& out : outputs) dom["outputs"].push_back(tensor_json(out));
+  const std::string text = render_infer_response("m", "i", outputs, {});
+  CHECK(text == dom.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  CHECK(text.size() <= response_size_bound(outputs, {}, false));
+  CHECK(render_infer_response("m", "i", outputs, {}, {}, false, nullptr, text.size()) == text);
+
+  // One byte less: 500 naming --max-response; binary outputs count too.
+  try {
+    render_infer_response("m", "i", outputs, {}, {}, false, nullptr, text.size() - 1);
+    FAIL("a response over the limit was rendered");
+  } catch (const ApiError& e) {
+    CHECK(e.status() == 500);
+    CHECK(std::string(e.what()).find("--max-response") != std::string::npos);
+  }
+  const std::vector<NamedTensor> big = {{"out", float_tensor({1000}, std::vector<float>(1000, 0.125f))}};
+  CHECK_THROWS_AS(render_infer_response("m", "", big, {}, {}, true, nullptr, 3999), ApiError);
+  CHECK(render_infer_response("m", "", big, {}, {}, true, nullptr, 5000).size() < 5000);
+  CHECK(response_size_bound(big, {}, true) >= 4000);
+  CHECK(response_size_bound(big, {}, false) >= 1000 * 6);
+}
+
+TEST_CASE("v2: the cost of parsing a body is counted on its bytes") {
+  // Ten values in one array: 48 bytes each at most, on top of the text.
+  const std::string body = R"({"inputs": [{"name": "x", "shape": [10], "datatype": "FP32", "data": [0,0,0,0,0,0,0,0,0,0]}]})";
+  const uint64_t cost = parse_cost(body);
+  CHECK(cost >= 48 * 10 + body.size());
+  CHECK(cost < 48 * 30 + 96 * 5 + body.size());
+  // Commas and brackets inside strings are not values; binary data counts once more.
+  CHECK(parse_cost(R"({"a": "[,,,,[{"})") == parse_cost(R"({"a": "xxxxxxx"})"));
+  CHECK(parse_cost(std::string("{}") + std::string(100, '\0'), 2) == parse_cost("{}") + 100);
+}
+
+TEST_CASE("http: the byte budget grants, refuses while others hold it, and refuses what can never fit") {
+  ByteBudget budget(100);
+  MemoryReservation a(&budget), b(&budget);
+  CHECK(a.resize(60) == ByteBudget::Grant::Granted);
+  CHECK(b.resize(50) == ByteBudget::Grant::Busy);  // 60 + 50 > 100: not now
+  CHECK(b.bytes() == 0);
+  CHECK(b.resize(101) == ByteBudget::Grant::TooLarge);  // never
+  CHECK(b.resize(40) == ByteBudget::Grant::Granted);
+  CHECK(budget.in_use() == 100);
+  CHECK(a.resize(10) == ByteBudget::Grant::Granted);  // shrinking gives bytes back
+  CHECK(b.resize(90) == ByteBudget::Grant::Granted);
+  CHECK(budget.in_use() == 100);
+  {
+    MemoryReservation c(&budget);
+    CHECK(c.resize(1) == ByteBudget::Grant::Busy);
+  }
+  b.release();
+  a.release();
+  CHECK(budget.in_use() == 0);
+  MemoryReservation unlimited;
+  CHECK(unlimited.resize(uint64_t{1} << 62) == ByteBudget::Grant::Granted);
 }
 
 TEST_CASE("batching: requests stack on dimension 0 and split back") {

@@ -1,0 +1,258 @@
+#!/usr/bin/python3
+"""`tsarchive serve` bounds what one client can take: time, memory, connections.
+
+Run by CTest:
+
+    python3 tests/pytorch/check_serve_limits.py TSARCHIVE TESTDATA_DIR
+
+Starts the real binary on a free loopback port (--port 0, read back from its
+start line, as check_serve.py does) and sends it what issue 30 found:
+- a 5 MB request of 80,000 inputs: answered (400, a repeated name) in
+  seconds, not minutes; a request whose parsing alone takes longer than
+  --timeout gets 504 without running;
+- --max-inflight-bytes: a body larger than the budget is 413 before it is
+  read; a body that does not fit beside one half sent is 503 with
+  Retry-After; a JSON body whose parsing would pass it is 413; four large
+  JSON requests at once keep the server's peak RSS within the budget;
+  --max-response: a JSON response over it is 500 naming it, the same
+  outputs as binary fit;
+- slowloris: headers or a body sent a byte every 50 ms get 408 at
+  --header-timeout / --read-timeout; --max-connections idle connections
+  make the next one 503, and are closed at --header-timeout so that the
+  server serves again.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+from harness import check, finish
+
+TSARCHIVE, TESTDATA = sys.argv[1], sys.argv[2]
+MLP = os.path.join(TESTDATA, "mlp_scripted.pt")
+INFER = "/v2/models/mlp_scripted/infer"
+
+
+def start(*args):
+    p = subprocess.Popen([TSARCHIVE, "serve", MLP, *args, "--port", "0"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    line = p.stdout.readline()  # the start line, once the model is loaded
+    if not line.startswith("tsarchive serve: http://127.0.0.1:"):
+        p.kill()
+        print(f"FAIL: serve {' '.join(args)} did not start: {line!r} {p.stderr.read()}")
+        sys.exit(1)
+    port = int(line.split()[2].rsplit(":", 1)[1].split("/")[0])
+    threading.Thread(target=lambda: p.stderr.read(), daemon=True).start()
+    return p, port
+
+
+def stop(server):
+    server.terminate()
+    check(server.wait(timeout=30) == 0, f"exit status after SIGTERM: {server.returncode}")
+
+
+def read_answer(s):
+    """(status, headers as a lower-cased dict, body) of one response on `s`."""
+    reply = b""
+    while True:
+        head, sep, body = reply.partition(b"\r\n\r\n")
+        if sep:
+            fields = dict(l.split(b":", 1) for l in head.split(b"\r\n")[1:])
+            headers = {k.strip().lower().decode(): v.strip().decode() for k, v in fields.items()}
+            if len(body) >= int(headers.get("content-length", 0)):
+                return int(head.split()[1]), headers, body
+        chunk = s.recv(1 << 20)
+        if not chunk:
+            return (int(head.split()[1]) if head else 0), {}, b""
+        reply += chunk
+
+
+def request(port, body, extra_headers="", timeout=60):
+    """POSTs `body` to the model on a fresh connection: (status, headers, body, seconds)."""
+    began = time.monotonic()
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        head = (f"POST {INFER} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n{extra_headers}"
+                f"Content-Length: {len(body)}\r\n\r\n").encode()
+        s.sendall(head + body)
+        status, headers, answer = read_answer(s)
+    return status, headers, answer, time.monotonic() - began
+
+
+def zeros_body(rows):
+    """x of shape [rows, 8], all zeros, as JSON (2 bytes a value)."""
+    data = b"0," * (rows * 8 - 1) + b"0"
+    return b'{"inputs": [{"name": "x", "shape": [%d, 8], "datatype": "FP32", "data": [%s]}]}' % (rows, data)
+
+
+def error_of(answer):
+    try:
+        return json.loads(answer)["error"]
+    except (ValueError, KeyError, TypeError):
+        return f"not an error body: {answer[:200]!r}"
+
+
+def status_kb(pid, field):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    return 0
+
+
+# --- 1. parsing: linear in the inputs, and counted against --timeout --------------------------
+
+server, port = start("--timeout", "20")
+try:
+    inputs = [{"name": f"i{i}", "shape": [1], "datatype": "FP32", "data": [0]} for i in range(80000)]
+    inputs.append(inputs[0])
+    body = json.dumps({"inputs": inputs}).encode()
+    status, _, answer, seconds = request(port, body)
+    check(status == 400 and "'i0' is given twice" in error_of(answer), f"80,000 inputs: {status} {error_of(answer)}")
+    check(seconds < 10, f"80,000 inputs took {seconds:.1f} s to answer")
+
+    # 8 MB of JSON takes far more than 20 ms to parse: the request's time is
+    # spent before it would be queued.
+    status, _, answer, _ = request(port, zeros_body(500000))
+    check(status == 504 and "--timeout" in error_of(answer), f"parsing past --timeout: {status} {error_of(answer)}")
+finally:
+    stop(server)
+
+# --- 2. bytes in flight and the response's size -----------------------------------------------
+
+server, port = start("--max-inflight-bytes", "256M", "--max-body", "1G", "--max-response", "64K", "--read-timeout", "20000")
+try:
+    # A body larger than the whole budget: 413 on its headers alone.
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(f"POST {INFER} HTTP/1.1\r\nHost: x\r\nContent-Length: {300 << 20}\r\n\r\n".encode())
+        status, _, answer = read_answer(s)
+    check(status == 413 and "--max-inflight-bytes" in error_of(answer), f"body over the budget: {status} {error_of(answer)}")
+
+    # One body of 200M half sent holds its bytes: another of 100M is 503
+    # with Retry-After until it goes.
+    holder = socket.create_connection(("127.0.0.1", port), timeout=30)
+    holder.sendall(f"POST {INFER} HTTP/1.1\r\nHost: x\r\nContent-Length: {200 << 20}\r\n\r\n".encode() + b"{" * 1000)
+    time.sleep(0.3)
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(f"POST {INFER} HTTP/1.1\r\nHost: x\r\nContent-Length: {100 << 20}\r\n\r\n".encode())
+        status, headers, answer = read_answer(s)
+    check(status == 503 and headers.get("retry-after") == "1" and "--max-inflight-bytes" in error_of(answer),
+          f"body beside a held one: {status} {headers} {error_of(answer)}")
+    holder.close()
+    time.sleep(0.3)
+    status, _, answer, _ = request(port, zeros_body(1))
+    check(status == 200, f"after the held body went: {status} {error_of(answer)}")
+
+    # 8 MB of JSON zeros would take about 200 MB parsed: within the budget
+    # alone, not beside 100M held by another.
+    holder = socket.create_connection(("127.0.0.1", port), timeout=30)
+    holder.sendall(f"POST {INFER} HTTP/1.1\r\nHost: x\r\nContent-Length: {100 << 20}\r\n\r\n".encode())
+    time.sleep(0.3)
+    status, headers, answer, _ = request(port, zeros_body(500000))
+    check(status == 503 and headers.get("retry-after") == "1" and "parsing it" in error_of(answer),
+          f"parsing beside a held body: {status} {error_of(answer)}")
+    holder.close()
+    # 16 MB of zeros: about 400 MB to parse, more than the budget: 413.
+    status, _, answer, _ = request(port, zeros_body(1000000))
+    check(status == 413 and "--max-inflight-bytes" in error_of(answer), f"parse over the budget: {status} {error_of(answer)}")
+
+    # --max-response 64K: 4,000 rows of 4 floats as JSON are more; as binary
+    # (64,000 bytes and a short header) they fit.
+    status, _, answer, _ = request(port, zeros_body(4000))
+    check(status == 500 and "--max-response" in error_of(answer), f"response over --max-response: {status} {error_of(answer)}")
+    binary = zeros_body(4000)[:-1] + b', "parameters": {"binary_data_output": true}}'
+    status, headers, answer, _ = request(port, binary)
+    check(status == 200 and "inference-header-content-length" in headers and len(answer) <= 65536,
+          f"binary response within --max-response: {status} {len(answer)} bytes")
+
+finally:
+    stop(server)
+
+server, port = start("--max-inflight-bytes", "256M")
+try:
+    # Four 4 MB JSON requests at once (each about 100 MB parsed): the peak
+    # RSS stays within the budget; those that do not fit get 503.
+    time.sleep(0.5)
+    base = status_kb(server.pid, "VmRSS")
+    results = []
+    threads = [threading.Thread(target=lambda: results.append(request(port, zeros_body(250000))[0])) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    peak = status_kb(server.pid, "VmHWM")
+    check(all(s in (200, 503) for s in results) and 200 in results, f"four large requests: {results}")
+    check(peak - base < (256 + 64) * 1024, f"peak RSS {peak} KiB from {base} KiB: more than the 256M budget")
+    print(f"four 4 MB JSON requests: {results}, peak RSS {peak // 1024} MiB from {base // 1024} MiB")
+finally:
+    stop(server)
+
+# --- 3. slowloris: deadlines checked on every read, and --max-connections ---------------------
+
+
+def drip(port, head, body=b""):
+    """Sends `head` at once, then `body` a byte every 50 ms (or, without a
+    body, `head` itself a byte every 50 ms) until the server answers:
+    (status, error, seconds)."""
+    began = time.monotonic()
+    s = socket.create_connection(("127.0.0.1", port), timeout=30)
+    slow = body if body else head
+    if body:
+        s.sendall(head)
+    s.settimeout(0.05)
+    reply = b""
+    for i in range(600):  # 30 s at most
+        try:
+            s.send(slow[i % len(slow):i % len(slow) + 1])
+        except OSError:
+            pass
+        try:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            reply += chunk
+            if b"\r\n\r\n" in reply:
+                break
+        except socket.timeout:
+            continue
+        except OSError:
+            break
+    s.close()
+    seconds = time.monotonic() - began
+    head_part, _, answer = reply.partition(b"\r\n\r\n")
+    return (int(head_part.split()[1]) if head_part else 0), error_of(answer), seconds
+
+
+server, port = start("--header-timeout", "1000", "--read-timeout", "1000", "--max-connections", "4")
+try:
+    headers = f"POST {INFER} HTTP/1.1\r\nHost: x\r\n" + "X-Pad: " + "a" * 4000 + "\r\n" * 2
+    status, error, seconds = drip(port, headers.encode())
+    check(status == 408 and "--header-timeout" in error and seconds < 4,
+          f"headers a byte every 50 ms: {status} {error} after {seconds:.1f} s")
+    status, error, seconds = drip(port, f"POST {INFER} HTTP/1.1\r\nHost: x\r\nContent-Length: 4000\r\n\r\n".encode(),
+                                  b"{" * 4000)
+    check(status == 408 and "--read-timeout" in error and seconds < 4,
+          f"a body a byte every 50 ms: {status} {error} after {seconds:.1f} s")
+
+    # Four connections that send nothing fill --max-connections 4 ...
+    time.sleep(0.5)
+    idle = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(4)]
+    time.sleep(0.3)
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        status, headers, answer = read_answer(s)
+    check(status == 503 and "--max-connections" in error_of(answer) and headers.get("retry-after") == "1",
+          f"a fifth connection: {status} {error_of(answer)}")
+    # ... until --header-timeout closes them (and a second of lingering).
+    time.sleep(3)
+    status, _, answer, _ = request(port, zeros_body(1))
+    check(status == 200, f"after the idle connections timed out: {status} {error_of(answer)}")
+    for s in idle:
+        s.close()
+finally:
+    stop(server)
+
+finish("serve limits: 80,000 inputs in seconds, parsing within --timeout, --max-inflight-bytes 413/503 and peak RSS, "
+       "--max-response, --header-timeout and --read-timeout against slow clients, --max-connections")
