@@ -270,15 +270,15 @@ int model_worker_main(int in_fd, int out_fd, const char* temp) {
     job.libraries = request.libraries;
     load_job_libraries(job);
     model = torch.open_served(request);
-    if (!write_frame(out_fd, encode_result(model->info()))) return 1;
+    if (!write_frame(out_fd, encode_result(model->info()))) ::_exit(1);
   } catch (...) {
     write_frame(out_fd, error_payload(std::current_exception()));
-    return 0;
+    ::_exit(0);
   }
   while (read_frame(in_fd, frame)) {
     std::string reply;
     try {
-      if (frame.empty() || (frame[0] != kInfer && frame[0] != kStats)) return 1;  // not the server speaking
+      if (frame.empty() || (frame[0] != kInfer && frame[0] != kStats)) ::_exit(1);  // not the server speaking
       if (frame[0] == kStats) {
         reply = encode_result(model->stats());
       } else {
@@ -290,7 +290,9 @@ int model_worker_main(int in_fd, int out_fd, const char* temp) {
     }
     if (!write_frame(out_fd, reply)) break;
   }
-  // No destructors: libtorch's teardown is not ours to run.
+  // No destructors: libtorch's teardown is not ours to run, and once
+  // sandboxed (no ptrace) a sanitizer build's exit-time leak check could not
+  // run either: every way out past the sandbox is _exit.
   ::_exit(0);
 }
 
