@@ -49,6 +49,7 @@ std::string_view record_kind_id(RecordKind kind) {
     case RecordKind::Version: return "version";
     case RecordKind::ByteOrder: return "byteorder";
     case RecordKind::SerializationId: return "serialization_id";
+    case RecordKind::TracedInputs: return "traced_inputs";
     case RecordKind::Program: return "program";
     case RecordKind::PayloadConfig: return "payload_config";
     case RecordKind::SampleInputs: return "sample_inputs";
@@ -64,6 +65,7 @@ RecordKind classify_record(std::string_view name) {
   if (name == "version" || name == ".data/version") return RecordKind::Version;
   if (name == "byteorder") return RecordKind::ByteOrder;
   if (name == ".data/serialization_id") return RecordKind::SerializationId;
+  if (name == "traced_inputs.pkl" || starts_with(name, "traced_inputs/")) return RecordKind::TracedInputs;
   if (starts_with(name, kExtraFolder)) return RecordKind::Extra;
   if (ends_with(name, ".debug_pkl")) return RecordKind::DebugInfo;
   if (starts_with(name, "code/")) return RecordKind::Code;

@@ -1,0 +1,168 @@
+#!/usr/bin/python3
+"""Archives written by other projects and other PyTorch releases (issue 34),
+made at test time by real PyTorch and read by tsarchive:
+
+- traced_inputs: a module traced by PyTorch 2.x keeps its example inputs
+  (traced_inputs.pkl, traced_inputs/N) for torch.jit.load(_restore_shapes=True).
+  inspect names their kind; `stamp` keeps them (a libtorch re-save would drop
+  them) with a note, both as 2.13 writes them and as 2.0 did (without
+  byteorder and .data/serialization_id), and PyTorch still restores the shapes.
+
+Run by CTest with TSARCHIVE_PYTHON; exit 77 (skipped) when no python with
+torch is found. Archives from another PyTorch come from another python: torch
+1.x from /usr/bin/python3 (Debian's), torch 2.x from TSARCHIVE_TORCH2_PYTHON,
+else SOURCE_DIR/.venv/bin/python (scripts/dev.sh torch2); a check that needs
+one that is missing says so and is skipped:
+
+    python3 tests/pytorch/check_compat.py TSARCHIVE SOURCE_DIR
+"""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import check, finish, tsarchive  # noqa: E402
+
+TSARCHIVE, SOURCE = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+ENV_EPOCH = "1700000000"
+
+
+def torch_major(python):
+    p = subprocess.run([python, "-c", "import torch; print(torch.__version__)"], capture_output=True, text=True)
+    return int(p.stdout.split(".")[0]) if p.returncode == 0 else None
+
+
+# torch major version -> a python that has it
+PYTHONS = {}
+for candidate in (sys.executable, os.environ.get("TSARCHIVE_TORCH2_PYTHON"), os.path.join(SOURCE, ".venv/bin/python"),
+                  "/usr/bin/python3"):
+    if candidate and os.path.exists(candidate):
+        major = torch_major(candidate)
+        if major is not None:
+            PYTHONS.setdefault(major, candidate)
+if not PYTHONS:
+    print("no python with torch found; skipping")
+    sys.exit(77)
+print("pythons:", ", ".join(f"torch {m}.x: {p}" for m, p in sorted(PYTHONS.items())))
+
+
+def py(major, code, *args):
+    """Runs `code` under the python with torch `major`.x; its stdout and stderr.
+    From a file: torch.jit.script compiles from the source it reads back."""
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+        f.write(code)
+    try:
+        p = subprocess.run([PYTHONS[major], f.name, *args], capture_output=True, text=True, timeout=600)
+    finally:
+        os.unlink(f.name)
+    if p.returncode != 0:
+        raise RuntimeError(f"torch {major}.x: {code[:60]!r}...: {p.stderr[-2000:]}")
+    return p
+
+
+def any_torch():
+    return max(PYTHONS)
+
+
+# Copies archive SRC to DST through this torch's PyTorchFileWriter (64-byte
+# aligned, as torch.jit.save writes), leaving out the records named in DROP
+# (comma-separated; a name ending in / drops the folder). The writer writes
+# `version` itself; a 1.x writer adds no byteorder or .data/serialization_id.
+REWRITE = r"""
+import sys, zipfile, torch
+src, dst = sys.argv[1], sys.argv[2]
+drop = [d for d in sys.argv[3].split(",") if d]
+z = zipfile.ZipFile(src)
+top = z.namelist()[0].split("/")[0] + "/"
+w = torch._C.PyTorchFileWriter(dst)
+version = 1
+for info in z.infolist():
+    rel = info.filename[len(top):]
+    if rel in ("version", ".data/version"):
+        version = int(z.read(info))
+        continue
+    if rel in ("byteorder", ".data/serialization_id"):
+        continue
+    if any(rel == d or (d.endswith("/") and rel.startswith(d)) for d in drop):
+        continue
+    data = z.read(info)
+    w.write_record(rel, data, len(data))
+w.set_min_version(version)
+w.write_end_of_file()
+"""
+
+TRACE = r"""
+import sys, torch
+class Affine(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(3, 2)
+    def forward(self, x):
+        return self.fc(x)
+torch.manual_seed(0)
+torch.jit.save(torch.jit.trace(Affine(), torch.randn(1, 3)), sys.argv[1])
+"""
+
+# Loads with _restore_shapes=True: prints the input's restored sizes (None
+# without traced inputs, when libtorch also warns on stderr "Cannot restore
+# shapes as no traced inputs were stored").
+RESTORE = r"""
+import json, sys, torch
+m = torch.jit.load(sys.argv[1], _restore_shapes=True)
+print(json.dumps({"sizes": list(m.graph.inputs())[1].type().sizes()}))
+"""
+
+
+def record_names(path):
+    p = tsarchive(TSARCHIVE, "inspect", "--json", path)
+    return {r["name"]: r["kind"] for r in json.loads(p.stdout)["archive"]["records"]} if p.returncode == 0 else {}
+
+
+def stamp(path, *extra):
+    env = dict(os.environ, SOURCE_DATE_EPOCH=ENV_EPOCH)
+    return subprocess.run([TSARCHIVE, "stamp", "--no-git", "--no-host", *extra, path], capture_output=True, text=True,
+                          env=env, timeout=600)
+
+
+def check_traced_inputs(work):
+    if 2 not in PYTHONS:
+        print("SKIP traced_inputs: no python with torch 2.x (set TSARCHIVE_TORCH2_PYTHON)")
+        return
+    traced = os.path.join(work, "traced2.pt")
+    py(2, TRACE, traced)
+    cases = {"as 2.x writes it": traced}
+    if 1 in PYTHONS:
+        # PyTorch 2.0 wrote traced_inputs before it wrote byteorder or
+        # .data/serialization_id, the records that mark a 2.x archive.
+        cases["as 2.0 wrote it"] = os.path.join(work, "traced20.pt")
+        py(1, REWRITE, traced, cases["as 2.0 wrote it"], "")
+    else:
+        print("SKIP traced_inputs as 2.0 wrote it: no python with torch 1.x")
+    for what, path in cases.items():
+        before = record_names(path)
+        traced_records = sorted(n for n in before if n.startswith("traced_inputs"))
+        check(traced_records == ["traced_inputs.pkl", "traced_inputs/0"], f"{what}: records {sorted(before)}")
+        check(all(before[n] == "traced_inputs" for n in traced_records),
+              f"{what}: inspect labels the traced inputs {[before[n] for n in traced_records]}, not traced_inputs")
+        s = stamp(path)
+        check(s.returncode == 0, f"{what}: stamp: exit {s.returncode}: {s.stderr}")
+        after = record_names(path)
+        lost = sorted(set(before) - set(after))
+        check(not lost, f"{what}: stamp dropped {lost}")
+        check("traced_inputs" in s.stderr and "keep-bytes" in s.stderr,
+              f"{what}: stamp does not say why it kept the bytes: {s.stderr!r}")
+        v = tsarchive(TSARCHIVE, "verify", path)
+        check("intact" in v.stdout, f"{what}: verify after stamp: {v.stdout}")
+        restored = py(2, RESTORE, path)
+        check(json.loads(restored.stdout)["sizes"] == [1, 3] and "Cannot restore shapes" not in restored.stderr,
+              f"{what}: torch.jit.load(_restore_shapes=True) after stamp: {restored.stdout} {restored.stderr}")
+
+with tempfile.TemporaryDirectory() as work:
+    check_traced_inputs(work)
+
+finish("ok: archives from other PyTorch releases and projects")
