@@ -7,6 +7,9 @@ made at test time by real PyTorch and read by tsarchive:
   inspect names their kind; `stamp` keeps them (a libtorch re-save would drop
   them) with a note, both as 2.13 writes them and as 2.0 did (without
   byteorder and .data/serialization_id), and PyTorch still restores the shapes.
+- a legacy torch.export.save file (records at the ZIP root) is refused as
+  what it is, a torch.export file current PyTorch no longer reads (2.x's
+  torch.export.load refuses it too).
 
 Run by CTest with TSARCHIVE_PYTHON; exit 77 (skipped) when no python with
 torch is found. Archives from another PyTorch come from another python: torch
@@ -162,7 +165,29 @@ def check_traced_inputs(work):
         check(json.loads(restored.stdout)["sizes"] == [1, 3] and "Cannot restore shapes" not in restored.stderr,
               f"{what}: torch.jit.load(_restore_shapes=True) after stamp: {restored.stdout} {restored.stderr}")
 
+
+
+def check_legacy_export(work):
+    # torch.export.save before the PT2 archive format: a plain zipfile with its
+    # records at the root (the layout of torch/_export/__init__.py's save()).
+    path = os.path.join(work, "legacy_export.pt2")
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("serialized_exported_program.json", json.dumps({"schema_version": 2, "graph_module": {}}))
+        z.writestr("serialized_state_dict.pt", b"")
+        z.writestr("serialized_constants.pt", b"")
+        z.writestr("version", "2")
+    for args in (["inspect", path], ["verify", path], ["stamp", path]):
+        p = tsarchive(TSARCHIVE, *args, want=3)
+        check("torch.export file in the legacy layout" in p.stderr and "schema version 2" in p.stderr and
+              "torch.export.save" in p.stderr, f"legacy torch.export file: {' '.join(args[:1])}: {p.stderr!r}")
+    if 2 in PYTHONS:
+        # Today's PyTorch refuses it too: the refusal is right, only its reason was wrong.
+        p = subprocess.run([PYTHONS[2], "-c", "import sys, torch; torch.export.load(sys.argv[1])", path],
+                           capture_output=True, text=True, timeout=300)
+        check(p.returncode != 0, "torch.export.load of torch 2.x reads the legacy file: the message would be wrong")
+
 with tempfile.TemporaryDirectory() as work:
     check_traced_inputs(work)
+    check_legacy_export(work)
 
 finish("ok: archives from other PyTorch releases and projects")
