@@ -10,6 +10,9 @@ made at test time by real PyTorch and read by tsarchive:
 - a legacy torch.export.save file (records at the ZIP root) is refused as
   what it is, a torch.export file current PyTorch no longer reads (2.x's
   torch.export.load refuses it too).
+- inspect --graph of a .ptl gives torch.jit.load(x.ptl).graph when the archive
+  has code/ (_save_for_lite_interpreter keeps it); a bytecode-only .ptl, which
+  the lite interpreter still loads, is refused.
 
 Run by CTest with TSARCHIVE_PYTHON; exit 77 (skipped) when no python with
 torch is found. Archives from another PyTorch come from another python: torch
@@ -186,8 +189,46 @@ def check_legacy_export(work):
                            capture_output=True, text=True, timeout=300)
         check(p.returncode != 0, "torch.export.load of torch 2.x reads the legacy file: the message would be wrong")
 
+
+LITE = r"""
+import json, sys, torch
+class Scale(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(3, 2)
+    def forward(self, x):
+        return torch.relu(self.fc(x)) * 2.0
+torch.manual_seed(0)
+torch.jit.script(Scale())._save_for_lite_interpreter(sys.argv[1])
+print(json.dumps({"graph": str(torch.jit.load(sys.argv[1]).graph)}))
+"""
+
+MOBILE = r"""
+import sys, torch
+from torch.jit.mobile import _load_for_lite_interpreter
+print(_load_for_lite_interpreter(sys.argv[1])(torch.ones(1, 3)).shape)
+"""
+
+
+def check_lite_graph(work):
+    # _save_for_lite_interpreter keeps code/ beside the bytecode, so
+    # torch.jit.load(x.ptl).graph works, and so does inspect --graph.
+    major = any_torch()
+    ptl = os.path.join(work, "scale.ptl")
+    want = json.loads(py(major, LITE, ptl).stdout)["graph"]
+    p = tsarchive(TSARCHIVE, "inspect", "--graph", ptl)
+    check(p.returncode == 0 and p.stdout.strip() == want.strip(),
+          f"inspect --graph of a .ptl with code/: {p.stdout!r}, torch.jit.load(...).graph: {want!r}")
+    # Without code/ (bytecode only, still loaded by the lite interpreter) there is no graph to give.
+    bytecode_only = os.path.join(work, "bytecode_only.ptl")
+    py(major, REWRITE, ptl, bytecode_only, "code/")
+    py(major, MOBILE, bytecode_only)
+    p = tsarchive(TSARCHIVE, "inspect", "--graph", bytecode_only, want=2)
+    check("holds bytecode, not graphs" in p.stderr, f"inspect --graph of a bytecode-only .ptl: {p.stderr!r}")
+
 with tempfile.TemporaryDirectory() as work:
     check_traced_inputs(work)
     check_legacy_export(work)
+    check_lite_graph(work)
 
 finish("ok: archives from other PyTorch releases and projects")
