@@ -13,6 +13,9 @@ made at test time by real PyTorch and read by tsarchive:
 - inspect --graph of a .ptl gives torch.jit.load(x.ptl).graph when the archive
   has code/ (_save_for_lite_interpreter keeps it); a bytecode-only .ptl, which
   the lite interpreter still loads, is refused.
+- a torch.save-style archive whose pickle names __torch__ classes, with no
+  code/: inspect says neither torch.load nor torch.jit.load reads it (each
+  PyTorch fails on it, checked).
 
 Run by CTest with TSARCHIVE_PYTHON; exit 77 (skipped) when no python with
 torch is found. Archives from another PyTorch come from another python: torch
@@ -226,9 +229,42 @@ def check_lite_graph(work):
     p = tsarchive(TSARCHIVE, "inspect", "--graph", bytecode_only, want=2)
     check("holds bytecode, not graphs" in p.stderr, f"inspect --graph of a bytecode-only .ptl: {p.stderr!r}")
 
+
+LOADERS = r"""
+import json, sys, torch
+out = {}
+for name, load in (("torch.load", lambda p: torch.load(p, weights_only=False) if torch.__version__ >= "2" else torch.load(p)),
+                   ("torch.jit.load", torch.jit.load)):
+    try:
+        load(sys.argv[1])
+        out[name] = "ok"
+    except Exception as e:
+        out[name] = f"{type(e).__name__}: {e}"[:200]
+print(json.dumps(out))
+"""
+
+
+def check_torchscript_pickle_without_code(work):
+    # data.pkl of a TorchScript module without code/ and constants.pkl: the
+    # layout of torch.save, but its pickle names __torch__ classes, which only
+    # torch.jit.load defines, from code/. Neither loader reads it.
+    for major in sorted(PYTHONS):
+        saved = os.path.join(work, f"scripted{major}.pt")
+        stripped = os.path.join(work, f"no_code{major}.pt")
+        py(major, TRACE, saved)
+        py(major, REWRITE, saved, stripped, "code/,constants.pkl,traced_inputs/,traced_inputs.pkl")
+        loaders = json.loads(py(major, LOADERS, stripped).stdout)
+        check(all(v != "ok" for v in loaders.values()), f"torch {major}.x reads the stripped archive: {loaders}")
+        p = tsarchive(TSARCHIVE, "inspect", "--json", stripped)
+        notes = json.loads(p.stdout)["notes"] if p.returncode == 0 else []
+        check(any("neither torch.load nor torch.jit.load reads it" in n and "__torch__.Affine" in n for n in notes),
+              f"torch {major}.x: inspect's note on a __torch__ pickle without code/: {notes}")
+        check(not any("load it with torch.load" in n for n in notes), f"torch {major}.x: inspect still says torch.load: {notes}")
+
 with tempfile.TemporaryDirectory() as work:
     check_traced_inputs(work)
     check_legacy_export(work)
     check_lite_graph(work)
+    check_torchscript_pickle_without_code(work)
 
 finish("ok: archives from other PyTorch releases and projects")
