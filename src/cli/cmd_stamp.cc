@@ -228,7 +228,8 @@ int run_stamp(const StampOptions& opts, Context& ctx) {
     ctx.out << json_text(doc, ctx.json_indent) << '\n';
   } else {
     ctx.out << "stamped " << shown(output) << " (" << (keep_bytes ? "keep-bytes" : "libtorch re-save with the export hook")
-            << "): " << stamp.digests.size() << " records, root " << stamp.root.substr(0, 16) << "...\n";
+            << "): " << stamp.digests.size() + 1 << " records (the stamp and the " << stamp.digests.size()
+            << " it digests), root " << stamp.root.substr(0, 16) << "...\n";  // verify counts the stamp too
     if (stamp_record != kStampRecord) {
       ctx.out << "  stamp in " << stamp_record << ": extra/" << kStampName
               << " is the producer's own and was kept as it is\n";

@@ -16,6 +16,7 @@ made at test time by real PyTorch and read by tsarchive:
 - a torch.save-style archive whose pickle names __torch__ classes, with no
   code/: inspect says neither torch.load nor torch.jit.load reads it (each
   PyTorch fails on it, checked).
+- stamp and verify give the same record count for the same file.
 
 Run by CTest with TSARCHIVE_PYTHON; exit 77 (skipped) when no python with
 torch is found. Archives from another PyTorch come from another python: torch
@@ -261,10 +262,25 @@ def check_torchscript_pickle_without_code(work):
               f"torch {major}.x: inspect's note on a __torch__ pickle without code/: {notes}")
         check(not any("load it with torch.load" in n for n in notes), f"torch {major}.x: inspect still says torch.load: {notes}")
 
+def check_record_counts(work):
+    # stamp and verify count the records of the same file alike (the stamp
+    # itself included).
+    path = os.path.join(work, "counted.pt")
+    py(any_torch(), TRACE, path)
+    for extra in ((), ("--keep-bytes",)):
+        s = stamp(path, *extra)
+        v = tsarchive(TSARCHIVE, "verify", path)
+        stamped = re.search(r": (\d+) records", s.stdout)
+        verified = re.search(r"records\s+(\d+),", v.stdout)
+        check(stamped and verified and stamped.group(1) == verified.group(1),
+              f"stamp {' '.join(extra)} says {s.stdout!r}, verify {v.stdout!r}")
+
+
 with tempfile.TemporaryDirectory() as work:
     check_traced_inputs(work)
     check_legacy_export(work)
     check_lite_graph(work)
     check_torchscript_pickle_without_code(work)
+    check_record_counts(work)
 
 finish("ok: archives from other PyTorch releases and projects")
