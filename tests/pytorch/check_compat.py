@@ -17,6 +17,7 @@ made at test time by real PyTorch and read by tsarchive:
   code/: inspect says neither torch.load nor torch.jit.load reads it (each
   PyTorch fails on it, checked).
 - stamp and verify give the same record count for the same file.
+- run --input json:{...} on a Dict[str, float] keeps the object's key order.
 
 Run by CTest with TSARCHIVE_PYTHON; exit 77 (skipped) when no python with
 torch is found. Archives from another PyTorch come from another python: torch
@@ -262,6 +263,30 @@ def check_torchscript_pickle_without_code(work):
               f"torch {major}.x: inspect's note on a __torch__ pickle without code/: {notes}")
         check(not any("load it with torch.load" in n for n in notes), f"torch {major}.x: inspect still says torch.load: {notes}")
 
+
+KEYS = r"""
+import sys, torch
+from typing import Dict
+class Keys(torch.nn.Module):
+    def forward(self, d: Dict[str, float]) -> str:
+        return " ".join(list(d.keys()))
+m = torch.jit.script(Keys())
+m.save(sys.argv[1])
+print(m({"b": 1.0, "a": 2.0}))
+"""
+
+
+def check_dict_order(work):
+    # A JSON object becomes a TorchScript dict in the object's order, as
+    # Python's json.loads and a dict literal give it.
+    path = os.path.join(work, "keys.pt")
+    want = py(any_torch(), KEYS, path).stdout.strip()
+    check(want == "b a", f"PyTorch joins the keys as {want!r}")
+    p = tsarchive(TSARCHIVE, "run", path, "--input", 'json:{"b": 1.0, "a": 2.0}', "--json")
+    outputs = json.loads(p.stdout)["outputs"] if p.returncode == 0 else []
+    check(len(outputs) == 1 and outputs[0].get("value") == want, f"run on a Dict[str, float]: {outputs}, PyTorch: {want!r}")
+
+
 def check_record_counts(work):
     # stamp and verify count the records of the same file alike (the stamp
     # itself included).
@@ -282,5 +307,6 @@ with tempfile.TemporaryDirectory() as work:
     check_lite_graph(work)
     check_torchscript_pickle_without_code(work)
     check_record_counts(work)
+    check_dict_order(work)
 
 finish("ok: archives from other PyTorch releases and projects")
