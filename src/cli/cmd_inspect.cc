@@ -5,6 +5,7 @@
 // Those two load libtorch, after the archive passes verify's checks (gate.h).
 #include <unistd.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -85,7 +86,12 @@ int print_jit_view(const InspectOptions& opts, Context& ctx) {
   request.method = opts.method;
   request.inlined = opts.inlined || opts.format == "dot";
   request.lite = archive->kind() == FileKind::LiteInterpreter;
-  if (opts.graph && request.lite) {
+  // _save_for_lite_interpreter keeps code/ beside the bytecode, and
+  // torch::jit::load (what graph_of calls) reads it: only a bytecode-only
+  // archive has no graph to give.
+  const bool has_code = std::any_of(archive->records().begin(), archive->records().end(),
+                                    [](const Record& r) { return r.kind == RecordKind::Code; });
+  if (opts.graph && request.lite && !has_code) {
     throw Error(ErrorKind::Usage, "a lite-interpreter archive holds bytecode, not graphs", opts.path,
                 "use --ops for its operators, or --graph on the .pt it was made from");
   }

@@ -8,8 +8,9 @@
 //   the copy, known only once it is written, are put into its stamp through
 //   the alignment-keeping extra/ writer, and it replaces the output.
 // - --keep-bytes (and lite-interpreter archives, which a re-save would turn
-//   into full ones): the stamp goes in through the extra/ writer alone; every
-//   other record stays byte-identical and libtorch is never loaded.
+//   into full ones, and archives with records a re-save would not write
+//   again, e.g. traced_inputs): the stamp goes in through the extra/ writer
+//   alone; every other record stays byte-identical and libtorch is never loaded.
 // Either way the archive must pass verify's checks first: stamping a damaged
 // archive would bless the damage.
 #include <CLI/CLI.hpp>
@@ -160,6 +161,15 @@ int run_stamp(const StampOptions& opts, Context& ctx) {
     keep_bytes = true;
     content.context.notes.push_back(gate.unreadable.front() + ": stamped with --keep-bytes (libtorch " + libtorch +
                                     " cannot re-save it)");
+  } else if (const std::vector<std::string> dropped = records_a_resave_drops(*archive); !keep_bytes && !dropped.empty()) {
+    // Before the markers below: PyTorch 2.0 wrote traced_inputs without them,
+    // and a re-save would lose those records while its copy verifies intact.
+    keep_bytes = true;
+    std::string names;
+    for (size_t i = 0; i < dropped.size() && i < 3; ++i) names += (i ? ", " : "") + dropped[i];
+    if (dropped.size() > 3) names += " and " + std::to_string(dropped.size() - 3) + " more";
+    content.context.notes.push_back("it has records a libtorch re-save does not write (" + names +
+                                    "): stamped with --keep-bytes, which keeps them");
   } else if (const std::string marker = pytorch2_record(*archive);
              !keep_bytes && !marker.empty() && libtorch.rfind("1.", 0) == 0) {
     keep_bytes = true;
@@ -222,7 +232,8 @@ int run_stamp(const StampOptions& opts, Context& ctx) {
     ctx.out << json_text(doc, ctx.json_indent) << '\n';
   } else {
     ctx.out << "stamped " << shown(output) << " (" << (keep_bytes ? "keep-bytes" : "libtorch re-save with the export hook")
-            << "): " << stamp.digests.size() << " records, root " << stamp.root.substr(0, 16) << "...\n";
+            << "): " << stamp.digests.size() + 1 << " records (the stamp and the " << stamp.digests.size()
+            << " it digests), root " << stamp.root.substr(0, 16) << "...\n";  // verify counts the stamp too
     if (stamp_record != kStampRecord) {
       ctx.out << "  stamp in " << stamp_record << ": extra/" << kStampName
               << " is the producer's own and was kept as it is\n";

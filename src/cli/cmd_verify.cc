@@ -42,7 +42,7 @@ int run_verify(const VerifyCliOptions& opts, Context& ctx) {
                     report.outcome() != VerifyOutcome::Unreadable;
   if (load) {
     in_worker<std::string>(opened.job(opts.worker, "loading the module"), [&](TorchBackend& torch) {
-      torch.load(opened.descriptor_path());
+      torch.load(opened.descriptor_path(), opts.model);
       return std::string();
     });
   }

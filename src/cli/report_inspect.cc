@@ -17,8 +17,15 @@ void field(std::ostream& out, const std::string& name, const std::string& value)
 
 void render_archive_fields(const InspectReport& r, std::ostream& out);
 
+// An AOTInductor package is a .pt2 (FileKind::ExportedProgram) whose models
+// are compiled code, with no program to headline.
+std::string headline(const InspectReport& r) {
+  if (r.pt2 && r.pt2->programs.empty() && !r.pt2->aoti.empty()) return "AOTInductor package (.pt2, not TorchScript)";
+  return std::string(file_kind_name(r.kind));
+}
+
 void render_summary(const InspectReport& r, std::ostream& out) {
-  out << shown(r.path) << ": " << file_kind_name(r.kind) << '\n';
+  out << shown(r.path) << ": " << headline(r) << '\n';
   for (const std::string& note : r.notes) out << "  note: " << shown(note) << '\n';
   field(out, "file size", human_size(r.file_size) + " (" + with_commas(r.file_size) + " bytes)");
   if (r.onnx) {
@@ -201,7 +208,7 @@ nlohmann::ordered_json inspect_to_json(const InspectReport& r) {
               {"file", r.path},
               {"size", r.file_size},
               {"kind", file_kind_id(r.kind)},
-              {"kind_description", file_kind_name(r.kind)},
+              {"kind_description", headline(r)},
               {"notes", r.notes},
               {"problems", r.problems}};
   if (r.onnx) {

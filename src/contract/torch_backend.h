@@ -43,9 +43,10 @@ class TorchBackend {
   virtual ~TorchBackend() = default;
   virtual TorchRuntimeInfo runtime_info() const = 0;
 
-  // Loads the module (CPU) and drops it. Throws Error(Torch) with libtorch's
-  // message condensed to one line.
-  virtual void load(const std::string& path) = 0;
+  // Loads the module (CPU) from `path` (/proc/self/fd/N of the checked file)
+  // and drops it. Throws Error(Torch) with libtorch's message condensed to one
+  // line, naming `display_name` (the user's path).
+  virtual void load(const std::string& path, const std::string& display_name) = 0;
 
   // Saves the module again with the stamp, then loads the copy back and
   // checks it has the same parameters and buffers (names, dtypes, shapes,

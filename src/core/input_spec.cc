@@ -276,9 +276,11 @@ void check_json_depth(std::string_view text) {
 
 HostValue parse_json_argument(std::string_view text) {
   check_json_depth(text);
-  nlohmann::json j;
+  // Ordered: a Dict[str, T] argument keeps the object's key order, as
+  // Python's json.loads and TorchScript's dicts (insertion-ordered) do.
+  nlohmann::ordered_json j;
   try {
-    j = nlohmann::json::parse(text.begin(), text.end());
+    j = nlohmann::ordered_json::parse(text.begin(), text.end());
   } catch (const nlohmann::json::parse_error& e) {
     // e.what() is "[json.exception.parse_error.101] parse error at line 1, column 5: ...".
     std::string msg = e.what();
@@ -329,21 +331,26 @@ std::string shorten(const std::string& text) {
 
 }  // namespace
 
-HostValue host_value_of_json(const nlohmann::json& j) {
-  using nlohmann::json;
+namespace {
+
+// One conversion for both JSON types: nlohmann::json (sorted objects) and
+// ordered_json (objects in the text's order, as Python's json keeps them).
+template <typename Json>
+HostValue host_value_from_json(const Json& j) {
+  using json = Json;
   HostValue v;
   switch (j.type()) {
     case json::value_t::null: v.kind = HostValue::Kind::None; break;
     case json::value_t::boolean:
       v.kind = HostValue::Kind::Bool;
-      v.boolean = j.get<bool>();
+      v.boolean = j.template get<bool>();
       break;
     case json::value_t::number_integer:
       v.kind = HostValue::Kind::Int;
-      v.integer = j.get<int64_t>();
+      v.integer = j.template get<int64_t>();
       break;
     case json::value_t::number_unsigned: {
-      const uint64_t u = j.get<uint64_t>();
+      const uint64_t u = j.template get<uint64_t>();
       if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
         fail_json("integer " + std::to_string(u) + " does not fit in 64 bits (int64)");
       }
@@ -353,25 +360,30 @@ HostValue host_value_of_json(const nlohmann::json& j) {
     }
     case json::value_t::number_float:
       v.kind = HostValue::Kind::Float;
-      v.real = j.get<double>();
+      v.real = j.template get<double>();
       break;
     case json::value_t::string:
       v.kind = HostValue::Kind::String;
-      v.string = j.get<std::string>();
+      v.string = j.template get<std::string>();
       break;
     case json::value_t::array:
       v.kind = HostValue::Kind::List;
       v.items.reserve(j.size());
-      for (const json& item : j) v.items.push_back(host_value_of_json(item));
+      for (const json& item : j) v.items.push_back(host_value_from_json(item));
       break;
     case json::value_t::object:
       v.kind = HostValue::Kind::Dict;
-      for (auto it = j.begin(); it != j.end(); ++it) v.entries.emplace_back(it.key(), host_value_of_json(it.value()));
+      for (auto it = j.begin(); it != j.end(); ++it) v.entries.emplace_back(it.key(), host_value_from_json(it.value()));
       break;
     default: fail_json("unsupported JSON value (binary)");
   }
   return v;
 }
+
+}  // namespace
+
+HostValue host_value_of_json(const nlohmann::json& j) { return host_value_from_json(j); }
+HostValue host_value_of_json(const nlohmann::ordered_json& j) { return host_value_from_json(j); }
 
 TensorSpec parse_tensor_spec(std::string_view text) { return SpecParser(text).parse(); }
 

@@ -42,6 +42,9 @@ HostValue parse_input_argument(const std::string& text);
 // The torch layer converts it by the parameter's type. Error(Usage) for an
 // unsigned integer past int64 or binary values. `serve` converts request
 // parameters with it, so they mean what `run --input json:` means.
+// Objects keep their order only as an ordered_json (run's json: parses one);
+// nlohmann::json has already sorted their keys.
+HostValue host_value_of_json(const nlohmann::ordered_json& j);
 HostValue host_value_of_json(const nlohmann::json& j);
 
 // A .npy file (format 1.0, 2.0 or 3.0): header checked against the data

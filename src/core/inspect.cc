@@ -92,6 +92,18 @@ void check_storage_records(const TorchArchive& archive, const ModelContents& mod
   }
 }
 
+// The first class under __torch__ that a pickle names: torch.load cannot
+// import that module (it exists only inside torch.jit.load, made from code/).
+std::string first_torchscript_class(const PickleGraph& g) {
+  for (size_t i = 0; i < g.size(); ++i) {
+    const PickleNode& n = g.at(static_cast<PickleRef>(i));
+    if (n.kind != PickleKind::Global) continue;
+    const std::string_view module = g.text(n);
+    if (module == "__torch__" || module.rfind("__torch__.", 0) == 0) return g.global_name(n);
+  }
+  return {};
+}
+
 // bytecode.pkl: (version, (method tuples)...)
 std::optional<int64_t> bytecode_version(const TorchArchive& archive) {
   const Record* r = archive.find("bytecode.pkl");
@@ -206,7 +218,9 @@ void inspect_archive(const TorchArchive& archive, InspectReport& report) {
       for (const Pt2Payload& w : p.weights) report.parameter_count += w.is_param && w.tensor ? w.tensor->numel.value_or(0) : 0;
     }
   } else if (report.kind == FileKind::TorchSave) {
-    collect_saved_object(read_pickle(archive, *archive.find("data.pkl")), "data", model);
+    const PickleGraph saved = read_pickle(archive, *archive.find("data.pkl"));
+    collect_saved_object(saved, "data", model);
+    report.torchscript_class = first_torchscript_class(saved);
   }
   check_storage_records(archive, model, report);
   summarise_contents(model, report);
@@ -292,6 +306,14 @@ void add_kind_notes(InspectReport& report) {
   switch (report.kind) {
     case FileKind::TorchSave:
     case FileKind::LegacyTorchSave:
+      if (!report.torchscript_class.empty()) {
+        report.notes.push_back("neither torch.load nor torch.jit.load reads it: its pickle names the TorchScript class " +
+                               report.torchscript_class + ", which only a TorchScript archive's code/ defines, and it "
+                               "has no code/ (torch.load fails with \"No module named '__torch__'\", torch.jit.load "
+                               "wants code/ and constants.pkl); save the module again with torch.jit.save, or its "
+                               "tensors with torch.save(model.state_dict())");
+        break;
+      }
       report.notes.push_back("made by torch.save: it has no code/, so torch::jit::load and torch.jit.load reject it; "
                              "load it with torch.load, or export the model with torch.jit.script/trace and torch.jit.save");
       break;

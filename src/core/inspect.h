@@ -76,6 +76,9 @@ struct InspectReport {
   std::vector<ModuleInfo> modules;
   std::vector<CodeClass> classes;  // from code/
   std::string root_type;           // class of the root module
+  // A torch.save file's first __torch__ class (TorchScript's own namespace,
+  // defined only by an archive's code/, which such a file lacks); empty if none.
+  std::string torchscript_class;
   std::optional<int64_t> bytecode_version;
   std::optional<OnnxInfo> onnx;
   std::optional<Pt2Contents> pt2;  // a .pt2 (FileKind::ExportedProgram): its programs, weights, AOTInductor models

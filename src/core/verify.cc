@@ -138,6 +138,14 @@ std::string pytorch2_record(const TorchArchive& archive) {
   return {};
 }
 
+std::vector<std::string> records_a_resave_drops(const TorchArchive& archive) {
+  std::vector<std::string> dropped;
+  for (const Record& r : archive.records()) {
+    if (r.kind == RecordKind::TracedInputs || r.kind == RecordKind::Other) dropped.push_back(r.name);
+  }
+  return dropped;
+}
+
 int verify_exit_code(VerifyOutcome outcome) {
   switch (outcome) {
     case VerifyOutcome::Intact: return 0;

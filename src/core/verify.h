@@ -101,6 +101,12 @@ struct VerifyReport {
 // PyTorch than a libtorch 1.x, even when its format version is one 1.x reads.
 std::string pytorch2_record(const TorchArchive& archive);
 
+// The records a libtorch load and save would not write again, by name, in
+// archive order: a traced module's traced_inputs (libtorch keeps them only when
+// loaded with restore_shapes, which no 1.x has) and any record the format
+// layer does not know. A re-save must not drop them unnamed.
+std::vector<std::string> records_a_resave_drops(const TorchArchive& archive);
+
 // Verifies an open TorchScript, lite or .pt2 archive (a .pt2's versions are
 // checked against what torch.export.load reads, not the linked libtorch). Damage is reported, not
 // thrown; only I/O errors throw.

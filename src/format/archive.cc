@@ -49,6 +49,7 @@ std::string_view record_kind_id(RecordKind kind) {
     case RecordKind::Version: return "version";
     case RecordKind::ByteOrder: return "byteorder";
     case RecordKind::SerializationId: return "serialization_id";
+    case RecordKind::TracedInputs: return "traced_inputs";
     case RecordKind::Program: return "program";
     case RecordKind::PayloadConfig: return "payload_config";
     case RecordKind::SampleInputs: return "sample_inputs";
@@ -64,6 +65,7 @@ RecordKind classify_record(std::string_view name) {
   if (name == "version" || name == ".data/version") return RecordKind::Version;
   if (name == "byteorder") return RecordKind::ByteOrder;
   if (name == ".data/serialization_id") return RecordKind::SerializationId;
+  if (name == "traced_inputs.pkl" || starts_with(name, "traced_inputs/")) return RecordKind::TracedInputs;
   if (starts_with(name, kExtraFolder)) return RecordKind::Extra;
   if (ends_with(name, ".debug_pkl")) return RecordKind::DebugInfo;
   if (starts_with(name, "code/")) return RecordKind::Code;
@@ -86,12 +88,44 @@ RecordKind classify_pt2_record(std::string_view name) {
   return kind == RecordKind::TensorData ? RecordKind::Other : kind;  // data/mtia, data/executorch, ...
 }
 
+namespace {
+
+// torch.export.save before the PT2 archive format (PyTorch 2.1 on) wrote a
+// plain zipfile with its records at the root: serialized_exported_program.json,
+// serialized_state_dict.pt (.json in 2.1), serialized_constants.pt, version
+// (the export schema's "MAJOR.MINOR"), extra_files/. torch.export.load of
+// today reads the PT2 archive format, and that old layout only at its own
+// schema major: say what the file is instead of "not a PyTorch ZIP".
+void refuse_legacy_export(const ZipArchive& zip, const std::string& path) {
+  if (zip.find("serialized_exported_program.json") == nullptr) return;
+  std::string schema;
+  if (const ZipEntry* version = zip.find("version"); version != nullptr && version->uncompressed_size <= 32) {
+    try {
+      schema = zip.read(*version, 32);
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::Io) throw;
+    }
+  }
+  const bool plain = !schema.empty() && std::all_of(schema.begin(), schema.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c)) || c == '.';
+  });
+  throw_bad_input("a torch.export file in the legacy layout of early PyTorch 2.x (serialized_exported_program.json at "
+                  "the ZIP root" + (plain ? ", schema version " + schema : std::string()) +
+                      "), which current PyTorch no longer reads",
+                  path,
+                  "load it with the PyTorch that wrote it and save it again with a current torch.export.save "
+                  "(a .pt2 in the PT2 archive format)");
+}
+
+}  // namespace
+
 TorchArchive::TorchArchive(std::unique_ptr<ByteSource> source) : zip_(std::move(source)) {
   const auto& entries = zip_.entries();
   if (entries.empty()) throw_bad_input("the ZIP archive is empty", path(), "this is not a PyTorch archive");
   const std::string& first = entries.front().name;
   const size_t slash = first.find('/');
   if (slash == std::string::npos || slash == 0) {
+    refuse_legacy_export(zip_, path());
     throw_bad_input("a ZIP archive, but not a PyTorch one: entry '" + first + "' is not inside a top folder", path(),
                     "PyTorch archives keep every record under one folder; give a file written by torch.jit.save");
   }

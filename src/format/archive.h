@@ -12,6 +12,8 @@
 //   extra/<name>      user files (_extra_files), written first
 //   version | .data/version   decimal format version (newer writers: .data/)
 //   byteorder, .data/serialization_id   written by newer PyTorch
+//   traced_inputs.pkl, traced_inputs/<key>   a traced module's example inputs
+//                     (PyTorch 2.x's torch.jit.save; torch.jit.load(_restore_shapes=True))
 // A torch.save file is the same layout with data.pkl and data/ only.
 #pragma once
 
@@ -54,6 +56,7 @@ enum class RecordKind {
   Version,          // version, .data/version
   ByteOrder,        // byteorder
   SerializationId,  // .data/serialization_id
+  TracedInputs,     // traced_inputs.pkl, traced_inputs/<key>
   Program,          // .pt2: models/<model>.json (a serialized ExportedProgram)
   PayloadConfig,    // .pt2: data/weights|constants/<model>_*_config.json
   SampleInputs,     // .pt2: data/sample_inputs/<model>.pt

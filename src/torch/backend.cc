@@ -73,9 +73,9 @@ class LibtorchBackend final : public TorchBackend {
     return info;
   }
 
-  void load(const std::string& path) override {
+  void load(const std::string& path, const std::string& display_name) override {
     torch::NoGradGuard no_grad;
-    torch_call(path, "load the module", [&] { return torch::jit::load(path, torch::kCPU); });
+    torch_call(display_name, "load the module", [&] { return torch::jit::load(path, torch::kCPU); });
   }
 
   RunReport run(const RunRequest& request) override {

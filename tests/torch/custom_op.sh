@@ -95,6 +95,13 @@ cmd_case() {
 cp "$work/model.pt" "$work/stamp_me.pt"
 cmd_case 5 verify_no_lib verify --load "$work/model.pt"
 grep -qF -- '--load-library' "$work/verify_no_lib.err" || fail "verify --load without the library: no --load-library hint"
+# verify --load names the user's path, as every other command does, in text and in --json's "file".
+grep -qF "$work/model.pt" "$work/verify_no_lib.err" || fail "verify --load does not name $work/model.pt"
+grep -qF '/proc/self/fd' "$work/verify_no_lib.err" && fail "verify --load's error names /proc/self/fd"
+cmd_case 5 verify_no_lib_json verify --load --json "$work/model.pt"
+grep -qF "\"file\": \"$work/model.pt\"" "$work/verify_no_lib_json.out" "$work/verify_no_lib_json.err" ||
+  fail "verify --load --json: \"file\" is not $work/model.pt"
+grep -qF '/proc/self/fd' "$work/verify_no_lib_json.out" "$work/verify_no_lib_json.err" && fail "verify --load --json names /proc/self/fd"
 cmd_case 0 verify_lib verify --load "$work/model.pt" --load-library "$lib"
 cmd_case 0 ops_lib inspect --ops "$work/model.pt" --load-library "$lib"
 grep -qF 'tsarchive_test::add_one' "$work/ops_lib.out" || fail "inspect --ops does not list tsarchive_test::add_one"

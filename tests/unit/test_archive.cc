@@ -20,6 +20,8 @@ TEST_CASE("records are classified by their name under the top folder") {
   CHECK(classify_record(".data/version") == RecordKind::Version);
   CHECK(classify_record("byteorder") == RecordKind::ByteOrder);
   CHECK(classify_record(".data/serialization_id") == RecordKind::SerializationId);
+  CHECK(classify_record("traced_inputs.pkl") == RecordKind::TracedInputs);
+  CHECK(classify_record("traced_inputs/0") == RecordKind::TracedInputs);
   CHECK(classify_record("something/else") == RecordKind::Other);
 }
 
