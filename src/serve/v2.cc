@@ -262,9 +262,10 @@ InferRequest parse_infer_request(std::string_view whole, std::optional<uint64_t>
     request.id = id->get<std::string>();
   }
   const auto inputs = doc->find("inputs");
-  if (inputs == doc->end() || !inputs->is_array() || inputs->empty()) {
-    throw ApiError(400, "the request has no \"inputs\" array");
-  }
+  // An empty array is a request: a method whose parameters are all
+  // non-tensor takes them from "parameters" (method_arguments says what is
+  // missing otherwise).
+  if (inputs == doc->end() || !inputs->is_array()) throw ApiError(400, "the request has no \"inputs\" array");
   // The names seen, as views into `doc` (which outlives the loop): a hash
   // set, since a comparison with every earlier input made one 5 MB request
   // of 80,000 inputs take minutes of a core.

@@ -140,7 +140,8 @@ TEST_CASE("v2: bad requests are 400 with a reason") {
   };
   CHECK(message_of("{") == "the request body is not valid JSON");
   CHECK(message_of("[]") == "the request body is not a JSON object");
-  CHECK(message_of(R"({"inputs": []})") == "the request has no \"inputs\" array");
+  CHECK(message_of(R"({"inputs": {}})") == "the request has no \"inputs\" array");
+  CHECK(message_of(R"({"outputs": []})") == "the request has no \"inputs\" array");
   CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [2], "datatype": "FP32", "data": [1]}]})") ==
         "input 'x': shape [2] needs 2 values, but 1 were given");
   CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP32", "data": [1, 2]}]})") ==
@@ -171,7 +172,8 @@ TEST_CASE("v2: bad requests are 400 with a reason") {
 
 TEST_CASE("v2: a request of many inputs is checked for repeated names in linear time") {
   // 80,000 inputs (5 MB): comparing each name with every earlier one took
-  // minutes; a hash set takes well under a second.
+  // minutes; a hash set takes well under a second (the bound is loose for a
+  // Debug build under AddressSanitizer on a loaded machine).
   std::string body = R"({"inputs": [)";
   for (int i = 0; i < 80000; ++i) {
     body += R"({"name": "i)" + std::to_string(i) + R"(", "shape": [1], "datatype": "FP32", "data": [0]},)";
@@ -186,7 +188,7 @@ TEST_CASE("v2: a request of many inputs is checked for repeated names in linear 
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   CHECK(message == "input 'i0' is given twice");
-  CHECK(seconds < 5.0);
+  CHECK(seconds < 40.0);
 }
 
 TEST_CASE("v2: outputs as JSON, and the outputs asked for") {
@@ -438,6 +440,18 @@ TEST_CASE("arguments: non-tensor parameters from the request's parameters and fr
   CHECK(args[1].string == "s");
   CHECK(refusal(R"({"inputs": [{"name": "x", "datatype": "BYTES", "shape": [1], "data": ["s"]}]})")
             .find("'x' is a Tensor, which holds numbers") != std::string::npos);
+}
+
+TEST_CASE("arguments: a method whose parameters are all non-tensor takes an empty inputs array") {
+  ServedModelInfo info;
+  info.inputs = {ServedValue{"dictionary", "Dict[str, float]", "", false}};
+  InferRequest request = parse_infer_request(R"({"inputs": [], "parameters": {"dictionary": {"b": 1.0, "a": 2.0}}})");
+  const std::vector<HostValue> args = method_arguments("m", info, request);
+  REQUIRE(args.size() == 1);
+  CHECK(args[0].kind == HostValue::Kind::Dict);
+  // A method that takes a tensor still says which input is missing.
+  CHECK(refusal(R"({"inputs": [], "parameters": {"scale": 0.5}})") ==
+        "input 'x' is missing; model 'm' takes x, scale (float), flags (List[int]), n (Optional[int])");
 }
 
 TEST_CASE("arguments: wrong or misplaced parameters are 400 naming them") {
