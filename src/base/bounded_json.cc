@@ -1,11 +1,116 @@
 #include "base/bounded_json.h"
 
+#include <cstddef>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
 namespace tsarchive {
 namespace {
 
 std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
+// Builds the value of one top-level member in order (ordered_json_member).
+// Objects are filled by appending to ordered_map's vector, with an index per
+// open object for the keys seen, instead of ordered_map's linear lookups.
+class OrderedMemberBuilder : public nlohmann::json_sax<nlohmann::ordered_json> {
+ public:
+  explicit OrderedMemberBuilder(std::string_view member) : member_(member) {}
+  nlohmann::ordered_json result;
+
+  bool null() override { return put(nullptr); }
+  bool boolean(bool v) override { return put(v); }
+  bool number_integer(number_integer_t v) override { return put(v); }
+  bool number_unsigned(number_unsigned_t v) override { return put(v); }
+  bool number_float(number_float_t v, const string_t&) override { return put(v); }
+  bool string(string_t& v) override { return put(std::move(v)); }
+  bool binary(binary_t& v) override { return put(nlohmann::ordered_json::binary(std::move(v))); }
+  bool start_object(std::size_t) override { return open(nlohmann::ordered_json::object()); }
+  bool start_array(std::size_t) override { return open(nlohmann::ordered_json::array()); }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool key(string_t& k) override {
+    if (depth_ == 1) {
+      inside_ = k == member_;
+    } else if (building()) {
+      pending_key_ = std::move(k);
+    }
+    return true;
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+
+ private:
+  struct Open {
+    nlohmann::ordered_json value;
+    std::unordered_map<std::string, size_t> index;  // an object's keys: where each is
+    std::string key;                                // the key this value goes under in its parent
+  };
+  bool building() const { return inside_ && depth_ >= 2; }
+
+  bool put(nlohmann::ordered_json v) {
+    if (depth_ == 1 && inside_) {
+      result = std::move(v);  // a scalar member
+    } else if (building()) {
+      add(std::move(v), std::move(pending_key_));
+    }
+    return true;
+  }
+  void add(nlohmann::ordered_json v, std::string key) {
+    Open& parent = stack_.back();
+    if (parent.value.is_array()) {
+      parent.value.get_ref<nlohmann::ordered_json::array_t&>().push_back(std::move(v));
+      return;
+    }
+    auto& members = parent.value.get_ref<nlohmann::ordered_json::object_t&>();
+    const auto [at, fresh] = parent.index.emplace(key, members.size());
+    if (fresh) {
+      members.emplace_back(std::move(key), std::move(v));  // std::vector's, not a lookup
+    } else {
+      (members.begin() + static_cast<std::ptrdiff_t>(at->second))->second = std::move(v);  // last value, first place
+    }
+  }
+  bool open(nlohmann::ordered_json empty) {
+    ++depth_;
+    if (depth_ >= 2 && inside_) stack_.push_back(Open{std::move(empty), {}, std::move(pending_key_)});
+    return true;
+  }
+  bool close() {
+    if (depth_ >= 2 && inside_) {
+      Open done = std::move(stack_.back());
+      stack_.pop_back();
+      if (stack_.empty()) {
+        result = std::move(done.value);
+      } else {
+        add(std::move(done.value), std::move(done.key));
+      }
+    }
+    --depth_;
+    if (depth_ == 1) inside_ = false;  // the member's value ended
+    return true;
+  }
+
+  std::string_view member_;
+  size_t depth_ = 0;      // 1: inside the top-level object
+  bool inside_ = false;   // within the member's value
+  std::string pending_key_;
+  std::vector<Open> stack_;
+};
+
 }  // namespace
+
+std::optional<nlohmann::ordered_json> ordered_json_member(std::string_view text, std::string_view member,
+                                                          std::string* problem, size_t max_depth, uint64_t max_bytes) {
+  if (auto why = json_limit_problem(text, max_depth, max_bytes)) {
+    if (problem != nullptr) *problem = *why;
+    return std::nullopt;
+  }
+  OrderedMemberBuilder builder(member);
+  if (!nlohmann::ordered_json::sax_parse(text.begin(), text.end(), &builder)) {
+    if (problem != nullptr) *problem = std::string(kNotValidJson);
+    return std::nullopt;
+  }
+  return std::move(builder.result);
+}
 
 JsonShape measure_json(std::string_view text, size_t stop_depth) {
   JsonShape shape;

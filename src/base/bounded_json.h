@@ -62,6 +62,18 @@ std::optional<Json> parse_bounded_json(std::string_view text, std::string* probl
   return doc;
 }
 
+// The value of `member` in the top-level object `text`, parsed keeping every
+// object's keys in the text's order (as Python's json.loads and TorchScript's
+// dicts do), in time linear in the text: a key given twice keeps its first
+// place and its last value, as a Python dict does. nlohmann's ordered_json
+// parser would look every key up among its siblings (quadratic: a request of
+// a million keys would take hours). Nothing when `text` is over the limits or
+// not JSON (*problem says why), null when the member is absent.
+std::optional<nlohmann::ordered_json> ordered_json_member(std::string_view text, std::string_view member,
+                                                          std::string* problem = nullptr,
+                                                          size_t max_depth = JsonLimits::kDepth,
+                                                          uint64_t max_bytes = JsonLimits::kBytes);
+
 // `text` parsed, as parse_bounded_json, when it also stays within
 // JsonLimits::kPrettyBytes pretty-printed (what shows it indented: `inspect
 // --extra NAME`, with or without --json); otherwise nothing, and *problem

@@ -119,7 +119,7 @@ void set_origin(HostValue& v, const std::string& origin) {
 }
 
 // A non-tensor parameter given in the request's "parameters".
-HostValue value_of_parameter(const ServedValue& p, const nlohmann::json& json) {
+HostValue value_of_parameter(const ServedValue& p, const nlohmann::ordered_json& json) {
   const std::string what = "parameter '" + p.name + "' (" + p.type + ")";
   HostValue v;
   try {
@@ -185,7 +185,7 @@ std::vector<HostValue> method_arguments(const std::string& model, const ServedMo
       throw ApiError(400, "model '" + model + "' has no input '" + in.name.substr(0, 100) + "'; it takes " + expected);
     }
   }
-  const nlohmann::json* given_parameters = request.parameters.is_object() ? &request.parameters : nullptr;
+  const nlohmann::ordered_json* given_parameters = request.parameters.is_object() ? &request.parameters : nullptr;
   if (given_parameters != nullptr) {
     for (auto it = given_parameters->begin(); it != given_parameters->end(); ++it) {
       if (reserved(it.key())) continue;

@@ -373,7 +373,11 @@ InferRequest parse_infer_request(std::string_view whole, std::optional<uint64_t>
   }
   const nlohmann::json* parameters = parameters_of(*doc, "the request");
   request.binary_data_output = flag(parameters, "binary_data_output", "the request");
-  if (parameters != nullptr) request.parameters = *parameters;
+  if (parameters != nullptr) {  // again, in order: `doc` sorted every object's keys
+    std::optional<nlohmann::ordered_json> in_order = ordered_json_member(body, "parameters", &problem, 64, body.size() + 1);
+    if (!in_order || !in_order->is_object()) throw ApiError(500, "the request's \"parameters\" did not parse again in order");
+    request.parameters = std::move(*in_order);
+  }
   return request;
 }
 

@@ -53,8 +53,9 @@ struct InferRequest {
   std::vector<std::string> binary_outputs;
   bool binary_data_output = false;
   // The request's top-level "parameters" object (null when absent): the
-  // protocol's keys and the method's non-tensor arguments (arguments.h).
-  nlohmann::json parameters;
+  // protocol's keys and the method's non-tensor arguments (arguments.h),
+  // every object's keys in the request's order (a Dict argument keeps it).
+  nlohmann::ordered_json parameters;
 };
 
 // Parses an infer request body. ApiError(400) naming the problem: not JSON,

@@ -34,6 +34,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import urllib.request
 import zipfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -275,6 +276,15 @@ m.save(sys.argv[1])
 print(m({"b": 1.0, "a": 2.0}))
 """
 
+VALUES = r"""
+import sys, torch
+from typing import Dict
+class Values(torch.nn.Module):
+    def forward(self, d: Dict[str, float]) -> torch.Tensor:
+        return torch.tensor(list(d.values()))
+torch.jit.script(Values()).save(sys.argv[1])
+"""
+
 
 def check_dict_order(work):
     # A JSON object becomes a TorchScript dict in the object's order, as
@@ -285,6 +295,27 @@ def check_dict_order(work):
     p = tsarchive(TSARCHIVE, "run", path, "--input", 'json:{"b": 1.0, "a": 2.0}', "--json")
     outputs = json.loads(p.stdout)["outputs"] if p.returncode == 0 else []
     check(len(outputs) == 1 and outputs[0].get("value") == want, f"run on a Dict[str, float]: {outputs}, PyTorch: {want!r}")
+    # serve's "parameters" too, with the keys in an order neither sorted nor
+    # reversed (the values come back as a tensor in the dict's order).
+    values = os.path.join(work, "values.pt")
+    py(any_torch(), VALUES, values)
+    server = subprocess.Popen([TSARCHIVE, "serve", values, "--port", "0"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        line = server.stdout.readline()
+        check(line.startswith("tsarchive serve: http://"), f"serve's start line: {line!r}")
+        url = line.split()[2] + "/models/values/infer"
+        body = json.dumps({"inputs": [], "parameters": {"d": {"m": 1.0, "z": 2.0, "a": 3.0}}}).encode()
+        request = urllib.request.Request(url, data=body, method="POST", headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=60) as r:
+            answer = json.loads(r.read())
+        data = [o.get("data") for o in answer.get("outputs", [])]
+        check(data == [[1.0, 2.0, 3.0]], f"serve on a Dict[str, float] in the request's parameters: {answer}")
+    except (OSError, ValueError) as e:
+        check(False, f"serve on a Dict[str, float]: {e}")
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
 
 
 def check_record_counts(work):

@@ -480,7 +480,7 @@ TEST_CASE("arguments: wrong or misplaced parameters are 400 naming them") {
   REQUIRE(method_arguments("m", timed, protocol)[0].integer == 5);
   protocol = parse_infer_request(R"({"inputs": [{"name": "x", "datatype": "INT64", "shape": [1], "data": [5]}]})");
   protocol.inputs.clear();
-  protocol.parameters = nlohmann::json::parse(R"({"timeout": 5})");
+  protocol.parameters = nlohmann::ordered_json::parse(R"({"timeout": 5})");
   CHECK_THROWS_WITH(method_arguments("m", timed, protocol),
                     "parameter 'timeout' is missing; model 'm' takes timeout (int) ('timeout' in the request's "
                     "\"parameters\" is the protocol's: send it as an input)");
@@ -489,7 +489,7 @@ TEST_CASE("arguments: wrong or misplaced parameters are 400 naming them") {
   info.inputs = {ServedValue{"opts", "Dict[str, Tensor]", "", false}};
   InferRequest request = parse_infer_request(R"({"inputs": [{"name": "opts", "datatype": "FP32", "shape": [0], "data": []}]})");
   request.inputs.clear();
-  request.parameters = nlohmann::json::parse(R"({"opts": {"a": "10000x10000", "b": "2x3"}})");
+  request.parameters = nlohmann::ordered_json::parse(R"({"opts": {"a": "10000x10000", "b": "2x3"}})");
   try {
     method_arguments("m", info, request);
     FAIL("a 10000x10000 tensor spec was accepted");
