@@ -207,11 +207,14 @@ def check_pickle_protocols(work):
 
 def main():
     global MAJOR
-    version = tsarchive("--version", "--verbose").stdout  # loads the torch layer: skip when it cannot
-    m = re.search(r"^in use +libtorch (\d+)\.(\d+)", version, re.M)
-    if not m:
-        print("this tsarchive has no libtorch layer; skipping:\n" + version)
+    version = tsarchive("--version", "--verbose").stdout  # loads the torch layer
+    if "built without the torch layer" in version:
+        print("this tsarchive is built without the torch layer; skipping:\n" + version)
         sys.exit(77)
+    m = re.search(r"^in use +libtorch (\d+)\.(\d+)", version, re.M)
+    # A torch layer that is built but does not load is what this check exists to catch.
+    if m is None:
+        sys.exit("FAIL: the torch layer is built but libtorch did not load:\n" + version)
     MAJOR = int(m.group(1))
     print(f"tsarchive linked against libtorch {m.group(1)}.{m.group(2)}; Python torch {torch.__version__}")
     table = []
