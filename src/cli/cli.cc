@@ -50,7 +50,7 @@ void print_runtime(std::ostream& out) {
   out << '\n';
   out << "sandbox      " << describe_sandbox(sandbox_support()) << '\n';
   try {
-    const auto info = in_worker<TorchRuntimeInfo>(worker_job(WorkerOptions{}, "", 0, "reading its version"),
+    const auto info = in_worker<TorchRuntimeInfo>(worker_job_without_archive("reading its version"),
                                                   [](TorchBackend& torch) { return torch.runtime_info(); });
     out << "in use       libtorch " << info.libtorch_version;
     if (!info.library_path.empty()) out << " (" << shown(info.library_path) << ")";

@@ -79,9 +79,9 @@ int print_jit_view(const InspectOptions& opts, Context& ctx) {
     }
     return 0;
   }
-  check_before_libtorch(*archive, opts.path, "nothing was loaded", opts.worker.no_validate, ctx.err);
+  const CheckedArchive checked = pass_gate(opened, opts.worker, "nothing was loaded", ctx.err);
   GraphRequest request;
-  request.archive = opened.descriptor_path();
+  request.archive = checked.libtorch_path();
   request.display_name = opts.path;
   request.method = opts.method;
   request.inlined = opts.inlined || opts.format == "dot";
@@ -96,12 +96,12 @@ int print_jit_view(const InspectOptions& opts, Context& ctx) {
                 "use --ops for its operators, or --graph on the .pt it was made from");
   }
   if (opts.ops) {
-    print_ops(in_worker<OpsReport>(opened.job(opts.worker, "listing the operators"),
+    print_ops(in_worker<OpsReport>(worker_job(opts.worker, checked, "listing the operators", ctx.err),
                                    [&](TorchBackend& torch) { return torch.operators(request); }),
               opts, ctx);
     return 0;
   }
-  print_graph(in_worker<MethodGraph>(opened.job(opts.worker, "reading the graph"),
+  print_graph(in_worker<MethodGraph>(worker_job(opts.worker, checked, "reading the graph", ctx.err),
                                      [&](TorchBackend& torch) { return torch.graph(request); }),
               opts, ctx);
   return 0;

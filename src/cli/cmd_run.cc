@@ -176,27 +176,27 @@ RunRequest request_from_options(const RunOptions& opts) {
 // A .pt2: the AOTInductor model to run (--method names it, or the recorded
 // check), checked against --device, and with --sample-inputs the package's own
 // inputs. An ExportedProgram without compiled artifacts is refused here.
-void complete_pt2(const RunOptions& opts, const OpenedArchive& opened, RunRequest& request) {
-  const Pt2Contents contents = read_pt2(opened.archive());
+void complete_pt2(const RunOptions& opts, const CheckedArchive& checked, RunRequest& request) {
+  const Pt2Contents contents = read_pt2(checked.archive());
   const Pt2RunTarget target = select_aoti_model(contents, opts.check ? request.method : opts.method, opts.model);
   check_aoti_device(target, opts.device, opts.model);
   check_aoti_host(target, opts.model);
   request.aoti_model = request.method = target.model;
-  if (opts.sample_inputs) request.inputs = {read_pt2_sample_inputs(opened.archive(), contents, target.model, opts.model)};
+  if (opts.sample_inputs) request.inputs = {read_pt2_sample_inputs(checked.archive(), contents, target.model, opts.model)};
 }
 
 // What the archive adds: its kind, and with --check the recorded inputs,
 // expected outputs, method and tolerances (unless given on the command line).
-void complete_from_archive(const RunOptions& opts, const OpenedArchive& opened, RunRequest& request) {
-  const FileKind kind = opened.archive().kind();
+void complete_from_archive(const RunOptions& opts, const CheckedArchive& checked, RunRequest& request) {
+  const FileKind kind = checked.archive().kind();
   request.lite = kind == FileKind::LiteInterpreter;
-  request.archive = opened.descriptor_path();
+  request.archive = checked.libtorch_path();
   if (opts.sample_inputs && kind != FileKind::ExportedProgram) {
     throw_usage("--sample-inputs takes a .pt2 package's own inputs (data/sample_inputs/); " + opts.model + " has none",
                 "give the inputs with --input");
   }
   if (opts.check) {
-    const RunCheck recorded = load_recorded_check(opened.archive(), request, opts.model);
+    const RunCheck recorded = load_recorded_check(checked.archive(), request, opts.model);
     if (!opts.method.empty() && opts.method != recorded.method) {
       throw_usage("--method " + opts.method + " differs from the recorded check's method " + recorded.method);
     }
@@ -205,7 +205,7 @@ void complete_from_archive(const RunOptions& opts, const OpenedArchive& opened, 
       request.tolerance_by_path = recorded.tolerance_by_path;
     }
   }
-  if (kind == FileKind::ExportedProgram) complete_pt2(opts, opened, request);
+  if (kind == FileKind::ExportedProgram) complete_pt2(opts, checked, request);
 }
 
 // --record: stores the run as the archive's self-check when it passed, and
@@ -264,15 +264,15 @@ int run_run(const RunOptions& opts, Context& ctx) {
   RunRequest request = request_from_options(opts);
   OpenedArchive opened(opts.model, opts.record ? FileAccess::Edit : FileAccess::Read, opts.lock_timeout,
                        "cannot run this file", ctx, /*accept_pt2=*/true);
-  check_before_libtorch(opened.archive(), opts.model, "nothing was run", opts.worker.no_validate, ctx.err);
-  complete_from_archive(opts, opened, request);
+  const CheckedArchive checked = pass_gate(opened, opts.worker, "nothing was run", ctx.err);
+  complete_from_archive(opts, checked, request);
   if (::isatty(STDERR_FILENO) == 1 && !opts.json) {
     request.on_progress = [&ctx](const std::string& line) {
       ctx.err << "\r\033[K" << line << std::flush;  // erase the line, then write it again
     };
   }
 
-  WorkerJob job = opened.job(opts.worker, "running " + request.method);
+  WorkerJob job = worker_job(opts.worker, checked, "running " + request.method, ctx.err);
   if (job.limits.time_s > 0) job.limits.time_s += request.duration_s;  // --duration is time the user asked for
   // libtorch 2.x unpacks an AOTInductor package with mkdtemp("/tmp/XXXXXX"),
   // whatever TMPDIR says: a .pt2's worker may write under /tmp too (sandbox.h).

@@ -108,9 +108,9 @@ std::map<std::string, std::vector<int64_t>> recorded_shapes(const TorchArchive& 
 // --ready-check: the archive's recorded check replayed in a one-shot worker
 // on the served device, before any model is served. Error(CheckFailed) when
 // it fails; true when it ran, false when the archive records none.
-bool run_ready_check(const OpenedArchive& opened, const ServeOptions& opts, const serve::ModelSpec& spec,
-                     const std::string& path) {
-  if (opened.archive().find(extra_record_name(kRunCheckName)) == nullptr) return false;
+bool run_ready_check(const CheckedArchive& checked, const ServeOptions& opts, const serve::ModelSpec& spec,
+                     const std::string& path, std::ostream& err) {
+  if (checked.archive().find(extra_record_name(kRunCheckName)) == nullptr) return false;
   RunRequest request;
   request.archive = spec.request.archive;
   request.display_name = path;
@@ -118,14 +118,14 @@ bool run_ready_check(const OpenedArchive& opened, const ServeOptions& opts, cons
   request.threads = opts.threads;
   request.libraries = opts.worker.libraries;
   request.lite = spec.request.lite;
-  const RunCheck recorded = load_recorded_check(opened.archive(), request, path);
+  const RunCheck recorded = load_recorded_check(checked.archive(), request, path);
   if (recorded.method != opts.method) {
     throw_usage("the recorded check of " + path + " calls " + recorded.method + ", not the served --method " + opts.method,
                 "serve --method " + recorded.method + ", or leave out --ready-check");
   }
   request.tolerance = recorded.tolerance;
   request.tolerance_by_path = recorded.tolerance_by_path;
-  WorkerJob job = opened.job(opts.worker, "running its recorded check");
+  WorkerJob job = worker_job(opts.worker, checked, "running its recorded check", err);
   const RunReport report = in_worker<RunReport>(job, [&](TorchBackend& torch) { return torch.run(request); });
   for (const OutputCheck& c : report.checks) {
     if (c.passed) continue;
@@ -141,56 +141,90 @@ bool run_ready_check(const OpenedArchive& opened, const ServeOptions& opts, cons
   return true;
 }
 
+// One served model from its argument (NAME=PATH, or PATH served under its
+// file's stem): opened, locked and kept open in `files`, past the gate, and
+// with --ready-check its recorded check replayed.
+serve::ModelSpec model_spec(const std::string& arg, const ServeOptions& opts, const std::vector<serve::ModelSpec>& specs,
+                            std::vector<std::unique_ptr<OpenedArchive>>& files, Context& ctx) {
+  std::string name, path = arg;
+  if (const size_t eq = arg.find('='); eq != std::string::npos) {
+    name = arg.substr(0, eq);
+    path = arg.substr(eq + 1);
+  } else {
+    name = path.substr(path.rfind('/') + 1);
+    name = name.substr(0, name.find('.'));
+  }
+  if (!valid_name(name)) {
+    throw_usage("model name '" + name.substr(0, 60) + "' is not letters, digits, '_', '-' and '.'",
+                "name it: tsarchive serve NAME=PATH");
+  }
+  for (const serve::ModelSpec& other : specs) {
+    if (other.name == name) throw_usage("two models are named '" + name + "'", "name them: tsarchive serve A=PATH B=PATH");
+  }
+  files.push_back(std::make_unique<OpenedArchive>(path, FileAccess::Read, kReaderLockTimeout, "cannot serve this file", ctx));
+  const OpenedArchive& opened = *files.back();
+  const TorchArchive* archive = &opened.archive();
+  const CheckedArchive checked = pass_gate(opened, opts.worker, "nothing was served", ctx.err);
+  serve::ModelSpec spec;
+  spec.name = name;
+  spec.job = worker_job(opts.worker, checked, "serving " + opts.method, ctx.err);
+  spec.request.archive = checked.libtorch_path();
+  spec.request.display_name = path;
+  spec.request.method = opts.method;
+  spec.request.device = opts.device;
+  spec.request.threads = opts.threads;
+  spec.request.libraries = opts.worker.libraries;
+  spec.request.lite = archive->kind() == FileKind::LiteInterpreter;
+  spec.request.sample = opts.sample;
+  spec.request.model_id = name;
+  spec.instances = opts.instances;
+  spec.recorded_shapes = recorded_shapes(*archive, opts.method, path);
+  if (opts.ready_check) {
+    if (run_ready_check(checked, opts, spec, path, ctx.err)) {
+      ctx.err << "tsarchive serve: model '" << name << "' passed its recorded self-check" << std::endl;
+    } else {
+      print_warning(ctx.err, "model '" + name + "' has no recorded self-check to run (record one with run --record)", path);
+    }
+  }
+  return spec;
+}
+
+// A stop signal: stop accepting, then let the requests in flight and
+// queued finish; what is left when --grace ends gets 503 (queued) or 500
+// (running: its worker is killed).
+void serve_until_stopped(serve::InferenceServer& server, serve::HttpServer& http, const StopSignals& signals,
+                         int grace_ms, const serve::LogLine& warn) {
+  std::mutex served_mutex;
+  std::condition_variable served_cv;
+  bool served = false;
+  std::thread stopper([&] {
+    int sig = 0;
+    ::sigwait(&signals.set(), &sig);
+    http.stop();
+    std::unique_lock<std::mutex> lock(served_mutex);
+    if (!served_cv.wait_for(lock, std::chrono::milliseconds(grace_ms), [&] { return served; })) {
+      warn("the requests in flight did not finish within --grace (" + std::to_string(grace_ms) +
+           " ms); the rest are failed");
+      server.abort();
+    }
+  });
+  http.serve();  // returns once stopped and every connection has finished
+  {
+    std::lock_guard<std::mutex> lock(served_mutex);
+    served = true;
+  }
+  served_cv.notify_all();
+  stopper.join();
+  server.stop();
+}
+
 int run_serve(const ServeOptions& opts, Context& ctx) {
   if (opts.batch.max_wait_ms > 0 && opts.batch.max_batch <= 1) {
     throw_usage("--max-wait needs --max-batch above 1", "e.g. --max-batch 8 --max-wait 5");
   }
-  // Each model: NAME=PATH, or PATH served under its file's stem.
   std::vector<std::unique_ptr<OpenedArchive>> files;
   std::vector<serve::ModelSpec> specs;
-  for (const std::string& arg : opts.models) {
-    std::string name, path = arg;
-    if (const size_t eq = arg.find('='); eq != std::string::npos) {
-      name = arg.substr(0, eq);
-      path = arg.substr(eq + 1);
-    } else {
-      name = path.substr(path.rfind('/') + 1);
-      name = name.substr(0, name.find('.'));
-    }
-    if (!valid_name(name)) {
-      throw_usage("model name '" + name.substr(0, 60) + "' is not letters, digits, '_', '-' and '.'",
-                  "name it: tsarchive serve NAME=PATH");
-    }
-    for (const serve::ModelSpec& other : specs) {
-      if (other.name == name) throw_usage("two models are named '" + name + "'", "name them: tsarchive serve A=PATH B=PATH");
-    }
-    auto opened = std::make_unique<OpenedArchive>(path, FileAccess::Read, kReaderLockTimeout, "cannot serve this file", ctx);
-    const TorchArchive* archive = &opened->archive();
-    check_before_libtorch(*archive, path, "nothing was served", opts.worker.no_validate, ctx.err);
-    serve::ModelSpec spec;
-    spec.name = name;
-    spec.job = opened->job(opts.worker, "serving " + opts.method);
-    spec.request.archive = opened->descriptor_path();
-    spec.request.display_name = path;
-    spec.request.method = opts.method;
-    spec.request.device = opts.device;
-    spec.request.threads = opts.threads;
-    spec.request.libraries = opts.worker.libraries;
-    spec.request.lite = archive->kind() == FileKind::LiteInterpreter;
-    spec.request.sample = opts.sample;
-    spec.request.model_id = name;
-    spec.instances = opts.instances;
-    spec.recorded_shapes = recorded_shapes(*archive, opts.method, path);
-    if (opts.ready_check) {
-      if (run_ready_check(*opened, opts, spec, path)) {
-        ctx.err << "tsarchive serve: model '" << name << "' passed its recorded self-check" << std::endl;
-      } else {
-        print_warning(ctx.err, "model '" + name + "' has no recorded self-check to run (record one with run --record)", path);
-      }
-    }
-    specs.push_back(std::move(spec));
-    files.push_back(std::move(opened));
-  }
+  for (const std::string& arg : opts.models) specs.push_back(model_spec(arg, opts, specs, files, ctx));
 
   serve::HttpServerOptions http_options;
   http_options.host = opts.host;
@@ -225,31 +259,7 @@ int run_serve(const ServeOptions& opts, Context& ctx) {
     ctx.out << line << std::endl;
   }
 
-  // A stop signal: stop accepting, then let the requests in flight and
-  // queued finish; what is left when --grace ends gets 503 (queued) or 500
-  // (running: its worker is killed).
-  std::mutex served_mutex;
-  std::condition_variable served_cv;
-  bool served = false;
-  std::thread stopper([&] {
-    int sig = 0;
-    ::sigwait(&signals.set(), &sig);
-    http.stop();
-    std::unique_lock<std::mutex> lock(served_mutex);
-    if (!served_cv.wait_for(lock, std::chrono::milliseconds(opts.grace_ms), [&] { return served; })) {
-      warn("the requests in flight did not finish within --grace (" + std::to_string(opts.grace_ms) +
-           " ms); the rest are failed");
-      server.abort();
-    }
-  });
-  http.serve();  // returns once stopped and every connection has finished
-  {
-    std::lock_guard<std::mutex> lock(served_mutex);
-    served = true;
-  }
-  served_cv.notify_all();
-  stopper.join();
-  server.stop();
+  serve_until_stopped(server, http, signals, opts.grace_ms, warn);
   return 0;
 }
 

@@ -13,6 +13,7 @@
 #include "contract/torch_backend.h"
 #include "core/verify.h"
 #include "cli/worker_options.h"
+#include "core/checked_archive.h"
 
 namespace tsarchive::cli {
 namespace {
@@ -41,8 +42,9 @@ int run_verify(const VerifyCliOptions& opts, Context& ctx) {
   const bool load = opts.load && report.outcome() != VerifyOutcome::Malformed &&
                     report.outcome() != VerifyOutcome::Unreadable;
   if (load) {
-    in_worker<std::string>(opened.job(opts.worker, "loading the module"), [&](TorchBackend& torch) {
-      torch.load(opened.descriptor_path(), opts.model);
+    const CheckedArchive checked = admit_verified(opened.file(), *archive, report, "nothing was loaded");
+    in_worker<std::string>(worker_job(opts.worker, checked, "loading the module", ctx.err), [&](TorchBackend& torch) {
+      torch.load(checked.libtorch_path(), opts.model);
       return std::string();
     });
   }

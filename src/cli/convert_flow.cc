@@ -66,8 +66,10 @@ void add_convert_options(CLI::App& app, ConvertOptions& opts, Context& ctx) {
   add_worker_options(app, opts.worker, true);
 }
 
-int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
-  const char* command = opts.trace ? "trace" : "convert";
+namespace {
+
+// What the options ask, checked before the archive is opened.
+ConvertRequest request_from_options(const ConvertOptions& opts, const char* command) {
   if (opts.optimize_for_inference && opts.mobile) {
     throw_usage("--optimize-for-inference (servers: MKL-DNN) and --mobile (phones: XNNPACK) exclude each other",
                 "choose the one for where the model runs");
@@ -77,6 +79,15 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
   std::vector<NamedPath> inputs = input_files(opts.inputs, "--input");
   inputs.push_back({"the model", opts.model});
   check_output_paths({{"-o", opts.output}}, inputs);
+  if (is_standard_stream(opts.output)) {
+    throw_usage(std::string("-o -: ") + command + " cannot write to standard output: the new archive is loaded back "
+                "and checked in a file before it is written", "write to a file with -o FILE, then pipe that");
+  }
+  const std::string top = stem_of(opts.output);
+  if (top.empty() || top == "." || top == ".." || top.size() > 200) {
+    throw_usage("-o " + opts.output.substr(0, 80) + " is not a file name libtorch can name an archive after",
+                "give a file name such as deploy.pt or model.ptl");
+  }
 
   ConvertRequest request;
   request.trace = opts.trace;
@@ -92,25 +103,78 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
   for (const std::string& text : opts.inputs) source.inputs.push_back(parse_input_argument(text));
   apply_tolerances(opts.atol, "--atol", source);
   apply_tolerances(opts.rtol, "--rtol", source);
-  if (is_standard_stream(opts.output)) {
-    throw_usage(std::string("-o -: ") + command + " cannot write to standard output: the new archive is loaded back "
-                "and checked in a file before it is written", "write to a file with -o FILE, then pipe that");
-  }
-  const std::string top = stem_of(opts.output);
-  if (top.empty() || top == "." || top == ".." || top.size() > 200) {
-    throw_usage("-o " + opts.output.substr(0, 80) + " is not a file name libtorch can name an archive after",
-                "give a file name such as deploy.pt or model.ptl");
-  }
+  return request;
+}
 
+// Whether the new archive may be written: the checks against the original,
+// then the dropped-methods policy. Sets outcome.failure (empty: write it) and
+// returns the hint for a failure.
+std::string judge_conversion(const ConvertOptions& opts, ConvertReport& report, ConvertOutcome& outcome) {
+  outcome.failure = convert_failure(report, opts.strict);
+  std::string failure_hint = "leave out --strict to write it with the warning";
+  for (const OutputCheck& c : report.checks) {
+    if (c.passed) continue;
+    failure_hint = failed_check_hint(c);
+    break;
+  }
+  if (!outcome.failure.empty() || report.dropped_methods.empty()) return failure_hint;
+  std::string names;
+  for (const std::string& m : report.dropped_methods) names += (names.empty() ? "" : ", ") + m;
+  const std::string why = opts.trace ? "a trace records only '" + report.method + "'" : "a conversion step dropped them";
+  if (opts.allow_drop) {
+    report.notes.push_back("the written archive lacks the original's method(s) " + names + " (" + why +
+                           "); --allow-drop let it be written without them");
+    return failure_hint;
+  }
+  outcome.failure = "the written archive would lack the original's method(s) " + names + " (" + why + ")";
+  return opts.trace ? "convert the scripted archive without tracing to keep them, or pass --allow-drop to "
+                      "write the trace without them"
+                    : "pass --allow-drop to write it without them";
+}
+
+// Extra files are not the module's: libtorch's save writes only the stamp.
+// Every other extra file of the original goes into the new archive as it
+// was (after the save, by the core); a stamp of ours is replaced by the new
+// one, a producer's own producer_info.json is kept and the stamp goes beside it.
+void write_converted(const ConvertOptions& opts, OpenedArchive& opened, const StampPlace& place,
+                     const std::string& staged, StampContent content, ConvertReport& report, ConvertOutcome& outcome) {
+  const TorchArchive& archive = opened.archive();
+  StagedExtras extras;
+  if (place.producer != nullptr) extras.stamp_name = kStampAltName;
+  for (const Record& r : archive.records()) {
+    if (r.kind != RecordKind::Extra || &r == place.stamp) continue;
+    extras.carried.push_back(ExtraEdit{r.extra_name(), archive.read(r, ExtraLimits::kValueForced), true});
+    outcome.carried.push_back(r.extra_name());
+  }
+  if (place.stamp != nullptr) {
+    report.notes.push_back("the original's stamp (" + place.stamp->name + ") is not carried over: the new archive has "
+                           "its own, naming what was done; the original keeps its stamp");
+  }
+  if (place.producer != nullptr) {
+    report.notes.push_back(extra_record_name(kStampName) + " is the producer's own and was kept as it is; the "
+                           "stamp went to " + kStampAltRecord);
+  }
+  content.fields["conversion"] = steps_text(report.steps);
+  const StagedStamp written =
+      write_staged_with_stamp(opened.file(), staged, content, opts.output, stem_of(opts.output), opts.model, extras);
+  outcome.written = true;
+  outcome.size = written.result.size;
+  outcome.stamp_record = extra_record_name(extras.stamp_name);
+}
+
+}  // namespace
+
+int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
+  const char* command = opts.trace ? "trace" : "convert";
+  ConvertRequest request = request_from_options(opts, command);
   OpenedArchive opened(opts.model, FileAccess::Read, kReaderLockTimeout, std::string("cannot ") + command + " this file",
-                             ctx);
-  const TorchArchive* archive = &opened.archive();
-  check_before_libtorch(*archive, opts.model, "nothing was written", opts.worker.no_validate, ctx.err);
-  if (archive->kind() == FileKind::LiteInterpreter) {
+                       ctx);
+  const CheckedArchive checked = pass_gate(opened, opts.worker, "nothing was written", ctx.err);
+  if (checked.archive().kind() == FileKind::LiteInterpreter) {
     throw_bad_input("a lite-interpreter archive holds bytecode, not TorchScript to " + std::string(command), opts.model,
                     std::string(command) + " the .pt it was made from");
   }
-  source.archive = opened.descriptor_path();
+  request.source.archive = checked.libtorch_path();
 
   StampContent content;
   content.producer_version = build_info().version;
@@ -120,21 +184,11 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
   content.context = collect_producer_context(context_options);
   content.method = "export-hook";
 
-  // Extra files are not the module's: libtorch's save writes only the stamp.
-  // Every other extra file of the original goes into the new archive as it
-  // was (after the save, by the core); a stamp of ours is replaced by the new
-  // one, a producer's own producer_info.json is kept and the stamp goes beside it.
-  const StampPlace place = locate_stamp(*archive);
-  StagedExtras extras;
-  if (place.producer != nullptr) extras.stamp_name = kStampAltName;
-
-  const StagingFolder stage(opts.output, archive->zip().source().size());
-  request.output = stage.path() + "/" + top + (request.lite ? ".ptl" : ".pt");
-
-  WorkerJob job = opened.job(opts.worker, opts.trace ? "tracing" : "converting");
+  const StagingFolder stage(opts.output, checked.size());
+  request.output = stage.path() + "/" + stem_of(opts.output) + (request.lite ? ".ptl" : ".pt");
+  WorkerJob job = worker_job(opts.worker, checked, opts.trace ? "tracing" : "converting", ctx.err);
   job.writable = {stage.path()};  // where libtorch saves the new archive
-  ConvertReport report;
-  report = in_worker<ConvertReport>(job, [&](TorchBackend& torch) {
+  ConvertReport report = in_worker<ConvertReport>(job, [&](TorchBackend& torch) {
     content.libtorch_version = torch.runtime_info().libtorch_version;
     request.stamp = render_stamp(content);  // what the hook writes: everything but the digests
     return torch.convert(request);
@@ -145,47 +199,9 @@ int run_convert_flow(const ConvertOptions& opts, Context& ctx) {
   outcome.command = command;
   outcome.file = opts.model;
   outcome.output = opts.output;
-  outcome.failure = convert_failure(report, opts.strict);
-  std::string failure_hint = "leave out --strict to write it with the warning";
-  for (const OutputCheck& c : report.checks) {
-    if (c.passed) continue;
-    failure_hint = failed_check_hint(c);
-    break;
-  }
-  if (outcome.failure.empty() && !report.dropped_methods.empty()) {
-    std::string names;
-    for (const std::string& m : report.dropped_methods) names += (names.empty() ? "" : ", ") + m;
-    const std::string why = opts.trace ? "a trace records only '" + report.method + "'" : "a conversion step dropped them";
-    if (opts.allow_drop) {
-      report.notes.push_back("the written archive lacks the original's method(s) " + names + " (" + why +
-                             "); --allow-drop let it be written without them");
-    } else {
-      outcome.failure = "the written archive would lack the original's method(s) " + names + " (" + why + ")";
-      failure_hint = opts.trace ? "convert the scripted archive without tracing to keep them, or pass --allow-drop to "
-                                  "write the trace without them"
-                                : "pass --allow-drop to write it without them";
-    }
-  }
+  const std::string failure_hint = judge_conversion(opts, report, outcome);
   if (outcome.failure.empty()) {
-    for (const Record& r : archive->records()) {
-      if (r.kind != RecordKind::Extra || &r == place.stamp) continue;
-      extras.carried.push_back(ExtraEdit{r.extra_name(), archive->read(r, ExtraLimits::kValueForced), true});
-      outcome.carried.push_back(r.extra_name());
-    }
-    if (place.stamp != nullptr) {
-      report.notes.push_back("the original's stamp (" + place.stamp->name + ") is not carried over: the new archive has "
-                             "its own, naming what was done; the original keeps its stamp");
-    }
-    if (place.producer != nullptr) {
-      report.notes.push_back(extra_record_name(kStampName) + " is the producer's own and was kept as it is; the "
-                             "stamp went to " + kStampAltRecord);
-    }
-    content.fields["conversion"] = steps_text(report.steps);
-    const StagedStamp written =
-        write_staged_with_stamp(opened.file(), request.output, content, opts.output, top, opts.model, extras);
-    outcome.written = true;
-    outcome.size = written.result.size;
-    outcome.stamp_record = extra_record_name(extras.stamp_name);
+    write_converted(opts, opened, locate_stamp(checked.archive()), request.output, content, report, outcome);
   }
   if (opts.json) {
     ctx.out << json_text(convert_to_json(report, outcome)) << '\n';

@@ -1,29 +1,21 @@
-// The checks an archive passes before libtorch sees it (stamp, run, verify
-// --load): libtorch 1.13 crashes, over-reads or allocates without bound on
-// damaged archives, and never checks a CRC.
+// The gate as commands use it: an opened archive becomes a CheckedArchive
+// (core/checked_archive.h), the only thing a worker job is made from
+// (worker_options.h).
 #pragma once
 
 #include <iosfwd>
 #include <string>
 
-#include "format/archive.h"
-#include "core/verify.h"
+#include "cli/opened_archive.h"
+#include "cli/worker_options.h"
+#include "core/checked_archive.h"
 
 namespace tsarchive::cli {
 
-// verify_archive() against the versions the built-against libtorch reads.
-// Damage is Error(BadInput) naming the first problem; `consequence` says what
-// did not happen ("nothing was written", "nothing was run").
-VerifyReport require_intact(const TorchArchive& archive, const std::string& file, const std::string& consequence);
-
-}  // namespace tsarchive::cli
-
-namespace tsarchive::cli {
-
-// What run, trace, convert and inspect --graph/--ops do before libtorch:
-// require_intact(), or with --no-validate (`skip`) a note on `err` that the
-// archive goes to libtorch unchecked.
-void check_before_libtorch(const TorchArchive& archive, const std::string& file, const std::string& consequence,
-                           bool skip, std::ostream& err);
+// check_for_libtorch() on the opened archive; with --no-validate the
+// archive goes unchecked, and a note on `err` says so. `consequence` says
+// what did not happen ("nothing was run").
+CheckedArchive pass_gate(const OpenedArchive& opened, const WorkerOptions& options, const std::string& consequence,
+                         std::ostream& err);
 
 }  // namespace tsarchive::cli

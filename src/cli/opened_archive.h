@@ -1,14 +1,13 @@
 // The first steps of every command that reads one archive: open and lock the
 // file (readers never wait: only an --in-place edit takes the write lock),
 // print what the open noticed (an interrupted edit nearby), read it as a
-// TorchScript archive, and make the worker job that hands it to libtorch.
+// TorchScript archive. What libtorch may see of it passes the gate first (gate.h).
 #pragma once
 
 #include <memory>
 #include <string>
 
 #include "cli/commands.h"
-#include "cli/worker_options.h"
 #include "core/file_edit.h"
 #include "format/archive.h"
 
@@ -29,14 +28,8 @@ class OpenedArchive {
   ArchiveFile& file() { return file_; }  // to replace it (an edit)
   const ArchiveFile& file() const { return file_; }
   const TorchArchive& archive() const { return *archive_; }
-  // What libtorch opens: the descriptor the core checked and locked.
-  std::string descriptor_path() const { return file_.descriptor_path(); }
-  // A worker job for `activity` on this archive under the options' limits.
-  WorkerJob job(const WorkerOptions& options, std::string activity) const;
 
  private:
-  std::string path_;
-  std::ostream* err_;  // for the sandbox's note, when a job is made
   ArchiveFile file_;
   std::unique_ptr<TorchArchive> archive_;
 };

@@ -46,12 +46,6 @@ std::string headline(const VerifyReport& r) {
 
 }  // namespace
 
-std::string newer_libtorch_hint() {
-  const std::string built = build_info().torch_version;
-  return "use a tsarchive built against a libtorch at least as new as the PyTorch that wrote it (this one uses libtorch " +
-         built + "; README: Choosing the libtorch); inspect, extra and verify work without libtorch";
-}
-
 std::string_view verify_outcome_id(VerifyOutcome outcome) {
   switch (outcome) {
     case VerifyOutcome::Intact: return "intact";

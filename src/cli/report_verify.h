@@ -6,12 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/checked_archive.h"  // newer_libtorch_hint
 #include "core/verify.h"
 
 namespace tsarchive::cli {
-
-// What to do about an archive this build's libtorch cannot read.
-std::string newer_libtorch_hint();
 
 std::string_view verify_outcome_id(VerifyOutcome outcome);  // "intact", "mismatch", "malformed"
 

@@ -6,7 +6,7 @@
 
 #include <map>
 
-#include "cli/gate.h"
+#include "core/checked_archive.h"
 #include "format/archive.h"
 #include "base/error.h"
 #include "core/extra.h"
@@ -36,7 +36,11 @@ StagedStamp write_staged_with_stamp(ArchiveFile& file, const std::string& staged
       throw Error(ErrorKind::Torch, "libtorch named the top folder '" + copy.top_folder() + "', not '" + expected_top + "'",
                   display, "nothing was written");
     }
-    const VerifyReport gate = require_intact(copy, display, "nothing was written (the archive libtorch wrote is damaged)");
+    // Hashed in full: the stamp's digests are the copy's.
+    const VerifyReport gate = verify_archive(copy, VerifyOptions{0, built_libtorch_versions()});
+    const std::string consequence = "nothing was written (the archive libtorch wrote is damaged)";
+    refuse_damage(gate, display, consequence);
+    refuse_unreadable(gate, display, consequence);
     if (content.archive_name.empty()) content.archive_name = copy.top_folder();
     if (!content.format_version) content.format_version = gate.format_version;
     // verify digested every record; the carried extra files replace or join them.

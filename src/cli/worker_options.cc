@@ -61,11 +61,7 @@ WorkerLimits resolve_worker_limits(const WorkerOptions& options, uint64_t archiv
   return limits;
 }
 
-WorkerJob worker_job(const WorkerOptions& options, const std::string& file, uint64_t archive_size,
-                     std::string activity) {
-  return WorkerJob{file, std::move(activity), resolve_worker_limits(options, archive_size), !options.no_validate,
-                   options.libraries, {}};
-}
+namespace {
 
 void note_worker_sandbox(std::ostream& err) {
   static bool noted = false;
@@ -73,6 +69,19 @@ void note_worker_sandbox(std::ostream& err) {
   if (noted || note.empty() || worker_disabled()) return;
   noted = true;
   print_note(err, note);
+}
+
+}  // namespace
+
+WorkerJob worker_job(const WorkerOptions& options, const CheckedArchive& archive, std::string activity,
+                     std::ostream& err) {
+  note_worker_sandbox(err);
+  return WorkerJob{archive.file(), std::move(activity), resolve_worker_limits(options, archive.size()),
+                   archive.checked(), options.libraries, {}};
+}
+
+WorkerJob worker_job_without_archive(std::string activity) {
+  return WorkerJob{"", std::move(activity), resolve_worker_limits(WorkerOptions{}, 0), true, {}, {}};
 }
 
 void add_worker_options(CLI::App& app, WorkerOptions& options, bool validate_flag, const std::string& when) {

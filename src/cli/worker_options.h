@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/checked_archive.h"
 #include "worker/worker.h"
 
 namespace CLI {
@@ -32,14 +33,15 @@ void add_worker_options(CLI::App& app, WorkerOptions& options, bool validate_fla
 // Error(Usage) for a SIZE that does not parse.
 WorkerLimits resolve_worker_limits(const WorkerOptions& options, uint64_t archive_size);
 
-// The job for `activity` on an archive the user named `file`, of
-// `archive_size` bytes, under the options' limits.
-WorkerJob worker_job(const WorkerOptions& options, const std::string& file, uint64_t archive_size,
-                     std::string activity);
+// The job for `activity` on an archive that passed the gate (cli/gate.h), or
+// that the user sent unchecked, under the options' limits. The first job of
+// the process notes on `err` when the kernel offers the worker's sandbox only
+// in part or not at all (sandbox.h).
+WorkerJob worker_job(const WorkerOptions& options, const CheckedArchive& archive, std::string activity,
+                     std::ostream& err);
 
-// Once per process, before the first worker: the note that the kernel
-// offers the worker's sandbox only in part or not at all (sandbox.h).
-void note_worker_sandbox(std::ostream& err);
+// A job that reads no archive (the linked libtorch's version and devices).
+WorkerJob worker_job_without_archive(std::string activity);
 
 // "512M", "8G", "1.5GiB", "4096" (bytes); suffixes are powers of 1024.
 // Error(Usage) naming `flag` otherwise.

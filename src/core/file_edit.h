@@ -87,8 +87,6 @@ class ArchiveFile {
   ArchiveFile& operator=(const ArchiveFile&) = delete;
 
   const std::string& path() const { return path_; }  // as the user gave it
-  // "/proc/self/fd/N": the locked file itself, for code that opens by name (libtorch).
-  std::string descriptor_path() const { return "/proc/self/fd/" + std::to_string(fd_); }
   // The file opened, (st_dev, st_ino): what no output may replace.
   std::pair<uint64_t, uint64_t> identity() const {
     return {static_cast<uint64_t>(opened_.st_dev), static_cast<uint64_t>(opened_.st_ino)};
@@ -115,6 +113,9 @@ class ArchiveFile {
 
  private:
   friend class InPlaceEdit;
+  friend class CheckedArchive;  // the only way to libtorch: checked_archive.h
+  // "/proc/self/fd/N": the locked file itself, for code that opens by name (libtorch).
+  std::string descriptor_path() const { return "/proc/self/fd/" + std::to_string(fd_); }
   struct Journal {
     uint64_t offset = 0, old_size = 0, new_size = 0;
     uint32_t new_crc = 0;

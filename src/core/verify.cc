@@ -172,7 +172,10 @@ VerifyReport verify_archive(const TorchArchive& archive, const VerifyOptions& op
   // A .pt2 is not read by torch::jit::load: its versions are checked against torch.export.load's (check_pt2_versions).
   if (archive.kind() != FileKind::ExportedProgram) report.readable = options.readable;
 
-  report.records = digest_records(archive, DigestOptions{options.threads, {}});
+  DigestOptions digest_options;
+  digest_options.threads = options.threads;
+  digest_options.sha256 = options.digests;
+  report.records = digest_records(archive, digest_options);
   for (const RecordDigest& d : report.records) {
     report.bytes_hashed += d.size;
     if (!d.problem.empty()) report.problems.push_back("record '" + d.name + "': " + d.problem);
@@ -207,6 +210,8 @@ VerifyReport verify_archive(const TorchArchive& archive, const VerifyOptions& op
   } else if (options.readable && report.problems.empty()) {
     check_versions(report, *options.readable, report.unreadable);
   }
+
+  if (!options.digests) return report;
 
   const StampPlace place = locate_stamp(archive);
   report.stamp_record = place.record();

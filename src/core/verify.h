@@ -53,6 +53,9 @@ ReadableVersions built_libtorch_versions();
 struct VerifyOptions {
   unsigned threads = 0;  // 0: one per core
   std::optional<ReadableVersions> readable;
+  // false: the structural checks alone (what the gate before libtorch needs,
+  // checked_archive.h): CRC-32 without SHA-256, and no stamp check.
+  bool digests = true;
 };
 
 struct StampCheck {

@@ -1,6 +1,8 @@
 // Digests, the producer-info stamp and verify, on archives written by PyTorch.
 #include <catch2/catch.hpp>
 #include <map>
+#include <optional>
+#include <type_traits>
 
 #include <fstream>
 
@@ -13,6 +15,8 @@
 #include "core/extra.h"
 #include "core/producer_info.h"
 #include "core/verify.h"
+#include "core/checked_archive.h"
+#include "core/file_edit.h"
 #include "format/zip_writer.h"
 
 using namespace tsarchive;
@@ -385,4 +389,52 @@ TEST_CASE("stamp: without a git checkout, the CI's own variables name the commit
   options.git_dir = TSARCHIVE_TESTDATA_DIR;
   const ProducerContext in_checkout = collect_producer_context(options);
   if (in_checkout.source) CHECK(in_checkout.source->from_ci.empty());
+}
+
+TEST_CASE("the gate makes the only CheckedArchive: structure and CRCs, no digests, no stamp") {
+  static_assert(!std::is_default_constructible_v<CheckedArchive>);
+  static_assert(!std::is_constructible_v<CheckedArchive, const ArchiveFile&, const TorchArchive&, bool,
+                                         std::optional<int64_t>>);
+  TempDir dir;
+  const std::string path = dir.file("stamped.pt");
+  const std::string bytes = stamped_copy(slurp(testdata("mlp_scripted.pt")));
+  std::ofstream(path, std::ios::binary) << bytes;
+  {
+    const ArchiveFile file(path, FileAccess::Read, 0);
+    const TorchArchive archive(file.source());
+    const CheckedArchive checked = check_for_libtorch(file, archive, "nothing was run");
+    CHECK(checked.checked());
+    CHECK(checked.file() == path);
+    CHECK(checked.libtorch_path().rfind("/proc/self/fd/", 0) == 0);
+    CHECK(checked.format_version().has_value());
+    CHECK_FALSE(admit_unchecked(file, archive).checked());
+
+    VerifyOptions structure;
+    structure.digests = false;
+    const VerifyReport r = verify_archive(archive, structure);
+    CHECK(r.outcome() == VerifyOutcome::Intact);
+    CHECK_FALSE(r.stamp.has_value());  // the stamp is verify's question
+    for (const RecordDigest& d : r.records) CHECK(d.sha256.empty());
+  }
+  // One byte of tensor data flipped: the CRC catches it, and nothing reaches libtorch.
+  const auto archive = open_bytes(bytes);
+  const Record* data = nullptr;
+  for (const Record& r : archive->records()) {
+    if (r.kind == RecordKind::TensorData && r.entry->uncompressed_size > 0) data = &r;
+  }
+  REQUIRE(data != nullptr);
+  std::string damaged = bytes;
+  damaged[data->entry->data_offset] ^= 0x01;
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << damaged;
+  const ArchiveFile file(path, FileAccess::Read, 0);
+  const TorchArchive opened(file.source());
+  try {
+    check_for_libtorch(file, opened, "nothing was run");
+    FAIL("a damaged archive passed the gate");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::BadInput);
+    CHECK_THAT(e.what(), Catch::Contains("damaged") && Catch::Contains(data->name));
+    CHECK(e.file() == path);
+    CHECK_THAT(e.hint(), Catch::StartsWith("nothing was run"));
+  }
 }
