@@ -13,8 +13,8 @@
       The table under "# EXIT STATUS" has one row per exit status and no
       other: each ErrorKind of src/base/error.h with the JSON kind name that
       src/cli/output.cc gives it, and 128 plus each signal src/core/file_edit.cc
-      holds off while it writes. `tsarchive --help`'s footer names the same
-      codes.
+      holds off while it writes. `tsarchive --help`'s footer and README.md's
+      "## Exit codes" summary name the same codes.
 
   check_manual.py man-page MAN_PAGE MANUAL
       The man page the build made from the manual has every '#' section of it.
@@ -236,9 +236,17 @@ def check_exit_codes(tsarchive, manual_path, source_dir):
             problems.append(f"tsarchive --help's footer (src/cli/cli.cc, exit_codes) does not name exit code {code}")
         for code in sorted(named - set(expected)):
             problems.append(f"tsarchive --help's footer names exit code {code}, which no ErrorKind or signal gives")
+    readme = open(f"{source_dir}/README.md", encoding="utf-8").read()
+    m = re.search(r"^## Exit codes\n(.*?)The one table", readme, re.S | re.M)
+    if not m:
+        problems.append("README.md has no '## Exit codes' summary ending 'The one table ... is in the manual'")
+    else:
+        named = {int(c) for c in re.findall(r"\b(\d+)\b", m.group(1))}
+        for code in sorted(set(expected) ^ named):
+            problems.append(f"README.md's '## Exit codes' summary and the code disagree on exit code {code}")
     if problems:
         fail(problems)
-    print(f"manual: exit codes {', '.join(map(str, sorted(expected)))} are in the one table and in --help")
+    print(f"manual: exit codes {', '.join(map(str, sorted(expected)))} are in the one table, --help and README.md")
 
 
 def check_man_page(man_page, manual_path):
