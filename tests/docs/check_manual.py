@@ -147,13 +147,14 @@ def check_commands(tsarchive, manual_path):
             where, label = secs.get("GLOBAL OPTIONS", ""), "tsarchive"
         else:
             label = f"tsarchive {command}"
-            if command not in command_sections:
-                problems.append(f"command '{command}' (in --help-all) has no section "
-                                f"'## tsarchive {command} ...' under '# COMMANDS'")
-                continue
-            where = command_sections[command]
             if not re.search(r"(?<![\w-])tsarchive " + re.escape(command) + r"(?![\w-])", synopsis):
                 problems.append(f"command '{command}' is not in '# SYNOPSIS' (add a line 'tsarchive {command} ...')")
+            if command not in command_sections:
+                problems.append(f"command '{command}' (in --help-all) has no section "
+                                f"'## tsarchive {command} ...' under '# COMMANDS' (its options are checked "
+                                "once it has one)")
+                continue
+            where = command_sections[command]
         for sub in subs:
             if not re.search(r"tsarchive " + re.escape(command) + " " + re.escape(sub) + r"(?![\w-])", synopsis):
                 problems.append(f"subcommand '{command} {sub}' is not in '# SYNOPSIS'")
