@@ -8,7 +8,7 @@
 #   libzip        zip_file_add + zip_close (bench/libzip_set.c): libzip's rewrite
 #   zipfile 'a'   Python's zipfile append mode (no fsync, not atomic)
 #
-# Targets (issue 3): tsarchive extra set <= 1.2x cp; --in-place <= 20 ms on
+# Targets: tsarchive extra set <= 1.2x cp; --in-place <= 20 ms on
 # 1 GiB. Before each timed run the page cache is synced (untimed), so that a
 # command that does not fsync (cp, zipfile) does not leave its writeback to
 # be paid by the next one. Each command sets a new value of one extra file per run (so every

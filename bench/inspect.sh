@@ -3,7 +3,7 @@
 # `unzip -l` and with Debian's python3 doing `import torch; torch.jit.load(...)`,
 # on the same archives, in one run.
 #
-# Targets (from the issue):
+# Targets:
 #   * inspect within 2x of `unzip -l` at any archive size (it must not read
 #     tensor data), i.e. median(inspect) / median(unzip -l) <= 2.0
 #   * at least 40x faster than the Python load,
@@ -15,7 +15,7 @@
 #   big    bench/out/big.pt: ~BIG_MB MB of float32 Linear weights, made here
 #          (kept and reused while its size is within 5% of the target)
 #   resnet18  bench/out/resnet18.pt: torchvision's resnet18, scripted (47 MB,
-#          191 records, 60 of them deflated code/; the archive the issue names),
+#          191 records, 60 of them deflated code/),
 #          made by bench/make_run_models.py when PY has torchvision (as bench/run.sh)
 #
 # Times are wall-clock, whole process (fork+exec to exit), warm page cache:

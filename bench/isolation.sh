@@ -12,7 +12,7 @@
 # run --save-outputs on resnet18 (a larger result crossing the pipe, when
 # bench/out/resnet18.pt exists: bench/make_run_models.py makes it);
 # inspect --ops.
-# Target (issue): isolation costs < 50 ms per command (median difference).
+# Target: isolation costs < 50 ms per command (median difference).
 #
 # Then the worker's sandbox (src/worker/sandbox.h: Landlock + seccomp, a temp
 # folder per job): `run` on the bundled mlp_scripted.pt with the sandbox (the

@@ -14,7 +14,7 @@
 #       of TSARCHIVE's build folder: the same timing loop around forward, with
 #       no callback (P 0) and with one do-nothing global callback sampled at 0.01,
 #       the least any sampled observer can cost
-# Targets (issue): overhead <= 3% at --sample 0.01; the observer's cost per call
+# Targets: overhead <= 3% at --sample 0.01; the observer's cost per call
 # at 0.01 (its mean minus no observer's) within 1 us of the floor's (the
 # floor's mean at 0.01 minus its mean at 0). The overhead at 1 is reported.
 # What to expect: each sampled call that starts a stretch of nested timing

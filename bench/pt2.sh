@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/pt2.sh: `tsarchive inspect x.pt2` against Python loading the same file
-# (issue 23, item 5): torch.export.load for a torch.export program,
+# torch.export.load for a torch.export program,
 # torch._inductor.aoti_load_package for an AOTInductor package (which loads its
 # compiled code; inspect never does), on every archive of testdata/pt2/.
 #

@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
 # bench/pt2_run.sh: `tsarchive run` on an AOTInductor package (.pt2) next to
-# Python's torch._inductor.aoti_load_package, side by side in one run (issue
-# 23, item 5).
+# Python's torch._inductor.aoti_load_package, side by side in one run.
 #
 # (a) whole process, load + one call (a CI smoke test, a shell loop):
 #       tsarchive run PKG --input SPEC --threads T

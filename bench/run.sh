@@ -9,13 +9,13 @@
 #       libtorch floor: build/tests/tsarchive_load_check, a plain C++ program
 #           linked to libtorch that torch::jit::loads the tiny archive (twice):
 #           what any libtorch tool pays (library load + static init), for scale
-#     Target (issue): tsarchive <= 0.5x Python for the tiny model.
+#     Target: tsarchive <= 0.5x Python for the tiny model.
 # (b) per-call latency, the timing loop on its own (load and process start excluded):
 #       tsarchive run MODEL --input SPEC --threads T --warmup 20 --iters 200 --json
 #           (reads timing.p50_ms and timing.mean_ms)
 #       a Python loop: torch.set_num_threads(T), torch.no_grad(), 20 warm-up
 #           calls, then time.perf_counter() around each of 200 calls of m(x)
-#     Targets (issue): resnet18 within 5% of Python (p50 ratio <= 1.05);
+#     Targets: resnet18 within 5% of Python (p50 ratio <= 1.05);
 #     tiny no worse than Python (p50 ratio <= 1.0): the loop itself, argument
 #     handling and any per-call checks must not add to the model's time.
 #

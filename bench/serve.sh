@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/serve.sh: `tsarchive serve` with and without dynamic batching next to
-# the book's Python batching server (bench/serve_python.py: aiohttp,
+# a Python batching server (bench/serve_python.py: aiohttp,
 # torch.jit.load, a bounded queue, the same --max-batch/--max-wait/--max-queue
 # and intra-op threads), in one run on this machine.
 #
@@ -19,7 +19,7 @@
 # --instances CORES --threads 1: one worker process per core) and py-cores
 # (the Python server with CORES intra-op threads: one process, whose request
 # handling the GIL keeps on one core).
-# Ratios at the end. Targets (issue 19): at C=64 ts-batch >= 2x py-batch's
+# Ratios at the end. Targets: at C=64 ts-batch >= 2x py-batch's
 # throughput with a p99 no worse; on the cnn ts-batch >= 1.3x ts-nobatch;
 # ts-sample within 3% of ts-batch. No assertions: read the verdicts.
 #

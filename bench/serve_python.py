@@ -1,11 +1,10 @@
 #!/usr/bin/python3
 """bench/serve_python.py MODEL PORT MAX_BATCH MAX_WAIT_MS MAX_QUEUE THREADS
 
-The book's batching server (chapter 15, section 15.1), written from its
-description for bench/serve.sh to compare with `tsarchive serve`: an
-asynchronous HTTP server (aiohttp here; the book uses Sanic, the same
-design) whose handlers put each request on a bounded queue (503 when it is
-full) and await its answer, and one model-runner task that takes up to
+A batching server as a Python deployment would write one, for bench/serve.sh
+to compare with `tsarchive serve`: an asynchronous HTTP server (aiohttp)
+whose handlers put each request on a bounded queue (503 when it is full) and
+await its answer, and one model-runner task that takes up to
 MAX_BATCH_SIZE requests, waiting at most MAX_WAIT for more after the first,
 concatenates them on dimension 0, runs torch.jit.load's module on them in a
 thread (so the event loop goes on accepting), and splits the output back.
@@ -55,7 +54,7 @@ async def model_runner():
             for x, future in batch:
                 future.set_result(out[start:start + x.shape[0]])
                 start += x.shape[0]
-        except Exception as e:  # one bad request fails its batch, as the book's does
+        except Exception as e:  # one bad request fails its batch
             for _, future in batch:
                 if not future.done():
                     future.set_exception(e)

@@ -38,12 +38,14 @@ JOBS=${JOBS:-$(nproc)}
 # across the build folders (build/, build-asan/, ...). libstb-dev and
 # libjpeg-dev decode pictures (run --input @photo.jpg); python3-pil and python3-torchvision are
 # what pytorch.images compares that with.
+# pandoc makes the man page from man/tsarchive.1.md at build time (CMakeLists.txt);
+# without it the build warns and installs none, and tests/package/deb.sh fails.
 # `demo` installs only BUILD_PACKAGES (what the binary and its torch layer
 # need) and builds only those two targets; the rest comes with `test`.
 BUILD_PACKAGES=(cmake ninja-build g++ pkg-config libtorch-dev libzip-dev zlib1g-dev libcli11-dev nlohmann-json3-dev
                 libssl-dev libstb-dev libjpeg-dev ccache)
 PACKAGES=("${BUILD_PACKAGES[@]}" catch2 graphviz python3 python3-torch python3-numpy python3-pil python3-torchvision
-          time prometheus python3-yaml python3-venv)
+          time prometheus python3-yaml python3-venv pandoc)
 . scripts/debian.sh
 
 # Each step's wall time, printed by `demo` at the end.

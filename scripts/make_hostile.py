@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Writes the hostile corpus, testdata/hostile/ (issue #8, part 5).
+"""Writes the hostile corpus, testdata/hostile/.
 
 Every file is a small, deliberate edit of a real PyTorch archive
 (testdata/mlp_scripted.pt, testdata/mlp.ptl, written by make_testdata.py with
@@ -384,7 +384,7 @@ def make_cases(testdata):
          "that points at a one-entry central directory at offset 0.",
          build(base, comment=b"z" * 10 + fake))
 
-    # Files that ZIP readers read differently (issue 24): what tsarchive checks
+    # Files that ZIP readers read differently: what tsarchive checks
     # must be what PyTorch loads, so each is refused (exit 3 everywhere).
     # Archive B (the same record names; data/1 zeroed, other labels) laid out
     # with offsets as if it started right after ok_rebuilt.pt's end record,
@@ -518,7 +518,7 @@ def make_cases(testdata):
     assert bytecode.startswith(b"\x80\x02K\x08")
     case("ptl_truncated.ptl", "mlp.ptl cut in half.", build(lite)[: len(build(lite)) // 2])
 
-    # JSON and text from archives that reach parsers and terminals (issue 24, findings 4 and 5).
+    # JSON and text from archives that reach parsers and terminals.
     deep = b"[" * 100000 + b"]" * 100000
     case("extra_json_deep.pt", "ok_rebuilt.pt plus an extra file `deep.json`: 100000 nested empty JSON arrays (nlohmann's "
          "serializer recursed once per level and crashed `extra list`, `inspect`, `verify`, `stamp`, `run`).",
@@ -539,7 +539,7 @@ def make_cases(testdata):
          "UTF-8 flag clear): ZIP readers decode it differently (Python's zipfile as CP437), so it is refused.",
          build(base + [Rec(top + "/extra/bad\udcffname", b"x\n", flags=0)]))
 
-    # .pt2 archives (issue 23): edits of testdata/pt2/mlp_dynamic.pt2 (make_testdata_pt2.py, torch 2.13).
+    # .pt2 archives: edits of testdata/pt2/mlp_dynamic.pt2 (make_testdata_pt2.py, torch 2.13).
     pt2 = read_recs(os.path.join(testdata, "pt2", "mlp_dynamic.pt2"))
     pt2_top = pt2[0].name.split("/")[0]
 

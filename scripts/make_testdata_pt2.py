@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes testdata/pt2/: PT2 archives (torch.export and AOTInductor) from
 PyTorch 2.x (torch==2.13.0, CPU wheel), and the facts Python reads back from
-them, for `tsarchive inspect` on .pt2 files (issue 23).
+them, for `tsarchive inspect` on .pt2 files.
 
 Run from the repository root with the venv scripts/dev.sh torch2 makes
 (AOTInductor compiles C++: it needs g++):

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes testdata/pt2/run/: an AOTInductor package that also holds its
-program and sample inputs, for `tsarchive run --sample-inputs` (issue 23).
+program and sample inputs, for `tsarchive run --sample-inputs`.
 
 torch._inductor.aoti_compile_and_package writes only the compiled artifacts
 (testdata/pt2/*_aoti.pt2, made by make_testdata_pt2.py): no models/, no

@@ -9,7 +9,7 @@
 
 namespace tsarchive {
 
-// Values are the documented exit codes (README.md "Exit codes", man page EXIT STATUS).
+// Values are the exit codes of man/tsarchive.1.md's one table, EXIT STATUS (test manual.exit_codes).
 enum class ErrorKind {
   CheckFailed = 1,  // a check ran and failed (verify mismatch, NaN found)
   Usage = 2,        // bad command line

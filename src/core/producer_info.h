@@ -1,5 +1,5 @@
 // extra/producer_info.json: who and what produced an archive, and digests of
-// its records (README.md, "stamp and verify"; man page, JSON OUTPUT).
+// its records (docs/guide.md, "stamp and verify"; man/tsarchive.1.md, JSON OUTPUT).
 //
 // Schema (canonical JSON: sorted keys, no spaces, UTF-8, lowerCamelCase):
 //   _type        "https://tsarchive.dev/producer-info/v1" (major version last)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""`extra get` streams (issue 24, finding 6): a 256 MiB extra file deflated to a
+"""`extra get` streams: a 256 MiB extra file deflated to a
 few hundred KiB (a zip bomb, as far as memory goes) is written to a pipe or to
 -o FILE with bounded memory; `| head -c 100` gets its bytes; a record that
 fails its CRC leaves no -o file behind.

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Every archive-reading command on every file in testdata/hostile/ (issue #8).
+"""Every archive-reading command on every file in testdata/hostile/.
 
     hostile_all.py TSARCHIVE TESTDATA [-j N] [-v]
 
@@ -150,24 +150,24 @@ EXPECTED = {
     "version_negative.pt": allow("inspect --code", EXTRA, diff=True),
     "version_not_a_number.pt": allow("inspect --code", EXTRA, diff=True),
     # Valid archives whose extra/ holds what used to crash or reach the
-    # terminal raw (issue 24): everything works, its output escaped; diff sees
+    # terminal raw: everything works, its output escaped; diff sees
     # the dropped *.debug_pkl records and the added extra file (exit 1).
     "extra_json_deep.pt": {"*": {0}, "diff": {1}},
     "name_control_chars.pt": {"*": {0}, "diff": {1}},
     "extra_terminal_controls.pt": {"*": {0}, "diff": {1}},
     # A producer_info.json without tsarchive's _type is its producer's own
-    # (issue 17), not a stamp: verify says so (exit 0); stamp keeps it and
+    # not a stamp: verify says so (exit 0); stamp keeps it and
     # writes the stamp beside it; the views and run do not need it.
     "stamp_json_deep.pt": {"*": {0}, "diff": {1}},
 }
-# Hostile .pt2 files (issue 23): their damage is in JSON records, so extra/
+# Hostile .pt2 files: their damage is in JSON records, so extra/
 # lists (empty); verify --load is a usage error on any .pt2 (exit 2: a
 # package's compiled code is loaded only by run).
 for _name in ("pt2_aoti_odd_names.pt2", "pt2_huge_shape.pt2", "pt2_json_bomb.pt2", "pt2_json_huge_string.pt2",
               "pt2_weight_path_escape.pt2", "pt2_hidden_program.pt2"):
     EXPECTED[_name] = {"extra list": {0}, "verify --load": {2}}
 
-# Files ZIP readers read differently (issue 24): the layout parser refuses
+# Files ZIP readers read differently: the layout parser refuses
 # them before anything else, so every command, --no-validate included, must
 # exit 3 (a 5 would mean libtorch saw the file).
 LAYOUT_REFUSED = {

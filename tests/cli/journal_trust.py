@@ -1,6 +1,5 @@
 #!/usr/bin/python3
-"""A journal planted next to an archive never rewrites it (issue: the forged
-journal finding). The attacker is another user who can write the folder (or
+"""A journal planted next to an archive never rewrites it. The attacker is another user who can write the folder (or
 a user who can plant a file in a sticky /tmp-like folder): they write
 ".model.pt.tsarchive-journal" whose CRC holds and whose "old bytes" are a
 different model. Commands that only read must leave the archive byte-identical

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""What reaches a terminal from an archive's extra files (issue 24, finding 5).
+"""What reaches a terminal from an archive's extra files.
 
     terminal_output.py TSARCHIVE TESTDATA
 
@@ -63,7 +63,7 @@ torch.jit.script(Raiser()).save(sys.argv[1])
 def verbose_exception(binary, check):
     """run --verbose prints libtorch's full message, which quotes the model's
     exception: an OSC title, a clear-screen, a CR and U+202E in it reach
-    stderr escaped, as in the one error line (issue 30, finding 2)."""
+    stderr escaped, as in the one error line."""
     message = "\x1b]0;owned\x07\x1b[2J\rfake line \u202eevil"
     with tempfile.TemporaryDirectory() as tmp:
         model = os.path.join(tmp, "raiser.pt")

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Archives written by other projects and other PyTorch releases (issue 34),
+"""Archives written by other projects and other PyTorch releases,
 made at test time by real PyTorch and read by tsarchive:
 
 - traced_inputs: a module traced by PyTorch 2.x keeps its example inputs

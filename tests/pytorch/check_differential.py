@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""What tsarchive vouches for must be what PyTorch loads (issue 24).
+"""What tsarchive vouches for must be what PyTorch loads.
 
     check_differential.py TSARCHIVE TESTDATA
 

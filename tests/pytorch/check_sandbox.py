@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""A model's own code cannot write files through tsarchive (issue 30, finding 1).
+"""A model's own code cannot write files through tsarchive.
 Run by CTest with Debian's python3 (exit 77, skipped, when torch is missing):
     /usr/bin/python3 tests/pytorch/check_sandbox.py TSARCHIVE TESTDATA_DIR
 Scripts two modules that call torch.from_file(PATH, shared=True, size=n) and

@@ -6,7 +6,7 @@ Run by CTest:
     python3 tests/pytorch/check_serve_limits.py TSARCHIVE TESTDATA_DIR
 
 Starts the real binary on a free loopback port (--port 0, read back from its
-start line, as check_serve.py does) and sends it what issue 30 found:
+start line, as check_serve.py does) and sends it what a hostile client would:
 - a 5 MB request of 80,000 inputs: answered (400, a repeated name) in
   seconds, not minutes; a request whose parsing alone takes longer than
   --timeout gets 504 without running;

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Real workflows on archives real PyTorch writes (issue 17): what a user keeps
+"""Real workflows on archives real PyTorch writes: what a user keeps
 in an archive survives every command that writes one, and what a command
 reports about an archive is true.
 

@@ -82,7 +82,7 @@ lines=$(wc -l <"$work/missing_lib.err")
 [[ $lines == 1 ]] || fail "missing_lib: $lines lines on stderr, want one"
 grep -qF '/nonexistent.so' "$work/missing_lib.err" || fail "missing_lib: the message does not name /nonexistent.so"
 
-# 4. Every command that loads libtorch takes --load-library (issue 17): without
+# 4. Every command that loads libtorch takes --load-library: without
 #    it each fails naming the operator; with it each succeeds.
 cmd_case() {
   local want=$1 name=$2 rc=0

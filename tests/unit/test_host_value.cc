@@ -595,7 +595,7 @@ TEST_CASE("torch.save: damaged storages are refused") {
 }
 
 // data.pkl of a list that holds one string `copies` times: BINUNICODE once,
-// BINPUT into the memo, then BINGET for every other copy (issue 30: a
+// BINPUT into the memo, then BINGET for every other copy (a
 // deflated 64 MiB string so referenced 20 times took 2.78 GB).
 namespace {
 std::string torch_save_with_shared_string(size_t text_bytes, size_t copies) {
@@ -651,7 +651,7 @@ std::string with_byteorder(const std::string& name, const std::string& order, bo
 }
 }  // namespace
 
-// Issue 30: a big-endian file's values were read byte-swapped.
+// A big-endian file's values were read byte-swapped.
 TEST_CASE("torch.save: the byteorder record is honoured as torch.load honours it") {
   size_t checked = 0;
   for (const auto& [name, want] : expected().items()) {

@@ -96,7 +96,7 @@ TEST_CASE("hostile pictures are refused before their pixels are allocated") {
               "64x48 pixels");
 }
 
-// Issue 30: a batch was decoded whole before its tensor's size was checked
+// A batch was decoded whole before its tensor's size was checked
 // (16 pictures of 8192x8192 took 3.3 GB). Now every header is read first:
 // these headers claim 8192x8192 over pixels that would not decode, so only a
 // check made before decoding gives the budget's error instead of the damage.

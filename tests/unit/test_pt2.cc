@@ -207,7 +207,7 @@ TEST_CASE("pt2: malformed programs are refused in one line", "[pt2]") {
         std::string::npos);
 }
 
-// Issue 30: torch.export.load loads every record under models/ as a program;
+// torch.export.load loads every record under models/ as a program;
 // one that is not models/<name>.json would run unseen by inspect and verify.
 TEST_CASE("pt2: a program hidden under models/ is refused, not passed as intact", "[pt2]") {
   const TorchArchive original(open_file_source(testdata("pt2/mlp_dynamic.pt2")));

@@ -1,5 +1,5 @@
-// JSON and text that came from an archive (issue 24, findings 4 and 5): the
-// bounded JSON parse, the terminal escaper, and the commands that use them.
+// JSON and text that came from an archive: the bounded JSON parse, the
+// terminal escaper, and the commands that use them.
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -219,7 +219,7 @@ TEST_CASE("deep JSON in an archive: listed, inspected and verified, never a cras
   CHECK(extra["json_problem"] == "JSON nested deeper than 512 levels");
 
   // A producer_info.json that does not name tsarchive's schema is its
-  // producer's own (issue 17): read within the limits, kept, never a stamp.
+  // producer's own: read within the limits, kept, never a stamp.
   const CliResult stamp = run_cli({"verify", testdata("hostile/stamp_json_deep.pt")});
   CHECK(stamp.code == 0);
   CHECK_THAT(stamp.out, Catch::Contains("not stamped by tsarchive; producer info present"));

@@ -92,7 +92,7 @@ TEST_CASE("zip: signature sniffing") {
 }
 
 // ---------------------------------------------------------------------------
-// Issue 24: what tsarchive describes must be what PyTorch (miniz) loads.
+// What tsarchive describes must be what PyTorch (miniz) loads.
 
 namespace {
 
