@@ -142,6 +142,7 @@ nlohmann::ordered_json signature_to_json(const SignatureOutcome& s) {
 // One line naming the first difference and how many more.
 std::string differences(const SignatureCheck& c) {
   std::string first;
+  if (c.changed.size() == 1 && c.changed.front() == ".") return "its SHA-256 is not the one signed (the file changed)";
   if (!c.changed.empty()) first = "'" + c.changed.front() + "' changed";
   else if (!c.missing.empty()) first = "'" + c.missing.front() + "' missing";
   else first = "'" + c.added.front() + "' added (not signed)";
@@ -268,7 +269,9 @@ Runner setup_verify(CLI::App& app, Context& ctx) {
       "A .pt2 gets the same checks (its programs and weight configs read as inspect reads them, every weight\n"
       "record holding its tensor, archive_format and archive_version as torch.export.load wants them); --load\n"
       "does not take one.");
-  app.add_option("model", opts->models, "TorchScript archives (.pt, .ptl) or .pt2; - reads standard input")->required();
+  app.add_option("model", opts->models,
+                 "TorchScript archives (.pt, .ptl) or .pt2; - reads standard input; with --key, also a model directory")
+      ->required();
   app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.verify/1); JSON Lines for several files");
   app.add_flag("--load", opts->load, "Also load the module with libtorch (after the checks pass); runs nothing");
   app.add_flag("--require-stamp", opts->require_stamp,
