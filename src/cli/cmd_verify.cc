@@ -184,15 +184,8 @@ int run_verify_signature_only(const VerifyCliOptions& opts, Context& ctx) {
   return 0;
 }
 
-int run_verify(const VerifyCliOptions& opts, Context& ctx) {
-  if (is_directory(opts.model) || ((!opts.key.empty() || !opts.roots.empty()) && !looks_like_zip(opts.model))) {
-    return run_verify_signature_only(opts, ctx);
-  }
-  // The signature's hash of the whole file and the core's checks of its
-  // records read the same bytes: side by side, so that with a core to spare
-  // verify costs about one pass, not two. Its verdict (exit 7) still comes
-  // before the archive's.
-  std::future<SignatureOutcome> pending = std::async(std::launch::async, [&opts] { return check_signature(opts); });
+// An archive: the core's checks, and the signature's verdict from `pending`.
+int run_verify_archive(const VerifyCliOptions& opts, Context& ctx, std::future<SignatureOutcome>& pending) {
   const OpenedArchive opened(opts.model, FileAccess::Read, kReaderLockTimeout, "cannot verify this file", ctx, true);
   const TorchArchive* archive = &opened.archive();
   const bool pt2 = archive->kind() == FileKind::ExportedProgram;
@@ -254,6 +247,23 @@ int run_verify(const VerifyCliOptions& opts, Context& ctx) {
     return verify_exit_code(VerifyOutcome::Mismatch);
   }
   return verify_exit_code(report.outcome());
+}
+
+int run_verify(const VerifyCliOptions& opts, Context& ctx) {
+  if (is_directory(opts.model) || ((!opts.key.empty() || !opts.roots.empty()) && !looks_like_zip(opts.model))) {
+    return run_verify_signature_only(opts, ctx);
+  }
+  // The signature's hash of the whole file and the core's checks of its
+  // records read the same bytes: side by side, so that with a core to spare
+  // verify costs about one pass, not two. Its verdict (exit 7) comes first,
+  // even when the archive cannot be read.
+  std::future<SignatureOutcome> pending = std::async(std::launch::async, [&opts] { return check_signature(opts); });
+  try {
+    return run_verify_archive(opts, ctx, pending);
+  } catch (...) {
+    if (pending.valid()) pending.get();  // throws the signature's error, if it has one
+    throw;
+  }
 }
 
 }  // namespace
