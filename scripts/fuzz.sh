@@ -4,7 +4,7 @@
 # testdata/ (archives, .pt2 included, for zip_layer, inspect_path and zip_structure, which also
 # reads its input as mutations of a built-in archive; the pickles inside them
 # for pickle_reader; the extra/ files inside them and testdata's JSON files
-# for json_text; testdata/images for image). Prints executions and crashes per target; copies every
+# for json_text; testdata/images for image; model signatures made here for signature_bundle). Prints executions and crashes per target; copies every
 # crash, timeout, leak or OOM input to testdata/fuzz-crashes/<target>-<name>,
 # where CTest's fuzz.replay replays it in the normal build. Exit 1 if any.
 #
@@ -18,7 +18,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 install_packages cmake ninja-build clang libclang-rt-14-dev g++ pkg-config libzip-dev zlib1g-dev libssl-dev libstb-dev libjpeg-dev \
   nlohmann-json3-dev libcli11-dev python3
 build=${TSARCHIVE_FUZZ_BUILD:-$root/build-fuzz}
-targets=(zip_layer pickle_reader inspect_path zip_structure json_text image)
+targets=(zip_layer pickle_reader inspect_path zip_structure json_text image signature_bundle)
 
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=${CXX_FUZZ:-clang++} -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTSARCHIVE_FUZZ=ON >/dev/null
@@ -32,7 +32,7 @@ fi
 # Seeds: copied into the working corpus, which libFuzzer grows in place.
 seeds=$build/seeds
 rm -rf "$seeds"
-mkdir -p "$seeds/archives" "$seeds/pickles" "$seeds/json" "$seeds/images"
+mkdir -p "$seeds/archives" "$seeds/pickles" "$seeds/json" "$seeds/images" "$seeds/signatures"
 find "$root/testdata" -maxdepth 2 -type f \( -name '*.pt' -o -name '*.ptl' -o -name '*.pt2' -o -name '*.pth' -o -name '*.bin' \
   -o -name '*.zip' -o -name '*.onnx' \) -exec cp {} "$seeds/archives/" \;
 python3 - "$root/testdata" "$seeds/pickles" "$seeds/json" <<'PY'
@@ -62,6 +62,30 @@ cp "$root/testdata/legacy_state_dict.pth" "$seeds/pickles/"
 find "$root/testdata/images" -type f \( -name '*.png' -o -name '*.jpg' -o -name '*.bmp' -o -name '*.txt' \) \
   -exec sh -c 'cp "$1" "$2/$(echo "${1#$3/}" | tr / _)"' _ {} "$seeds/images" "$root/testdata/images" \;
 
+# Model signatures (core/model_signature.h): bundles of the key and certificate
+# methods over v1.0 and v0.1 statements (the signatures' bytes are random: the
+# parser does not verify them).
+python3 - "$seeds/signatures" <<'PY'
+import base64, json, os, sys
+def b64(b): return base64.b64encode(b).decode()
+res = [{"name": n, "algorithm": "sha256", "digest": "%064x" % i} for i, n in enumerate(["a.bin", "d/b.json", "."])]
+v1 = {"_type": "https://in-toto.io/Statement/v1", "subject": [{"name": "m", "digest": {"sha256": "0" * 64}}],
+      "predicateType": "https://model_signing/signature/v1.0",
+      "predicate": {"serialization": {"method": "files", "hash_type": "sha256", "allow_symlinks": False,
+                                      "ignore_paths": [".git", "model.sig"]}, "resources": res[:2]}}
+v01 = {"_type": "https://in-toto.io/Statement/v1", "predicateType": "https://model_signing/Digests/v0.1",
+       "subject": [{"name": r["name"], "digest": {"sha256": r["digest"]}} for r in res[:2]], "predicate": {}}
+for i, (statement, material) in enumerate([(v1, {"publicKey": {"hint": "ab" * 32}}), (v01, {"publicKey": {}}),
+                                          (v1, {"x509CertificateChain": {"certificates": [{"rawBytes": b64(os.urandom(300))}]}})]):
+    bundle = {"mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+              "verificationMaterial": dict(material, tlogEntries=[]),
+              "dsseEnvelope": {"payload": b64(json.dumps(statement, indent=2).encode()),
+                               "payloadType": "application/vnd.in-toto+json",
+                               "signatures": [{"sig": b64(os.urandom(70)), "keyid": ""}]}}
+    with open(os.path.join(sys.argv[1], "seed%d.sig" % i), "w") as f:
+        json.dump(bundle, f)
+PY
+
 status=0
 summary=()
 details=()
@@ -73,6 +97,7 @@ for t in "${targets[@]}"; do
   [ "$t" = pickle_reader ] && seed_dir=$seeds/pickles
   [ "$t" = json_text ] && seed_dir=$seeds/json
   [ "$t" = image ] && seed_dir=$seeds/images
+  [ "$t" = signature_bundle ] && seed_dir=$seeds/signatures
   cp "$seed_dir/"* "$corpus/"
   log=$build/$t.log
   # -fork keeps going after a crash; each crash leaves a file in $artifacts.

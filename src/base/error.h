@@ -17,6 +17,9 @@ enum class ErrorKind {
   Io = 4,           // the operating system refused (permissions, disk full)
   Torch = 5,        // libtorch failed or is unavailable
   Internal = 6,     // a bug in tsarchive, or this process ran out of memory
+  // A model signature that does not verify, or whose signer is not the key or
+  // certificate roots given (verify --key / --certificate-chain).
+  SignatureInvalid = 7,
 };
 
 class Error : public std::runtime_error {
@@ -56,6 +59,9 @@ class Error : public std::runtime_error {
 }
 [[noreturn]] inline void throw_io(std::string what, std::string file = {}, std::string hint = {}) {
   throw Error(ErrorKind::Io, std::move(what), std::move(file), std::move(hint));
+}
+[[noreturn]] inline void throw_signature_invalid(std::string what, std::string file = {}, std::string hint = {}) {
+  throw Error(ErrorKind::SignatureInvalid, std::move(what), std::move(file), std::move(hint));
 }
 [[noreturn]] inline void throw_usage(std::string what, std::string hint = {}) {
   throw Error(ErrorKind::Usage, std::move(what), {}, std::move(hint));

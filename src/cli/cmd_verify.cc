@@ -1,4 +1,14 @@
 // tsarchive verify MODEL... [--json] [--load [--memory-limit SIZE] [--time-limit S]] [--threads N]
+//   [--key PUBLIC.pem | --certificate-chain ROOTS.pem...] [--signature SIG] [--require-signature]
+//
+// With --key or --certificate-chain, the model's signature (core/signing.h) is
+// checked first; a model that is a directory, or a file that is not a ZIP
+// archive, is checked by its signature alone.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <future>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -11,6 +21,7 @@
 #include "base/error.h"
 #include "core/file_edit.h"
 #include "contract/torch_backend.h"
+#include "core/signing.h"
 #include "core/verify.h"
 #include "cli/worker_options.h"
 #include "core/checked_archive.h"
@@ -26,9 +37,156 @@ struct VerifyCliOptions {
   bool require_stamp = false;
   unsigned threads = 0;
   WorkerOptions worker;
+  std::string signature;
+  std::string key;
+  std::vector<std::string> roots;
+  std::vector<std::string> ignore_paths;
+  bool require_signature = false;
 };
 
-int run_verify(const VerifyCliOptions& opts, Context& ctx) {
+bool is_directory(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// Whether `path` starts as a ZIP archive does (a local file header).
+bool looks_like_zip(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return true;  // let the archive reader say why
+  char magic[4] = {};
+  const ssize_t n = ::read(fd, magic, sizeof magic);
+  ::close(fd);
+  return n == 4 && std::string_view(magic, 4) == std::string_view("PK\x03\x04", 4);
+}
+
+// The signature's part of verify: nothing when no --key/--certificate-chain
+// was given or no signature was found (without --require-signature).
+struct SignatureOutcome {
+  bool asked = false;
+  std::optional<SignatureCheck> check;
+  std::string looked_for;  // the signature path tried, when none was found
+};
+
+SignatureOutcome check_signature(const VerifyCliOptions& opts) {
+  SignatureOutcome out;
+  out.asked = !opts.key.empty() || !opts.roots.empty();
+  if (!out.asked) return out;
+  const std::string path = opts.signature.empty() ? default_signature_path(opts.model) : opts.signature;
+  if (opts.signature.empty() && !exists(path)) {
+    out.looked_for = path;
+    if (opts.require_signature) {
+      throw_signature_invalid("the model is not signed: no " + path, opts.model,
+                              "sign it with 'tsarchive sign', or give its signature with --signature SIG");
+    }
+    return out;
+  }
+  SignatureTrust trust;
+  if (!opts.key.empty()) {
+    trust.public_key_file = opts.key;
+    trust.public_key_pem = read_signing_file(opts.key, "the public key");
+  }
+  for (const std::string& root : opts.roots) {
+    trust.root_files.push_back(root);
+    trust.root_pems.push_back(read_signing_file(root, "the certificate roots"));
+  }
+  const std::string bundle = read_signing_file(path, "the signature");
+  ModelFilesOptions files;
+  for (const std::string& p : opts.ignore_paths) files.ignore_paths.push_back(p);
+  files.threads = opts.threads;
+  out.check = check_model_signature(opts.model, path, bundle, trust, files);
+  return out;
+}
+
+void render_signature_text(const SignatureOutcome& s, std::ostream& out) {
+  if (!s.check) {
+    if (!s.looked_for.empty()) out << "signature  none (no " << s.looked_for << ")\n";
+    return;
+  }
+  const SignatureCheck& c = *s.check;
+  out << "signature  " << c.signature_path << ": " << (c.matches() ? "valid" : "valid, but the model differs") << ", ";
+  if (c.method == "key") {
+    out << "signed by key sha256:" << c.key_fingerprint << " (" << c.curve << ")\n";
+  } else {
+    out << "signed by " << c.subject << ", issued by " << c.issuer << " (key sha256:" << c.key_fingerprint.substr(0, 16)
+        << "..., " << c.curve << ")\n";
+  }
+  out << "  files    " << c.statement.files.size() << " signed";
+  if (c.v02_encoding) out << " (model_signing 0.2 encoding)";
+  if (c.predicate_type != kPredicateV1) out << " (predicate " << c.predicate_type << ")";
+  out << '\n';
+  for (const std::string& f : c.changed) out << "  changed  " << f << '\n';
+  for (const std::string& f : c.missing) out << "  missing  " << f << '\n';
+  for (const std::string& f : c.added) out << "  added    " << f << '\n';
+}
+
+nlohmann::ordered_json signature_to_json(const SignatureOutcome& s) {
+  if (!s.check) return nullptr;
+  const SignatureCheck& c = *s.check;
+  nlohmann::ordered_json doc = {{"path", c.signature_path}, {"method", c.method}, {"valid", true},
+                                {"matches", c.matches()}, {"key_sha256", c.key_fingerprint}, {"curve", c.curve}};
+  if (c.method == "certificate") {
+    doc["subject"] = c.subject;
+    doc["issuer"] = c.issuer;
+  }
+  doc["predicate_type"] = c.predicate_type;
+  doc["files"] = c.statement.files.size();
+  doc["changed"] = c.changed;
+  doc["missing"] = c.missing;
+  doc["added"] = c.added;
+  return doc;
+}
+
+// One line naming the first difference and how many more.
+std::string differences(const SignatureCheck& c) {
+  std::string first;
+  if (c.changed.size() == 1 && c.changed.front() == ".") return "its SHA-256 is not the one signed (the file changed)";
+  if (!c.changed.empty()) first = "'" + c.changed.front() + "' changed";
+  else if (!c.missing.empty()) first = "'" + c.missing.front() + "' missing";
+  else first = "'" + c.added.front() + "' added (not signed)";
+  const size_t more = c.changed.size() + c.missing.size() + c.added.size() - 1;
+  return first + (more > 0 ? " and " + std::to_string(more) + " more" : std::string());
+}
+
+// A directory, or a file that is not an archive: the signature is the whole check.
+int run_verify_signature_only(const VerifyCliOptions& opts, Context& ctx) {
+  if (opts.key.empty() && opts.roots.empty()) {
+    throw Error(ErrorKind::Usage,
+                is_directory(opts.model) ? "a directory is verified by its signature" : "not a ZIP archive", opts.model,
+                "give --key PUBLIC.pem or --certificate-chain ROOTS.pem to check its signature");
+  }
+  const SignatureOutcome s = check_signature(opts);
+  if (!s.check) {
+    throw_signature_invalid("the model is not signed: no " + s.looked_for, opts.model,
+                            "give its signature with --signature SIG");
+  }
+  if (opts.json) {
+    nlohmann::ordered_json doc = {{"schema", "tsarchive.verify/1"}, {"path", opts.model},
+                                  {"outcome", s.check->matches() ? "intact" : "mismatch"},
+                                  {"signature", signature_to_json(s)}};
+    ctx.out << json_text(doc, ctx.json_indent) << '\n';
+  } else {
+    write_text(ctx.out, [&](std::ostream& block) {
+      block << (s.check->matches() ? "intact: " + opts.model + " matches its signature"
+                                   : "CHANGED: " + opts.model + " differs from what was signed")
+            << '\n';
+      render_signature_text(s, block);
+    });
+  }
+  if (!s.check->matches()) {
+    print_error(ctx.err, Error(ErrorKind::CheckFailed, "the model differs from what was signed: " + differences(*s.check),
+                               opts.model, "do not deploy it; fetch the signed model again"));
+    return verify_exit_code(VerifyOutcome::Mismatch);
+  }
+  return 0;
+}
+
+// An archive: the core's checks, and the signature's verdict from `pending`.
+int run_verify_archive(const VerifyCliOptions& opts, Context& ctx, std::future<SignatureOutcome>& pending) {
   const OpenedArchive opened(opts.model, FileAccess::Read, kReaderLockTimeout, "cannot verify this file", ctx, true);
   const TorchArchive* archive = &opened.archive();
   const bool pt2 = archive->kind() == FileKind::ExportedProgram;
@@ -38,6 +196,7 @@ int run_verify(const VerifyCliOptions& opts, Context& ctx) {
                 opts.model, "leave out --load; the core's checks need no libtorch");
   }
   const VerifyReport report = verify_archive(*archive, VerifyOptions{opts.threads, built_libtorch_versions()});
+  const SignatureOutcome signature = pending.get();
   // libtorch sees the archive only once the core found nothing wrong with it.
   const bool load = opts.load && report.outcome() != VerifyOutcome::Malformed &&
                     report.outcome() != VerifyOutcome::Unreadable;
@@ -49,10 +208,15 @@ int run_verify(const VerifyCliOptions& opts, Context& ctx) {
     });
   }
   if (opts.json) {
-    ctx.out << json_text(verify_to_json(report, load), ctx.json_indent) << '\n';
+    nlohmann::ordered_json doc = verify_to_json(report, load);
+    if (signature.asked) doc["signature"] = signature_to_json(signature);
+    ctx.out << json_text(doc, ctx.json_indent) << '\n';
   } else {
     std::ostringstream text;
-    write_text(text, [&](std::ostream& block) { render_verify_text(report, load, block); });
+    write_text(text, [&](std::ostream& block) {
+      render_verify_text(report, load, block);
+      render_signature_text(signature, block);
+    });
     std::string block = text.str();
     if (color_out(ctx)) {  // the verdict line: green intact, yellow unreadable, red otherwise
       const size_t eol = block.find('\n');
@@ -70,6 +234,12 @@ int run_verify(const VerifyCliOptions& opts, Context& ctx) {
     print_error(ctx.err, Error(ErrorKind::BadInput, report.unreadable.front(), opts.model,
                                pt2 ? "load it with the PyTorch that wrote it" : newer_libtorch_hint()));
   }
+  if (signature.check && !signature.check->matches() && report.outcome() != VerifyOutcome::Malformed) {
+    print_error(ctx.err, Error(ErrorKind::CheckFailed, "the archive differs from what was signed: " +
+                                                           differences(*signature.check),
+                               opts.model, "do not deploy it; fetch the signed model again"));
+    return verify_exit_code(VerifyOutcome::Mismatch);
+  }
   if (report.outcome() == VerifyOutcome::Intact && opts.require_stamp && !report.stamp) {
     print_error(ctx.err, Error(ErrorKind::CheckFailed,
                                "not stamped by tsarchive" + (report.producer_info ? " (extra/" + std::string(kStampName) +
@@ -79,6 +249,23 @@ int run_verify(const VerifyCliOptions& opts, Context& ctx) {
     return verify_exit_code(VerifyOutcome::Mismatch);
   }
   return verify_exit_code(report.outcome());
+}
+
+int run_verify(const VerifyCliOptions& opts, Context& ctx) {
+  if (is_directory(opts.model) || ((!opts.key.empty() || !opts.roots.empty()) && !looks_like_zip(opts.model))) {
+    return run_verify_signature_only(opts, ctx);
+  }
+  // The signature's hash of the whole file and the core's checks of its
+  // records read the same bytes: side by side, so that with a core to spare
+  // verify costs about one pass, not two. Its verdict (exit 7) comes first,
+  // even when the archive cannot be read.
+  std::future<SignatureOutcome> pending = std::async(std::launch::async, [&opts] { return check_signature(opts); });
+  try {
+    return run_verify_archive(opts, ctx, pending);
+  } catch (...) {
+    if (pending.valid()) pending.get();  // throws the signature's error, if it has one
+    throw;
+  }
 }
 
 }  // namespace
@@ -91,19 +278,47 @@ Runner setup_verify(CLI::App& app, Context& ctx) {
       "the stamp. Does not load libtorch unless --load.\n"
       "An intact archive whose format or bytecode version the linked libtorch does not read (written by a newer\n"
       "PyTorch) is reported as such, not as damaged.\n"
-      "Exit 0 intact, 1 changed since it was stamped (or not stamped, with --require-stamp), 3 damaged, or\n"
-      "unreadable by this libtorch.\n"
+      "With --key or --certificate-chain, also the model's signature (OpenSSF model signing, as `tsarchive sign`\n"
+      "and `python -m model_signing sign key|certificate` write it): who signed, and that every file or the\n"
+      "archive is exactly what was signed. A model directory is checked by its signature alone.\n"
+      "Exit 0 intact, 1 changed since it was stamped or signed (or not stamped, with --require-stamp), 3 damaged,\n"
+      "or unreadable by this libtorch, 7 the signature is invalid or its signer not trusted (or, with\n"
+      "--require-signature, there is none).\n"
       "A .pt2 gets the same checks (its programs and weight configs read as inspect reads them, every weight\n"
       "record holding its tensor, archive_format and archive_version as torch.export.load wants them); --load\n"
       "does not take one.");
-  app.add_option("model", opts->models, "TorchScript archives (.pt, .ptl) or .pt2; - reads standard input")->required();
+  app.add_option("model", opts->models,
+                 "TorchScript archives (.pt, .ptl) or .pt2; - reads standard input; with --key, also a model directory")
+      ->required();
   app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.verify/1); JSON Lines for several files");
   app.add_flag("--load", opts->load, "Also load the module with libtorch (after the checks pass); runs nothing");
   app.add_flag("--require-stamp", opts->require_stamp,
                "Exit 1 when the archive carries no tsarchive stamp (a producer's own producer_info.json is not one)");
   app.add_option("--threads", opts->threads, "Hashing threads (default: one per core)")->check(CLI::Range(1u, 256u));
+  CLI::Option* key = app.add_option("--key", opts->key,
+                 "Check the model's signature (OpenSSF model signing) against this public key (PEM, EC P-256/384/521)")
+      ->type_name("PUBLIC.pem");
+  CLI::Option* roots = app.add_option("--certificate-chain", opts->roots,
+                 "Check the model's signature against these root certificates (model_signing's certificate method)")
+      ->type_name("ROOTS.pem")
+      ->excludes(key);
+  app.add_option("--signature", opts->signature,
+                 "The signature file (default: MODEL.sig beside a file, MODEL/model.sig in a directory)")
+      ->type_name("SIG");
+  app.add_flag("--require-signature", opts->require_signature,
+               "Exit 7 when no signature is found (with --key or --certificate-chain)");
+  app.add_option("--ignore-paths", opts->ignore_paths,
+                 "Files of a model directory that are not checked against the signature (relative to it)")
+      ->type_name("PATH");
   add_worker_options(app, opts->worker, false, "With --load: ");  // verify never skips its checks
-  return [opts, &ctx] {
+  return [opts, &ctx, key, roots] {
+    if ((!opts->signature.empty() || opts->require_signature) && key->count() == 0 && roots->count() == 0) {
+      throw_usage("--signature and --require-signature need --key PUBLIC.pem or --certificate-chain ROOTS.pem",
+                  "say whom you trust: the signer's public key or the roots of its certificate");
+    }
+    if (!opts->signature.empty() && opts->models.size() > 1) {
+      throw_usage("--signature names one signature, and several models are given", "verify them one at a time");
+    }
     return for_each_file(opts->models, opts->json, ctx, [&](const std::string& model) {
       opts->model = model;
       return run_verify(*opts, ctx);

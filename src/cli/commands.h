@@ -36,6 +36,7 @@ Runner setup_inspect(CLI::App& app, Context& ctx);
 Runner setup_extra(CLI::App& app, Context& ctx);
 Runner setup_stamp(CLI::App& app, Context& ctx);
 Runner setup_verify(CLI::App& app, Context& ctx);
+Runner setup_sign(CLI::App& app, Context& ctx);
 Runner setup_diff(CLI::App& app, Context& ctx);
 Runner setup_run(CLI::App& app, Context& ctx);
 Runner setup_trace(CLI::App& app, Context& ctx);
@@ -48,7 +49,8 @@ inline constexpr Command kCommands[] = {
     {"inspect", "Show what a model file holds, without loading it", setup_inspect},
     {"extra", "List, read and edit extra/ files, keeping everything else byte-for-byte", setup_extra},
     {"stamp", "Write producer info and record digests into extra/producer_info.json", setup_stamp},
-    {"verify", "Check structure, CRCs, versions and the stamp's digests", setup_verify},
+    {"verify", "Check structure, CRCs, versions and the stamp's digests; a model's signature with --key", setup_verify},
+    {"sign", "Sign a model (file or directory) with an EC key or certificate, as OpenSSF model_signing does", setup_sign},
     {"diff", "Compare two archives: records, tensors, code and extra files; exit 1 if they differ", setup_diff},
     {"run", "Run a method on CPU or CUDA: describe outputs, check them, time it", setup_run},
     {"trace", "Record a method on example inputs into a new archive, checked against the original", setup_trace},

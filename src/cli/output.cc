@@ -91,6 +91,7 @@ const char* kind_name(ErrorKind kind) {
     case ErrorKind::Io: return "io";
     case ErrorKind::Torch: return "torch";
     case ErrorKind::Internal: return "internal";
+    case ErrorKind::SignatureInvalid: return "signature_invalid";
   }
   return "internal";
 }

@@ -11,7 +11,10 @@
 #include <optional>
 #include <thread>
 
+#include <unistd.h>
+
 #include "base/error.h"
+#include "base/posix_fd.h"
 #include "base/runtime_library.h"
 
 namespace tsarchive {
@@ -155,6 +158,21 @@ std::string root_digest(std::vector<std::pair<std::string, std::string>> digests
 std::string sha256_hex(std::string_view bytes) {
   Sha256 sha;
   sha.update(bytes.data(), bytes.size());
+  return sha.hex();
+}
+
+std::string sha256_fd_hex(int fd, const std::string& path) {
+  Sha256 sha;
+  std::vector<char> buffer(1 << 20);
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_io("cannot read: " + errno_text(), path);
+    }
+    sha.update(buffer.data(), static_cast<size_t>(n));
+  }
   return sha.hex();
 }
 

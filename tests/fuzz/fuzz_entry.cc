@@ -10,6 +10,7 @@
 #include "core/image.h"
 #include "core/input_values.h"
 #include "core/inspect.h"
+#include "core/model_signature.h"
 #include "core/pt2_graph.h"
 #include "format/pt2.h"
 #include "format/model.h"
@@ -110,6 +111,22 @@ void inspect_path(const uint8_t* data, size_t size) {
   } catch (const Error&) {
   }
   torch_save_value(data, size);
+}
+
+void signature_bundle(const uint8_t* data, size_t size) {
+  const std::string bytes = bytes_of(data, size);
+  try {
+    const ModelBundle bundle = parse_bundle(bytes);
+    (void)dsse_pae(bundle.payload);
+    (void)dsse_pae_v02(bundle.payload);
+    const ModelStatement statement = parse_statement(bundle.payload);
+    (void)statement_json(statement);
+  } catch (const Error&) {
+  }
+  try {
+    (void)parse_statement(bytes);
+  } catch (const Error&) {
+  }
 }
 
 void json_text(const uint8_t* data, size_t size) {

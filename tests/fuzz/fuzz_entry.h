@@ -37,4 +37,10 @@ void json_text(const uint8_t* data, size_t size);
 // as a labels file.
 void image(const uint8_t* data, size_t size);
 
+// What `verify --key` does to a signature file before any file of the model
+// is read (core/model_signature.h): the bundle parse (bounded JSON, base64,
+// the envelope), the statement parse of its payload (names, duplicates,
+// digests, the root) and the PAEs; the bytes are also parsed as a statement.
+void signature_bundle(const uint8_t* data, size_t size);
+
 }  // namespace tsarchive::fuzz

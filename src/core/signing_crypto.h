@@ -1,0 +1,85 @@
+// The public-key cryptography of model signing, through OpenSSL's libcrypto:
+// elliptic-curve keys (P-256, P-384, P-521 only: the curves Sigstore's
+// protobuf specs and model_signing accept), ECDSA over SHA-256/384/512 by the
+// curve's size, X.509 certificates and their chains.
+//
+// libcrypto is dlopen()ed at first use (base/runtime_library.h), as for
+// SHA-256 in digest.cc, and not linked: linking it would load it at every
+// start-up (tests/cli/startup_libraries.sh allows only libc, libm and
+// libgcc_s), for the one command that signs. The declarations still come from
+// OpenSSL's headers (decltype), so a changed function fails the build.
+//
+// Private keys stay inside this file's objects: no message, here or above,
+// quotes a key's bytes or a password.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct evp_pkey_st;
+struct x509_st;
+
+namespace tsarchive {
+
+// What a key of another kind or curve is told.
+inline constexpr std::string_view kAcceptedKeys = "EC keys on P-256, P-384 or P-521";
+
+class PublicKey {
+ public:
+  // From a PEM "PUBLIC KEY" (SubjectPublicKeyInfo) file's text; throws
+  // Error(SignatureInvalid) naming `file` for anything else or another curve.
+  static PublicKey from_pem(std::string_view pem, const std::string& file);
+
+  // Whether `signature` (DER ECDSA) signs `message`, hashed by the curve's size.
+  bool verifies(std::string_view message, std::string_view signature) const;
+  // Whether it verifies with SHA-256 whatever the curve (model_signing v0.2's certificates).
+  bool verifies_sha256(std::string_view message, std::string_view signature) const;
+  // SHA-256 hex of the key's PEM SubjectPublicKeyInfo text: model_signing's
+  // key hint in a bundle, and how tsarchive names a signer.
+  std::string fingerprint() const;
+  std::string curve() const;  // "P-256"
+  bool same_key(const PublicKey& other) const;
+
+  std::shared_ptr<evp_pkey_st> pkey;
+};
+
+class PrivateKey {
+ public:
+  // From a PEM private key (PKCS#8, SEC1 "EC PRIVATE KEY", or encrypted with
+  // `password`); throws Error(Usage) naming `file`, never quoting it.
+  static PrivateKey from_pem(std::string_view pem, const std::string& file, const std::optional<std::string>& password);
+
+  // DER ECDSA signature of `message`, hashed by the curve's size.
+  std::string sign(std::string_view message) const;
+  PublicKey public_key() const;
+
+  std::shared_ptr<evp_pkey_st> pkey;
+};
+
+class Certificate {
+ public:
+  static Certificate from_der(std::string_view der);  // throws Error(SignatureInvalid)
+  std::string der() const;
+  std::string subject() const;  // RFC 2253 text
+  std::string issuer() const;
+  std::string sha256() const;   // of the DER
+  // May it sign code: key usage digitalSignature, or extended key usage codeSigning.
+  bool may_sign() const;
+  PublicKey public_key() const;  // throws Error(SignatureInvalid) for a key of another kind
+
+  std::shared_ptr<x509_st> x509;
+};
+
+// Every certificate of a PEM file ("CERTIFICATE" blocks), in order; throws
+// Error(Usage) naming `file` when it holds none or one does not parse.
+std::vector<Certificate> certificates_from_pem(std::string_view pem, const std::string& file);
+
+// Why `leaf` does not chain to one of `roots` (through `intermediates`), at the
+// current time; empty when it does. OpenSSL's words ("certificate has expired").
+std::string chain_problem(const Certificate& leaf, const std::vector<Certificate>& intermediates,
+                          const std::vector<Certificate>& roots);
+
+}  // namespace tsarchive

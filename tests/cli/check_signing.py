@@ -1,0 +1,412 @@
+#!/usr/bin/python3
+"""`tsarchive sign` and `verify --key|--certificate-chain` against OpenSSF's
+model_signing, both ways, and the tamper matrix.
+
+Run by CTest:
+
+    python3 tests/cli/check_signing.py TSARCHIVE TESTDATA_DIR VENV_DIR
+
+model_signing (1.1.x, with pyOpenSSL, which its certificate method imports
+and 1.1.1 does not declare) is pip-installed into VENV_DIR the first time. A
+failed install FAILS the test (exit 1): PyPI is reachable in CI, and a
+skipped interop test would let the formats drift apart unseen.
+
+Keys, a root CA, an intermediate and signing certificates are made here with
+`openssl` in a temporary folder; no private key is committed. Checks:
+- interop: tsarchive signs (key P-256/P-384/P-521, an encrypted key, a
+  certificate with an intermediate) a file and a directory, and
+  `python -m model_signing verify key|certificate` accepts; model_signing signs
+  (key, certificate) and `tsarchive verify` accepts, naming the signer;
+- the tamper matrix: each case exits 1 (the model changed under a valid
+  signature) or 7 (the signature is invalid or its signer not trusted) with one
+  error line that names the file and the reason;
+- hostile bundles (deep JSON, a 1 GiB file, invalid UTF-8) are refused in
+  bounded time; no private key's text appears in any output.
+"""
+
+import base64
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+TSARCHIVE, TESTDATA, VENV = (os.path.abspath(p) for p in sys.argv[1:4])
+REQUIREMENTS = ["model_signing>=1.1,<1.2", "pyopenssl"]
+failures = []
+checks = 0
+
+
+def check(ok, what):
+    global checks
+    checks += 1
+    if not ok:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def venv_python():
+    os.makedirs(os.path.dirname(os.path.abspath(VENV)), exist_ok=True)
+    python = os.path.join(VENV, "bin", "python")
+    with open(VENV + ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.path.exists(python) and subprocess.run([python, "-c", "import model_signing, OpenSSL"],
+                                                     capture_output=True).returncode == 0:
+            return python
+        if not os.path.exists(python):
+            made = subprocess.run([sys.executable, "-m", "venv", VENV])
+            if made.returncode != 0:
+                print(f"FAIL: cannot make a venv at {VENV} (python3-venv missing?)")
+                sys.exit(1)
+        installed = subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", *REQUIREMENTS])
+        if installed.returncode != 0:
+            print(f"FAIL: pip could not install {' '.join(REQUIREMENTS)} into {VENV}: the interop test needs it")
+            sys.exit(1)
+    return python
+
+
+PY = venv_python()
+version = subprocess.run([PY, "-c", "import importlib.metadata as m; print(m.version('model_signing'))"],
+                         capture_output=True, text=True).stdout.strip()
+print(f"model_signing {version} from {VENV}")
+
+tmp = tempfile.mkdtemp(prefix="tsarchive-signing-")
+os.chdir(tmp)
+secrets = []  # every private key's base64 body, which no output may contain
+
+
+def run(*args, **kw):
+    return subprocess.run(list(args), capture_output=True, text=True, **kw)
+
+
+def openssl(*args):
+    r = run("openssl", *args)
+    if r.returncode != 0:
+        print("openssl", " ".join(args), "failed:", r.stderr)
+        sys.exit(1)
+
+
+def ec_key(name, curve):
+    openssl("ecparam", "-name", curve, "-genkey", "-noout", "-out", name + ".key")
+    openssl("ec", "-in", name + ".key", "-pubout", "-out", name + ".pub")
+    body = "".join(l for l in open(name + ".key").read().splitlines() if not l.startswith("-----"))
+    secrets.append(body)
+    secrets.append(body[10:50])
+
+
+def ext_file(name, text):
+    with open(name, "w") as f:
+        f.write(text)
+    return name
+
+
+for name, curve in [("p256", "prime256v1"), ("p384", "secp384r1"), ("p521", "secp521r1"), ("other", "prime256v1"),
+                    ("k1", "secp256k1"), ("ca", "prime256v1"), ("inter", "prime256v1"), ("leaf", "prime256v1"),
+                    ("ca2", "prime256v1")]:
+    ec_key(name, curve)
+openssl("genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", "rsa.key")
+with open("password.txt", "w") as f:
+    f.write("correct horse\n")
+openssl("pkcs8", "-topk8", "-in", "p256.key", "-out", "p256.enc.key", "-passout", "pass:correct horse")
+
+ca_ext = ext_file("ca.ext", "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n")
+leaf_ext = ext_file("leaf.ext", "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,digitalSignature\n"
+                                "extendedKeyUsage=codeSigning\n")
+nosign_ext = ext_file("nosign.ext", "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,keyEncipherment\n")
+openssl("req", "-x509", "-new", "-key", "ca.key", "-subj", "/CN=Test Root CA/O=tsarchive tests", "-days", "30",
+        "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+        "-out", "ca.pem")
+openssl("req", "-x509", "-new", "-key", "ca2.key", "-subj", "/CN=Other Root CA", "-days", "30",
+        "-addext", "basicConstraints=critical,CA:TRUE", "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+        "-out", "ca2.pem")
+
+
+def issue(key, subject, ca_cert, ca_key, ext, out, days="30"):
+    openssl("req", "-new", "-key", key, "-subj", subject, "-out", out + ".csr")
+    openssl("x509", "-req", "-in", out + ".csr", "-CA", ca_cert, "-CAkey", ca_key, "-CAcreateserial", "-days", days,
+            "-extfile", ext, "-out", out)
+
+
+issue("inter.key", "/CN=Test Intermediate CA", "ca.pem", "ca.key", ca_ext, "inter.pem")
+issue("leaf.key", "/CN=ci-signer/O=tsarchive tests", "inter.pem", "inter.key", leaf_ext, "leaf.pem")
+issue("leaf.key", "/CN=expired-signer", "inter.pem", "inter.key", leaf_ext, "expired.pem", days="-1")
+issue("leaf.key", "/CN=no-signing-usage", "inter.pem", "inter.key", nosign_ext, "nosign.pem")
+
+# The models: an archive PyTorch wrote (one file) and a directory of several files.
+shutil.copy(os.path.join(TESTDATA, "mlp_scripted.pt"), "model.pt")
+
+
+def make_dir(path):
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(os.path.join(path, "sub", "deeper"))
+    with open(os.path.join(path, "weights.bin"), "wb") as f:
+        f.write(os.urandom(300_000))
+    with open(os.path.join(path, "config.json"), "w") as f:
+        f.write('{"layers": 3}\n')
+    with open(os.path.join(path, "sub", "tokenizer.txt"), "w") as f:
+        f.write("a b c\n")
+    with open(os.path.join(path, "sub", "deeper", "x.y"), "w") as f:
+        f.write("x\n")
+    with open(os.path.join(path, ".gitignore"), "w") as f:
+        f.write("*.tmp\n")
+
+
+make_dir("modeldir")
+
+
+def ts(*args):
+    return run(TSARCHIVE, *args)
+
+
+def ms(*args):
+    return run(PY, "-m", "model_signing", *args)
+
+
+def no_secrets(r, what):
+    text = r.stdout + r.stderr
+    check(not any(s and s in text for s in secrets), f"{what}: a private key's text appears in the output")
+
+
+def expect(r, code, what, needles=()):
+    no_secrets(r, what)
+    ok = r.returncode == code
+    check(ok, f"{what}: exit {r.returncode}, expected {code}\n  stdout: {r.stdout[-800:]}\n  stderr: {r.stderr[-800:]}")
+    if code not in (0,):
+        errors = [l for l in r.stderr.splitlines() if l.startswith("tsarchive: error:")]
+        check(len(errors) == 1, f"{what}: {len(errors)} error lines, expected one: {r.stderr!r}")
+    for n in needles:
+        check(n in r.stdout + r.stderr, f"{what}: {n!r} not in the output: {r.stdout[-600:]} {r.stderr[-600:]}")
+    return r
+
+
+# --- tsarchive signs, model_signing verifies ---------------------------------------------------------------------
+for key in ["p256", "p384", "p521"]:
+    r = expect(ts("sign", "model.pt", "--key", key + ".key", "-o", f"model.{key}.sig"), 0, f"sign file {key}",
+               ["signature written to model.p", "beside the model"])
+    expect(ms("verify", "key", "--signature", f"model.{key}.sig", "--public_key", key + ".pub", "model.pt"), 0,
+           f"model_signing verify key of tsarchive's {key} file signature")
+    expect(ts("verify", "model.pt", "--key", key + ".pub", "--signature", f"model.{key}.sig"), 0,
+           f"tsarchive verify of its own {key} signature")
+
+r = expect(ts("sign", "modeldir", "--key", "p256.key"), 0, "sign directory",
+           ["modeldir/model.sig", "inside the model directory"])
+check(os.path.exists("modeldir/model.sig"), "sign of a directory writes MODEL/model.sig")
+expect(ms("verify", "key", "--signature", "modeldir/model.sig", "--public_key", "p256.pub", "modeldir"), 0,
+       "model_signing verify key of tsarchive's directory signature")
+expect(ts("verify", "modeldir", "--key", "p256.pub"), 0, "tsarchive verify of a directory (default signature)",
+       ["intact", "sha256:"])
+payload = json.loads(base64.b64decode(json.load(open("modeldir/model.sig"))["dsseEnvelope"]["payload"]))
+names = [x["name"] for x in payload["predicate"]["resources"]]
+check(names == ["config.json", "sub/deeper/x.y", "sub/tokenizer.txt", "weights.bin"], f"signed names: {names}")
+check("model.sig" in payload["predicate"]["serialization"]["ignore_paths"], "model.sig recorded as ignored")
+
+expect(ts("sign", "model.pt", "--key", "p256.enc.key", "--key-password-file", "password.txt", "-o", "enc.sig"), 0,
+       "sign with an encrypted key")
+expect(ms("verify", "key", "--signature", "enc.sig", "--public_key", "p256.pub", "model.pt"), 0,
+       "model_signing verifies the encrypted key's signature")
+expect(ts("sign", "model.pt", "--key", "p256.enc.key", "-o", "x.sig"), 2, "encrypted key without a password",
+       ["--key-password-file"])
+
+for model, sig in [("model.pt", "cert.sig"), ("modeldir", "modeldir/model.sig")]:
+    expect(ts("sign", model, "--key", "leaf.key", "--certificate", "leaf.pem", "--certificate-chain", "inter.pem",
+              "-o", sig), 0, f"sign {model} with a certificate", ["CN=ci-signer"])
+    expect(ms("verify", "certificate", "--signature", sig, "--certificate_chain", "ca.pem", model), 0,
+           f"model_signing verify certificate of tsarchive's {model} signature")
+    expect(ts("verify", model, "--certificate-chain", "ca.pem", "--signature", sig), 0,
+           f"tsarchive verify certificate {model}", ["CN=ci-signer", "issued by CN=Test Intermediate CA"])
+
+# --- model_signing signs, tsarchive verifies ----------------------------------------------------------------------
+make_dir("msdir")
+for model, sig in [("model.pt", "ms-file.sig"), ("msdir", "msdir/model.sig")]:
+    expect(ms("sign", "key", "--private_key", "p384.key", "--signature", sig, model), 0, f"model_signing sign key {model}")
+    r = expect(ts("verify", model, "--key", "p384.pub", "--signature", sig), 0, f"tsarchive verifies model_signing's key signature of {model}")
+    fingerprint = hashlib.sha256(open("p384.pub", "rb").read()).hexdigest()
+    check(fingerprint in r.stdout, f"verify names the key's fingerprint {fingerprint}: {r.stdout}")
+    msig = sig.replace(".sig", ".cert.sig") if model == "model.pt" else "msdir/model.sig"
+    expect(ms("sign", "certificate", "--private_key", "leaf.key", "--signing_certificate", "leaf.pem",
+              "--certificate_chain", "inter.pem", "--signature", msig, model), 0, f"model_signing sign certificate {model}")
+    expect(ts("verify", model, "--certificate-chain", "ca.pem", "--signature", msig), 0,
+           f"tsarchive verifies model_signing's certificate signature of {model}", ["CN=ci-signer"])
+# model_signing's own default: model.sig in the current folder, over a directory named by path.
+expect(ms("sign", "key", "--private_key", "p256.key", "msdir"), 0, "model_signing sign with its default signature path")
+expect(ts("verify", "msdir", "--key", "p256.pub", "--signature", "model.sig"), 0, "tsarchive verify, signature outside")
+
+# --- the tamper matrix --------------------------------------------------------------------------------------------
+make_dir("t")
+expect(ts("sign", "t", "--key", "p256.key"), 0, "sign t")
+original = {p: open(os.path.join("t", p), "rb").read() for p in ["weights.bin", "config.json", "sub/tokenizer.txt"]}
+for name, data in original.items():
+    flipped = bytearray(data)
+    flipped[len(flipped) // 2] ^= 1
+    open(os.path.join("t", name), "wb").write(flipped)
+    expect(ts("verify", "t", "--key", "p256.pub"), 1, f"flipped byte in {name}", [f"'{name}' changed"])
+    open(os.path.join("t", name), "wb").write(data)
+expect(ts("verify", "t", "--key", "p256.pub"), 0, "t restored")
+open("t/extra.bin", "w").write("unsigned")
+expect(ts("verify", "t", "--key", "p256.pub"), 1, "file added", ["'extra.bin' added"])
+expect(ts("verify", "t", "--key", "p256.pub", "--ignore-paths", "extra.bin"), 0, "file added, --ignore-paths")
+os.remove("t/extra.bin")
+os.rename("t/config.json", "t/config2.json")
+expect(ts("verify", "t", "--key", "p256.pub"), 1, "file renamed", ["'config.json' missing"])
+os.rename("t/config2.json", "t/config.json")
+os.remove("t/sub/deeper/x.y")
+expect(ts("verify", "t", "--key", "p256.pub"), 1, "file removed", ["'sub/deeper/x.y' missing"])
+open("t/sub/deeper/x.y", "w").write("x\n")
+
+# The archive: a flipped byte in a record (damage: CRC, exit 3) or a re-zipped record renamed (exit 1).
+expect(ts("sign", "model.pt", "--key", "p256.key"), 0, "sign model.pt")
+data = open("model.pt", "rb").read()
+bad = bytearray(data)
+bad[len(bad) // 3] ^= 1
+open("flipped.pt", "wb").write(bad)
+r = ts("verify", "flipped.pt", "--key", "p256.pub", "--signature", "model.pt.sig")
+expect(r, r.returncode if r.returncode in (1, 3) else 1, "flipped byte in the archive")
+check(r.returncode in (1, 3), f"flipped archive: exit {r.returncode}")
+renamed = data.replace(b"data.pkl", b"data.pkz")
+open("renamed.pt", "wb").write(renamed)
+r = ts("verify", "renamed.pt", "--key", "p256.pub", "--signature", "model.pt.sig")
+check(r.returncode in (1, 3), f"record renamed: exit {r.returncode}: {r.stderr}")
+
+bundle = json.load(open("t/model.sig"))
+stmt = json.loads(base64.b64decode(bundle["dsseEnvelope"]["payload"]))
+
+
+def write_bundle(path, statement=None, sig=None, material=None):
+    b = json.loads(json.dumps(bundle))
+    if statement is not None:
+        b["dsseEnvelope"]["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
+    if sig is not None:
+        b["dsseEnvelope"]["signatures"][0]["sig"] = sig
+    if material is not None:
+        b["verificationMaterial"] = material
+    json.dump(b, open(path, "w"))
+
+
+edited = json.loads(json.dumps(stmt))
+edited["predicate"]["resources"][0]["digest"] = "0" * 64
+write_bundle("edited.sig", edited)
+expect(ts("verify", "t", "--key", "p256.pub", "--signature", "edited.sig"), 7, "statement edited, signature kept",
+       ["does not verify"])
+expect(ts("verify", "t", "--key", "other.pub"), 7, "wrong key", ["another key"])
+expect(ts("verify", "t", "--key", "k1.pub"), 7, "verify with a secp256k1 key", ["unsupported key", "P-256, P-384 or P-521"])
+expect(ts("sign", "t", "--key", "k1.key", "-o", "k1.sig"), 2, "sign with a secp256k1 key", ["P-256, P-384 or P-521"])
+expect(ts("sign", "t", "--key", "rsa.key", "-o", "rsa.sig"), 2, "sign with an RSA key", ["an RSA key", "P-256"])
+make_dir("u")
+expect(ts("sign", "u", "--key", "p256.key"), 0, "sign u")
+r = expect(ts("verify", "t", "--key", "p256.pub", "--signature", "u/model.sig"), 1, "another model's signature",
+           ["'weights.bin' changed"])
+expect(ts("verify", "model.pt", "--key", "p256.pub", "--signature", "u/model.sig"), 7,
+       "a directory's signature on a file", ["another model"])
+# Certificates.
+expect(ts("sign", "t", "--key", "leaf.key", "--certificate", "expired.pem", "--certificate-chain", "inter.pem",
+          "-o", "expired.sig"), 0, "sign with an expired certificate")
+expect(ts("verify", "t", "--certificate-chain", "ca.pem", "--signature", "expired.sig"), 7, "expired certificate",
+       ["expired"])
+expect(ts("verify", "t", "--certificate-chain", "ca2.pem", "--signature", "t/model.sig"), 7,
+       "key signature checked as a certificate", ["made with a key"])
+expect(ts("sign", "t", "--key", "leaf.key", "--certificate", "leaf.pem", "--certificate-chain", "inter.pem",
+          "-o", "leaf.sig"), 0, "sign with the leaf")
+expect(ts("verify", "t", "--certificate-chain", "ca2.pem", "--signature", "leaf.sig"), 7, "untrusted root",
+       ["not trusted"])
+expect(ts("sign", "t", "--key", "leaf.key", "--certificate", "leaf.pem", "-o", "nochain.sig"), 0, "sign, no chain")
+expect(ts("verify", "t", "--certificate-chain", "ca.pem", "--signature", "nochain.sig"), 7,
+       "chain that does not reach the root", ["not trusted"])
+expect(ts("sign", "t", "--key", "leaf.key", "--certificate", "nosign.pem", "--certificate-chain", "inter.pem",
+          "-o", "nosign.sig"), 0, "sign with a certificate without signing usage")
+expect(ts("verify", "t", "--certificate-chain", "ca.pem", "--signature", "nosign.sig"), 7, "no signing usage",
+       ["may not sign"])
+expect(ts("sign", "t", "--key", "p256.key", "--certificate", "leaf.pem", "-o", "mismatch.sig"), 2,
+       "certificate for another key", ["not for this private key"])
+
+
+# Statements a trusted key signed that name bad files: signed here with the
+# venv's cryptography (model_signing's own library), as a hostile signer would.
+def sign_statement(statement, key="p256.key"):
+    script = """
+import base64, json, sys
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+key = serialization.load_pem_private_key(open(sys.argv[1], "rb").read(), None)
+payload = sys.stdin.buffer.read()
+t = b"application/vnd.in-toto+json"
+pae = b"DSSEv1 %d %s %d " % (len(t), t, len(payload)) + payload
+print(base64.b64encode(key.sign(pae, ec.ECDSA(hashes.SHA256()))).decode())
+"""
+    payload = json.dumps(statement).encode()
+    sig = subprocess.run([PY, "-c", script, key], input=payload, capture_output=True).stdout.decode().strip()
+    b = json.loads(json.dumps(bundle))
+    b["dsseEnvelope"]["payload"] = base64.b64encode(payload).decode()
+    b["dsseEnvelope"]["signatures"][0]["sig"] = sig
+    return b
+
+
+def with_resources(resources):
+    s = json.loads(json.dumps(stmt))
+    s["predicate"]["resources"] = resources
+    root = hashlib.sha256(b"".join(bytes.fromhex(r["digest"]) for r in resources)).hexdigest()
+    s["subject"][0]["digest"]["sha256"] = root
+    return s
+
+
+good = stmt["predicate"]["resources"]
+resigned = sign_statement(stmt)
+json.dump(resigned, open("resigned.sig", "w"))
+expect(ts("verify", "t", "--key", "p256.pub", "--signature", "resigned.sig"), 0, "a statement re-signed here verifies")
+for what, resources, needle in [
+        ("duplicate names", good + [good[0]], "twice"),
+        ("a '..' name", good + [dict(good[0], name="../outside")], "'..'"),
+        ("a name in a '..' folder", good + [dict(good[0], name="sub/../../etc/passwd")], "'..'"),
+        ("an absolute name", good + [dict(good[0], name="/etc/passwd")], "absolute"),
+        ("an empty component", good + [dict(good[0], name="sub//x")], "empty path component")]:
+    json.dump(sign_statement(with_resources(resources)), open("hostile.sig", "w"))
+    expect(ts("verify", "t", "--key", "p256.pub", "--signature", "hostile.sig"), 7, f"signed statement with {what}",
+           [needle])
+s = with_resources(good)
+s["subject"][0]["digest"]["sha256"] = "1" * 64
+json.dump(sign_statement(s), open("hostile.sig", "w"))
+expect(ts("verify", "t", "--key", "p256.pub", "--signature", "hostile.sig"), 7, "root digest that does not match",
+       ["root digest"])
+
+# Hostile bundles: bounded, one line, exit 7.
+with open("deep.sig", "w") as f:
+    f.write("[" * 100000 + "]" * 100000)
+with open("big.sig", "wb") as f:
+    f.truncate(1 << 30)
+with open("utf8.sig", "wb") as f:
+    f.write(b'{"mediaType": "\xff\xfe", "x": 1}')
+b = json.loads(json.dumps(bundle))
+b["dsseEnvelope"]["payload"] = "!!notbase64"
+json.dump(b, open("b64.sig", "w"))
+for name, needle in [("deep.sig", "nested deeper"), ("big.sig", "larger than 64 MiB"), ("utf8.sig", "not valid JSON"),
+                     ("b64.sig", "not base64")]:
+    start = time.monotonic()
+    expect(ts("verify", "t", "--key", "p256.pub", "--signature", name), 7, f"hostile bundle {name}", [needle])
+    check(time.monotonic() - start < 10, f"hostile bundle {name} took {time.monotonic() - start:.1f} s")
+
+# Usage and secrets: a private key where a public one goes, a key as the signature.
+expect(ts("verify", "t", "--key", "p256.key"), 2, "private key given as --key of verify", ["not a PEM public key"])
+expect(ts("verify", "t", "--key", "p256.pub", "--signature", "p256.key"), 7, "a private key as the signature")
+expect(ts("verify", "model.pt", "--key", "p256.pub", "--signature", "nothere.sig"), 4, "missing signature file")
+os.remove("model.pt.sig")
+r = expect(ts("verify", "model.pt", "--key", "p256.pub"), 0, "unsigned without --require-signature", ["none"])
+expect(ts("verify", "model.pt", "--key", "p256.pub", "--require-signature"), 7, "--require-signature", ["not signed"])
+expect(ts("verify", "model.pt", "--require-signature"), 2, "--require-signature without a key")
+os.symlink("weights.bin", "t/link.bin")
+expect(ts("sign", "t", "--key", "p256.key", "-o", "l.sig"), 2, "symbolic link refused", ["link.bin", "--allow-symlinks"])
+expect(ts("sign", "t", "--key", "p256.key", "-o", "l.sig", "--allow-symlinks"), 0, "--allow-symlinks")
+expect(ms("verify", "key", "--signature", "l.sig", "--public_key", "p256.pub", "--allow_symlinks", "t"), 0,
+       "model_signing verifies a signature over a symbolic link")
+
+# JSON
+r = expect(ts("verify", "t", "--key", "p256.pub", "--signature", "l.sig", "--json"), 0, "verify --json")
+doc = json.loads(r.stdout)
+check(doc["signature"]["method"] == "key" and doc["signature"]["matches"], f"verify --json: {doc}")
+
+shutil.rmtree(tmp, ignore_errors=True)
+print(f"{checks} checks, {len(failures)} failures; model_signing {version}: key and certificate methods, both ways, "
+      f"files and directories")
+sys.exit(1 if failures else 0)

@@ -1,0 +1,107 @@
+// Model signing's format (core/model_signature.h) without keys: names, the
+// canonical order, the root digest, the statement and bundle round trip, the
+// PAEs, and bundles refused with the reason.
+#include <catch2/catch.hpp>
+
+#include "base/base64.h"
+#include "base/error.h"
+#include "core/model_signature.h"
+
+using namespace tsarchive;
+
+namespace {
+
+std::string refusal(std::string_view text) {
+  try {
+    parse_bundle(text);
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::SignatureInvalid);
+    return e.what();
+  }
+  return "accepted";
+}
+
+ModelStatement two_files() {
+  ModelStatement s;
+  s.model_name = "m";
+  s.files = {{"sub/b.bin", std::string(64, 'b')}, {"a.b", std::string(64, 'a')}, {"a/z", std::string(64, 'c')}};
+  sort_signed_files(s.files);
+  s.ignore_paths = {".git", "model.sig"};
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("signing: names a model may list") {
+  CHECK(signed_name_problem(".").empty());
+  CHECK(signed_name_problem("a/b.bin").empty());
+  CHECK(signed_name_problem("../x").find("'..'") != std::string::npos);
+  CHECK(signed_name_problem("a/../../x").find("'..'") != std::string::npos);
+  CHECK(signed_name_problem("/etc/passwd") == "an absolute path");
+  CHECK(signed_name_problem("a//b") == "an empty path component");
+  CHECK(signed_name_problem("a/./b") == "a '.' component");
+  CHECK(signed_name_problem("") == "an empty name");
+}
+
+TEST_CASE("signing: files sort by path components, as model_signing's PurePosixPath") {
+  const ModelStatement s = two_files();
+  // "a/z" before "a.b": the component "a" sorts before "a.b", though '/' > '.'.
+  REQUIRE(s.files.size() == 3);
+  CHECK(s.files[0].name == "a/z");
+  CHECK(s.files[1].name == "a.b");
+  CHECK(s.files[2].name == "sub/b.bin");
+}
+
+TEST_CASE("signing: a statement round-trips with its root digest") {
+  ModelStatement s = two_files();
+  const std::string text = statement_json(s);
+  const ModelStatement back = parse_statement(text);
+  CHECK(back.model_name == "m");
+  CHECK(back.files.size() == 3);
+  CHECK(back.root_sha256 == files_root_digest(s.files));
+  CHECK(back.ignore_paths == s.ignore_paths);
+  CHECK(back.predicate_type == std::string(kPredicateV1));
+}
+
+TEST_CASE("signing: statements with bad names or roots are refused") {
+  ModelStatement s = two_files();
+  s.files.push_back(s.files.front());
+  CHECK_THROWS_WITH(parse_statement(statement_json(s)), Catch::Contains("twice"));
+  s = two_files();
+  s.files.push_back({"../up", std::string(64, 'd')});
+  CHECK_THROWS_WITH(parse_statement(statement_json(s)), Catch::Contains("outside the model"));
+  std::string text = statement_json(two_files());
+  const size_t root = text.find(files_root_digest(two_files().files));
+  text.replace(root, 64, std::string(64, '0'));
+  CHECK_THROWS_WITH(parse_statement(text), Catch::Contains("root digest"));
+}
+
+TEST_CASE("signing: PAE of DSSE v1 and of model_signing 0.2") {
+  CHECK(dsse_pae("{}") == "DSSEv1 28 application/vnd.in-toto+json 2 {}");
+  // 0.2 put Python's repr of the bytes into a string.
+  CHECK(dsse_pae_v02("{\"a\": 'x'}\n") == "DSSEV1 28 application/vnd.in-toto+json 11 b'{\"a\": \\'x\\'}\\n'");
+  CHECK(dsse_pae_v02("it's") == "DSSEV1 28 application/vnd.in-toto+json 4 b\"it's\"");
+  CHECK(dsse_pae_v02(std::string("\xff\x01", 2)) == "DSSEV1 28 application/vnd.in-toto+json 2 b'\\xff\\x01'");
+}
+
+TEST_CASE("signing: a bundle round-trips; malformed ones are refused with the reason") {
+  ModelBundle b;
+  b.payload = statement_json(two_files());
+  b.payload_type = std::string(kInTotoPayloadType);
+  b.signature = "sig";
+  b.has_public_key = true;
+  b.key_hint = std::string(64, 'e');
+  const ModelBundle back = parse_bundle(bundle_json(b));
+  CHECK(back.payload == b.payload);
+  CHECK(back.signature == "sig");
+  CHECK(back.key_hint == b.key_hint);
+
+  CHECK(refusal("[[[[") .find("not a Sigstore bundle") != std::string::npos);
+  CHECK(refusal(std::string(100, '[') + std::string(100, ']')).find("nested deeper") != std::string::npos);
+  CHECK(refusal("{\"mediaType\": \"x\"}").find("media type") != std::string::npos);
+  std::string text = bundle_json(b);
+  CHECK(refusal(text.replace(text.find("\"tlogEntries\":[]"), 16, "\"tlogEntries\":[{}]")).find("transparency-log") !=
+        std::string::npos);
+  text = bundle_json(b);
+  CHECK(refusal(text.replace(text.find("\"keyid\""), 0, "\"x\":1,\"sig\":\"@@@@\",")).find("base64") != std::string::npos);
+}
