@@ -17,6 +17,8 @@ enum class ErrorKind {
   Io = 4,           // the operating system refused (permissions, disk full)
   Torch = 5,        // libtorch failed or is unavailable
   Internal = 6,     // a bug in tsarchive, or this process ran out of memory
+  // 7 is reserved.
+  UnsafeToLoad = 8,  // loading the file would run something beyond the allowlist, or it is crafted
 };
 
 class Error : public std::runtime_error {

@@ -278,10 +278,13 @@ class Assessor {
   }
 
   void torchscript_loaders(const TorchArchive& archive) {
+    scan_code(archive);
     const bool checkpoint_name = checkpoint_extension();
     std::string why = "TorchScript's unpickler resolves " + std::to_string(out_.globals.size()) + " global(s)";
     if (!custom_classes_.empty()) why += "; custom classes needing their library: " + join(custom_classes_);
-    add_loader("torch.jit.load", has_unlisted() ? "runs code" : "accepts", why);
+    const bool runs = std::any_of(out_.findings.begin(), out_.findings.end(),
+                                  [](const LoadFinding& f) { return f.risk != LoadRisk::Crafted; });
+    add_loader("torch.jit.load", runs ? "runs code" : "accepts", why);
     const bool old = version_before(out_.torch_version, 2, 6);
     add_loader("torch.load(weights_only=True)", old ? "runs code" : "refuses",
                old ? "PyTorch before 2.6 hands a TorchScript archive to torch.jit.load (CVE-2025-32434)"
@@ -292,7 +295,6 @@ class Assessor {
                               "), which torch.load takes: torch.load(weights_only=True) runs its TorchScript",
               "PyTorch before 2.6 (CVE-2025-32434)");
     }
-    scan_code(archive);
   }
 
   // code/: operators that touch files or processes, custom operators and classes.
@@ -345,6 +347,9 @@ class Assessor {
     }
     if (!refusal.empty()) {
       add_loader("torch.load(weights_only=True)", "refuses", refusal);
+    } else if (plain) {
+      add_loader("torch.load(weights_only=True)", "refuses",
+                 "reads the pickle under its allowlist as the legacy format's magic number, then fails: it is not one");
     } else if (memory_attack_ && version_before(out_.torch_version, 2, 10)) {
       add_loader("torch.load(weights_only=True)", "accepts",
                  "every global is allowed, but the crafted shapes above reach memory errors before 2.10");
