@@ -18,7 +18,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 install_packages cmake ninja-build clang libclang-rt-14-dev g++ pkg-config libzip-dev zlib1g-dev libssl-dev libstb-dev libjpeg-dev \
   nlohmann-json3-dev libcli11-dev python3
 build=${TSARCHIVE_FUZZ_BUILD:-$root/build-fuzz}
-targets=(zip_layer pickle_reader inspect_path zip_structure json_text image signature_bundle)
+targets=(zip_layer pickle_reader inspect_path zip_structure json_text image signature_bundle load_safety)
 
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=${CXX_FUZZ:-clang++} -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTSARCHIVE_FUZZ=ON >/dev/null
@@ -32,7 +32,7 @@ fi
 # Seeds: copied into the working corpus, which libFuzzer grows in place.
 seeds=$build/seeds
 rm -rf "$seeds"
-mkdir -p "$seeds/archives" "$seeds/pickles" "$seeds/json" "$seeds/images" "$seeds/signatures"
+mkdir -p "$seeds/archives" "$seeds/pickles" "$seeds/json" "$seeds/images" "$seeds/signatures" "$seeds/loadsafety"
 find "$root/testdata" -maxdepth 2 -type f \( -name '*.pt' -o -name '*.ptl' -o -name '*.pt2' -o -name '*.pth' -o -name '*.bin' \
   -o -name '*.zip' -o -name '*.onnx' \) -exec cp {} "$seeds/archives/" \;
 python3 - "$root/testdata" "$seeds/pickles" "$seeds/json" <<'PY'
@@ -58,6 +58,9 @@ for name in sorted(os.listdir(src)):
 PY
 find "$root/testdata" -maxdepth 2 -type f -name '*.json' -size -64k -exec cp {} "$seeds/json/" \;
 cp "$root/testdata/legacy_state_dict.pth" "$seeds/pickles/"
+# The load-safety corpus (pickles and archives, hostile and benign) for load_safety.
+find "$root/testdata/loadsafety" -type f -size -128k -exec sh -c 'cp "$1" "$2/$(echo "${1#$3/}" | tr / _)"' _ {} \
+  "$seeds/loadsafety" "$root/testdata/loadsafety" \;
 # Pictures (testdata/images, its hostile ones too) and the labels files.
 find "$root/testdata/images" -type f \( -name '*.png' -o -name '*.jpg' -o -name '*.bmp' -o -name '*.txt' \) \
   -exec sh -c 'cp "$1" "$2/$(echo "${1#$3/}" | tr / _)"' _ {} "$seeds/images" "$root/testdata/images" \;
@@ -95,6 +98,7 @@ for t in "${targets[@]}"; do
   rm -f "$artifacts"*
   seed_dir=$seeds/archives
   [ "$t" = pickle_reader ] && seed_dir=$seeds/pickles
+  [ "$t" = load_safety ] && seed_dir=$seeds/loadsafety
   [ "$t" = json_text ] && seed_dir=$seeds/json
   [ "$t" = image ] && seed_dir=$seeds/images
   [ "$t" = signature_bundle ] && seed_dir=$seeds/signatures

@@ -20,6 +20,7 @@ enum class ErrorKind {
   // A model signature that does not verify, or whose signer is not the key or
   // certificate roots given (verify --key / --certificate-chain).
   SignatureInvalid = 7,
+  UnsafeToLoad = 8,  // loading the file would run something beyond the allowlist, or it is crafted
 };
 
 class Error : public std::runtime_error {

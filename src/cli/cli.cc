@@ -148,7 +148,8 @@ int run_commands(int argc, const char* const* argv, std::ostream& out, std::ostr
   const std::string exit_codes =
       "Exit codes: 0 ok, 1 a check failed, 2 usage error, 3 invalid or unsupported input,\n"
       "            4 I/O error, 5 libtorch failed, 6 internal error, 7 signature invalid or signer\n"
-      "            not trusted, 129/130/143 interrupted by SIGHUP/SIGINT/SIGTERM. See man tsarchive.";
+      "            not trusted, 8 unsafe to load, 129/130/143 interrupted by SIGHUP/SIGINT/SIGTERM.\n"
+      "            See man tsarchive.";
   app.footer(exit_codes);  // inherited by nested subcommands (extra set, ...)
 
   std::vector<std::pair<CLI::App*, Runner>> runners;

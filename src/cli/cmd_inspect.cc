@@ -13,6 +13,7 @@
 #include "base/utf8.h"
 #include "cli/commands.h"
 #include "cli/gate.h"
+#include "cli/load_options.h"
 #include "cli/many_files.h"
 #include "cli/opened_archive.h"
 #include "cli/output.h"
@@ -42,6 +43,7 @@ struct InspectOptions {
   std::string method;
   std::string format = "text";
   bool ops = false;
+  LoadSafetyOptions load;
   WorkerOptions worker;
 };
 
@@ -145,7 +147,7 @@ int run_inspect(const InspectOptions& opts, Context& ctx) {
     ctx.out << escape_text(read_code(opts.path, opts.code_class), TextEscape::Block);
     return 0;
   }
-  const InspectReport report = inspect_file(opts.path);
+  const InspectReport report = inspect_file(opts.path, opts.load);
   if (const std::string note = interrupted_edit_note(opts.path); !note.empty()) print_note(ctx.err, note);
   if (opts.json) {
     ctx.out << json_text(inspect_to_json(report), ctx.json_indent) << '\n';
@@ -169,8 +171,11 @@ Runner setup_inspect(CLI::App& app, Context& ctx) {
       "                for a .pt2, a program's graph read from its JSON (no libtorch; --method picks the program)\n"
       "  --ops         the root operators the model calls, as the YAML list PyTorch's selective (custom)\n"
       "                mobile build takes: export_opnames for .pt, the bytecode's operator list for .ptl,\n"
-      "                a program's graph for a .pt2 (no libtorch)");
-  app.add_option("model", opts->paths, "Model files (.pt, .ptl, .pth, .pt2, .onnx); - reads standard input")->required();
+      "                a program's graph for a .pt2 (no libtorch)\n"
+      "Every file gets a Loading section: what torch.load (weights_only True and False), pickle.load,\n"
+      "torch.jit.load or torch.export.load would import and call, judged by an allowlist (docs/load-safety.md).\n"
+      "Plain pickle files (.pkl, .pickle, .bin) are read too.");
+  app.add_option("model", opts->paths, "Model files (.pt, .ptl, .pth, .pt2, .onnx, .pkl); - reads standard input")->required();
   CLI::Option* json = app.add_flag(
       "--json", opts->json,
       "One JSON document (schema tsarchive.inspect/2) instead of text; JSON Lines for several files");
@@ -193,6 +198,7 @@ Runner setup_inspect(CLI::App& app, Context& ctx) {
       ->excludes(extra)
       ->excludes(code)
       ->excludes(graph);
+  add_load_safety_options(app, opts->load);
   add_worker_options(app, opts->worker, true, "With --graph or --ops: ");
   return [opts, code, &ctx] {
     opts->code = code->count() > 0;

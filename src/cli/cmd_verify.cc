@@ -1,22 +1,29 @@
-// tsarchive verify MODEL... [--json] [--load [--memory-limit SIZE] [--time-limit S]] [--threads N]
+// tsarchive verify MODEL|DIR... [--json] [--load [--memory-limit SIZE] [--time-limit S]] [--threads N]
+//   [--torch-version V] [--allow-global MODULE.NAME]...
 //   [--key PUBLIC.pem | --certificate-chain ROOTS.pem...] [--signature SIG] [--require-signature]
 //
 // With --key or --certificate-chain, the model's signature (core/signing.h) is
 // checked first; a model that is a directory, or a file that is not a ZIP
-// archive, is checked by its signature alone.
+// archive, is checked by its signature alone. Without them a directory is
+// scanned file by file, as a hub scans an upload.
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <future>
+#include <optional>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/load_options.h"
 #include "cli/many_files.h"
 #include "cli/opened_archive.h"
 #include "cli/output.h"
+#include "cli/report_load_safety.h"
 #include "cli/report_verify.h"
 #include "base/error.h"
 #include "core/file_edit.h"
@@ -36,6 +43,7 @@ struct VerifyCliOptions {
   bool load = false;
   bool require_stamp = false;
   unsigned threads = 0;
+  LoadSafetyOptions load_safety;
   WorkerOptions worker;
   std::string signature;
   std::string key;
@@ -186,6 +194,69 @@ int run_verify_signature_only(const VerifyCliOptions& opts, Context& ctx) {
 }
 
 // An archive: the core's checks, and the signature's verdict from `pending`.
+
+// Exit 8 with the worst finding, after the report was printed.
+int refuse_unsafe(const LoadSafety& safety, const std::string& path, Context& ctx) {
+  print_error(ctx.err, Error(ErrorKind::UnsafeToLoad, "unsafe to load: " + load_safety_summary(safety), path,
+                             "do not load it with torch.load or pickle.load; if every global it names is your own "
+                             "class, name it with --allow-global MODULE.NAME"));
+  return static_cast<int>(ErrorKind::UnsafeToLoad);
+}
+
+// torch.save files (ZIP or legacy) and plain pickles: the load-safety verdict
+// is the check. Nothing when the file is an archive that verify's own checks take.
+std::optional<int> verify_load_safety_only(const VerifyCliOptions& opts, Context& ctx,
+                                          std::future<SignatureOutcome>& pending) {
+  if (opts.model == "-") return std::nullopt;
+  const auto source = open_file_source(opts.model);
+  FileKind kind = detect_file_kind(*source);
+  LoadSafety safety;
+  if (kind == FileKind::OtherZip) {
+    const TorchArchive archive(borrow_source(*source));  // the ZIP checks' refusal stands
+    if (archive.kind() != FileKind::TorchSave) return std::nullopt;
+    kind = FileKind::TorchSave;
+    safety = assess_archive_load_safety(archive, opts.load_safety);
+  } else if (kind == FileKind::LegacyTorchSave || (kind == FileKind::NotAModel && looks_like_pickle(*source))) {
+    if (kind == FileKind::NotAModel) kind = FileKind::Pickle;
+    safety = assess_load_safety(*source, opts.load_safety);
+  } else {
+    return std::nullopt;
+  }
+  const bool unsafe = safety.unsafe();
+  const SignatureOutcome signature = pending.get();
+  if (opts.json) {
+    nlohmann::ordered_json doc = {{"schema", "tsarchive.verify-load/1"},
+                                  {"file", opts.model},
+                                  {"kind", file_kind_id(kind)},
+                                  {"outcome", unsafe ? "unsafe_to_load" : "safe_to_load"},
+                                  {"load_safety", load_safety_to_json(safety)}};
+    if (signature.asked) doc["signature"] = signature_to_json(signature);
+    ctx.out << json_text(doc, ctx.json_indent) << '\n';
+  } else {
+    std::ostringstream text;
+    write_text(text, [&](std::ostream& block) {
+      block << shown(opts.model) << ": " << (unsafe ? "UNSAFE to load" : "safe to load") << " ("
+            << file_kind_name(kind) << ")\n";
+      render_load_safety_text(safety, block);
+      render_signature_text(signature, block);
+    });
+    std::string block = text.str();
+    if (color_out(ctx)) {
+      const size_t eol = block.find('\n');
+      block = painted(block.substr(0, eol), unsafe ? "31" : "32") + block.substr(eol);
+    }
+    ctx.out << block;
+  }
+  const bool changed = signature.check && !signature.check->matches();
+  if (changed) {
+    print_error(ctx.err, Error(ErrorKind::CheckFailed, "the file differs from what was signed: " +
+                                                           differences(*signature.check),
+                               opts.model, "do not deploy it; fetch the signed model again"));
+  }
+  if (unsafe) return refuse_unsafe(safety, opts.model, ctx);
+  return changed ? verify_exit_code(VerifyOutcome::Mismatch) : 0;
+}
+
 int run_verify_archive(const VerifyCliOptions& opts, Context& ctx, std::future<SignatureOutcome>& pending) {
   const OpenedArchive opened(opts.model, FileAccess::Read, kReaderLockTimeout, "cannot verify this file", ctx, true);
   const TorchArchive* archive = &opened.archive();
@@ -197,8 +268,10 @@ int run_verify_archive(const VerifyCliOptions& opts, Context& ctx, std::future<S
   }
   const VerifyReport report = verify_archive(*archive, VerifyOptions{opts.threads, built_libtorch_versions()});
   const SignatureOutcome signature = pending.get();
+  const LoadSafety safety = assess_archive_load_safety(*archive, opts.load_safety);
+  const bool unsafe = safety.unsafe() && report.outcome() == VerifyOutcome::Intact;
   // libtorch sees the archive only once the core found nothing wrong with it.
-  const bool load = opts.load && report.outcome() != VerifyOutcome::Malformed &&
+  const bool load = opts.load && !unsafe && report.outcome() != VerifyOutcome::Malformed &&
                     report.outcome() != VerifyOutcome::Unreadable;
   if (load) {
     const CheckedArchive checked = admit_verified(opened.file(), *archive, report, "nothing was loaded");
@@ -210,12 +283,14 @@ int run_verify_archive(const VerifyCliOptions& opts, Context& ctx, std::future<S
   if (opts.json) {
     nlohmann::ordered_json doc = verify_to_json(report, load);
     if (signature.asked) doc["signature"] = signature_to_json(signature);
+    doc["load_safety"] = load_safety_to_json(safety);
     ctx.out << json_text(doc, ctx.json_indent) << '\n';
   } else {
     std::ostringstream text;
     write_text(text, [&](std::ostream& block) {
       render_verify_text(report, load, block);
       render_signature_text(signature, block);
+      if (safety.unsafe()) render_load_safety_text(safety, block);
     });
     std::string block = text.str();
     if (color_out(ctx)) {  // the verdict line: green intact, yellow unreadable, red otherwise
@@ -234,12 +309,15 @@ int run_verify_archive(const VerifyCliOptions& opts, Context& ctx, std::future<S
     print_error(ctx.err, Error(ErrorKind::BadInput, report.unreadable.front(), opts.model,
                                pt2 ? "load it with the PyTorch that wrote it" : newer_libtorch_hint()));
   }
-  if (signature.check && !signature.check->matches() && report.outcome() != VerifyOutcome::Malformed) {
+  const bool signature_changed =
+      signature.check && !signature.check->matches() && report.outcome() != VerifyOutcome::Malformed;
+  if (signature_changed) {
     print_error(ctx.err, Error(ErrorKind::CheckFailed, "the archive differs from what was signed: " +
                                                            differences(*signature.check),
                                opts.model, "do not deploy it; fetch the signed model again"));
-    return verify_exit_code(VerifyOutcome::Mismatch);
   }
+  if (unsafe) return refuse_unsafe(safety, opts.model, ctx);
+  if (signature_changed) return verify_exit_code(VerifyOutcome::Mismatch);
   if (report.outcome() == VerifyOutcome::Intact && opts.require_stamp && !report.stamp) {
     print_error(ctx.err, Error(ErrorKind::CheckFailed,
                                "not stamped by tsarchive" + (report.producer_info ? " (extra/" + std::string(kStampName) +
@@ -261,11 +339,36 @@ int run_verify(const VerifyCliOptions& opts, Context& ctx) {
   // even when the archive cannot be read.
   std::future<SignatureOutcome> pending = std::async(std::launch::async, [&opts] { return check_signature(opts); });
   try {
+    // torch.save files and plain pickles: the load-safety verdict is the check.
+    if (const std::optional<int> code = verify_load_safety_only(opts, ctx, pending)) return *code;
     return run_verify_archive(opts, ctx, pending);
   } catch (...) {
     if (pending.valid()) pending.get();  // throws the signature's error, if it has one
     throw;
   }
+
+// Directories become the regular files below them, in name order (symbolic
+// links are not followed): what a hub scans of an upload.
+std::vector<std::string> files_below(const std::vector<std::string>& paths) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  for (const std::string& p : paths) {
+    std::error_code ec;
+    if (p == "-" || !fs::is_directory(fs::symlink_status(p, ec))) {
+      out.push_back(p);
+      continue;
+    }
+    std::vector<std::string> found;
+    for (auto it = fs::recursive_directory_iterator(p, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+      if (it->is_regular_file(ec) && !it->is_symlink(ec)) found.push_back(it->path().string());
+    }
+    if (ec) throw_io("cannot list the directory: " + ec.message(), p);
+    if (found.empty()) throw_usage("the directory " + p + " holds no files");
+    std::sort(found.begin(), found.end());
+    out.insert(out.end(), found.begin(), found.end());
+  }
+  return out;
 }
 
 }  // namespace
@@ -280,15 +383,21 @@ Runner setup_verify(CLI::App& app, Context& ctx) {
       "PyTorch) is reported as such, not as damaged.\n"
       "With --key or --certificate-chain, also the model's signature (OpenSSF model signing, as `tsarchive sign`\n"
       "and `python -m model_signing sign key|certificate` write it): who signed, and that every file or the\n"
-      "archive is exactly what was signed. A model directory is checked by its signature alone.\n"
+      "archive is exactly what was signed. A model directory is then checked by its signature alone.\n"
+      "Every file also gets the load-safety verdict (docs/load-safety.md): what torch.load, pickle.load,\n"
+      "torch.jit.load or torch.export.load would import and call, judged by an allowlist; a file that would\n"
+      "run anything beyond it, or is crafted to attack a loader, exits 8. torch.save files (ZIP and legacy)\n"
+      "and plain pickle files are verified by that verdict alone. Without --key or --certificate-chain a\n"
+      "directory is scanned as a hub scans an upload: every regular file below it.\n"
       "Exit 0 intact, 1 changed since it was stamped or signed (or not stamped, with --require-stamp), 3 damaged,\n"
       "or unreadable by this libtorch, 7 the signature is invalid or its signer not trusted (or, with\n"
-      "--require-signature, there is none).\n"
+      "--require-signature, there is none), 8 unsafe to load.\n"
       "A .pt2 gets the same checks (its programs and weight configs read as inspect reads them, every weight\n"
       "record holding its tensor, archive_format and archive_version as torch.export.load wants them); --load\n"
       "does not take one.");
   app.add_option("model", opts->models,
-                 "TorchScript archives (.pt, .ptl) or .pt2; - reads standard input; with --key, also a model directory")
+                 "TorchScript archives (.pt, .ptl), .pt2, torch.save or pickle files, or directories of them; - reads "
+                 "standard input")
       ->required();
   app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.verify/1); JSON Lines for several files");
   app.add_flag("--load", opts->load, "Also load the module with libtorch (after the checks pass); runs nothing");
@@ -310,6 +419,7 @@ Runner setup_verify(CLI::App& app, Context& ctx) {
   app.add_option("--ignore-paths", opts->ignore_paths,
                  "Files of a model directory that are not checked against the signature (relative to it)")
       ->type_name("PATH");
+  add_load_safety_options(app, opts->load_safety);
   add_worker_options(app, opts->worker, false, "With --load: ");  // verify never skips its checks
   return [opts, &ctx, key, roots] {
     if ((!opts->signature.empty() || opts->require_signature) && key->count() == 0 && roots->count() == 0) {
@@ -319,7 +429,10 @@ Runner setup_verify(CLI::App& app, Context& ctx) {
     if (!opts->signature.empty() && opts->models.size() > 1) {
       throw_usage("--signature names one signature, and several models are given", "verify them one at a time");
     }
-    return for_each_file(opts->models, opts->json, ctx, [&](const std::string& model) {
+    // A directory with a key or roots is a signed model; without, the files below it.
+    const bool signed_models = key->count() > 0 || roots->count() > 0;
+    return for_each_file(signed_models ? opts->models : files_below(opts->models), opts->json, ctx,
+                         [&](const std::string& model) {
       opts->model = model;
       return run_verify(*opts, ctx);
     });

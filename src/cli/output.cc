@@ -92,6 +92,7 @@ const char* kind_name(ErrorKind kind) {
     case ErrorKind::Torch: return "torch";
     case ErrorKind::Internal: return "internal";
     case ErrorKind::SignatureInvalid: return "signature_invalid";
+    case ErrorKind::UnsafeToLoad: return "unsafe_to_load";
   }
   return "internal";
 }

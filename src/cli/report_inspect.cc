@@ -5,6 +5,7 @@
 
 #include "cli/output.h"
 #include "cli/report_extra.h"
+#include "cli/report_load_safety.h"
 
 namespace tsarchive::cli {
 namespace {
@@ -199,6 +200,7 @@ void render_inspect_text(const InspectReport& r, const InspectView& view, std::o
   render_tensors(r, out);
   render_modules(r, out);
   render_methods(r, out);
+  if (r.load_safety) render_load_safety_text(*r.load_safety, out);
   render_problems(r, out);
 }
 
@@ -302,6 +304,7 @@ nlohmann::ordered_json inspect_to_json(const InspectReport& r) {
   doc["root_type"] = r.root_type;
   doc["modules"] = std::move(modules);
   doc["classes"] = std::move(classes);
+  if (r.load_safety) doc["load_safety"] = load_safety_to_json(*r.load_safety);
   return doc;
 }
 

@@ -228,8 +228,9 @@ void inspect_archive(const TorchArchive& archive, InspectReport& report) {
 
 namespace {
 
-void inspect_zip(std::unique_ptr<ByteSource> source, InspectReport& report) {
+void inspect_zip(std::unique_ptr<ByteSource> source, InspectReport& report, const LoadSafetyOptions& load) {
   const TorchArchive archive(std::move(source));
+  if (archive.kind() != FileKind::OtherZip) report.load_safety = assess_archive_load_safety(archive, load);
   inspect_archive(archive, report);
 }
 
@@ -329,6 +330,10 @@ void add_kind_notes(InspectReport& report) {
     case FileKind::Onnx:
       report.notes.push_back("an ONNX model: run it with ONNX Runtime or TensorRT, not libtorch");
       break;
+    case FileKind::Pickle:
+      report.notes.push_back("a plain pickle: pickle.load and torch.load(weights_only=False) run what it names "
+                             "(see Loading); tsarchive only reads it");
+      break;
     case FileKind::LiteInterpreter:
       report.notes.push_back("loads with torch::jit::_load_for_mobile (lite interpreter)" +
                              std::string(report.classes.empty() ? "" : "; it also has code/, so torch::jit::load reads it"));
@@ -372,7 +377,7 @@ TorchScriptModel read_torchscript_model(const TorchArchive& archive) {
   return out;
 }
 
-InspectReport inspect_source(std::unique_ptr<ByteSource> source) {
+InspectReport inspect_source(std::unique_ptr<ByteSource> source, const LoadSafetyOptions& load) {
   InspectReport report;
   report.path = source->name();
   report.file_size = source->size();
@@ -382,14 +387,22 @@ InspectReport inspect_source(std::unique_ptr<ByteSource> source) {
   report.kind = detect_file_kind(*source);
   switch (report.kind) {
     case FileKind::OtherZip:
-      inspect_zip(std::move(source), report);
+      inspect_zip(std::move(source), report, load);
       break;
     case FileKind::LegacyTorchSave:
+      report.load_safety = assess_load_safety(*source, load);
       inspect_legacy(*source, report);
       break;
     case FileKind::Onnx:
       report.onnx = read_onnx(*source);
       break;
+    case FileKind::NotAModel:
+      if (looks_like_pickle(*source)) {
+        report.kind = FileKind::Pickle;
+        report.load_safety = assess_load_safety(*source, load);
+        break;
+      }
+      [[fallthrough]];
     default:
       throw_bad_input("not a PyTorch model file (no ZIP, ONNX or torch.save signature)", report.path,
                       "give a file written by torch.jit.save, torch.save or torch.onnx.export");
@@ -398,7 +411,9 @@ InspectReport inspect_source(std::unique_ptr<ByteSource> source) {
   return report;
 }
 
-InspectReport inspect_file(const std::string& path) { return inspect_source(open_file_source(path)); }
+InspectReport inspect_file(const std::string& path, const LoadSafetyOptions& load) {
+  return inspect_source(open_file_source(path), load);
+}
 
 
 std::string read_extra_file(const std::string& path, const std::string& name) {

@@ -11,6 +11,7 @@
 
 #include "format/archive.h"
 #include "core/extra.h"
+#include "core/load_safety.h"
 #include "format/model.h"
 #include "format/pt2.h"
 #include "core/run_check.h"
@@ -84,12 +85,16 @@ struct InspectReport {
   std::optional<Pt2Contents> pt2;  // a .pt2 (FileKind::ExportedProgram): its programs, weights, AOTInductor models
 
   std::vector<std::string> problems;  // inconsistencies found while reading
+
+  // What loading the file would run (load_safety.h); absent for ONNX.
+  std::optional<LoadSafety> load_safety;
 };
 
 // Inspects the file at `path`. Throws Error(Io) when it cannot be read and
 // Error(BadInput) when it is not a model file or is malformed.
-InspectReport inspect_file(const std::string& path);
-InspectReport inspect_source(std::unique_ptr<ByteSource> source);
+// `load` sets the load-safety verdict's PyTorch version and allowed globals.
+InspectReport inspect_file(const std::string& path, const LoadSafetyOptions& load = {});
+InspectReport inspect_source(std::unique_ptr<ByteSource> source, const LoadSafetyOptions& load = {});
 // Fills the ZIP and content parts of `report` from an open archive.
 void inspect_archive(const TorchArchive& archive, InspectReport& report);
 

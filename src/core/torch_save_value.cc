@@ -31,6 +31,12 @@
 // the whole file: the pickle's own size (each value copied once) plus
 // kSharedCopyBytes for what honest files share (a key or a shape used twice).
 // Paths in messages show long keys cut, so they stay short at any depth.
+//
+// Before any of that, the pickle is scanned for what torch.load would import
+// and call (load_safety.h): a file that would run anything beyond the
+// allowlist, or is crafted, is refused as unsafe to load (exit 8), naming the
+// call, even though run itself never executes it: the same file given to
+// Python would.
 #include <map>
 
 #include "format/archive.h"
@@ -38,6 +44,7 @@
 #include "base/strings.h"
 #include "contract/host_value.h"
 #include "core/input_values.h"
+#include "core/load_safety.h"
 #include "format/model.h"
 #include "format/pickle.h"
 
@@ -243,6 +250,17 @@ class ValueBuilder {
   const bool big_endian_;
 };
 
+void refuse_unsafe_to_load(const TorchArchive& archive) {
+  const LoadSafety safety = assess_archive_load_safety(archive);
+  if (!safety.unsafe()) return;
+  const LoadFinding* worst = &safety.findings.front();
+  for (const LoadFinding& f : safety.findings) worst = f.risk > worst->risk ? &f : worst;
+  throw Error(ErrorKind::UnsafeToLoad,
+              "the torch.save file is unsafe to load (" + std::string(load_risk_id(worst->risk)) + "): " + worst->where +
+                  " " + worst->what,
+              archive.path(), "run takes files of tensors, lists, tuples and dicts; see 'tsarchive inspect' on it");
+}
+
 }  // namespace
 
 HostValue read_torch_save_value(const ByteSource& source) {
@@ -254,6 +272,7 @@ HostValue read_torch_save_value(const ByteSource& source) {
                       archive.kind() == FileKind::TorchScript ? "a model is not an input; save a tensor with torch.save"
                                                               : "save the input with torch.save or numpy.save");
     }
+    refuse_unsafe_to_load(archive);
     const Record* pickle = archive.find("data.pkl");
     const std::string bytes = archive.read(*pickle, ReadLimits::kPickle);
     const PickleGraph graph = parse_pickle(bytes, "data.pkl");

@@ -18,6 +18,7 @@ std::string_view file_kind_id(FileKind kind) {
     case FileKind::ExportedProgram: return "exported_program";
     case FileKind::Onnx: return "onnx";
     case FileKind::OtherZip: return "zip";
+    case FileKind::Pickle: return "pickle";
     case FileKind::NotAModel: return "not_a_model";
   }
   return "unknown";
@@ -32,6 +33,7 @@ std::string_view file_kind_name(FileKind kind) {
     case FileKind::ExportedProgram: return "torch.export program (.pt2, not TorchScript)";
     case FileKind::Onnx: return "ONNX model (not TorchScript)";
     case FileKind::OtherZip: return "ZIP archive not written by PyTorch";
+    case FileKind::Pickle: return "pickle file (not a PyTorch archive)";
     case FileKind::NotAModel: return "not a PyTorch model file";
   }
   return "unknown";

@@ -37,6 +37,8 @@ enum class FileKind {
   ExportedProgram,   // torch.export .pt2
   Onnx,              // ONNX ModelProto
   OtherZip,          // a ZIP, but not written by PyTorch
+  Pickle,            // a plain pickle (.pkl, .pickle, .bin): what pickle.load reads; detect_file_kind
+                     // leaves it NotAModel, inspect and verify name it (load_safety.h, looks_like_pickle)
   NotAModel,
 };
 

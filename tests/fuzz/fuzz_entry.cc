@@ -10,7 +10,9 @@
 #include "core/image.h"
 #include "core/input_values.h"
 #include "core/inspect.h"
+#include "core/load_safety.h"
 #include "core/model_signature.h"
+#include "format/pickle_scan.h"
 #include "core/pt2_graph.h"
 #include "format/pt2.h"
 #include "format/model.h"
@@ -173,6 +175,20 @@ void image(const uint8_t* data, size_t size) {
   }
   try {
     (void)parse_labels(bytes, "fuzz.json");
+  } catch (const Error&) {
+  }
+}
+
+void load_safety(const uint8_t* data, size_t size) {
+  const std::string bytes = bytes_of(data, size);
+  const PickleScan scan = scan_pickle(bytes, 0, 1000);
+  if (!scan.complete && scan.error.empty()) std::abort();  // an incomplete scan says why
+  try {
+    const auto source = make_memory_source(bytes, "fuzz.pkl");
+    const LoadSafety verdict = assess_load_safety(*source);
+    if (looks_like_pickle(*source) && detect_file_kind(*source) == FileKind::NotAModel && verdict.loaders.empty()) {
+      std::abort();
+    }
   } catch (const Error&) {
   }
 }

@@ -42,5 +42,10 @@ void image(const uint8_t* data, size_t size);
 // the envelope), the statement parse of its payload (names, duplicates,
 // digests, the root) and the PAEs; the bytes are also parsed as a statement.
 void signature_bundle(const uint8_t* data, size_t size);
+// The load-safety verdict (core/load_safety.h): scan_pickle of the bytes, which
+// must end with a result (never throw), and assess_load_safety of them as a
+// file, which must give a verdict for every loader of a pickle it reads (an
+// empty one aborts) or a tsarchive::Error for what the ZIP checks refuse.
+void load_safety(const uint8_t* data, size_t size);
 
 }  // namespace tsarchive::fuzz

@@ -27,7 +27,8 @@ int main(int argc, char** argv) {
                                                     {"zip_structure", tsarchive::fuzz::zip_structure},
                                                     {"json_text", tsarchive::fuzz::json_text},
                                                     {"image", tsarchive::fuzz::image},
-                                                    {"signature_bundle", tsarchive::fuzz::signature_bundle}};
+                                                    {"signature_bundle", tsarchive::fuzz::signature_bundle},
+                                                    {"load_safety", tsarchive::fuzz::load_safety}};
   std::vector<std::filesystem::path> files;
   for (int i = 1; i < argc; ++i) {
     for (const auto& entry : std::filesystem::recursive_directory_iterator(argv[i])) {

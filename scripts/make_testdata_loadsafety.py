@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""Makes testdata/loadsafety/: files for the load-safety verdict.
+
+    python3 scripts/make_testdata_loadsafety.py            # any Python with torch (1.13 or 2.x)
+
+Hostile pickles are written opcode by opcode (the constants of the `pickle`
+module, nothing else): nothing here ever unpickles them, and neither do the
+tests. Benign checkpoints are made by torch.save of the running PyTorch (run
+the script with both Pythons: files are named by the major.minor that wrote
+them), so that the allowlist is tested on what real writers make.
+
+    benign/   state_dicts, optimizer states, OrderedDicts, numpy scalars,
+              a legacy (pre-1.6) file, plain pickles, a TorchScript module,
+              and copies under other extensions
+    evil/     pickles and archives whose loading runs something
+    crafted/  shapes no writer makes, which attack a loader or a scanner
+"""
+import io
+import os
+import pickle as P
+import shutil
+import struct
+import sys
+import zipfile
+from collections import OrderedDict
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testdata", "loadsafety")
+
+
+# ---- opcode writers ---------------------------------------------------------
+
+def proto(n=2):
+    return P.PROTO + bytes([n])
+
+
+def glob(module, name):
+    return P.GLOBAL + module.encode() + b"\n" + name.encode() + b"\n"
+
+
+def ustr(s):
+    b = s.encode()
+    return P.BINUNICODE + struct.pack("<I", len(b)) + b
+
+
+def short_ustr(s):
+    b = s.encode()
+    return P.SHORT_BINUNICODE + bytes([len(b)])  + b
+
+
+def i1(n):
+    return P.BININT1 + bytes([n])
+
+
+def call(module, name, *args):
+    """module.name(*args) by REDUCE; args are already-encoded values."""
+    return glob(module, name) + P.MARK + b"".join(args) + P.TUPLE + P.REDUCE
+
+
+def tensor(key, numel, storage="FloatStorage", shape=None):
+    """torch._utils._rebuild_tensor_v2 of a storage, as torch.save writes it."""
+    shape = shape if shape is not None else [numel]
+    size = P.MARK + b"".join(i1(s) for s in shape) + P.TUPLE
+    stride = P.MARK + b"".join(i1(1) for _ in shape) + P.TUPLE
+    pid = P.MARK + ustr("storage") + glob("torch", storage) + ustr(key) + ustr("cpu") + i1(numel) + P.TUPLE + P.BINPERSID
+    return (glob("torch._utils", "_rebuild_tensor_v2") + P.MARK + pid + i1(0) + size + stride + P.NEWFALSE +
+            glob("collections", "OrderedDict") + P.EMPTY_TUPLE + P.REDUCE + P.TUPLE + P.REDUCE)
+
+
+def dict_of(*items):
+    return P.EMPTY_DICT + P.MARK + b"".join(k + v for k, v in items) + P.SETITEMS
+
+
+def torch_save_zip(path, data_pkl, storages=None, top="archive"):
+    """A file in torch.save's ZIP layout around a hand-written data.pkl."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
+        z.writestr(top + "/data.pkl", data_pkl)
+        z.writestr(top + "/byteorder", "little")
+        for key, raw in (storages or {}).items():
+            z.writestr(top + "/data/" + key, raw)
+        z.writestr(top + "/version", "3\n")
+        z.writestr(top + "/.data/serialization_id", "0" * 40)
+
+
+def write(rel, data):
+    path = os.path.join(ROOT, rel)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+# ---- hostile files ----------------------------------------------------------
+
+def make_evil():
+    four = b"\0" * 16
+    # A poisoned checkpoint: a state dict whose second entry reduces to posix.system.
+    system = call("posix", "system", ustr("echo tsarchive-test-never-runs"))
+    torch_save_zip(os.path.join(ROOT, "evil/reduce_system.pt"),
+                   proto() + dict_of((ustr("w"), tensor("0", 4)), (ustr("x"), system)) + P.STOP, {"0": four})
+    # The same as a plain pickle under the names hubs see.
+    plain = proto() + dict_of((ustr("x"), call("os", "system", ustr("id")))) + P.STOP
+    for ext in ("pkl", "bin", "ckpt"):
+        write("evil/os_system." + ext, plain)
+    # Functions a denylist misses (published scanner bypasses).
+    for module, name, arg in [("pkgutil", "resolve_name", "os:system"), ("importlib", "import_module", "os"),
+                              ("marshal", "loads", "c"), ("torch.utils.collect_env", "run", "id"),
+                              ("multiprocessing.util", "spawnv_passfds", "/bin/sh")]:
+        write("evil/bypass_%s.pkl" % name, proto() + call(module, name, ustr(arg)) + P.STOP)
+    # STACK_GLOBAL whose strings come from the memo, behind decoys.
+    memo = (proto(4) + short_ustr("builtins") + P.MEMOIZE + short_ustr("len") + P.MEMOIZE + P.POP + P.POP +
+            short_ustr("os") + P.MEMOIZE + short_ustr("system") + P.MEMOIZE + P.POP + P.POP +
+            P.BINGET + bytes([2]) + P.BINGET + bytes([3]) + P.STACK_GLOBAL + short_ustr("id") + P.TUPLE1 + P.REDUCE +
+            P.STOP)
+    write("evil/stack_global_memo.pkl", memo)
+    # getattr(__import__('os'), 'system')('id'): the callable is made at load time.
+    chain = (proto() + glob("builtins", "getattr") + P.MARK + call("builtins", "__import__", ustr("os")) +
+             ustr("system") + P.TUPLE + P.REDUCE + P.MARK + ustr("id") + P.TUPLE + P.REDUCE + P.STOP)
+    write("evil/getattr_chain.pkl", chain)
+    # Protocol 0 INST and protocol 1 OBJ.
+    write("evil/inst.pkl", b"(S'id'\nios\nsystem\n.")
+    write("evil/obj.pkl", b"(csubprocess\nPopen\nS'id'\no.")
+    # NEWOBJ_EX of an unknown class, and EXT1 through the copyreg registry.
+    write("evil/newobj_ex.pkl", proto(4) + glob("webbrowser", "open") + P.EMPTY_TUPLE + P.EMPTY_DICT + P.NEWOBJ_EX + P.STOP)
+    write("evil/ext1.pkl", proto() + P.EXT1 + bytes([1]) + P.EMPTY_TUPLE + P.REDUCE + P.STOP)
+    # A team's own class: unlisted, not dangerous; --allow-global mymodel.Config accepts it.
+    config = (proto() + glob("mymodel", "Config") + P.EMPTY_TUPLE + P.NEWOBJ + dict_of((ustr("lr"), i1(1))) + P.BUILD)
+    torch_save_zip(os.path.join(ROOT, "evil/custom_class.pt"),
+                   proto() + dict_of((ustr("w"), tensor("0", 4)), (ustr("config"), config[2:])) + P.STOP, {"0": four})
+    # A legacy (pre-1.6) stream whose object pickle calls os.system.
+    magic = proto() + P.LONG1 + bytes([10]) + (0x1950A86A20F9469CFC6C).to_bytes(10, "little") + P.STOP
+    legacy = (magic + proto() + struct.pack("<cH", b"M", 1001) + P.STOP + proto() + P.EMPTY_DICT + P.STOP +
+              proto() + call("os", "system", ustr("id")) + P.STOP + proto() + P.EMPTY_LIST + P.STOP)
+    write("evil/legacy_system.pth", legacy)
+
+
+def make_crafted():
+    four = b"\0" * 16
+    # SETITEM on a list.
+    setitem = proto() + P.EMPTY_LIST + ustr("k") + tensor("0", 4) + P.SETITEM + P.STOP
+    torch_save_zip(os.path.join(ROOT, "crafted/setitem_on_list.pt"), setitem, {"0": four})
+    # A storage that declares 100 float32 elements over a 16-byte record.
+    big = proto() + dict_of((ustr("w"), tensor("0", 100, shape=[4]))) + P.STOP
+    torch_save_zip(os.path.join(ROOT, "crafted/storage_size.pt"), big, {"0": four})
+    # A persistent id that is a 3-tuple.
+    pid = (proto() + P.MARK + ustr("storage") + ustr("0") + ustr("cpu") + P.TUPLE + P.BINPERSID + P.STOP)
+    torch_save_zip(os.path.join(ROOT, "crafted/persistent_id.pt"), pid, {"0": four})
+    good = proto() + dict_of((ustr("a"), i1(1))) + P.STOP
+    write("crafted/ends_early.pkl", good[:-3])
+    write("crafted/after_stop.pkl", good + b"\xff\xfe junk")
+    write("crafted/second_pickle.pkl", good + proto() + call("os", "system", ustr("id")) + P.STOP)
+
+
+# ---- benign files from the running PyTorch ------------------------------------
+
+def make_benign():
+    import numpy as np
+    import torch
+    tag = "%d.%d" % tuple(int(x) for x in torch.__version__.split(".")[:2])
+    tag = tag.replace(".", "_")
+    torch.manual_seed(0)
+    try:
+        from torchvision.ops import MLP
+        model = MLP(4, [8, 2])
+    except Exception:  # torchvision is Debian's, beside 1.13 only
+        model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.Linear(8, 2))
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    model(torch.randn(3, 4)).sum().backward()
+    opt.step()
+    d = "benign/torch%s/" % tag
+    os.makedirs(os.path.join(ROOT, d), exist_ok=True)
+    out = lambda name: os.path.join(ROOT, d + name)
+    torch.save(model.state_dict(), out("state_dict.pth"))
+    torch.save({"model": model.state_dict(), "optimizer": opt.state_dict(), "epoch": 3,
+                "best": np.float64(0.25), "steps": np.int64(7), "history": OrderedDict(a=1.0)},
+               out("checkpoint.pt"))
+    torch.save(model.state_dict(), out("legacy.pth"), _use_new_zipfile_serialization=False)
+    torch.save([torch.arange(3), (1, 2.5, "x"), {"k": None}], out("values.pt"))
+    with open(out("plain.pkl"), "wb") as f:
+        P.dump({"vocab": ["a", "b"], "sizes": (1, 2), "scale": 0.5}, f, protocol=2)
+    with open(out("plain_p4.pickle"), "wb") as f:
+        P.dump({"vocab": ["a", "b"], "sizes": (1, 2)}, f, protocol=4)
+    torch.jit.script(torch.nn.Linear(2, 2)).save(out("scripted.pt"))
+    # The same files under other names.
+    shutil.copy(out("state_dict.pth"), out("state_dict.bin"))
+    shutil.copy(out("checkpoint.pt"), out("checkpoint.ckpt"))
+    shutil.copy(out("plain.pkl"), out("plain.bin"))
+    return out("scripted.pt")
+
+
+def make_torchscript_attacks(scripted):
+    import torch
+    # A TorchScript archive named like a checkpoint: torch.load takes it.
+    shutil.copy(scripted, os.path.join(ROOT, "crafted/torchscript_named.pth"))
+
+    class Writer(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.path = "/tmp/tsarchive-never-written"
+
+        def forward(self, x):
+            t = torch.from_file(self.path, shared=True, size=4)
+            return t.copy_(x)
+
+    # Scripted and saved, never run.
+    torch.jit.script(Writer()).save(os.path.join(ROOT, "evil/from_file.pt"))
+
+
+def make_pt2():
+    # A .pt2 whose weight 'steps' is stored as a pickle that calls posix.system.
+    src = os.path.join(ROOT, "..", "pt2", "buffers_consts.pt2")
+    dst = os.path.join(ROOT, "evil/pt2_pickled_weight.pt2")
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            if info.filename.endswith("model_weights_config.json"):
+                data = data.replace(b'"steps": {"path_name": "weight_2", "is_param": false, "use_pickle": false',
+                                    b'"steps": {"path_name": "weight_2", "is_param": false, "use_pickle": true')
+            elif info.filename.endswith("data/weights/weight_2"):
+                data = proto() + call("posix", "system", ustr("id")) + P.STOP
+            zout.writestr(info.filename, data)
+
+
+def main():
+    for sub in ("evil", "crafted", "benign"):
+        os.makedirs(os.path.join(ROOT, sub), exist_ok=True)
+    make_evil()
+    make_crafted()
+    make_pt2()
+    if "--no-torch" not in sys.argv:
+        scripted = make_benign()
+        if not os.path.exists(os.path.join(ROOT, "evil/from_file.pt")):
+            make_torchscript_attacks(scripted)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,92 @@
+// What loading a file would execute: a verdict per loader, from the pickles
+// (and TorchScript code) alone, never by loading anything.
+//
+// Every global a pickle imports and every callable it invokes (pickle_scan.h)
+// is checked against an allowlist of known-benign globals: tensor and storage
+// rebuilding, dtypes, containers, numpy scalars and arrays. Anything else is a
+// finding; a small table of known-dangerous modules and names only *names* the
+// danger (process execution, code evaluation, import machinery, file and
+// network I/O), it never decides. Crafted files (shapes no writer makes and
+// that attack a loader) are findings too, with the PyTorch versions they
+// attack.
+//
+// Loaders judged:
+//   torch.load(weights_only=True)   PyTorch's own allowlist and opcode set for
+//                                   the version asked (--torch-version)
+//   torch.load(weights_only=False), pickle.load   every call, as listed
+//   torch.jit.load                  TorchScript classes, torch.classes custom
+//                                   classes, operators in code/ that touch files
+//   torch.export.load               .pt2 payloads stored as pickles
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "format/archive.h"
+#include "format/byte_source.h"
+#include "format/pickle_scan.h"
+
+namespace tsarchive {
+
+struct LoadSafetyOptions {
+  std::string torch_version;                 // "2.13" when empty (the newest known)
+  std::vector<std::string> allowed_globals;  // "module.name", or "module.*", a team's own classes
+};
+
+// Ordered by severity.
+enum class LoadRisk { None = 0, Unlisted = 1, Dangerous = 2, Crafted = 3 };
+std::string_view load_risk_id(LoadRisk risk);  // "none", "unlisted", "dangerous", "crafted"
+
+struct LoadFinding {
+  LoadRisk risk = LoadRisk::Unlisted;
+  std::string where;     // "data.pkl", "the pickle", "code/__torch__/m.py"
+  std::string what;      // "calls posix.system (REDUCE at offset 12)"
+  std::string global;    // the global concerned, if any
+  std::string category;  // "process execution", ... ; "" when unknown
+  std::string attacks;   // the loaders and versions a crafted file attacks
+};
+
+struct LoaderVerdict {
+  std::string loader;   // "torch.load(weights_only=True)"
+  std::string outcome;  // "accepts", "refuses", "runs code", "not applicable"
+  std::string why;
+};
+
+struct LoadSafety {
+  std::string torch_version;
+  std::vector<std::string> pickles;    // what was read ("data.pkl", "constants.pkl", "the pickle")
+  std::vector<std::string> globals;    // distinct globals imported, first seen first
+  std::vector<std::string> callables;  // distinct callables invoked
+  std::vector<LoaderVerdict> loaders;
+  std::vector<LoadFinding> findings;
+  // Every import is a tensor/storage rebuild, a dtype or a plain container: what
+  // run's inputs may hold.
+  bool tensor_rebuilding_only = true;
+
+  LoadRisk worst() const;
+  bool unsafe() const { return worst() != LoadRisk::None; }
+};
+
+// The verdict for any file tsarchive reads: a TorchScript, torch.save (ZIP or
+// legacy), .pt2 or plain pickle file. `name` (the path) gives the extension.
+// Throws Error(BadInput) for what the ZIP checks refuse, as inspect does.
+LoadSafety assess_load_safety(const ByteSource& source, const LoadSafetyOptions& options = {});
+// The same for an archive already open.
+LoadSafety assess_archive_load_safety(const TorchArchive& archive, const LoadSafetyOptions& options = {});
+
+// Whether a file starts like a pickle (PROTO 2-5, or a protocol 0/1 opcode
+// that can begin one) and is not a legacy torch.save file.
+bool looks_like_pickle(const ByteSource& source);
+
+// The allowlist: whether `global` ("module.name") is known to be benign.
+bool is_benign_global(std::string_view global);
+// PyTorch's own weights_only allowlist for `torch_version` ("1.13", "2.6", ...).
+bool torch_weights_only_allows(std::string_view global, std::string_view torch_version);
+// What a known-dangerous global does ("process execution"), or "".
+std::string dangerous_category(std::string_view global);
+
+// The newest PyTorch whose allowlist is known.
+inline constexpr const char* kNewestTorchVersion = "2.13";
+
+}  // namespace tsarchive

@@ -1,0 +1,560 @@
+// Pickle scanner; what it records and why is at the top of pickle_scan.h.
+#include "format/pickle_scan.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <unordered_map>
+
+#include "base/error.h"
+#include "format/byte_source.h"
+
+namespace tsarchive {
+namespace {
+
+constexpr size_t kMaxTupleItems = 8;    // enough for a persistent id's shape
+constexpr size_t kMaxKeptText = 1024;   // of a string or a global's name; longer ones are cut
+
+enum class SymKind : uint8_t { Other, None, Int, Str, Bytes, Global, Object, Dict, List, Tuple, Set, PersId };
+
+// What one stack slot holds, as far as the loader's behaviour depends on it.
+struct Symbol {
+  SymKind kind = SymKind::Other;
+  int64_t integer = 0;
+  std::string text;                // Str: the value; Global: "module.name"; Object: what made it
+  bool text_is_global = false;     // Object: made by calling a global
+  std::vector<uint32_t> items;     // Tuple: its first kMaxTupleItems items
+  size_t size = 0;                 // Tuple: its length
+};
+
+// Containers a SETITEM may fill without running a class's __setitem__.
+bool dict_like(const Symbol& s) {
+  if (s.kind == SymKind::Dict) return true;
+  return s.kind == SymKind::Object && s.text_is_global &&
+         (s.text == "collections.OrderedDict" || s.text == "collections.Counter" || s.text == "builtins.dict" ||
+          s.text == "collections.defaultdict" || s.text == "__builtin__.dict");
+}
+
+std::string cut(std::string_view s) {
+  if (s.size() <= kMaxKeptText) return std::string(s);
+  return std::string(s.substr(0, kMaxKeptText)) + "...";
+}
+
+std::string kind_word(SymKind k) {
+  switch (k) {
+    case SymKind::Other: return "value";
+    case SymKind::None: return "None";
+    case SymKind::Int: return "int";
+    case SymKind::Str: return "str";
+    case SymKind::Bytes: return "bytes";
+    case SymKind::Global: return "global";
+    case SymKind::Object: return "object";
+    case SymKind::Dict: return "dict";
+    case SymKind::List: return "list";
+    case SymKind::Tuple: return "tuple";
+    case SymKind::Set: return "set";
+    case SymKind::PersId: return "persistent object";
+  }
+  return "value";
+}
+
+struct Stop {};  // the scan ended (error set)
+
+class Scanner {
+ public:
+  Scanner(std::string_view bytes, size_t max_findings) : reader_(bytes, "pickle"), max_findings_(max_findings) {}
+
+  PickleScan run() {
+    try {
+      for (;;) {
+        op_offset_ = reader_.offset();
+        if (reader_.at_end()) fail("the pickle ends before STOP");
+        const uint8_t op = reader_.u8();
+        note_opcode(op);
+        if (op == '.') {
+          if (stack_.empty()) fail("STOP on an empty stack");
+          if (stack_.size() > 1 || !marks_.empty()) {
+            anomaly("STOP leaves " + std::to_string(stack_.size() - 1) + " more value(s) and " +
+                    std::to_string(marks_.size()) + " MARK(s) on the stack, which no pickler writes");
+          }
+          out_.complete = true;
+          break;
+        }
+        step(op);
+      }
+    } catch (const Stop&) {
+    } catch (const Error& e) {
+      // ByteReader: an operand runs past the end.
+      out_.error = "the pickle ends inside an opcode's operand (offset " + std::to_string(op_offset_) + ")";
+    }
+    out_.end = reader_.offset();
+    return std::move(out_);
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& why) {
+    out_.error = why + " (offset " + std::to_string(op_offset_) + ")";
+    throw Stop{};
+  }
+  void anomaly(const std::string& what) {
+    if (out_.anomalies.size() < 100) out_.anomalies.push_back(what + " (offset " + std::to_string(op_offset_) + ")");
+  }
+  void note_opcode(uint8_t op) {
+    if (!seen_[op]) {
+      seen_[op] = true;
+      out_.opcodes.push_back(op);
+    }
+  }
+  bool room() {
+    if (out_.imports.size() + out_.calls.size() < max_findings_) return true;
+    if (!truncated_) {
+      truncated_ = true;
+      anomaly("more than " + std::to_string(max_findings_) + " imports and calls; the rest are not listed");
+    }
+    return false;
+  }
+
+  uint32_t add(Symbol s) {
+    syms_.push_back(std::move(s));
+    return static_cast<uint32_t>(syms_.size() - 1);
+  }
+  uint32_t add(SymKind k) {
+    Symbol s;
+    s.kind = k;
+    return add(std::move(s));
+  }
+  void push(uint32_t s) { stack_.push_back(s); }
+  size_t base() const { return marks_.empty() ? 0 : marks_.back(); }
+  uint32_t pop() {
+    if (stack_.size() <= base()) fail("pops from an empty stack");
+    const uint32_t s = stack_.back();
+    stack_.pop_back();
+    return s;
+  }
+  uint32_t top() {
+    if (stack_.size() <= base()) fail("reads the top of an empty stack");
+    return stack_.back();
+  }
+  // The items above the last MARK, popped with it.
+  std::vector<uint32_t> pop_mark() {
+    if (marks_.empty()) fail("no MARK on the stack");
+    std::vector<uint32_t> items(stack_.begin() + static_cast<std::ptrdiff_t>(marks_.back()), stack_.end());
+    stack_.resize(marks_.back());
+    marks_.pop_back();
+    return items;
+  }
+
+  uint32_t tuple(const std::vector<uint32_t>& items) {
+    Symbol s;
+    s.kind = SymKind::Tuple;
+    s.size = items.size();
+    s.items.assign(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(std::min(items.size(), kMaxTupleItems)));
+    return add(std::move(s));
+  }
+
+  uint32_t import(std::string module, std::string name, const char* opcode) {
+    if (room()) {
+      PickleImport i;
+      i.module = cut(module);
+      i.name = cut(name);
+      i.opcode = opcode;
+      i.offset = op_offset_;
+      out_.imports.push_back(std::move(i));
+    }
+    Symbol s;
+    s.kind = SymKind::Global;
+    s.text = cut(module) + "." + cut(name);
+    return add(std::move(s));
+  }
+
+  // Records the call of `fn_sym` and returns the object it makes.
+  uint32_t call(uint32_t fn_sym, const char* opcode) {
+    const Symbol& fn = syms_[fn_sym];
+    Symbol result;
+    result.kind = SymKind::Object;
+    if (fn.kind == SymKind::Global) {
+      result.text = fn.text;
+      result.text_is_global = true;
+    } else if (fn.kind == SymKind::Object) {
+      result.text = "<result of " + cut(fn.text) + ">";
+    } else {
+      anomaly(std::string(opcode) + " calls a " + kind_word(fn.kind) + ", which is not callable");
+      result.text = "<a " + kind_word(fn.kind) + ">";
+    }
+    record_call(result.text, result.text_is_global, opcode);
+    return add(std::move(result));
+  }
+  void record_call(const std::string& callable, bool is_global, const char* opcode) {
+    if (!room()) return;
+    PickleInvoke c;
+    c.callable = cut(callable);
+    c.callable_is_global = is_global;
+    c.opcode = opcode;
+    c.offset = op_offset_;
+    out_.calls.push_back(std::move(c));
+  }
+
+  // A method of an object run by APPEND(S), ADDITEMS, SETITEM(S) or BUILD.
+  void method_call(uint32_t target, const char* method, const char* opcode) {
+    const Symbol& t = syms_[target];
+    const std::string owner = t.kind == SymKind::Object ? t.text : kind_word(t.kind);
+    record_call(owner + "." + method, false, opcode);
+  }
+
+  void set_items(uint32_t target, const char* opcode) {
+    const Symbol& t = syms_[target];
+    if (dict_like(t)) return;
+    if (t.kind == SymKind::Object) {
+      method_call(target, "__setitem__", opcode);
+      return;
+    }
+    anomaly(std::string(opcode) + " on a " + kind_word(t.kind) + ", not a dict");
+  }
+  void append_items(uint32_t target, const char* opcode, SymKind wanted, const char* method) {
+    const Symbol& t = syms_[target];
+    if (t.kind == wanted) return;
+    if (t.kind == SymKind::Object) {
+      method_call(target, method, opcode);
+      return;
+    }
+    anomaly(std::string(opcode) + " on a " + kind_word(t.kind) + ", not a " + kind_word(wanted));
+  }
+
+  void persistent_id(uint32_t pid) {
+    PicklePersistentId p;
+    p.offset = op_offset_;
+    const Symbol& s = syms_[pid];
+    if (s.kind == SymKind::Tuple) {
+      p.tuple = true;
+      p.size = s.size;
+      const auto item = [&](size_t i) -> const Symbol* { return i < s.items.size() ? &syms_[s.items[i]] : nullptr; };
+      if (const Symbol* first = item(0); first && first->kind == SymKind::Str) p.first = first->text;
+      if (const Symbol* type = item(1); type && type->kind == SymKind::Global) p.storage_type = type->text;
+      if (const Symbol* key = item(2); key && key->kind == SymKind::Str) p.key = key->text;
+      if (const Symbol* numel = item(4); numel && numel->kind == SymKind::Int) p.numel = numel->integer;
+    } else if (s.kind == SymKind::Str) {
+      p.first = s.text;
+    }
+    if (out_.persistent_ids.size() < max_findings_) out_.persistent_ids.push_back(std::move(p));
+    push(add(SymKind::PersId));
+  }
+
+  uint32_t string(std::string_view s, SymKind kind = SymKind::Str) {
+    Symbol sym;
+    sym.kind = kind;
+    if (kind == SymKind::Str) sym.text = cut(s);
+    return add(std::move(sym));
+  }
+  uint32_t integer(int64_t v) {
+    Symbol s;
+    s.kind = SymKind::Int;
+    s.integer = v;
+    return add(std::move(s));
+  }
+  std::string_view sized(uint64_t n) {
+    if (n > reader_.remaining()) fail("a " + std::to_string(n) + "-byte operand runs past the end");
+    return reader_.bytes(n);
+  }
+  // LONG1/LONG4: little-endian two's complement; wide ones are just ints here.
+  uint32_t long_bytes(std::string_view b) {
+    uint64_t v = 0;
+    for (size_t i = std::min<size_t>(b.size(), 8); i-- > 0;) v = (v << 8) | static_cast<uint8_t>(b[i]);
+    if (!b.empty() && b.size() < 8 && (static_cast<uint8_t>(b.back()) & 0x80)) v |= ~uint64_t{0} << (8 * b.size());
+    return integer(static_cast<int64_t>(v));
+  }
+  int64_t text_int(std::string_view line) {
+    std::string s(line);
+    if (!s.empty() && s.back() == 'L') s.pop_back();
+    char* endp = nullptr;
+    const long long v = std::strtoll(s.c_str(), &endp, 10);
+    if (s.empty() || *endp != '\0') fail("a text integer that is not one");
+    return v;
+  }
+  // Protocol 0 STRING: a quoted repr; the quotes go, escapes stay as written.
+  std::string_view unquote(std::string_view s) {
+    if (s.size() >= 2 && (s.front() == '\'' || s.front() == '"') && s.back() == s.front()) return s.substr(1, s.size() - 2);
+    fail("a STRING operand without quotes");
+  }
+
+  void memo_put(uint64_t key) { memo_[key] = top(); }
+  void memo_get(uint64_t key) {
+    const auto it = memo_.find(key);
+    if (it == memo_.end()) fail("memo key " + std::to_string(key) + " was never stored");
+    push(it->second);
+  }
+
+  void step(uint8_t op) {
+    switch (op) {
+      case 0x80: out_.protocol = reader_.u8(); break;  // PROTO
+      case 0x95: reader_.u64(); break;                 // FRAME
+      case '(': marks_.push_back(stack_.size()); break;
+      case '0': pop(); break;
+      case '1': pop_mark(); break;
+      case '2': push(top()); break;
+      case 'N': push(add(SymKind::None)); break;
+      case 0x88:
+      case 0x89: push(add(SymKind::Other)); break;
+      case 'J': push(integer(static_cast<int32_t>(reader_.u32()))); break;
+      case 'K': push(integer(reader_.u8())); break;
+      case 'M': push(integer(reader_.u16())); break;
+      case 'I':
+      case 'L': push(integer(text_int(reader_.line()))); break;
+      case 0x8a: push(long_bytes(sized(reader_.u8()))); break;
+      case 0x8b: push(long_bytes(sized(reader_.u32()))); break;
+      case 'G': sized(8); push(add(SymKind::Other)); break;
+      case 'F': reader_.line(); push(add(SymKind::Other)); break;
+      case 'S': push(string(unquote(reader_.line()))); break;      // STRING
+      case 'V': push(string(reader_.line())); break;               // UNICODE (raw-unicode-escape)
+      case 'T': push(string(sized(reader_.u32()))); break;         // BINSTRING
+      case 'U': push(string(sized(reader_.u8()))); break;          // SHORT_BINSTRING
+      case 'X': push(string(sized(reader_.u32()))); break;         // BINUNICODE
+      case 0x8c: push(string(sized(reader_.u8()))); break;         // SHORT_BINUNICODE
+      case 0x8d: push(string(sized(reader_.u64()))); break;        // BINUNICODE8
+      case 'B': push(string(sized(reader_.u32()), SymKind::Bytes)); break;
+      case 'C': push(string(sized(reader_.u8()), SymKind::Bytes)); break;
+      case 0x8e:
+      case 0x96: push(string(sized(reader_.u64()), SymKind::Bytes)); break;
+      case 0x97:  // NEXT_BUFFER
+        anomaly("NEXT_BUFFER: an out-of-band buffer, which pickle.load without buffers= refuses");
+        push(add(SymKind::Bytes));
+        break;
+      case 0x98: top(); break;  // READONLY_BUFFER
+      case ')': push(tuple({})); break;
+      case 't': push(tuple(pop_mark())); break;
+      case 0x85: {
+        const uint32_t a = pop();
+        push(tuple({a}));
+        break;
+      }
+      case 0x86: {
+        const uint32_t b = pop(), a = pop();
+        push(tuple({a, b}));
+        break;
+      }
+      case 0x87: {
+        const uint32_t c = pop(), b = pop(), a = pop();
+        push(tuple({a, b, c}));
+        break;
+      }
+      case ']': push(add(SymKind::List)); break;
+      case 'l': pop_mark(); push(add(SymKind::List)); break;
+      case '}': push(add(SymKind::Dict)); break;
+      case 'd': {
+        if (pop_mark().size() % 2 != 0) anomaly("DICT with an odd number of values");
+        push(add(SymKind::Dict));
+        break;
+      }
+      case 0x8f: push(add(SymKind::Set)); break;
+      case 0x91: pop_mark(); push(add(SymKind::Set)); break;
+      case 'a': {
+        pop();
+        append_items(top(), "APPEND", SymKind::List, "append");
+        break;
+      }
+      case 'e': {
+        pop_mark();
+        append_items(top(), "APPENDS", SymKind::List, "extend");
+        break;
+      }
+      case 0x90: {
+        pop_mark();
+        append_items(top(), "ADDITEMS", SymKind::Set, "add");
+        break;
+      }
+      case 's': {
+        pop();
+        pop();
+        set_items(top(), "SETITEM");
+        break;
+      }
+      case 'u': {
+        if (pop_mark().size() % 2 != 0) anomaly("SETITEMS with an odd number of values");
+        set_items(top(), "SETITEMS");
+        break;
+      }
+      case 'c': {  // GLOBAL
+        std::string module(reader_.line());
+        std::string name(reader_.line());
+        push(import(std::move(module), std::move(name), "GLOBAL"));
+        break;
+      }
+      case 0x93: {  // STACK_GLOBAL
+        const uint32_t name = pop(), module = pop();
+        if (syms_[name].kind != SymKind::Str || syms_[module].kind != SymKind::Str) {
+          fail("STACK_GLOBAL on values that are not two strings");
+        }
+        push(import(syms_[module].text, syms_[name].text, "STACK_GLOBAL"));
+        break;
+      }
+      case 'i': {  // INST module\nname\n, arguments above MARK
+        std::string module(reader_.line());
+        std::string name(reader_.line());
+        pop_mark();
+        const uint32_t cls = import(std::move(module), std::move(name), "INST");
+        push(call(cls, "INST"));
+        break;
+      }
+      case 'o': {  // OBJ: MARK cls args...
+        const std::vector<uint32_t> items = pop_mark();
+        if (items.empty()) fail("OBJ without a class");
+        push(call(items[0], "OBJ"));
+        break;
+      }
+      case 0x82:
+      case 0x83:
+      case 0x84: {  // EXT1/2/4: a global by its copyreg extension code
+        const uint32_t code = op == 0x82 ? reader_.u8() : op == 0x83 ? reader_.u16() : reader_.u32();
+        const char* name = op == 0x82 ? "EXT1" : op == 0x83 ? "EXT2" : "EXT4";
+        push(import("copyreg._extension_registry", std::to_string(code), name));
+        break;
+      }
+      case 'R': {
+        const uint32_t args = pop(), fn = pop();
+        (void)args;
+        push(call(fn, "REDUCE"));
+        break;
+      }
+      case 0x81: {
+        const uint32_t args = pop(), cls = pop();
+        (void)args;
+        push(call(cls, "NEWOBJ"));
+        break;
+      }
+      case 0x92: {
+        pop();  // kwargs
+        const uint32_t args = pop(), cls = pop();
+        (void)args;
+        push(call(cls, "NEWOBJ_EX"));
+        break;
+      }
+      case 'b': {  // BUILD
+        pop();
+        const uint32_t target = top();
+        const Symbol& t = syms_[target];
+        if (t.kind == SymKind::Global) {
+          anomaly("BUILD on the global " + t.text + " sets attributes of a module or class");
+          record_call(t.text + ".__setstate__", false, "BUILD");
+        } else if (t.kind == SymKind::Object) {
+          method_call(target, "__setstate__", "BUILD");
+        } else if (t.kind != SymKind::PersId) {
+          anomaly("BUILD on a " + kind_word(t.kind));
+        }
+        break;
+      }
+      case 'P':  // PERSID: a text persistent id
+        persistent_id(string(reader_.line()));
+        break;
+      case 'Q': persistent_id(pop()); break;
+      case 'p': memo_put(static_cast<uint64_t>(text_int(reader_.line()))); break;
+      case 'q': memo_put(reader_.u8()); break;
+      case 'r': memo_put(reader_.u32()); break;
+      case 0x94: memo_put(memo_.size()); break;  // MEMOIZE: key len(memo)
+      case 'g': memo_get(static_cast<uint64_t>(text_int(reader_.line()))); break;
+      case 'h': memo_get(reader_.u8()); break;
+      case 'j': memo_get(reader_.u32()); break;
+      default: fail("opcode " + pickle_opcode_name(op) + " is not a pickle opcode");
+    }
+  }
+
+  ByteReader reader_;
+  size_t max_findings_;
+  PickleScan out_;
+  std::vector<Symbol> syms_;
+  std::vector<uint32_t> stack_;
+  std::vector<size_t> marks_;
+  std::unordered_map<uint64_t, uint32_t> memo_;
+  bool seen_[256] = {};
+  bool truncated_ = false;
+  size_t op_offset_ = 0;
+};
+
+}  // namespace
+
+PickleScan scan_pickle(std::string_view bytes, size_t offset, size_t max_findings) {
+  if (offset > bytes.size()) {
+    PickleScan s;
+    s.error = "the pickle starts past the end of its data";
+    return s;
+  }
+  return Scanner(bytes.substr(offset), max_findings).run();
+}
+
+std::string pickle_opcode_name(uint8_t op) {
+  switch (op) {
+    case '(': return "MARK";
+    case '.': return "STOP";
+    case '0': return "POP";
+    case '1': return "POP_MARK";
+    case '2': return "DUP";
+    case 'F': return "FLOAT";
+    case 'I': return "INT";
+    case 'J': return "BININT";
+    case 'K': return "BININT1";
+    case 'L': return "LONG";
+    case 'M': return "BININT2";
+    case 'N': return "NONE";
+    case 'P': return "PERSID";
+    case 'Q': return "BINPERSID";
+    case 'R': return "REDUCE";
+    case 'S': return "STRING";
+    case 'T': return "BINSTRING";
+    case 'U': return "SHORT_BINSTRING";
+    case 'V': return "UNICODE";
+    case 'X': return "BINUNICODE";
+    case 'a': return "APPEND";
+    case 'b': return "BUILD";
+    case 'c': return "GLOBAL";
+    case 'd': return "DICT";
+    case '}': return "EMPTY_DICT";
+    case 'e': return "APPENDS";
+    case 'g': return "GET";
+    case 'h': return "BINGET";
+    case 'i': return "INST";
+    case 'j': return "LONG_BINGET";
+    case 'l': return "LIST";
+    case ']': return "EMPTY_LIST";
+    case 'o': return "OBJ";
+    case 'p': return "PUT";
+    case 'q': return "BINPUT";
+    case 'r': return "LONG_BINPUT";
+    case 's': return "SETITEM";
+    case 't': return "TUPLE";
+    case ')': return "EMPTY_TUPLE";
+    case 'u': return "SETITEMS";
+    case 'G': return "BINFLOAT";
+    case 0x80: return "PROTO";
+    case 0x81: return "NEWOBJ";
+    case 0x82: return "EXT1";
+    case 0x83: return "EXT2";
+    case 0x84: return "EXT4";
+    case 0x85: return "TUPLE1";
+    case 0x86: return "TUPLE2";
+    case 0x87: return "TUPLE3";
+    case 0x88: return "NEWTRUE";
+    case 0x89: return "NEWFALSE";
+    case 0x8a: return "LONG1";
+    case 0x8b: return "LONG4";
+    case 'B': return "BINBYTES";
+    case 'C': return "SHORT_BINBYTES";
+    case 0x8c: return "SHORT_BINUNICODE";
+    case 0x8d: return "BINUNICODE8";
+    case 0x8e: return "BINBYTES8";
+    case 0x8f: return "EMPTY_SET";
+    case 0x90: return "ADDITEMS";
+    case 0x91: return "FROZENSET";
+    case 0x92: return "NEWOBJ_EX";
+    case 0x93: return "STACK_GLOBAL";
+    case 0x94: return "MEMOIZE";
+    case 0x95: return "FRAME";
+    case 0x96: return "BYTEARRAY8";
+    case 0x97: return "NEXT_BUFFER";
+    case 0x98: return "READONLY_BUFFER";
+    default: {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "0x%02x", op);
+      return hex;
+    }
+  }
+}
+
+}  // namespace tsarchive

@@ -1,0 +1,1 @@
+verify testdata/loadsafety/benign/torch1_13/state_dict.pth --allow-global nodot

@@ -1,0 +1,1 @@
+inspect testdata/loadsafety/evil/reduce_system.pt

@@ -1,0 +1,1 @@
+inspect testdata/loadsafety/evil/stack_global_memo.pkl --json

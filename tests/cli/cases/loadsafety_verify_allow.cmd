@@ -1,0 +1,1 @@
+verify testdata/loadsafety/evil/custom_class.pt --allow-global mymodel.Config

@@ -1,0 +1,1 @@
+verify testdata/loadsafety/benign/torch1_13/checkpoint.pt

@@ -1,0 +1,1 @@
+verify testdata/loadsafety/evil/getattr_chain.pkl

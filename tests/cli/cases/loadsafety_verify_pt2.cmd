@@ -1,0 +1,1 @@
+verify testdata/loadsafety/evil/pt2_pickled_weight.pt2

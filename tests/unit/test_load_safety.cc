@@ -1,0 +1,220 @@
+// The load-safety verdict: the pickle scanner on hand-made bytes, and the
+// verdict on every file of testdata/loadsafety (made by
+// scripts/make_testdata_loadsafety.py; never unpickled).
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <filesystem>
+
+#include "core/load_safety.h"
+#include "format/byte_source.h"
+#include "format/pickle_scan.h"
+#include "helpers.h"
+
+using namespace tsarchive;
+using namespace std::string_literals;
+
+namespace {
+
+std::string bytes(std::initializer_list<int> b) {
+  std::string s;
+  for (int c : b) s += static_cast<char>(c);
+  return s;
+}
+
+LoadSafety assess(const std::string& rel, LoadSafetyOptions o = {}) {
+  return assess_load_safety(*open_file_source(testdata("loadsafety/" + rel)), o);
+}
+
+bool mentions(const LoadSafety& s, const std::string& text, LoadRisk risk) {
+  for (const LoadFinding& f : s.findings) {
+    if (f.risk == risk && (f.what.find(text) != std::string::npos || f.global == text)) return true;
+  }
+  return false;
+}
+
+std::string outcome(const LoadSafety& s, const std::string& loader) {
+  for (const LoaderVerdict& v : s.loaders) {
+    if (v.loader == loader) return v.outcome;
+  }
+  return "(none)";
+}
+
+std::string describe(const LoadSafety& s) {
+  std::string out;
+  for (const LoadFinding& f : s.findings) out += std::string(load_risk_id(f.risk)) + ": " + f.where + ": " + f.what + "\n";
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("pickle scan: STACK_GLOBAL takes its strings from the memo, past decoys") {
+  // PROTO 4; 'builtins' MEMOIZE 'len' MEMOIZE POP POP 'os' MEMOIZE 'system' MEMOIZE POP POP
+  // BINGET 2 BINGET 3 STACK_GLOBAL 'id' TUPLE1 REDUCE STOP
+  std::string p = bytes({0x80, 4});
+  for (const char* s : {"builtins", "len"}) p += bytes({0x8c, static_cast<int>(strlen(s))}) + s + "\x94";
+  p += "00";
+  for (const char* s : {"os", "system"}) p += bytes({0x8c, static_cast<int>(strlen(s))}) + s + "\x94";
+  p += "00";
+  p += bytes({'h', 2, 'h', 3, 0x93, 0x8c, 2}) + "id" + bytes({0x85, 'R', '.'});
+  const PickleScan scan = scan_pickle(p);
+  REQUIRE(scan.complete);
+  REQUIRE(scan.imports.size() == 1);
+  CHECK(scan.imports[0].full() == "os.system");
+  CHECK(scan.imports[0].opcode == "STACK_GLOBAL");
+  REQUIRE(scan.calls.size() == 1);
+  CHECK(scan.calls[0].callable == "os.system");
+}
+
+TEST_CASE("pickle scan: a callable made by a call is named as such") {
+  // getattr(x, 'system')('id') where x comes from a global
+  const std::string p = "\x80\x02" "cbuiltins\ngetattr\n(cos\nenviron\nX\x06\x00\x00\x00systemtR(X\x02\x00\x00\x00idtR."s;
+  const PickleScan scan = scan_pickle(p);
+  REQUIRE(scan.complete);
+  REQUIRE(scan.calls.size() == 2);
+  CHECK(scan.calls[0].callable == "builtins.getattr");
+  CHECK(scan.calls[1].callable == "<result of builtins.getattr>");
+  CHECK_FALSE(scan.calls[1].callable_is_global);
+}
+
+TEST_CASE("pickle scan: INST, OBJ, EXT1 and NEWOBJ_EX are imports and calls") {
+  CHECK(scan_pickle("(S'id'\nios\nsystem\n.").calls.at(0).callable == "os.system");
+  CHECK(scan_pickle("(csubprocess\nPopen\nS'id'\no.").calls.at(0).opcode == "OBJ");
+  CHECK(scan_pickle(bytes({0x80, 2, 0x82, 1, ')', 'R', '.'})).imports.at(0).opcode == "EXT1");
+  const PickleScan ex = scan_pickle("\x80\x04" "cwebbrowser\nopen\n)}\x92.");
+  CHECK(ex.calls.at(0).opcode == "NEWOBJ_EX");
+}
+
+TEST_CASE("pickle scan: SETITEM on a list, an early end, a bad memo key") {
+  const PickleScan setitem = scan_pickle(bytes({0x80, 2, ']', 'K', 1, 'K', 2, 's', '.'}));
+  CHECK(setitem.complete);
+  REQUIRE(setitem.anomalies.size() == 1);
+  CHECK(setitem.anomalies[0].find("SETITEM on a list") != std::string::npos);
+  const PickleScan early = scan_pickle(bytes({0x80, 2, '}', 'X', 9, 0}));
+  CHECK_FALSE(early.complete);
+  const PickleScan memo = scan_pickle(bytes({0x80, 2, 'h', 7, '.'}));
+  CHECK_FALSE(memo.complete);
+  CHECK(memo.error.find("memo key 7") != std::string::npos);
+}
+
+TEST_CASE("pickle scan: every input gets a result, none throws") {
+  std::string p;
+  for (int i = 0; i < 4096; ++i) {
+    p += static_cast<char>((i * 7919) & 0xff);
+    CHECK_NOTHROW(scan_pickle(p));
+  }
+}
+
+TEST_CASE("load safety: no benign checkpoint of the corpus is flagged") {
+  const auto dir = std::filesystem::path(testdata("loadsafety/benign"));
+  size_t files = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir)) {
+    if (!e.is_regular_file()) continue;
+    ++files;
+    const LoadSafety s = assess_load_safety(*open_file_source(e.path().string()));
+    INFO(e.path().string() << "\n" << describe(s));
+    CHECK_FALSE(s.unsafe());
+    CHECK_FALSE(s.loaders.empty());
+  }
+  CHECK(files >= 20);
+}
+
+TEST_CASE("load safety: a state dict passes torch.load(weights_only=True); numpy scalars do not, in 2.13") {
+  const LoadSafety sd = assess("benign/torch2_13/state_dict.pth");
+  CHECK(outcome(sd, "torch.load(weights_only=True)") == "accepts");
+  CHECK(sd.tensor_rebuilding_only);
+  const LoadSafety ck = assess("benign/torch2_13/checkpoint.pt");
+  CHECK(outcome(ck, "torch.load(weights_only=True)") == "refuses");
+  CHECK_FALSE(ck.unsafe());  // numpy scalars are on tsarchive's allowlist
+  CHECK_FALSE(ck.tensor_rebuilding_only);
+}
+
+TEST_CASE("load safety: protocol 4 pickles are refused by weights_only (no FRAME, MEMOIZE...)") {
+  const LoadSafety p4 = assess("benign/torch2_13/plain_p4.pickle");
+  CHECK_FALSE(p4.unsafe());
+  CHECK(outcome(p4, "torch.load(weights_only=True)") == "refuses");
+}
+
+TEST_CASE("load safety: poisoned files name the call a loader would make") {
+  const LoadSafety s = assess("evil/reduce_system.pt");
+  INFO(describe(s));
+  CHECK(mentions(s, "posix.system", LoadRisk::Dangerous));
+  CHECK(s.worst() == LoadRisk::Dangerous);
+  CHECK(outcome(s, "torch.load(weights_only=True)") == "refuses");
+  CHECK(outcome(s, "torch.load(weights_only=False)") == "runs code");
+  for (const char* f : {"evil/os_system.pkl", "evil/os_system.bin", "evil/os_system.ckpt", "evil/inst.pkl"}) {
+    INFO(f);
+    CHECK(mentions(assess(f), "os.system", LoadRisk::Dangerous));
+  }
+  CHECK(mentions(assess("evil/obj.pkl"), "subprocess.Popen", LoadRisk::Dangerous));
+  CHECK(mentions(assess("evil/stack_global_memo.pkl"), "os.system", LoadRisk::Dangerous));
+  CHECK(mentions(assess("evil/getattr_chain.pkl"), "<result of builtins.getattr>", LoadRisk::Dangerous));
+  CHECK(mentions(assess("evil/legacy_system.pth"), "os.system", LoadRisk::Dangerous));
+  CHECK(assess("evil/ext1.pkl").unsafe());
+  CHECK(assess("evil/newobj_ex.pkl").worst() == LoadRisk::Dangerous);
+}
+
+TEST_CASE("load safety: bypasses of denylists are caught by the allowlist") {
+  for (const char* f : {"evil/bypass_resolve_name.pkl", "evil/bypass_import_module.pkl", "evil/bypass_loads.pkl",
+                        "evil/bypass_run.pkl", "evil/bypass_spawnv_passfds.pkl"}) {
+    INFO(f);
+    CHECK(assess(f).worst() >= LoadRisk::Dangerous);
+  }
+}
+
+TEST_CASE("load safety: a team's own class is unlisted until --allow-global names it") {
+  const LoadSafety s = assess("evil/custom_class.pt");
+  CHECK(s.worst() == LoadRisk::Unlisted);
+  CHECK(mentions(s, "mymodel.Config", LoadRisk::Unlisted));
+  LoadSafetyOptions o;
+  o.allowed_globals = {"mymodel.Config"};
+  const LoadSafety allowed = assess("evil/custom_class.pt", o);
+  INFO(describe(allowed));
+  CHECK_FALSE(allowed.unsafe());
+  CHECK(outcome(allowed, "torch.load(weights_only=True)") == "accepts");
+  o.allowed_globals = {"mymodel.*"};
+  CHECK_FALSE(assess("evil/custom_class.pt", o).unsafe());
+}
+
+TEST_CASE("load safety: crafted files are crafted, with the versions they attack") {
+  for (const char* f : {"crafted/setitem_on_list.pt", "crafted/storage_size.pt", "crafted/persistent_id.pt",
+                        "crafted/ends_early.pkl", "crafted/after_stop.pkl", "crafted/second_pickle.pkl",
+                        "crafted/torchscript_named.pth"}) {
+    const LoadSafety s = assess(f);
+    INFO(f << "\n" << describe(s));
+    CHECK(s.worst() == LoadRisk::Crafted);
+    bool versions = false;
+    for (const LoadFinding& x : s.findings) versions = versions || !x.attacks.empty();
+    CHECK(versions);
+  }
+  CHECK(mentions(assess("crafted/second_pickle.pkl"), "os.system", LoadRisk::Dangerous));
+  CHECK(mentions(assess("crafted/storage_size.pt"), "declares 100 float32 elements", LoadRisk::Crafted));
+  const LoadSafety ts = assess("crafted/torchscript_named.pth");
+  bool cve = false;
+  for (const LoadFinding& x : ts.findings) cve = cve || x.attacks.find("CVE-2025-32434") != std::string::npos;
+  CHECK(cve);
+  LoadSafetyOptions old;
+  old.torch_version = "2.5";
+  CHECK(outcome(assess("crafted/torchscript_named.pth", old), "torch.load(weights_only=True)") == "runs code");
+  CHECK(outcome(assess("crafted/torchscript_named.pth"), "torch.load(weights_only=True)") == "refuses");
+}
+
+TEST_CASE("load safety: TorchScript code that maps files, and a .pt2 weight stored as a pickle") {
+  CHECK(mentions(assess("evil/from_file.pt"), "torch.from_file", LoadRisk::Dangerous));
+  const LoadSafety pt2 = assess("evil/pt2_pickled_weight.pt2");
+  INFO(describe(pt2));
+  CHECK(mentions(pt2, "posix.system", LoadRisk::Dangerous));
+  CHECK(outcome(pt2, "torch.export.load") == "runs code");
+  CHECK_FALSE(assess_load_safety(*open_file_source(testdata("pt2/buffers_consts.pt2"))).unsafe());
+}
+
+TEST_CASE("load safety: weights_only allowlists differ by version") {
+  CHECK(torch_weights_only_allows("torch._utils._rebuild_tensor_v2", "1.13"));
+  CHECK(torch_weights_only_allows("torch.FloatStorage", "1.13"));
+  CHECK_FALSE(torch_weights_only_allows("builtins.set", "1.13"));
+  CHECK(torch_weights_only_allows("builtins.set", "2.13"));
+  CHECK_FALSE(torch_weights_only_allows("numpy.core.multiarray.scalar", "2.13"));
+  CHECK(dangerous_category("posix.system") == "process execution");
+  CHECK(dangerous_category("mymodel.Config").empty());
+  CHECK_FALSE(is_benign_global("os.system"));
+}
