@@ -268,7 +268,10 @@ int run_verify_archive(const VerifyCliOptions& opts, Context& ctx, std::future<S
   }
   const VerifyReport report = verify_archive(*archive, VerifyOptions{opts.threads, built_libtorch_versions()});
   const SignatureOutcome signature = pending.get();
-  const LoadSafety safety = assess_archive_load_safety(*archive, opts.load_safety);
+  // The verdict reads the pickles again: only once verify found them whole
+  // (a damaged record is the answer already, named in the report).
+  const LoadSafety safety =
+      report.problems.empty() ? assess_archive_load_safety(*archive, opts.load_safety) : LoadSafety{};
   const bool unsafe = safety.unsafe() && report.outcome() == VerifyOutcome::Intact;
   // libtorch sees the archive only once the core found nothing wrong with it.
   const bool load = opts.load && !unsafe && report.outcome() != VerifyOutcome::Malformed &&
@@ -283,7 +286,7 @@ int run_verify_archive(const VerifyCliOptions& opts, Context& ctx, std::future<S
   if (opts.json) {
     nlohmann::ordered_json doc = verify_to_json(report, load);
     if (signature.asked) doc["signature"] = signature_to_json(signature);
-    doc["load_safety"] = load_safety_to_json(safety);
+    doc["load_safety"] = report.problems.empty() ? load_safety_to_json(safety) : nlohmann::ordered_json();
     ctx.out << json_text(doc, ctx.json_indent) << '\n';
   } else {
     std::ostringstream text;
@@ -346,6 +349,7 @@ int run_verify(const VerifyCliOptions& opts, Context& ctx) {
     if (pending.valid()) pending.get();  // throws the signature's error, if it has one
     throw;
   }
+}
 
 // Directories become the regular files below them, in name order (symbolic
 // links are not followed): what a hub scans of an upload.

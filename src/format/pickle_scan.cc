@@ -14,6 +14,10 @@ namespace {
 
 constexpr size_t kMaxTupleItems = 8;    // enough for a persistent id's shape
 constexpr size_t kMaxKeptText = 1024;   // of a string or a global's name; longer ones are cut
+// Values pushed, MARKs and memo entries, together: the bound the pickle reader
+// keeps (PickleLimits::max_nodes), so that a small compressed pickle of
+// millions of EMPTY_DICTs or MARKs ends the scan instead of the memory.
+constexpr size_t kMaxValues = 4'000'000;
 
 enum class SymKind : uint8_t { Other, None, Int, Str, Bytes, Global, Object, Dict, List, Tuple, Set, PersId };
 
@@ -62,7 +66,8 @@ struct Stop {};  // the scan ended (error set)
 
 class Scanner {
  public:
-  Scanner(std::string_view bytes, size_t max_findings) : reader_(bytes, "pickle"), max_findings_(max_findings) {}
+  Scanner(std::string_view bytes, size_t max_findings)
+      : reader_(bytes, "pickle"), max_findings_(max_findings), text_budget_(bytes.size() + (64u << 20)) {}
 
   PickleScan run() {
     try {
@@ -115,6 +120,11 @@ class Scanner {
   }
 
   uint32_t add(Symbol s) {
+    // Text is copied from globals into the objects they make: a few opcodes
+    // can copy a long name again and again. Kept text stays within the
+    // pickle's own size and 64 MiB.
+    text_bytes_ += s.text.size();
+    if (text_bytes_ > text_budget_) fail("its values name globals over and over, past what any PyTorch file holds");
     syms_.push_back(std::move(s));
     return static_cast<uint32_t>(syms_.size() - 1);
   }
@@ -123,7 +133,15 @@ class Scanner {
     s.kind = k;
     return add(std::move(s));
   }
-  void push(uint32_t s) { stack_.push_back(s); }
+  void count_value() {
+    if (++values_ > kMaxValues) {
+      fail("more than " + std::to_string(kMaxValues) + " values, which no PyTorch file holds");
+    }
+  }
+  void push(uint32_t s) {
+    count_value();
+    stack_.push_back(s);
+  }
   size_t base() const { return marks_.empty() ? 0 : marks_.back(); }
   uint32_t pop() {
     if (stack_.size() <= base()) fail("pops from an empty stack");
@@ -276,7 +294,10 @@ class Scanner {
     fail("a STRING operand without quotes");
   }
 
-  void memo_put(uint64_t key) { memo_[key] = top(); }
+  void memo_put(uint64_t key) {
+    count_value();
+    memo_[key] = top();
+  }
   void memo_get(uint64_t key) {
     const auto it = memo_.find(key);
     if (it == memo_.end()) fail("memo key " + std::to_string(key) + " was never stored");
@@ -287,7 +308,10 @@ class Scanner {
     switch (op) {
       case 0x80: out_.protocol = reader_.u8(); break;  // PROTO
       case 0x95: reader_.u64(); break;                 // FRAME
-      case '(': marks_.push_back(stack_.size()); break;
+      case '(':
+        count_value();
+        marks_.push_back(stack_.size());
+        break;
       case '0': pop(); break;
       case '1': pop_mark(); break;
       case '2': push(top()); break;
@@ -458,11 +482,14 @@ class Scanner {
 
   ByteReader reader_;
   size_t max_findings_;
+  size_t text_budget_;  // text_bytes_ may reach this
   PickleScan out_;
   std::vector<Symbol> syms_;
   std::vector<uint32_t> stack_;
   std::vector<size_t> marks_;
   std::unordered_map<uint64_t, uint32_t> memo_;
+  size_t values_ = 0;  // count_value()
+  size_t text_bytes_ = 0;
   bool seen_[256] = {};
   bool truncated_ = false;
   size_t op_offset_ = 0;

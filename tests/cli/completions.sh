@@ -15,7 +15,7 @@ got=$(bash -c ". '$bash_file'
   COMP_WORDS=(tsarchive verify --require); COMP_CWORD=2; _tsarchive; echo \"\${COMPREPLY[*]}\"
   COMP_WORDS=(tsarchive diff --ignore-); COMP_CWORD=2; _tsarchive; echo \"\${COMPREPLY[*]}\"
   COMP_WORDS=(tsarchive h); COMP_CWORD=1; _tsarchive; echo \"\${COMPREPLY[*]}\"")
-[ "$got" = $'inspect\nlist\n--require-stamp\n--ignore-stamp --ignore-extra\nhelp' ] || fail "bash completion gave: $got"
+[ "$got" = $'inspect\nlist\n--require-stamp --require-signature\n--ignore-stamp --ignore-extra\nhelp' ] || fail "bash completion gave: $got"
 echo "bash: ok"
 
 if command -v fish >/dev/null; then
