@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -31,6 +32,13 @@ tsarchive::Error error_of(F&& f, tsarchive::ErrorKind kind, const std::string& t
   }
   FAIL("no error; expected one containing: " << text);
   throw;  // unreachable
+}
+
+// Bytes written as numbers and characters: a pickle or a header by hand.
+inline std::string bytes(std::initializer_list<int> b) {
+  std::string s;
+  for (int c : b) s += static_cast<char>(c);
+  return s;
 }
 
 inline std::string slurp(const std::string& path) {

@@ -16,12 +16,6 @@ using namespace std::string_literals;
 
 namespace {
 
-std::string bytes(std::initializer_list<int> b) {
-  std::string s;
-  for (int c : b) s += static_cast<char>(c);
-  return s;
-}
-
 LoadSafety assess(const std::string& rel, LoadSafetyOptions o = {}) {
   return assess_load_safety(*open_file_source(testdata("loadsafety/" + rel)), o);
 }

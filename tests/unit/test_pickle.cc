@@ -3,17 +3,10 @@
 #include "base/error.h"
 #include "format/model.h"
 #include "format/pickle.h"
+#include "helpers.h"
 
 using namespace tsarchive;
 using namespace std::string_literals;
-
-namespace {
-std::string bytes(std::initializer_list<int> b) {
-  std::string s;
-  for (int c : b) s += static_cast<char>(c);
-  return s;
-}
-}  // namespace
 
 TEST_CASE("pickle: protocol 2 list of small ints") {
   // \x80\x02 ] q\x00 ( K\x01 K\x02 e .
