@@ -570,7 +570,7 @@ def make_cases(testdata):
                       Rec(pt2_top + "/" + aoti + "model/model.wrapper_metadata.json", b"{not json")]))
     program = next(r for r in pt2 if r.name.endswith("/models/model.json"))
     case("pt2_hidden_program.pt2", "mlp_dynamic.pt2 plus a second program as `models/sub/model.json` "
-         "(torch.export.load loads every record under `models/` as a program; issue 30).",
+         "(torch.export.load loads every record under `models/` as a program).",
          build(pt2 + [Rec(pt2_top + "/models/sub/model.json", program.data)]))
 
     # The plain ZIP, last as before.

@@ -30,4 +30,14 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
+std::string with_commas(uint64_t n) {
+  std::string digits = std::to_string(n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
 }  // namespace tsarchive

@@ -24,4 +24,7 @@ std::string short_number(double x);
 // "[3, 16]", "[]"
 std::string shape_text(const std::vector<int64_t>& shape);
 
+// "1,234,567"
+std::string with_commas(uint64_t n);
+
 }  // namespace tsarchive

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
+#include <optional>
 #include <string_view>
 #include <streambuf>
 #include <unistd.h>
@@ -130,6 +131,47 @@ CommandChoice choose_commands(int argc, const char* const* argv) {
 
 // On a usage error with some commands left out, it starts again with every
 // one, so that suggestions and messages are the same either way.
+// "tsarchive extra set": the deepest subcommand the command line named.
+std::string deepest_command(const CLI::App& app) {
+  std::string name = "tsarchive";
+  for (const CLI::App* sub = &app; sub != nullptr;) {
+    const CLI::App* next = nullptr;
+    for (const CLI::App* child : sub->get_subcommands()) {
+      name += ' ' + child->get_name();
+      next = child;
+    }
+    sub = next;
+  }
+  return name;
+}
+
+// A command line CLI11 refused: what it probably meant (did you mean ...),
+// else CLI11's words and the deepest command's --help; on `json_out` too
+// when --json was asked.
+int report_usage_error(const CLI::App& app, const CLI::ParseError& e, const std::vector<std::string>& args,
+                       std::ostream* json_out, std::ostream& err) {
+  const std::optional<Error> better = explain_usage_error(app, args);
+  const Error usage = better ? *better : Error(ErrorKind::Usage, e.what(), {}, "see '" + deepest_command(app) + " --help'");
+  print_error(err, usage);
+  if (json_out != nullptr) *json_out << json_text(error_to_json(usage)) << '\n';
+  return usage.exit_code();
+}
+
+// Runs the command the line named; nothing when it named none. Output that
+// could not be written is an I/O error.
+std::optional<int> run_parsed(const std::vector<std::pair<CLI::App*, Runner>>& runners, std::ostream& command_out,
+                              std::ostream& out) {
+  for (const auto& [sub, runner] : runners) {
+    if (!sub->parsed()) continue;
+    const int code = runner();
+    command_out.flush();
+    out.flush();
+    if (!command_out || !out) throw_io("cannot write the output", "<stdout>", "check the disk space, or where stdout goes");
+    return code;
+  }
+  return std::nullopt;
+}
+
 int run_commands(int argc, const char* const* argv, std::ostream& out, std::ostream& err, CommandChoice chosen) {
   color_stderr(choose_color("auto", STDERR_FILENO));  // until --color is parsed
   std::ostream command_out(out.rdbuf());  // the commands' stdout, nowhere under -q
@@ -192,38 +234,14 @@ int run_commands(int argc, const char* const* argv, std::ostream& out, std::ostr
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e, out, err);  // --help
     if (!chosen.every) return run_commands(argc, argv, out, err, CommandChoice{});
-    if (const std::optional<Error> better = explain_usage_error(app, args)) {  // did you mean ...
-      print_error(err, *better);
-      if (json_requested(app, argc, argv)) out << json_text(error_to_json(*better)) << '\n';
-      return better->exit_code();
-    }
-    std::string hint = "see 'tsarchive ";
-    for (const CLI::App* sub = &app; sub != nullptr;) {  // the deepest subcommand named
-      const CLI::App* next = nullptr;
-      for (const CLI::App* child : sub->get_subcommands()) {
-        hint += child->get_name() + ' ';
-        next = child;
-      }
-      sub = next;
-    }
-    const Error usage(ErrorKind::Usage, e.what(), {}, hint + "--help'");
-    print_error(err, usage);
-    if (json_requested(app, argc, argv)) out << json_text(error_to_json(usage)) << '\n';
-    return usage.exit_code();
+    return report_usage_error(app, e, args, json_requested(app, argc, argv) ? &out : nullptr, err);
   }
 
   color_stderr(choose_color(ctx.color, STDERR_FILENO));
   if (ctx.quiet) command_out.rdbuf(&nowhere);
   if (show_version) return print_version(ctx, version_verbose);
   try {
-    for (auto& [sub, runner] : runners) {
-      if (!sub->parsed()) continue;
-      const int code = runner();
-      command_out.flush();
-      out.flush();
-      if (!command_out || !out) throw_io("cannot write the output", "<stdout>", "check the disk space, or where stdout goes");
-      return code;
-    }
+    if (const std::optional<int> code = run_parsed(runners, command_out, out)) return *code;
   } catch (...) {
     return report_current_exception(err, ctx.verbose, json_requested(app, argc, argv) ? &command_out : nullptr);
   }

@@ -8,7 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
-#include "cli/convert_flow.h"
+#include "cli/convert_options.h"
 
 namespace tsarchive::cli {
 
@@ -29,7 +29,7 @@ Runner setup_convert(CLI::App& app, Context& ctx) {
       "\n"
       "Example: tsarchive convert model.pt --input 1x3x224x224 --mobile -o model.ptl");
   add_convert_options(app, *opts, ctx);
-  return [opts, &ctx] { return run_convert_flow(*opts, ctx); };
+  return [opts, &ctx] { return run_convert(*opts, ctx); };
 }
 
 }  // namespace tsarchive::cli

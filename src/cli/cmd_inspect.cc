@@ -12,10 +12,10 @@
 
 #include "base/utf8.h"
 #include "cli/commands.h"
-#include "cli/gate.h"
+#include "operations/gate.h"
 #include "cli/load_options.h"
 #include "cli/many_files.h"
-#include "cli/opened_archive.h"
+#include "operations/opened_archive.h"
 #include "cli/output.h"
 #include "cli/report_inspect.h"
 #include "cli/report_jit.h"
@@ -44,7 +44,7 @@ struct InspectOptions {
   std::string format = "text";
   bool ops = false;
   LoadSafetyOptions load;
-  WorkerOptions worker;
+  WorkerSettings worker;
 };
 
 void print_graph(const MethodGraph& graph, const InspectOptions& opts, Context& ctx) {
@@ -70,7 +70,7 @@ void print_ops(const OpsReport& ops, const InspectOptions& opts, Context& ctx) {
 int print_jit_view(const InspectOptions& opts, Context& ctx) {
   const OpenedArchive opened(opts.path, FileAccess::Read, kReaderLockTimeout,
                              opts.graph ? "cannot show the graph of this file" : "cannot list the operators of this file",
-                             ctx, /*accept_pt2=*/true);
+                             notes_on(ctx.err), /*accept_pt2=*/true);
   const TorchArchive* archive = &opened.archive();
   if (archive->kind() == FileKind::ExportedProgram) {
     // A .pt2's graph is data (its program's JSON): the core reads it, no libtorch.
@@ -81,7 +81,7 @@ int print_jit_view(const InspectOptions& opts, Context& ctx) {
     }
     return 0;
   }
-  const CheckedArchive checked = pass_gate(opened, opts.worker, "nothing was loaded", ctx.err);
+  const CheckedArchive checked = pass_gate(opened, opts.worker, "nothing was loaded", notes_on(ctx.err));
   GraphRequest request;
   request.archive = checked.libtorch_path();
   request.display_name = opts.path;
@@ -98,12 +98,12 @@ int print_jit_view(const InspectOptions& opts, Context& ctx) {
                 "use --ops for its operators, or --graph on the .pt it was made from");
   }
   if (opts.ops) {
-    print_ops(in_worker<OpsReport>(worker_job(opts.worker, checked, "listing the operators", ctx.err),
+    print_ops(in_worker<OpsReport>(worker_job(opts.worker, checked, "listing the operators", notes_on(ctx.err)),
                                    [&](TorchBackend& torch) { return torch.operators(request); }),
               opts, ctx);
     return 0;
   }
-  print_graph(in_worker<MethodGraph>(worker_job(opts.worker, checked, "reading the graph", ctx.err),
+  print_graph(in_worker<MethodGraph>(worker_job(opts.worker, checked, "reading the graph", notes_on(ctx.err)),
                                      [&](TorchBackend& torch) { return torch.graph(request); }),
               opts, ctx);
   return 0;

@@ -19,12 +19,12 @@
 #include "base/build_info.h"
 #include "base/strings.h"
 #include "cli/commands.h"
-#include "cli/gate.h"
+#include "operations/gate.h"
 #include "cli/many_files.h"
-#include "cli/opened_archive.h"
+#include "operations/opened_archive.h"
 #include "cli/output.h"
 #include "cli/report_run.h"
-#include "cli/run_images.h"
+#include "operations/run.h"
 #include "cli/run_options.h"
 #include "base/error.h"
 #include "core/extra.h"
@@ -71,7 +71,7 @@ struct RunOptions {
   std::string trace_out;
   bool api_usage = false;
   bool json = false;
-  WorkerOptions worker;
+  WorkerSettings worker;
   double lock_timeout = 10;
 };
 
@@ -86,30 +86,6 @@ HostValue read_expected(const std::string& text) {
   // Any value: tensors, and scalars (torch.save(9.0), a str, a bool, None),
   // lists, tuples and dicts of them, compared leaf by leaf.
   return parse_input_argument(text);
-}
-
-// Writes the check; returns how its inputs and outputs are stored.
-RunCheckEncoding record_check(ArchiveFile& file, const TorchArchive& archive, const RunReport& report,
-                              const RunRequest& request) {
-  RunCheck check;
-  check.method = report.method;
-  check.tolerance = request.tolerance;
-  check.tolerance_by_path = request.tolerance_by_path;
-  check.device = report.device;
-  check.libtorch = report.libtorch_version;
-  check.producer = std::string("tsarchive ") + build_info().version;
-  ContextOptions context;
-  context.host = context.git = false;
-  check.created_at = collect_producer_context(context).created_at;
-  for (const ValueSummary& v : report.inputs) {
-    if (v.depth == 0) check.inputs.push_back(value_line(v));
-  }
-  for (const ValueSummary& v : report.outputs) {
-    if (v.depth == 0 || v.tensor) check.outputs.push_back(value_line(v));
-  }
-  check.encoding = run_check_encoding_for(archive.kind());  // base64 text in a .pt2 (run_check.h)
-  file.replace(plan_extra_edits(archive, run_check_edits(check, report.saved_inputs, report.saved_outputs), false).zip);
-  return check.encoding;
 }
 
 RunImageOptions image_options(const RunOptions& opts) {
@@ -173,64 +149,6 @@ RunRequest request_from_options(const RunOptions& opts) {
   return request;
 }
 
-// A .pt2: the AOTInductor model to run (--method names it, or the recorded
-// check), checked against --device, and with --sample-inputs the package's own
-// inputs. An ExportedProgram without compiled artifacts is refused here.
-void complete_pt2(const RunOptions& opts, const CheckedArchive& checked, RunRequest& request) {
-  const Pt2Contents contents = read_pt2(checked.archive());
-  const Pt2RunTarget target = select_aoti_model(contents, opts.check ? request.method : opts.method, opts.model);
-  check_aoti_device(target, opts.device, opts.model);
-  check_aoti_host(target, opts.model);
-  request.aoti_model = request.method = target.model;
-  if (opts.sample_inputs) request.inputs = {read_pt2_sample_inputs(checked.archive(), contents, target.model, opts.model)};
-}
-
-// What the archive adds: its kind, and with --check the recorded inputs,
-// expected outputs, method and tolerances (unless given on the command line).
-void complete_from_archive(const RunOptions& opts, const CheckedArchive& checked, RunRequest& request) {
-  const FileKind kind = checked.archive().kind();
-  request.lite = kind == FileKind::LiteInterpreter;
-  request.archive = checked.libtorch_path();
-  if (opts.sample_inputs && kind != FileKind::ExportedProgram) {
-    throw_usage("--sample-inputs takes a .pt2 package's own inputs (data/sample_inputs/); " + opts.model + " has none",
-                "give the inputs with --input");
-  }
-  if (opts.check) {
-    const RunCheck recorded = load_recorded_check(checked.archive(), request, opts.model);
-    if (!opts.method.empty() && opts.method != recorded.method) {
-      throw_usage("--method " + opts.method + " differs from the recorded check's method " + recorded.method);
-    }
-    if (opts.atol.empty() && opts.rtol.empty()) {
-      request.tolerance = recorded.tolerance;
-      request.tolerance_by_path = recorded.tolerance_by_path;
-    }
-  }
-  if (kind == FileKind::ExportedProgram) complete_pt2(opts, checked, request);
-}
-
-// --record: stores the run as the archive's self-check when it passed, and
-// says so (and that a stamp no longer covers the archive).
-void record_if_passed(const RunOptions& opts, const RunVerdict& verdict, OpenedArchive& opened,
-                      const RunRequest& request, RunReport& report) {
-  if (!verdict.passed(report)) {
-    report.notes.push_back("nothing was recorded: the run failed its checks");
-    return;
-  }
-  const RunCheckEncoding encoding = record_check(opened.file(), opened.archive(), report, request);
-  const RunCheckFiles files = run_check_files(encoding);
-  const std::string as = encoding == RunCheckEncoding::Base64 ? " of torch.save, as base64 text" : "";
-  report.notes.push_back("recorded this run's check in " + opts.model + ": extra/" + kRunCheckName + ", extra/" +
-                         files.inputs + " (" + human_size(report.saved_inputs.size()) + as + "), extra/" +
-                         files.outputs + " (" + human_size(report.saved_outputs.size()) + as +
-                         "); replay with: tsarchive run " + opts.model + " --check");
-  const StampPlace place = locate_stamp(opened.archive());
-  if (place.stamp != nullptr) {
-    report.notes.push_back("the stamp (" + place.stamp->name + ") no longer covers " + opts.model +
-                           " ('verify' reports the recorded files as added or changed); run 'tsarchive stamp' "
-                           "to stamp it again");
-  }
-}
-
 // "-" for standard input (MODEL, @-) and output (--save-inputs/--save-outputs):
 // each stream once.
 void check_standard_streams(const RunOptions& opts) {
@@ -258,32 +176,41 @@ void check_outputs(const RunOptions& opts) {
                      inputs);
 }
 
+RunSettings settings_from_options(const RunOptions& opts) {
+  RunSettings settings;
+  settings.model = opts.model;
+  settings.request = request_from_options(opts);
+  settings.method = opts.method;
+  settings.check = opts.check;
+  settings.record = opts.record;
+  settings.sample_inputs = opts.sample_inputs;
+  settings.tolerances_given = !opts.atol.empty() || !opts.rtol.empty();
+  settings.images = image_options(opts);
+  settings.verdict.expect =
+      opts.check ? std::string("the recorded check") : opts.expect.empty() ? std::string() : opts.expect.substr(1);
+  settings.verdict.allow_nonfinite = opts.allow_nonfinite;
+  settings.lock_timeout = opts.lock_timeout;
+  settings.worker = opts.worker;
+  return settings;
+}
+
 int run_run(const RunOptions& opts, Context& ctx) {
   check_standard_streams(opts);
   check_outputs(opts);
-  RunRequest request = request_from_options(opts);
-  OpenedArchive opened(opts.model, opts.record ? FileAccess::Edit : FileAccess::Read, opts.lock_timeout,
-                       "cannot run this file", ctx, /*accept_pt2=*/true);
-  const CheckedArchive checked = pass_gate(opened, opts.worker, "nothing was run", ctx.err);
-  complete_from_archive(opts, checked, request);
+  RunSettings settings = settings_from_options(opts);
   if (::isatty(STDERR_FILENO) == 1 && !opts.json) {
-    request.on_progress = [&ctx](const std::string& line) {
+    settings.request.on_progress = [&ctx](const std::string& line) {
       ctx.err << "\r\033[K" << line << std::flush;  // erase the line, then write it again
     };
   }
-
-  WorkerJob job = worker_job(opts.worker, checked, "running " + request.method, ctx.err);
-  if (job.limits.time_s > 0) job.limits.time_s += request.duration_s;  // --duration is time the user asked for
-  // libtorch 2.x unpacks an AOTInductor package with mkdtemp("/tmp/XXXXXX"),
-  // whatever TMPDIR says: a .pt2's worker may write under /tmp too (sandbox.h).
-  if (!request.aoti_model.empty()) job.writable.push_back("/tmp");
-  RunReport report = in_worker<RunReport>(job, [&](TorchBackend& torch) { return torch.run(request); });
+  const RunVerdict verdict = settings.verdict;
+  const RunResult result = run_archive(std::move(settings), notes_on(ctx.err));
+  const RunReport& report = result.report;
 
   if (!opts.save_inputs.empty()) write_output_file(ctx, opts.save_inputs, report.saved_inputs);
   if (!opts.save_outputs.empty() && !is_image_output(opts.save_outputs)) {
     write_output_file(ctx, opts.save_outputs, report.saved_outputs);
   }
-  const std::optional<TopReport> top = finish_image_outputs(image_options(opts), report, request.save_outputs, opened.archive());
   // Values saved to stdout: the report goes to stderr.
   std::ostream& report_out =
       report_stream(ctx, is_standard_stream(opts.save_inputs) || is_standard_stream(opts.save_outputs));
@@ -291,19 +218,14 @@ int run_run(const RunOptions& opts, Context& ctx) {
     write_file_atomically(opts.trace_out,
                           trace_file_text(*report.profile, "tsarchive run " + file_name_of(opts.model), ::getpid()));
   }
-
-  RunVerdict verdict;
-  verdict.expect = opts.check ? std::string("the recorded check") : opts.expect.empty() ? std::string() : opts.expect.substr(1);
-  verdict.allow_nonfinite = opts.allow_nonfinite;
-  if (opts.record) record_if_passed(opts, verdict, opened, request, report);
   if (opts.json) {
     nlohmann::ordered_json doc = run_to_json(report, opts.model, verdict);
-    if (top) doc["top"] = top_to_json(*top);
+    if (result.top) doc["top"] = top_to_json(*result.top);
     report_out << json_text(doc, ctx.json_indent) << '\n';
   } else {
     write_text(report_out, [&](std::ostream& text) {
       render_run_text(report, opts.model, verdict, text);
-      if (top) render_top_text(*top, text);
+      if (result.top) render_top_text(*result.top, text);
     });
   }
   return report_run_failures(report, opts.model, verdict, ctx.err);
@@ -312,38 +234,65 @@ int run_run(const RunOptions& opts, Context& ctx) {
 
 }  // namespace
 
+namespace {
+
+constexpr const char* kRunDescription =
+    "Load a model with libtorch (after the archive passes verify's checks), call a method on generated or\n"
+    "given inputs, and describe every output: type, shape, dtype, device, min/max/mean/std, NaN and Inf.\n"
+    "Exit 1 when an output holds NaN/Inf (unless --allow-nonfinite) or differs from --expect / --check.\n"
+    "\n"
+    "Inputs, one --input per parameter in order:\n"
+    "  SHAPE[:DTYPE[:FILL]]  1x3x224x224 (float32, normal), 8x128:int64:zeros, 2x3:float16:ones,\n"
+    "                        16:int64:range, scalar:float64; FILL: normal uniform zeros ones range\n"
+    "                        full=V randint=LOW,HIGH (ints default to randint=0,10)\n"
+    "  @FILE.npy | @FILE.pt  a NumPy array, or torch.save of a tensor or a list/tuple of tensors\n"
+    "  json:TEXT             non-tensor values by the method's schema: json:2.5, json:[1,2], json:{\"a\":\"1x3\"}\n"
+    "  @PICTURE[:OPTIONS]    a PNG, JPEG or BMP file, a folder of them or files joined by ',' (a batch): float32\n"
+    "                        [N, 3, H, W] in [0, 1], prepared as torchvision does from PIL; OPTIONS joined by ':'\n"
+    "                        resize=N (shorter side) | resize=HxW, crop=N|HxW (centre), normalize=imagenet|none,\n"
+    "                        mean=M[,M,M], std=S[,S,S], layout=nchw|nhwc|chw|hwc, channels=rgb|bgr,\n"
+    "                        dtype=float32|uint8, e.g. @cat.jpg:resize=256:crop=224:normalize=imagenet\n"
+    "Without --input, it says which inputs the method needs.\n"
+    "--save-outputs out.png[:OPTIONS] writes an output [1, C, H, W] or [C, H, W] (C = 1, 3, 4) as a picture:\n"
+    "floating values x 255, clamped; normalize/mean/std/channels/layout undo what the input options did.\n"
+    "\n"
+    "A .pt2 runs its AOTInductor model (torch._inductor.aoti_compile_and_package) through libtorch 2.x's\n"
+    "AOTIModelPackageLoader: its compiled code, loaded only by run. Inputs are its tensors in order (--input,\n"
+    "or --sample-inputs for the package's data/sample_inputs/); --method names the model (default: model).\n"
+    "A .pt2 without compiled artifacts (torch.export.save) is refused: compile it first.\n"
+    "Needs tsarchive built against libtorch 2.x (exit 5 otherwise)."
+    "\n"
+    "--profile adds a table of the operators the timed calls ran (calls, total and self time), --sample P\n"
+    "observes 1 in 1/P operator calls (estimates), --trace-out writes a Chrome trace for Perfetto: Kineto's\n"
+    "trace where libtorch has Kineto (2.x from pip; CUDA kernels too with --device cuda), else one made from\n"
+    "the observer's calls (libtorch 1.13). The output says which (trace: kineto / trace: tsarchive observer).";
+
+// --warmup, --iters, --duration, --batch-sizes and the profiling options.
+void add_timing_options(CLI::App& app, const std::shared_ptr<RunOptions>& opts) {
+  app.add_option("--warmup", opts->warmup, "Untimed calls before timing (default: 10 when timing)")->check(CLI::Range(0, 1000000));
+  app.add_option("--iters", opts->iterations, "Timed calls: report min, mean, p50, p90, p99, max and throughput")
+      ->check(CLI::Range(1, 100000000));
+  app.add_option("--duration", opts->duration, "Time calls for this many seconds instead of --iters")
+      ->check(CLI::Range(0.001, 86400.0));
+  app.add_option("--batch-sizes", opts->batch_sizes, "Time each batch size (leading dimension of generated inputs), e.g. 1,8,32")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  app.add_flag("--profile", opts->profile,
+               "Profile the operators of the timed calls (default --iters 100): calls, total and self time per operator");
+  app.add_option("--sample", opts->sample, "Observe each operator call with this probability (default 1); implies --profile")
+      ->each([opts](const std::string&) { opts->sample_given = true; });
+  app.add_flag("--record-shapes", opts->record_shapes, "Also record input shapes, one row per shape list; implies --profile");
+  app.add_option("--model-id", opts->model_id, "Model id in every profiled event (default: the file name); implies --profile");
+  app.add_option("--trace-out", opts->trace_out,
+                 "Write the profiled calls as a Chrome trace (chrome://tracing, Perfetto): Kineto's where libtorch has "
+                 "it; implies --profile");
+}
+
+}  // namespace
+
 Runner setup_run(CLI::App& app, Context& ctx) {
   auto opts = std::make_shared<RunOptions>();
-  app.description(
-      "Load a model with libtorch (after the archive passes verify's checks), call a method on generated or\n"
-      "given inputs, and describe every output: type, shape, dtype, device, min/max/mean/std, NaN and Inf.\n"
-      "Exit 1 when an output holds NaN/Inf (unless --allow-nonfinite) or differs from --expect / --check.\n"
-      "\n"
-      "Inputs, one --input per parameter in order:\n"
-      "  SHAPE[:DTYPE[:FILL]]  1x3x224x224 (float32, normal), 8x128:int64:zeros, 2x3:float16:ones,\n"
-      "                        16:int64:range, scalar:float64; FILL: normal uniform zeros ones range\n"
-      "                        full=V randint=LOW,HIGH (ints default to randint=0,10)\n"
-      "  @FILE.npy | @FILE.pt  a NumPy array, or torch.save of a tensor or a list/tuple of tensors\n"
-      "  json:TEXT             non-tensor values by the method's schema: json:2.5, json:[1,2], json:{\"a\":\"1x3\"}\n"
-      "  @PICTURE[:OPTIONS]    a PNG, JPEG or BMP file, a folder of them or files joined by ',' (a batch): float32\n"
-      "                        [N, 3, H, W] in [0, 1], prepared as torchvision does from PIL; OPTIONS joined by ':'\n"
-      "                        resize=N (shorter side) | resize=HxW, crop=N|HxW (centre), normalize=imagenet|none,\n"
-      "                        mean=M[,M,M], std=S[,S,S], layout=nchw|nhwc|chw|hwc, channels=rgb|bgr,\n"
-      "                        dtype=float32|uint8, e.g. @cat.jpg:resize=256:crop=224:normalize=imagenet\n"
-      "Without --input, it says which inputs the method needs.\n"
-      "--save-outputs out.png[:OPTIONS] writes an output [1, C, H, W] or [C, H, W] (C = 1, 3, 4) as a picture:\n"
-      "floating values x 255, clamped; normalize/mean/std/channels/layout undo what the input options did.\n"
-      "\n"
-      "A .pt2 runs its AOTInductor model (torch._inductor.aoti_compile_and_package) through libtorch 2.x's\n"
-      "AOTIModelPackageLoader: its compiled code, loaded only by run. Inputs are its tensors in order (--input,\n"
-      "or --sample-inputs for the package's data/sample_inputs/); --method names the model (default: model).\n"
-      "A .pt2 without compiled artifacts (torch.export.save) is refused: compile it first.\n"
-      "Needs tsarchive built against libtorch 2.x (exit 5 otherwise)."
-      "\n"
-      "--profile adds a table of the operators the timed calls ran (calls, total and self time), --sample P\n"
-      "observes 1 in 1/P operator calls (estimates), --trace-out writes a Chrome trace for Perfetto: Kineto's\n"
-      "trace where libtorch has Kineto (2.x from pip; CUDA kernels too with --device cuda), else one made from\n"
-      "the observer's calls (libtorch 1.13). The output says which (trace: kineto / trace: tsarchive observer).");
+  app.description(kRunDescription);
   app.add_option("model", opts->models,
                  "TorchScript archive (.pt), lite-interpreter archive (.ptl) or AOTInductor package (.pt2); - reads "
                  "stdin; several with --check")
@@ -372,23 +321,7 @@ Runner setup_run(CLI::App& app, Context& ctx) {
                "Store this run's inputs and outputs in the archive's extra/tsarchive/ (other records keep their bytes; "
                "in a .pt2, as base64 text)");
   app.add_flag("--check", opts->check, "Replay the recorded inputs and compare with the recorded outputs");
-  app.add_option("--warmup", opts->warmup, "Untimed calls before timing (default: 10 when timing)")->check(CLI::Range(0, 1000000));
-  app.add_option("--iters", opts->iterations, "Timed calls: report min, mean, p50, p90, p99, max and throughput")
-      ->check(CLI::Range(1, 100000000));
-  app.add_option("--duration", opts->duration, "Time calls for this many seconds instead of --iters")
-      ->check(CLI::Range(0.001, 86400.0));
-  app.add_option("--batch-sizes", opts->batch_sizes, "Time each batch size (leading dimension of generated inputs), e.g. 1,8,32")
-      ->delimiter(',')
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  app.add_flag("--profile", opts->profile,
-               "Profile the operators of the timed calls (default --iters 100): calls, total and self time per operator");
-  app.add_option("--sample", opts->sample, "Observe each operator call with this probability (default 1); implies --profile")
-      ->each([opts](const std::string&) { opts->sample_given = true; });
-  app.add_flag("--record-shapes", opts->record_shapes, "Also record input shapes, one row per shape list; implies --profile");
-  app.add_option("--model-id", opts->model_id, "Model id in every profiled event (default: the file name); implies --profile");
-  app.add_option("--trace-out", opts->trace_out,
-                 "Write the profiled calls as a Chrome trace (chrome://tracing, Perfetto): Kineto's where libtorch has "
-                 "it; implies --profile");
+  add_timing_options(app, opts);
   app.add_flag("--api-usage", opts->api_usage, "List the API usage keys libtorch fired (c10::SetAPIUsageLogger)");
   app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.run/1; tsarchive.profile/1 with --profile)");
   app.add_flag("-v,--verbose", ctx.verbose, "On a libtorch error, also print its full message");

@@ -6,267 +6,60 @@
 //                 [--memory-limit SIZE] [--time-limit S]
 //                 [--no-validate] [--load-library LIB]...
 //
-// Every archive passes the gate (gate.h) first and stays open and locked;
-// each model's worker (worker/model_worker.h) loads it by descriptor. The
-// server (serve/server.h) answers the Open Inference Protocol until SIGTERM
-// or SIGINT, then stops accepting, finishes the requests in flight and
-// queued within --grace, and exits 0.
-#include <pthread.h>
-#include <signal.h>
-
+// The options, and the log lines of the service (serve/service.h): notes
+// and warnings on stderr, the start line on stdout.
 #include <CLI/CLI.hpp>
-#include <condition_variable>
-#include <memory>
-#include <mutex>
-#include <thread>
+#include <ostream>
 
-#include "base/error.h"
 #include "cli/commands.h"
-#include "cli/gate.h"
-#include "cli/opened_archive.h"
 #include "cli/output.h"
-#include "cli/report_run.h"
-#include "cli/run_options.h"
 #include "cli/worker_options.h"
-#include "core/extra.h"
-#include "core/file_edit.h"
-#include "core/run_check.h"
-#include "serve/http.h"
-#include "serve/server.h"
-#include "serve/v2.h"
+#include "serve/service.h"
 
 namespace tsarchive::cli {
 namespace {
 
-struct ServeOptions {
-  std::vector<std::string> models;
-  std::string host = "127.0.0.1";
-  int port = 8000;
-  std::string method = "forward";
-  std::string device = "cpu";
-  int threads = 0;
-  serve::BatchOptions batch;
-  std::string max_body = "64M";
-  std::string max_response = "64M";
-  std::string max_inflight = "1G";
-  int header_timeout_ms = 10000;
-  int read_timeout_ms = 10000;
-  int max_connections = 256;
-  int instances = 1;
-  int grace_ms = 30000;
-  double sample = 0;
-  bool ready_check = false;
-  WorkerOptions worker;
-};
-
-bool valid_name(const std::string& name) {
-  if (name.empty() || name.size() > 128) return false;
-  for (char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') return false;
-  }
-  return true;
-}
-
-// Blocks the stop signals in this thread and the threads it starts (the
-// signal thread takes them with sigwait); restores the mask when it ends.
-class StopSignals {
- public:
-  StopSignals() {
-    sigemptyset(&set_);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set_, sig);
-    ::pthread_sigmask(SIG_BLOCK, &set_, &saved_);
-  }
-  ~StopSignals() { ::pthread_sigmask(SIG_SETMASK, &saved_, nullptr); }
-  const sigset_t& set() const { return set_; }
-
- private:
-  sigset_t set_{}, saved_{};
-};
-
-// Shapes from the archive's recorded self-check (run --record), by input and
-// output name, when it has one for the served method. A check that does not
-// read only costs the shapes (--ready-check reports it).
-std::map<std::string, std::vector<int64_t>> recorded_shapes(const TorchArchive& archive, const std::string& method,
-                                                            const std::string& file) {
-  std::map<std::string, std::vector<int64_t>> shapes;
-  if (archive.find(extra_record_name(kRunCheckName)) == nullptr) return shapes;
-  RunCheck check;
-  try {
-    check = parse_run_check(read_extra(archive, kRunCheckName, 1 << 20), file);
-  } catch (const Error&) {
-    return shapes;
-  }
-  if (check.method != method) return shapes;
-  for (const auto* lines : {&check.inputs, &check.outputs}) {
-    for (const std::string& line : *lines) {
-      if (auto shape = serve::recorded_shape(line)) shapes.insert(std::move(*shape));
-    }
-  }
-  return shapes;
-}
-
-// --ready-check: the archive's recorded check replayed in a one-shot worker
-// on the served device, before any model is served. Error(CheckFailed) when
-// it fails; true when it ran, false when the archive records none.
-bool run_ready_check(const CheckedArchive& checked, const ServeOptions& opts, const serve::ModelSpec& spec,
-                     const std::string& path, std::ostream& err) {
-  if (checked.archive().find(extra_record_name(kRunCheckName)) == nullptr) return false;
-  RunRequest request;
-  request.archive = spec.request.archive;
-  request.display_name = path;
-  request.device = opts.device;
-  request.threads = opts.threads;
-  request.libraries = opts.worker.libraries;
-  request.lite = spec.request.lite;
-  const RunCheck recorded = load_recorded_check(checked.archive(), request, path);
-  if (recorded.method != opts.method) {
-    throw_usage("the recorded check of " + path + " calls " + recorded.method + ", not the served --method " + opts.method,
-                "serve --method " + recorded.method + ", or leave out --ready-check");
-  }
-  request.tolerance = recorded.tolerance;
-  request.tolerance_by_path = recorded.tolerance_by_path;
-  WorkerJob job = worker_job(opts.worker, checked, "running its recorded check", err);
-  const RunReport report = in_worker<RunReport>(job, [&](TorchBackend& torch) { return torch.run(request); });
-  for (const OutputCheck& c : report.checks) {
-    if (c.passed) continue;
-    throw Error(ErrorKind::CheckFailed,
-                "model '" + spec.name + "' failed its recorded self-check, nothing was served: " + c.path + ": " + check_text(c),
-                path, "see 'tsarchive run " + path + " --check'");
-  }
-  if (report.nonfinite() > 0) {
-    throw Error(ErrorKind::CheckFailed,
-                "model '" + spec.name + "' failed its recorded self-check, nothing was served: its outputs hold NaN or Inf",
-                path, "see 'tsarchive run " + path + " --check'");
-  }
-  return true;
-}
-
-// One served model from its argument (NAME=PATH, or PATH served under its
-// file's stem): opened, locked and kept open in `files`, past the gate, and
-// with --ready-check its recorded check replayed.
-serve::ModelSpec model_spec(const std::string& arg, const ServeOptions& opts, const std::vector<serve::ModelSpec>& specs,
-                            std::vector<std::unique_ptr<OpenedArchive>>& files, Context& ctx) {
-  std::string name, path = arg;
-  if (const size_t eq = arg.find('='); eq != std::string::npos) {
-    name = arg.substr(0, eq);
-    path = arg.substr(eq + 1);
-  } else {
-    name = path.substr(path.rfind('/') + 1);
-    name = name.substr(0, name.find('.'));
-  }
-  if (!valid_name(name)) {
-    throw_usage("model name '" + name.substr(0, 60) + "' is not letters, digits, '_', '-' and '.'",
-                "name it: tsarchive serve NAME=PATH");
-  }
-  for (const serve::ModelSpec& other : specs) {
-    if (other.name == name) throw_usage("two models are named '" + name + "'", "name them: tsarchive serve A=PATH B=PATH");
-  }
-  files.push_back(std::make_unique<OpenedArchive>(path, FileAccess::Read, kReaderLockTimeout, "cannot serve this file", ctx));
-  const OpenedArchive& opened = *files.back();
-  const TorchArchive* archive = &opened.archive();
-  const CheckedArchive checked = pass_gate(opened, opts.worker, "nothing was served", ctx.err);
-  serve::ModelSpec spec;
-  spec.name = name;
-  spec.job = worker_job(opts.worker, checked, "serving " + opts.method, ctx.err);
-  spec.request.archive = checked.libtorch_path();
-  spec.request.display_name = path;
-  spec.request.method = opts.method;
-  spec.request.device = opts.device;
-  spec.request.threads = opts.threads;
-  spec.request.libraries = opts.worker.libraries;
-  spec.request.lite = archive->kind() == FileKind::LiteInterpreter;
-  spec.request.sample = opts.sample;
-  spec.request.model_id = name;
-  spec.instances = opts.instances;
-  spec.recorded_shapes = recorded_shapes(*archive, opts.method, path);
-  if (opts.ready_check) {
-    if (run_ready_check(checked, opts, spec, path, ctx.err)) {
-      ctx.err << "tsarchive serve: model '" << name << "' passed its recorded self-check" << std::endl;
-    } else {
-      print_warning(ctx.err, "model '" + name + "' has no recorded self-check to run (record one with run --record)", path);
-    }
-  }
-  return spec;
-}
-
-// A stop signal: stop accepting, then let the requests in flight and
-// queued finish; what is left when --grace ends gets 503 (queued) or 500
-// (running: its worker is killed).
-void serve_until_stopped(serve::InferenceServer& server, serve::HttpServer& http, const StopSignals& signals,
-                         int grace_ms, const serve::LogLine& warn) {
-  std::mutex served_mutex;
-  std::condition_variable served_cv;
-  bool served = false;
-  std::thread stopper([&] {
-    int sig = 0;
-    ::sigwait(&signals.set(), &sig);
-    http.stop();
-    std::unique_lock<std::mutex> lock(served_mutex);
-    if (!served_cv.wait_for(lock, std::chrono::milliseconds(grace_ms), [&] { return served; })) {
-      warn("the requests in flight did not finish within --grace (" + std::to_string(grace_ms) +
-           " ms); the rest are failed");
-      server.abort();
-    }
-  });
-  http.serve();  // returns once stopped and every connection has finished
-  {
-    std::lock_guard<std::mutex> lock(served_mutex);
-    served = true;
-  }
-  served_cv.notify_all();
-  stopper.join();
-  server.stop();
-}
-
-int run_serve(const ServeOptions& opts, Context& ctx) {
-  if (opts.batch.max_wait_ms > 0 && opts.batch.max_batch <= 1) {
-    throw_usage("--max-wait needs --max-batch above 1", "e.g. --max-batch 8 --max-wait 5");
-  }
-  std::vector<std::unique_ptr<OpenedArchive>> files;
-  std::vector<serve::ModelSpec> specs;
-  for (const std::string& arg : opts.models) specs.push_back(model_spec(arg, opts, specs, files, ctx));
-
-  serve::HttpServerOptions http_options;
-  http_options.host = opts.host;
-  http_options.port = opts.port;
-  http_options.limits.max_body_bytes = parse_memory_size(opts.max_body, "--max-body");
-  http_options.max_inflight_bytes = parse_memory_size(opts.max_inflight, "--max-inflight-bytes");
-  http_options.header_timeout_ms = opts.header_timeout_ms;
-  http_options.read_timeout_ms = opts.read_timeout_ms;
-  http_options.max_connections = opts.max_connections;
-  const uint64_t max_response = parse_memory_size(opts.max_response, "--max-response");
-
-  ::signal(SIGPIPE, SIG_IGN);  // a client that goes away is a failed send, not the end
-  StopSignals signals;
-  std::mutex log_mutex;
-  const serve::LogLine warn = [&](const std::string& line) {
-    std::lock_guard<std::mutex> lock(log_mutex);
-    print_warning(ctx.err, line, {});
+serve::ServiceLog service_log(Context& ctx) {
+  serve::ServiceLog log;
+  log.note = notes_on(ctx.err);
+  log.warning = [&ctx](const std::string& what, const std::string& file) {
+    print_warning(ctx.err, what, file);
     ctx.err.flush();
   };
-  serve::InferenceServer server(std::move(specs), opts.batch, "/proc/self/exe", warn, max_response);
-  serve::HttpServer http(http_options, [&server](const serve::HttpRequest& r) { return server.handle(r); });
-  server.start();
+  log.status = [&ctx](const std::string& line) { ctx.err << "tsarchive serve: " << line << std::endl; };
+  log.listening = [&ctx](const std::string& line) { ctx.out << line << std::endl; };
+  return log;
+}
 
-  std::string line = "tsarchive serve: http://" + (opts.host.find(':') != std::string::npos ? "[" + opts.host + "]" : opts.host) +
-                     ":" + std::to_string(http.port()) + "/v2";
-  for (const auto& model : server.models()) {
-    const ServedModelInfo info = model->info();
-    line += "  " + model->name() + ": " + info.schema + " on " + info.device;
-  }
-  {
-    std::lock_guard<std::mutex> lock(log_mutex);
-    ctx.out << line << std::endl;
-  }
-
-  serve_until_stopped(server, http, signals, opts.grace_ms, warn);
-  return 0;
+// The limits on what clients may send and hold: --max-body, --max-response,
+// --max-inflight-bytes, the timeouts and --max-connections.
+void add_limit_options(CLI::App& app, serve::ServiceSettings& settings) {
+  app.add_option("--max-body", settings.max_body, "Largest request body (default 64M); beyond: 413");
+  app.add_option("--max-response", settings.max_response,
+                 "Largest infer response (default 64M); beyond: 500 naming this option (binary outputs are smaller)")
+      ->type_name("SIZE");
+  app.add_option("--max-inflight-bytes", settings.max_inflight,
+                 "Bytes all requests together may hold: bodies being read, parsed JSON and tensors, responses\n"
+                 "(default 1G); a request that does not fit beside the others: 503 with Retry-After; one larger\n"
+                 "than this alone: 413. A JSON body takes up to about 25 times its size while parsed")
+      ->type_name("SIZE");
+  app.add_option("--header-timeout", settings.header_timeout_ms,
+                 "Milliseconds from accepting a connection (a later request: from its first byte) to the end of\n"
+                 "the request's headers (default 10000); beyond: 408")
+      ->check(CLI::Range(1, 3600000));
+  app.add_option("--read-timeout", settings.read_timeout_ms,
+                 "Milliseconds from the end of a request's headers to the end of its body (default 10000);\n"
+                 "beyond: 408")
+      ->check(CLI::Range(1, 3600000));
+  app.add_option("--max-connections", settings.max_connections,
+                 "Open connections at once (default 256); beyond: 503 and close")
+      ->check(CLI::Range(1, 1 << 20));
 }
 
 }  // namespace
 
 Runner setup_serve(CLI::App& app, Context& ctx) {
-  auto opts = std::make_shared<ServeOptions>();
+  auto opts = std::make_shared<serve::ServiceSettings>();
   app.description(
       "Serve archives over HTTP with the Open Inference Protocol (KServe v2), which Triton, KServe and\n"
       "MLServer clients speak. Each archive passes verify's checks, then loads in --instances libtorch\n"
@@ -329,28 +122,9 @@ Runner setup_serve(CLI::App& app, Context& ctx) {
   app.add_flag("--ready-check", opts->ready_check,
                "Before serving, replay each archive's recorded self-check (run --record) on --device; one that\n"
                "fails ends the command (exit 1); one without a check is served and a line says so");
-  app.add_option("--max-body", opts->max_body, "Largest request body (default 64M); beyond: 413");
-  app.add_option("--max-response", opts->max_response,
-                 "Largest infer response (default 64M); beyond: 500 naming this option (binary outputs are smaller)")
-      ->type_name("SIZE");
-  app.add_option("--max-inflight-bytes", opts->max_inflight,
-                 "Bytes all requests together may hold: bodies being read, parsed JSON and tensors, responses\n"
-                 "(default 1G); a request that does not fit beside the others: 503 with Retry-After; one larger\n"
-                 "than this alone: 413. A JSON body takes up to about 25 times its size while parsed")
-      ->type_name("SIZE");
-  app.add_option("--header-timeout", opts->header_timeout_ms,
-                 "Milliseconds from accepting a connection (a later request: from its first byte) to the end of\n"
-                 "the request's headers (default 10000); beyond: 408")
-      ->check(CLI::Range(1, 3600000));
-  app.add_option("--read-timeout", opts->read_timeout_ms,
-                 "Milliseconds from the end of a request's headers to the end of its body (default 10000);\n"
-                 "beyond: 408")
-      ->check(CLI::Range(1, 3600000));
-  app.add_option("--max-connections", opts->max_connections,
-                 "Open connections at once (default 256); beyond: 503 and close")
-      ->check(CLI::Range(1, 1 << 20));
+  add_limit_options(app, *opts);
   add_worker_options(app, opts->worker, true);
-  return [opts, &ctx] { return run_serve(*opts, ctx); };
+  return [opts, &ctx] { return serve::serve_models(*opts, service_log(ctx)); };
 }
 
 }  // namespace tsarchive::cli

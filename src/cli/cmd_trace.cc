@@ -8,7 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
-#include "cli/convert_flow.h"
+#include "cli/convert_options.h"
 
 namespace tsarchive::cli {
 
@@ -30,7 +30,7 @@ Runner setup_trace(CLI::App& app, Context& ctx) {
                  "Fresh random inputs to compare the trace with the original on (default 3; 0: none)")
       ->check(CLI::Range(0, 1000));
   app.add_flag("--strict", opts->strict, "Fail (exit 1, nothing written) when the trace may not generalise");
-  return [opts, &ctx] { return run_convert_flow(*opts, ctx); };
+  return [opts, &ctx] { return run_convert(*opts, ctx); };
 }
 
 }  // namespace tsarchive::cli

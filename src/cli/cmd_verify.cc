@@ -21,7 +21,7 @@
 #include "cli/commands.h"
 #include "cli/load_options.h"
 #include "cli/many_files.h"
-#include "cli/opened_archive.h"
+#include "operations/opened_archive.h"
 #include "cli/output.h"
 #include "cli/report_load_safety.h"
 #include "cli/report_verify.h"
@@ -44,7 +44,7 @@ struct VerifyCliOptions {
   bool require_stamp = false;
   unsigned threads = 0;
   LoadSafetyOptions load_safety;
-  WorkerOptions worker;
+  WorkerSettings worker;
   std::string signature;
   std::string key;
   std::vector<std::string> roots;
@@ -258,7 +258,7 @@ std::optional<int> verify_load_safety_only(const VerifyCliOptions& opts, Context
 }
 
 int run_verify_archive(const VerifyCliOptions& opts, Context& ctx, std::future<SignatureOutcome>& pending) {
-  const OpenedArchive opened(opts.model, FileAccess::Read, kReaderLockTimeout, "cannot verify this file", ctx, true);
+  const OpenedArchive opened(opts.model, FileAccess::Read, kReaderLockTimeout, "cannot verify this file", notes_on(ctx.err), true);
   const TorchArchive* archive = &opened.archive();
   const bool pt2 = archive->kind() == FileKind::ExportedProgram;
   if (opts.load && pt2) {
@@ -278,7 +278,7 @@ int run_verify_archive(const VerifyCliOptions& opts, Context& ctx, std::future<S
                     report.outcome() != VerifyOutcome::Unreadable;
   if (load) {
     const CheckedArchive checked = admit_verified(opened.file(), *archive, report, "nothing was loaded");
-    in_worker<std::string>(worker_job(opts.worker, checked, "loading the module", ctx.err), [&](TorchBackend& torch) {
+    in_worker<std::string>(worker_job(opts.worker, checked, "loading the module", notes_on(ctx.err)), [&](TorchBackend& torch) {
       torch.load(checked.libtorch_path(), opts.model);
       return std::string();
     });

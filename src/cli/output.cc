@@ -64,6 +64,10 @@ void print_note(std::ostream& err, std::string_view note) {
   err << paint("tsarchive: note:", "1;36") << ' ' << shown(note) << '\n';
 }
 
+NoteSink notes_on(std::ostream& err) {
+  return [&err](const std::string& note) { print_note(err, note); };
+}
+
 Error current_error() {
   try {
     throw;
@@ -154,16 +158,6 @@ std::string ms_text(double ms) {
   char buf[32];
   std::snprintf(buf, sizeof buf, ms < 10 ? "%.3f" : ms < 1000 ? "%.2f" : "%.0f", ms);
   return buf;
-}
-
-std::string with_commas(uint64_t n) {
-  std::string digits = std::to_string(n);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return out;
 }
 
 std::string plural(uint64_t n, const char* word) { return with_commas(n) + " " + word + (n == 1 ? "" : "s"); }

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "operations/notes.h"
+
 #include "base/error.h"
 #include "base/strings.h"
 #include "base/terminal_text.h"
@@ -67,6 +69,8 @@ std::string json_text(const Json& doc, int indent = 2);
 void print_error(std::ostream& err, const Error& e);
 void print_warning(std::ostream& err, std::string_view what, std::string_view file);
 void print_note(std::ostream& err, std::string_view note);
+// An operation's notes (operations/notes.h), printed as print_note does.
+NoteSink notes_on(std::ostream& err);
 
 // The exception in flight as an Error: an Error as it is; std::bad_alloc and
 // any other exception: ErrorKind::Internal (6), saying what to do.
@@ -115,8 +119,6 @@ void write_content(Context& ctx, std::string_view bytes, const std::string& what
 // "-" (standard output: --save-outputs -, extra get -o -).
 void write_output_file(Context& ctx, const std::string& path, std::string_view bytes);
 
-// "1,234,567"
-std::string with_commas(uint64_t n);
 // "1 tensor", "1,024 tensors"
 std::string plural(uint64_t n, const char* word);
 // Milliseconds with the decimals their size deserves: "0.012", "45.68", "1203".

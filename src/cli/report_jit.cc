@@ -41,20 +41,6 @@ std::string node_label(const MethodGraph& g, const GraphNode& n) {
 
 }  // namespace
 
-std::string steps_text(const std::vector<std::string>& steps) {
-  std::string out;
-  for (const std::string& s : steps) out += (out.empty() ? "" : " > ") + s;
-  return out;
-}
-
-std::string convert_failure(const ConvertReport& report, bool strict) {
-  for (const OutputCheck& c : report.checks) {
-    if (!c.passed) return c.path + " of the written archive differs from the original's: " + check_text(c);
-  }
-  if (strict && !report.warnings.empty()) return "--strict: " + report.warnings.front().message;
-  return {};
-}
-
 void render_convert_text(const ConvertReport& r, const ConvertOutcome& o, std::ostream& out) {
   out << shown(o.file) << " -> " << shown(o.output) << ": " << shown(r.schema) << '\n';
   out << "  steps       " << steps_text(r.steps) << '\n';

@@ -11,27 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "contract/jit.h"
+#include "operations/convert.h"
 
 namespace tsarchive::cli {
-
-// What the CLI did with a ConvertReport.
-struct ConvertOutcome {
-  std::string command;  // "trace" | "convert"
-  std::string file;
-  std::string output;
-  bool written = false;
-  uint64_t size = 0;
-  std::string failure;  // why nothing was written (a check failed); empty when written
-  std::string stamp_record = "extra/producer_info.json";  // where the stamp went
-  std::vector<std::string> carried;  // extra files carried over from the original (names under extra/)
-};
-
-// "trace forward > eval > freeze > save TorchScript (.pt)"
-std::string steps_text(const std::vector<std::string>& steps);
-
-// Empty when the report allows writing; else one sentence: the first output
-// that differs from the original, or (with `strict`) the first trace warning.
-std::string convert_failure(const ConvertReport& report, bool strict);
 
 void render_convert_text(const ConvertReport& report, const ConvertOutcome& outcome, std::ostream& out);
 nlohmann::ordered_json convert_to_json(const ConvertReport& report, const ConvertOutcome& outcome);

@@ -39,20 +39,6 @@ void render_values(const char* title, const std::vector<ValueSummary>& values, s
 
 std::string tolerance_text(const Tolerance& t) { return "atol " + short_number(t.atol) + ", rtol " + short_number(t.rtol); }
 
-std::string index_text(const std::vector<int64_t>& index) { return shape_text(index); }
-
-std::string check_text(const OutputCheck& c) {
-  if (!c.problem.empty()) return c.problem;
-  std::string s = with_commas(c.elements) + (c.elements == 1 ? " value" : " values");
-  if (!c.passed) s = with_commas(c.mismatched) + " of " + s + " outside tolerance";
-  s += "; max abs error " + short_number(c.max_abs_error);
-  if (c.max_rel_error > 0) s += ", max rel error " + short_number(c.max_rel_error);
-  if (!c.passed && c.actual && c.expected) {
-    s += "; worst at " + index_text(c.worst_index) + ": " + short_number(*c.actual) + " vs expected " +
-         short_number(*c.expected);
-  }
-  return s;
-}
 
 namespace {
 
@@ -206,11 +192,6 @@ nlohmann::ordered_json run_to_json(const RunReport& r, const std::string& file, 
   return doc;
 }
 
-std::string failed_check_hint(const OutputCheck& c) {
-  if (c.problem.empty()) return "raise --atol/--rtol if the difference is acceptable";
-  return "the output's shape, type or structure differs from the expected value, which no tolerance changes: check "
-         "that the expected value is of this method and these inputs";
-}
 
 int report_run_failures(const RunReport& r, const std::string& file, const RunVerdict& verdict, std::ostream& err) {
   int code = 0;
@@ -229,6 +210,28 @@ int report_run_failures(const RunReport& r, const std::string& file, const RunVe
     break;  // the table shows the rest
   }
   return code;
+}
+
+void render_top_text(const TopReport& top, std::ostream& out) {
+  out << "\nTop " << top.classes.size() << " of out"
+      << (top.labels_from.empty() ? std::string(" (no labels)") : " (labels: " + shown(top.labels_from) + ")") << '\n';
+  TextTable table({"rank", "class", "label", "score", "probability"},
+                  {TextTable::Align::Right, TextTable::Align::Right, TextTable::Align::Left, TextTable::Align::Right,
+                   TextTable::Align::Right});
+  for (size_t i = 0; i < top.classes.size(); ++i) {
+    const TopClass& c = top.classes[i];
+    table.add_row({std::to_string(i + 1), std::to_string(c.index), c.label, short_number(c.score),
+                   short_number(c.probability)});
+  }
+  table.print(out);
+}
+
+nlohmann::ordered_json top_to_json(const TopReport& top) {
+  nlohmann::ordered_json classes = nlohmann::ordered_json::array();
+  for (const TopClass& c : top.classes) {
+    classes.push_back({{"index", c.index}, {"label", c.label}, {"score", c.score}, {"probability", c.probability}});
+  }
+  return {{"labels", top.labels_from}, {"classes", classes}};
 }
 
 }  // namespace tsarchive::cli

@@ -56,22 +56,5 @@ std::vector<NamedPath> input_files(const std::vector<std::string>& specs, const 
 }
 
 // --check: the request comes from the archive's recorded check.
-RunCheck load_recorded_check(const TorchArchive& archive, RunRequest& request, const std::string& file) {
-  RecordedCheck recorded = read_recorded_check(archive, file, 1ull << 30);
-  const auto value_of = [&](std::string& bytes, const std::string& name) {
-    try {
-      return read_torch_save_value(*make_memory_source(std::move(bytes), extra_record_name(name)));
-    } catch (const Error& e) {
-      throw e.with_file(file);
-    }
-  };
-  HostValue inputs = value_of(recorded.inputs_pt, recorded.files.inputs);
-  inputs.origin = extra_record_name(recorded.files.inputs);
-  inputs.spreads = true;
-  request.inputs = {inputs};
-  request.expect = value_of(recorded.outputs_pt, recorded.files.outputs);
-  request.method = recorded.check.method;
-  return recorded.check;
-}
 
 }  // namespace tsarchive::cli

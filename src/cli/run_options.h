@@ -21,9 +21,4 @@ void apply_tolerances(const std::vector<std::string>& values, const char* flag, 
 // inputs that do not exist are not compared.
 std::vector<NamedPath> input_files(const std::vector<std::string>& specs, const std::string& role);
 
-// run --check and serve --ready-check: the archive's recorded check (run
-// --record) as the request's inputs, expected outputs and method.
-// Error(BadInput) naming `file` when it has none or it does not read.
-RunCheck load_recorded_check(const TorchArchive& archive, RunRequest& request, const std::string& file);
-
 }  // namespace tsarchive::cli

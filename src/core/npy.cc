@@ -219,7 +219,11 @@ std::string shape_literal(const std::vector<int64_t>& shape) {
 
 }  // namespace
 
-HostTensor read_npy(const ByteSource& source) {
+namespace {
+
+// The preamble (magic, version, header length) and the header text it
+// frames; `data_start` is where the array's bytes begin.
+std::string read_npy_header(const ByteSource& source, uint64_t& data_start) {
   const std::string& file = source.name();
   const uint64_t preamble_max = kMagicSize + 2 + 4;
   const std::string head = source.read_string(0, static_cast<size_t>(std::min<uint64_t>(preamble_max, source.size())));
@@ -241,7 +245,6 @@ HostTensor read_npy(const ByteSource& source) {
     throw_bad_input("the .npy file ends inside its preamble", file, "the file is truncated");
   }
   const uint64_t header_start = r.offset();
-  uint64_t data_start = 0;
   if (add_overflows(header_start, header_length, &data_start) || data_start > source.size()) {
     throw_bad_input("the .npy header claims " + std::to_string(header_length) + " bytes, past the end of the file (" +
                         std::to_string(source.size()) + " bytes)",
@@ -255,6 +258,36 @@ HostTensor read_npy(const ByteSource& source) {
   if (header.empty() || header.back() != '\n') {
     throw_bad_input("the .npy header does not end with a newline", file, "the file is damaged or truncated");
   }
+  return header;
+}
+
+// Strides: C order has the last dim fastest; Fortran order the first. Dims
+// of 0 count as 1, like torch; with one, the others can overflow.
+void set_npy_strides(HostTensor& t, bool fortran_order, const std::string& file) {
+  const size_t rank = t.shape.size();
+  bool overflow = false;
+  auto step = [&](int64_t stride, int64_t dim) {
+    int64_t next = 0;
+    overflow |= __builtin_mul_overflow(stride, std::max<int64_t>(dim, 1), &next);
+    return next;
+  };
+  if (fortran_order) {
+    for (size_t i = 1; i < rank; ++i) t.stride[i] = step(t.stride[i - 1], t.shape[i - 1]);
+  } else {
+    for (size_t i = rank; i-- > 1;) t.stride[i - 1] = step(t.stride[i], t.shape[i]);
+  }
+  if (overflow) {
+    throw_bad_input("the .npy shape " + shape_literal(t.shape) + " is too large for 64-bit strides", file,
+                    "the header is damaged");
+  }
+}
+
+}  // namespace
+
+HostTensor read_npy(const ByteSource& source) {
+  const std::string& file = source.name();
+  uint64_t data_start = 0;
+  const std::string header = read_npy_header(source, data_start);
   const NpyHeader h = HeaderParser(header, file).parse();
   if (h.descr_is_list) {
     throw_bad_input("the .npy file holds a structured dtype (named fields), which cannot be a tensor", file,
@@ -283,24 +316,7 @@ HostTensor read_npy(const ByteSource& source) {
                         " bytes of data), but " + std::to_string(actual) + " bytes follow it",
                     file, "the file is truncated or its header is wrong");
   }
-  // Strides: C order has the last dim fastest; Fortran order the first. Dims
-  // of 0 count as 1, like torch; with one, the others can overflow.
-  const size_t rank = t.shape.size();
-  bool overflow = false;
-  auto step = [&](int64_t stride, int64_t dim) {
-    int64_t next = 0;
-    overflow |= __builtin_mul_overflow(stride, std::max<int64_t>(dim, 1), &next);
-    return next;
-  };
-  if (h.fortran_order) {
-    for (size_t i = 1; i < rank; ++i) t.stride[i] = step(t.stride[i - 1], t.shape[i - 1]);
-  } else {
-    for (size_t i = rank; i-- > 1;) t.stride[i - 1] = step(t.stride[i], t.shape[i]);
-  }
-  if (overflow) {
-    throw_bad_input("the .npy shape " + shape_literal(t.shape) + " is too large for 64-bit strides", file,
-                    "the header is damaged");
-  }
+  set_npy_strides(t, h.fortran_order, file);
   std::string data = source.read_string(data_start, static_cast<size_t>(nbytes));
   if (big_endian && type.size > 1) {
     // Complex numbers are two floats, each swapped on its own.

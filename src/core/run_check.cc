@@ -4,7 +4,9 @@
 #include "base/bounded_json.h"
 #include "base/error.h"
 #include "base/strings.h"
+#include "core/input_values.h"
 #include "format/archive.h"
+#include "format/byte_source.h"
 
 namespace tsarchive {
 
@@ -133,6 +135,43 @@ RecordedCheck read_recorded_check(const TorchArchive& archive, const std::string
     throw e.with_file(file);
   }
   return recorded;
+}
+
+std::string check_text(const OutputCheck& c) {
+  if (!c.problem.empty()) return c.problem;
+  std::string s = with_commas(c.elements) + (c.elements == 1 ? " value" : " values");
+  if (!c.passed) s = with_commas(c.mismatched) + " of " + s + " outside tolerance";
+  s += "; max abs error " + short_number(c.max_abs_error);
+  if (c.max_rel_error > 0) s += ", max rel error " + short_number(c.max_rel_error);
+  if (!c.passed && c.actual && c.expected) {
+    s += "; worst at " + shape_text(c.worst_index) + ": " + short_number(*c.actual) + " vs expected " +
+         short_number(*c.expected);
+  }
+  return s;
+}
+
+std::string failed_check_hint(const OutputCheck& c) {
+  if (c.problem.empty()) return "raise --atol/--rtol if the difference is acceptable";
+  return "the output's shape, type or structure differs from the expected value, which no tolerance changes: check "
+         "that the expected value is of this method and these inputs";
+}
+
+RunCheck load_recorded_check(const TorchArchive& archive, RunRequest& request, const std::string& file) {
+  RecordedCheck recorded = read_recorded_check(archive, file, 1ull << 30);
+  const auto value_of = [&](std::string& bytes, const std::string& name) {
+    try {
+      return read_torch_save_value(*make_memory_source(std::move(bytes), extra_record_name(name)));
+    } catch (const Error& e) {
+      throw e.with_file(file);
+    }
+  };
+  HostValue inputs = value_of(recorded.inputs_pt, recorded.files.inputs);
+  inputs.origin = extra_record_name(recorded.files.inputs);
+  inputs.spreads = true;
+  request.inputs = {inputs};
+  request.expect = value_of(recorded.outputs_pt, recorded.files.outputs);
+  request.method = recorded.check.method;
+  return recorded.check;
 }
 
 }  // namespace tsarchive

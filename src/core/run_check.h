@@ -89,4 +89,16 @@ RecordedCheck read_recorded_check(const TorchArchive& archive, const std::string
 // "x: Tensor float32 [2, 8]", "scale: float 2.5".
 std::string value_line(const ValueSummary& value);
 
+// One output's check in a sentence: "3 of 20 values outside tolerance; max
+// abs error ...", or what made it fail (a shape, type or missing value).
+std::string check_text(const OutputCheck& c);
+// What to do about a failed check: raise the tolerances only where values
+// differ; a shape, type or missing value is no matter of tolerance.
+std::string failed_check_hint(const OutputCheck& c);
+
+// run --check and serve --ready-check: the archive's recorded check (run
+// --record) as the request's inputs, expected outputs and method.
+// Error(BadInput) naming `file` when it has none or it does not read.
+RunCheck load_recorded_check(const TorchArchive& archive, RunRequest& request, const std::string& file);
+
 }  // namespace tsarchive

@@ -55,6 +55,51 @@ size_t rfind_end_signature(std::string_view tail, size_t last) {
   return std::string_view::npos;
 }
 
+// The ZIP64 end record the locator `loc` points at, into `end`; the classic
+// record's fields (`entries`, `cd_size`, `cd_offset`) must be its values or
+// the 0xFF.. placeholders.
+void read_zip64_end(const ByteSource& source, const std::string& loc, uint16_t entries, uint32_t cd_size,
+                    uint32_t cd_offset, EndRecords& end) {
+  ByteReader lr(loc, "ZIP64 end locator");
+  lr.skip(4);
+  const uint32_t z64_disk = lr.u32();
+  const uint64_t z64_offset = lr.u64();
+  const uint32_t total_disks = lr.u32();
+  if (z64_disk != 0 || total_disks != 1) invalid(source, "multi-disk archives are not supported (ZIP64 locator)");
+  const uint64_t locator_offset = end.end_offset - kZip64LocatorSize;
+  uint64_t z64_end = 0;
+  if (add_overflows(z64_offset, kZip64EndSize, &z64_end) || z64_end > locator_offset) {
+    invalid(source, "ZIP64 end record offset " + std::to_string(z64_offset) + " is outside the file");
+  }
+  const std::string rec = source.read_string(z64_offset, kZip64EndSize);
+  ByteReader zr(rec, "ZIP64 end record");
+  if (zr.u32() != kZip64EndSig) invalid(source, "ZIP64 end record signature not found where the locator says");
+  if (z64_end != locator_offset) {
+    ambiguous(source, "the ZIP64 end record (offset " + std::to_string(z64_offset) +
+                          ") does not end where its locator starts (offset " + std::to_string(locator_offset) + ")");
+  }
+  const uint64_t record_size = zr.u64();
+  if (record_size != kZip64EndSize - 12) {
+    ambiguous(source, "the ZIP64 end record declares " + std::to_string(record_size) + " bytes, not " +
+                          std::to_string(kZip64EndSize - 12) + " (extensible data is not supported)");
+  }
+  zr.skip(2 + 2);  // versions
+  const uint32_t z64_this_disk = zr.u32(), z64_cd_disk = zr.u32();
+  const uint64_t here = zr.u64(), total = zr.u64();
+  if (z64_this_disk != 0 || z64_cd_disk != 0 || here != total) invalid(source, "multi-disk archives are not supported");
+  end.entry_count = total;
+  end.cd_size = zr.u64();
+  end.cd_offset = zr.u64();
+  end.cd_limit = z64_offset;
+  end.zip64 = true;
+  if ((entries != k16Max && entries != end.entry_count) || (cd_size != k32Max && cd_size != end.cd_size) ||
+      (cd_offset != k32Max && cd_offset != end.cd_offset)) {
+    ambiguous(source, "the end record and the ZIP64 end record disagree on the central directory (" +
+                          std::to_string(entries) + " vs " + std::to_string(end.entry_count) + " entries, offset " +
+                          std::to_string(cd_offset) + " vs " + std::to_string(end.cd_offset) + ")");
+  }
+}
+
 // The end record PyTorch reads, and refusal of every file on which ZIP readers
 // could pick another one (see "End record" in zip.h):
 // - PyTorch's miniz (mz_zip_reader_locate_header_sig) takes the LAST "PK\5\6"
@@ -126,44 +171,7 @@ EndRecords read_end_records(const ByteSource& source) {
     if (needs_zip64) invalid(source, "end record needs ZIP64 values but there is no ZIP64 locator");
     return end;
   }
-  ByteReader lr(loc, "ZIP64 end locator");
-  lr.skip(4);
-  const uint32_t z64_disk = lr.u32();
-  const uint64_t z64_offset = lr.u64();
-  const uint32_t total_disks = lr.u32();
-  if (z64_disk != 0 || total_disks != 1) invalid(source, "multi-disk archives are not supported (ZIP64 locator)");
-  const uint64_t locator_offset = end.end_offset - kZip64LocatorSize;
-  uint64_t z64_end = 0;
-  if (add_overflows(z64_offset, kZip64EndSize, &z64_end) || z64_end > locator_offset) {
-    invalid(source, "ZIP64 end record offset " + std::to_string(z64_offset) + " is outside the file");
-  }
-  const std::string rec = source.read_string(z64_offset, kZip64EndSize);
-  ByteReader zr(rec, "ZIP64 end record");
-  if (zr.u32() != kZip64EndSig) invalid(source, "ZIP64 end record signature not found where the locator says");
-  if (z64_end != locator_offset) {
-    ambiguous(source, "the ZIP64 end record (offset " + std::to_string(z64_offset) +
-                          ") does not end where its locator starts (offset " + std::to_string(locator_offset) + ")");
-  }
-  const uint64_t record_size = zr.u64();
-  if (record_size != kZip64EndSize - 12) {
-    ambiguous(source, "the ZIP64 end record declares " + std::to_string(record_size) + " bytes, not " +
-                          std::to_string(kZip64EndSize - 12) + " (extensible data is not supported)");
-  }
-  zr.skip(2 + 2);  // versions
-  const uint32_t z64_this_disk = zr.u32(), z64_cd_disk = zr.u32();
-  const uint64_t here = zr.u64(), total = zr.u64();
-  if (z64_this_disk != 0 || z64_cd_disk != 0 || here != total) invalid(source, "multi-disk archives are not supported");
-  end.entry_count = total;
-  end.cd_size = zr.u64();
-  end.cd_offset = zr.u64();
-  end.cd_limit = z64_offset;
-  end.zip64 = true;
-  if ((entries != k16Max && entries != end.entry_count) || (cd_size != k32Max && cd_size != end.cd_size) ||
-      (cd_offset != k32Max && cd_offset != end.cd_offset)) {
-    ambiguous(source, "the end record and the ZIP64 end record disagree on the central directory (" +
-                          std::to_string(entries) + " vs " + std::to_string(end.entry_count) + " entries, offset " +
-                          std::to_string(cd_offset) + " vs " + std::to_string(end.cd_offset) + ")");
-  }
+  read_zip64_end(source, loc, entries, cd_size, cd_offset, end);
   return end;
 }
 

@@ -156,27 +156,17 @@ bool same_value(const HostValue& a, const HostValue& b) {
   }
 }
 
-}  // namespace
+HostValue tensor_value(HostTensor t) {
+  HostValue v;
+  v.kind = HostValue::Kind::Tensor;
+  v.tensor = std::move(t);
+  return v;
+}
 
-std::vector<HostValue> method_arguments(const std::string& model, const ServedModelInfo& info, InferRequest& request) {
-  std::vector<HostValue> arguments;
-  const auto tensor = [](HostTensor t) {
-    HostValue v;
-    v.kind = HostValue::Kind::Tensor;
-    v.tensor = std::move(t);
-    return v;
-  };
-  if (info.inputs.empty()) {  // no schema (a .ptl saved without one): the inputs in order
-    for (InferInput& in : request.inputs) {
-      if (in.text) throw ApiError(400, "input '" + in.name + "': BYTES needs a method with a schema; send tensors");
-      arguments.push_back(tensor(std::move(in.tensor)));
-    }
-    return arguments;
-  }
-  std::string expected;
-  for (const ServedValue& v : info.inputs) {
-    expected += (expected.empty() ? "" : ", ") + v.name + (v.type == "Tensor" ? "" : " (" + v.type + ")");
-  }
+// Every input and every entry of the request's "parameters" names a
+// parameter of the method, and a tensor one comes as an input.
+void check_names(const std::string& model, const ServedModelInfo& info, const InferRequest& request,
+                 const nlohmann::ordered_json* given_parameters, const std::string& expected) {
   const auto parameter = [&](const std::string& name) {
     return std::find_if(info.inputs.begin(), info.inputs.end(), [&](const ServedValue& v) { return v.name == name; });
   };
@@ -185,7 +175,6 @@ std::vector<HostValue> method_arguments(const std::string& model, const ServedMo
       throw ApiError(400, "model '" + model + "' has no input '" + in.name.substr(0, 100) + "'; it takes " + expected);
     }
   }
-  const nlohmann::ordered_json* given_parameters = request.parameters.is_object() ? &request.parameters : nullptr;
   if (given_parameters != nullptr) {
     for (auto it = given_parameters->begin(); it != given_parameters->end(); ++it) {
       if (reserved(it.key())) continue;
@@ -199,6 +188,44 @@ std::vector<HostValue> method_arguments(const std::string& model, const ServedMo
       }
     }
   }
+}
+
+// The argument for parameter `v` from the input of its name: BYTES as a
+// string (the schema decides whether one fits), a tensor as it is, anything
+// else converted by the schema.
+HostValue argument_of_input(const ServedValue& v, InferInput& in) {
+  if (in.text) {
+    if (without_optional(v.type) == "Tensor") {
+      throw ApiError(400, "input '" + v.name + "' is a Tensor, which holds numbers: send it as a numeric datatype, not BYTES");
+    }
+    HostValue text;
+    text.kind = HostValue::Kind::String;
+    text.string = std::move(*in.text);
+    text.origin = "input '" + v.name + "'";
+    return text;
+  }
+  if (without_optional(v.type) == "Tensor") return tensor_value(std::move(in.tensor));
+  return value_of_input(v, in.tensor);
+}
+
+}  // namespace
+
+
+std::vector<HostValue> method_arguments(const std::string& model, const ServedModelInfo& info, InferRequest& request) {
+  std::vector<HostValue> arguments;
+  if (info.inputs.empty()) {  // no schema (a .ptl saved without one): the inputs in order
+    for (InferInput& in : request.inputs) {
+      if (in.text) throw ApiError(400, "input '" + in.name + "': BYTES needs a method with a schema; send tensors");
+      arguments.push_back(tensor_value(std::move(in.tensor)));
+    }
+    return arguments;
+  }
+  std::string expected;
+  for (const ServedValue& v : info.inputs) {
+    expected += (expected.empty() ? "" : ", ") + v.name + (v.type == "Tensor" ? "" : " (" + v.type + ")");
+  }
+  const nlohmann::ordered_json* given_parameters = request.parameters.is_object() ? &request.parameters : nullptr;
+  check_names(model, info, request, given_parameters, expected);
   size_t given = 0;
   for (const ServedValue& v : info.inputs) {
     const auto in = std::find_if(request.inputs.begin(), request.inputs.end(), [&](const InferInput& i) { return i.name == v.name; });
@@ -218,22 +245,7 @@ std::vector<HostValue> method_arguments(const std::string& model, const ServedMo
       }
       break;
     }
-    if (as_input && in->text) {
-      if (without_optional(v.type) == "Tensor") {
-        throw ApiError(400, "input '" + v.name + "' is a Tensor, which holds numbers: send it as a numeric datatype, not BYTES");
-      }
-      HostValue text;  // the schema decides whether a string fits
-      text.kind = HostValue::Kind::String;
-      text.string = std::move(*in->text);
-      text.origin = "input '" + v.name + "'";
-      arguments.push_back(std::move(text));
-    } else if (as_input && without_optional(v.type) == "Tensor") {
-      arguments.push_back(tensor(std::move(in->tensor)));
-    } else if (as_input) {
-      arguments.push_back(value_of_input(v, in->tensor));
-    } else {
-      arguments.push_back(value_of_parameter(v, given_parameters->at(v.name)));
-    }
+    arguments.push_back(as_input ? argument_of_input(v, *in) : value_of_parameter(v, given_parameters->at(v.name)));
     ++given;
   }
   size_t offered = request.inputs.size();

@@ -188,10 +188,8 @@ HttpParser::State HttpParser::parse() {
   return state_;
 }
 
-HttpParser::State HttpParser::parse_head(std::string_view head) {
-  // The request line: METHOD SP TARGET SP VERSION CRLF, single spaces.
-  const size_t line_end = head.find("\r\n");
-  const std::string_view line = head.substr(0, line_end);
+// The request line: METHOD SP TARGET SP VERSION, single spaces.
+HttpParser::State HttpParser::parse_request_line(std::string_view line) {
   const size_t sp1 = line.find(' ');
   const size_t sp2 = sp1 == std::string_view::npos ? sp1 : line.find(' ', sp1 + 1);
   if (sp1 == std::string_view::npos || sp2 == std::string_view::npos || line.find(' ', sp2 + 1) != std::string_view::npos) {
@@ -212,9 +210,11 @@ HttpParser::State HttpParser::parse_head(std::string_view head) {
     if (request_.version.rfind("HTTP/", 0) == 0) return fail(505, "only HTTP/1.1 and HTTP/1.0 are served");
     return fail(400, "the request line does not end with an HTTP version");
   }
+  return state_;
+}
 
-  // Header fields: NAME ":" OWS VALUE OWS CRLF; no obsolete line folding.
-  std::string_view rest = head.substr(line_end + 2);
+// Header fields: NAME ":" OWS VALUE OWS CRLF; no obsolete line folding.
+HttpParser::State HttpParser::parse_fields(std::string_view rest) {
   while (!rest.empty()) {
     const size_t end = rest.find("\r\n");
     const std::string_view field = rest.substr(0, end);
@@ -235,7 +235,11 @@ HttpParser::State HttpParser::parse_head(std::string_view head) {
     }
     request_.headers.emplace_back(lower(field.substr(0, colon)), std::string(value));
   }
+  return state_;
+}
 
+// Keep-alive and Expect, from the fields.
+HttpParser::State HttpParser::parse_connection() {
   const bool http10 = request_.version == "HTTP/1.0";
   if (!http10 && request_.header("host") == nullptr) return fail(400, "an HTTP/1.1 request needs a Host header");
   const std::string* connection = request_.header("connection");
@@ -245,8 +249,11 @@ HttpParser::State HttpParser::parse_head(std::string_view head) {
     if (lower(*expect) != "100-continue") return fail(417, "only Expect: 100-continue is understood");
     request_.expects_continue = !http10;
   }
+  return state_;
+}
 
-  // The body: Content-Length only.
+// The body: Content-Length only.
+HttpParser::State HttpParser::parse_body_length() {
   const std::string* length = nullptr;
   bool transfer_encoding = false;
   for (const auto& [name, value] : request_.headers) {
@@ -278,6 +285,14 @@ HttpParser::State HttpParser::parse_head(std::string_view head) {
   }
   body_size_ = size;
   return state_;
+}
+
+HttpParser::State HttpParser::parse_head(std::string_view head) {
+  const size_t line_end = head.find("\r\n");
+  if (parse_request_line(head.substr(0, line_end)) == State::Failed) return state_;
+  if (parse_fields(head.substr(line_end + 2)) == State::Failed) return state_;
+  if (parse_connection() == State::Failed) return state_;
+  return parse_body_length();
 }
 
 // --- the server -----------------------------------------------------------------------
@@ -433,6 +448,43 @@ std::optional<HttpResponse> reserve_body(MemoryReservation& memory, uint64_t siz
 
 }  // namespace
 
+// What a 408 says: which part of the request did not arrive in time.
+std::string HttpServer::timeout_message(bool in_body) const {
+  return in_body ? "the request's body did not arrive within " + std::to_string(options_.read_timeout_ms) +
+                       " ms of its headers (--read-timeout)"
+                 : "the request line and headers did not arrive within " +
+                       std::to_string(options_.header_timeout_ms) + " ms (--header-timeout)";
+}
+
+// Once a request's headers are in: its body counts against the budget before
+// it is read, and a client that asked for 100-continue is told to send it.
+// The refusal when the budget cannot hold it.
+std::optional<HttpResponse> HttpServer::admit_body(int fd, const HttpParser& parser, MemoryReservation& memory) {
+  if (auto refusal = reserve_body(memory, parser.body_size())) return refusal;
+  if (parser.awaiting_body() && parser.request().expects_continue) {
+    send_all(fd, "HTTP/1.1 100 Continue\r\n\r\n", options_.read_timeout_ms);
+  }
+  return std::nullopt;
+}
+
+// Answers one whole request; false when the answer could not be sent.
+// `keep_alive`: whether the connection stays open after it.
+bool HttpServer::respond(int fd, HttpRequest& request, MemoryReservation& memory, bool& keep_alive) {
+  request.memory = &memory;
+  HttpResponse response;
+  try {
+    response = handler_(request);
+  } catch (const std::exception& e) {
+    response = json_error(500, std::string("internal error: ") + e.what());
+  }
+  keep_alive = request.keep_alive && !response.close && !stopping_;
+  // A large body goes after its head rather than copied behind it.
+  return response.body.size() < (size_t{1} << 16)
+             ? send_all(fd, render_response(response, keep_alive), options_.read_timeout_ms)
+             : send_all(fd, render_head(response, keep_alive), options_.read_timeout_ms) &&
+                   send_all(fd, response.body, options_.read_timeout_ms);
+}
+
 void HttpServer::connection(int fd) {
   using Clock = std::chrono::steady_clock;
   using std::chrono::milliseconds;
@@ -448,7 +500,6 @@ void HttpServer::connection(int fd) {
   auto idle_since = head_since;
   bool first = true;
   bool reserved = false;  // the request's body is in `memory`
-  bool continued = false;
   bool close_now = false;
   char buffer[1 << 16];
   // The bytes go back before the count: once it is 0 the server (and its
@@ -477,11 +528,7 @@ void HttpServer::connection(int fd) {
                                       : idle_since + milliseconds(options_.idle_timeout_ms);
       if (now >= deadline) {
         if (!in_head && !in_body) break;  // idle: close quietly
-        const std::string what = in_body ? "the request's body did not arrive within " +
-                                               std::to_string(options_.read_timeout_ms) + " ms of its headers (--read-timeout)"
-                                         : "the request line and headers did not arrive within " +
-                                               std::to_string(options_.header_timeout_ms) + " ms (--header-timeout)";
-        return refuse(json_error(408, what));
+        return refuse(json_error(408, timeout_message(in_body)));
       }
       // Wakes at least every 100 ms for stop().
       const auto wait = std::min<int64_t>(100, std::chrono::duration_cast<milliseconds>(deadline - now).count() + 1);
@@ -499,37 +546,18 @@ void HttpServer::connection(int fd) {
       return refuse(json_error(parser.error_status(), parser.error_message()));
     }
     if (parser.headers_done() && !reserved) {
-      // The body counts against the budget before it is read (a client that
-      // asked for 100-continue has not sent it yet).
-      if (auto refusal = reserve_body(memory, parser.body_size())) return refuse(*refusal);
+      if (auto refusal = admit_body(fd, parser, memory)) return refuse(*refusal);
       reserved = true;
-      if (parser.awaiting_body() && parser.request().expects_continue && !continued) {
-        continued = true;
-        send_all(fd, "HTTP/1.1 100 Continue\r\n\r\n", options_.read_timeout_ms);
-      }
     }
     if (state != HttpParser::State::Complete) continue;
-    HttpRequest& request = parser.request();
-    request.memory = &memory;
-    HttpResponse response;
-    try {
-      response = handler_(request);
-    } catch (const std::exception& e) {
-      response = json_error(500, std::string("internal error: ") + e.what());
-    }
-    const bool keep_alive = request.keep_alive && !response.close && !stopping_;
-    // A large body goes after its head rather than copied behind it.
-    const bool sent = response.body.size() < (size_t{1} << 16)
-                          ? send_all(fd, render_response(response, keep_alive), options_.read_timeout_ms)
-                          : send_all(fd, render_head(response, keep_alive), options_.read_timeout_ms) &&
-                                send_all(fd, response.body, options_.read_timeout_ms);
-    response = HttpResponse{};
+    bool keep_alive = false;
+    const bool sent = respond(fd, parser.request(), memory, keep_alive);
     memory.release();
     if (!sent) break;
     if (!keep_alive) close_now = true;
     parser.next();
     first = false;
-    reserved = continued = false;
+    reserved = false;
     idle_since = head_since = Clock::now();
   }
   ::close(fd);

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -130,6 +131,10 @@ class HttpParser {
   State fail(int status, std::string message);
   State parse();
   State parse_head(std::string_view head);
+  State parse_request_line(std::string_view line);
+  State parse_fields(std::string_view rest);
+  State parse_connection();
+  State parse_body_length();
 
   HttpLimits limits_;
   std::string buffer_;
@@ -178,6 +183,9 @@ class HttpServer {
 
  private:
   void connection(int fd);
+  bool respond(int fd, HttpRequest& request, MemoryReservation& memory, bool& keep_alive);
+  std::optional<HttpResponse> admit_body(int fd, const HttpParser& parser, MemoryReservation& memory);
+  std::string timeout_message(bool in_body) const;
 
   HttpServerOptions options_;
   HttpHandler handler_;

@@ -245,6 +245,129 @@ std::string bytes_input(const nlohmann::json& in, const std::string& name, bool 
 
 }  // namespace
 
+namespace {
+
+// The input's "shape" into its tensor; returns its element count, capped
+// above `body_size` (more elements than bytes in the body cannot be there).
+uint64_t read_shape(const nlohmann::json& in, InferInput& input, uint64_t body_size) {
+  const auto shape = in.find("shape");
+  if (shape == in.end() || !shape->is_array()) throw ApiError(400, "input '" + input.name + "' has no \"shape\"");
+  uint64_t elements = 1;
+  for (const nlohmann::json& dim : *shape) {
+    if (!dim.is_number_integer() || dim.get<int64_t>() < 0) {
+      throw ApiError(400, "input '" + input.name + "': the shape holds something other than sizes >= 0");
+    }
+    const auto size = static_cast<uint64_t>(dim.get<int64_t>());
+    input.tensor.shape.push_back(static_cast<int64_t>(size));
+    elements = size == 0 || elements == 0 ? 0 : (elements > body_size / size + 1 ? body_size + 1 : elements * size);
+  }
+  if (shape->size() > 64) throw ApiError(400, "input '" + input.name + "' has more than 64 dimensions");
+  return elements;
+}
+
+// The binary tensor data extension: the input's bytes follow the JSON, and
+// are taken off the front of `binary`.
+std::string binary_tensor_bytes(const nlohmann::json& size_field, const InferInput& input, const Datatype& d,
+                                std::string_view& binary) {
+  if (!size_field.is_number_unsigned()) throw ApiError(400, "input '" + input.name + "': binary_data_size is not a size");
+  const uint64_t size = size_field.get<uint64_t>();
+  if (size > binary.size()) {
+    throw ApiError(400, "input '" + input.name + "': binary_data_size is " + std::to_string(size) + " but only " +
+                            std::to_string(binary.size()) + " bytes of binary data are left");
+  }
+  // Counted exactly here (read_shape's count is capped by the body size).
+  uint64_t exact = 1;
+  for (int64_t dim : input.tensor.shape) {
+    exact = dim == 0 || exact == 0 ? 0 : (exact > size / static_cast<uint64_t>(dim) + 1 ? size + 1 : exact * static_cast<uint64_t>(dim));
+  }
+  if (exact > size || exact * d.size != size) {
+    throw ApiError(400, "input '" + input.name + "': shape " + shape_text(input.tensor.shape) + " of " + d.v2 +
+                            " needs " + (exact > size ? "more than " + std::to_string(size) : std::to_string(exact * d.size)) +
+                            " bytes, but binary_data_size is " + std::to_string(size));
+  }
+  std::string bytes(binary.data(), size);
+  binary.remove_prefix(size);
+  return bytes;
+}
+
+// The tensor's bytes, from "data" or from the binary data after the JSON.
+std::string tensor_bytes(const nlohmann::json& in, const InferInput& input, const Datatype& d, uint64_t elements,
+                         bool has_json_size, std::string_view& binary) {
+  const auto data = in.find("data");
+  const nlohmann::json* parameters = parameters_of(in, "input '" + input.name + "'");
+  if (parameters != nullptr) {
+    if (const auto binary_size = parameters->find("binary_data_size"); binary_size != parameters->end()) {
+      if (data != in.end()) throw ApiError(400, "input '" + input.name + "' has both \"data\" and binary_data_size");
+      if (!has_json_size) {
+        throw ApiError(400, "input '" + input.name + "' has binary_data_size, but the request has no "
+                                "Inference-Header-Content-Length header");
+      }
+      return binary_tensor_bytes(*binary_size, input, d, binary);
+    }
+  }
+  if (data == in.end()) throw ApiError(400, "input '" + input.name + "' has no \"data\" (nor binary_data_size)");
+  std::string bytes;
+  uint64_t count = 0;
+  flatten(*data, d, input.name, elements, count, bytes);
+  if (count != elements) {
+    throw ApiError(400, "input '" + input.name + "': shape " + shape_text(input.tensor.shape) + " needs " +
+                            std::to_string(elements) + " values, but " +
+                            (count > elements ? "more" : std::to_string(count)) + " were given");
+  }
+  return bytes;
+}
+
+// One entry of "inputs". `names` holds the names seen, as views into the
+// document: a hash set, since a comparison with every earlier input made one
+// 5 MB request of 80,000 inputs take minutes of a core.
+InferInput parse_input(const nlohmann::json& in, std::unordered_set<std::string_view>& names, uint64_t body_size,
+                       bool has_json_size, std::string_view& binary) {
+  if (!in.is_object()) throw ApiError(400, "an input is not a JSON object");
+  const auto name = in.find("name");
+  if (name == in.end() || !name->is_string()) throw ApiError(400, "an input has no \"name\"");
+  InferInput input;
+  input.name = name->get<std::string>();
+  if (!names.insert(name->get_ref<const std::string&>()).second) {
+    throw ApiError(400, "input '" + input.name.substr(0, 100) + "' is given twice");
+  }
+  const auto datatype = in.find("datatype");
+  if (datatype == in.end() || !datatype->is_string()) throw ApiError(400, "input '" + input.name + "' has no \"datatype\"");
+  const Datatype* d = by_v2(datatype->get<std::string>());
+  if (d == nullptr && datatype->get<std::string>() == "BYTES") {
+    input.text = bytes_input(in, input.name, has_json_size, binary);
+    return input;
+  }
+  if (d == nullptr) {
+    throw ApiError(400, "input '" + input.name + "': datatype " + datatype->get<std::string>().substr(0, 20) +
+                            " is not served (BOOL, UINT8, INT8, INT16, INT32, INT64, FP16, BF16, FP32, FP64)");
+  }
+  const uint64_t elements = read_shape(in, input, body_size);
+  std::string bytes = tensor_bytes(in, input, *d, elements, has_json_size, binary);
+  input.tensor.dtype = d->dtype;
+  input.tensor.stride = contiguous_strides(input.tensor.shape);
+  input.tensor.bytes = std::make_shared<const std::string>(std::move(bytes));
+  return input;
+}
+
+// "outputs": the names asked for, and which of them binary.
+void parse_outputs(const nlohmann::json& doc, InferRequest& request) {
+  const auto outputs = doc.find("outputs");
+  if (outputs == doc.end()) return;
+  if (!outputs->is_array()) throw ApiError(400, "\"outputs\" is not an array");
+  for (const nlohmann::json& out : *outputs) {
+    if (!out.is_object() || !out.contains("name") || !out.at("name").is_string()) {
+      throw ApiError(400, "an entry of \"outputs\" has no \"name\"");
+    }
+    const std::string name = out.at("name").get<std::string>();
+    request.outputs.push_back(name);
+    if (flag(parameters_of(out, "output '" + name + "'"), "binary_data", "output '" + name + "'")) {
+      request.binary_outputs.push_back(name);
+    }
+  }
+}
+
+}  // namespace
+
 InferRequest parse_infer_request(std::string_view whole, std::optional<uint64_t> json_size) {
   if (json_size && *json_size > whole.size()) {
     throw ApiError(400, "Inference-Header-Content-Length (" + std::to_string(*json_size) + ") is larger than the body (" +
@@ -266,111 +389,17 @@ InferRequest parse_infer_request(std::string_view whole, std::optional<uint64_t>
   // non-tensor takes them from "parameters" (method_arguments says what is
   // missing otherwise).
   if (inputs == doc->end() || !inputs->is_array()) throw ApiError(400, "the request has no \"inputs\" array");
-  // The names seen, as views into `doc` (which outlives the loop): a hash
-  // set, since a comparison with every earlier input made one 5 MB request
-  // of 80,000 inputs take minutes of a core.
   std::unordered_set<std::string_view> names;
   names.reserve(inputs->size());
   request.inputs.reserve(inputs->size());
   for (const nlohmann::json& in : *inputs) {
-    if (!in.is_object()) throw ApiError(400, "an input is not a JSON object");
-    const auto name = in.find("name");
-    if (name == in.end() || !name->is_string()) throw ApiError(400, "an input has no \"name\"");
-    InferInput input;
-    input.name = name->get<std::string>();
-    if (!names.insert(name->get_ref<const std::string&>()).second) {
-      throw ApiError(400, "input '" + input.name.substr(0, 100) + "' is given twice");
-    }
-    const auto datatype = in.find("datatype");
-    if (datatype == in.end() || !datatype->is_string()) throw ApiError(400, "input '" + input.name + "' has no \"datatype\"");
-    const Datatype* d = by_v2(datatype->get<std::string>());
-    if (d == nullptr && datatype->get<std::string>() == "BYTES") {
-      input.text = bytes_input(in, input.name, json_size.has_value(), binary);
-      request.inputs.push_back(std::move(input));
-      continue;
-    }
-    if (d == nullptr) {
-      throw ApiError(400, "input '" + input.name + "': datatype " + datatype->get<std::string>().substr(0, 20) +
-                              " is not served (BOOL, UINT8, INT8, INT16, INT32, INT64, FP16, BF16, FP32, FP64)");
-    }
-    const auto shape = in.find("shape");
-    if (shape == in.end() || !shape->is_array()) throw ApiError(400, "input '" + input.name + "' has no \"shape\"");
-    uint64_t elements = 1;
-    for (const nlohmann::json& dim : *shape) {
-      if (!dim.is_number_integer() || dim.get<int64_t>() < 0) {
-        throw ApiError(400, "input '" + input.name + "': the shape holds something other than sizes >= 0");
-      }
-      const auto size = static_cast<uint64_t>(dim.get<int64_t>());
-      input.tensor.shape.push_back(static_cast<int64_t>(size));
-      // More elements than bytes in the body cannot be there.
-      elements = size == 0 || elements == 0 ? 0 : (elements > body.size() / size + 1 ? body.size() + 1 : elements * size);
-    }
-    if (shape->size() > 64) throw ApiError(400, "input '" + input.name + "' has more than 64 dimensions");
-    const auto data = in.find("data");
-    const nlohmann::json* parameters = parameters_of(in, "input '" + input.name + "'");
-    const auto binary_size = parameters != nullptr ? parameters->find("binary_data_size") : nlohmann::json::const_iterator();
-    std::string bytes;
-    if (parameters != nullptr && binary_size != parameters->end()) {
-      // The binary tensor data extension: its bytes follow the JSON.
-      if (data != in.end()) throw ApiError(400, "input '" + input.name + "' has both \"data\" and binary_data_size");
-      if (!json_size) {
-        throw ApiError(400, "input '" + input.name + "' has binary_data_size, but the request has no "
-                                "Inference-Header-Content-Length header");
-      }
-      if (!binary_size->is_number_unsigned()) {
-        throw ApiError(400, "input '" + input.name + "': binary_data_size is not a size");
-      }
-      const uint64_t size = binary_size->get<uint64_t>();
-      if (size > binary.size()) {
-        throw ApiError(400, "input '" + input.name + "': binary_data_size is " + std::to_string(size) + " but only " +
-                                std::to_string(binary.size()) + " bytes of binary data are left");
-      }
-      // Counted exactly here (the estimate above is capped by the body size).
-      uint64_t exact = 1;
-      for (int64_t dim : input.tensor.shape) {
-        exact = dim == 0 || exact == 0 ? 0 : (exact > size / static_cast<uint64_t>(dim) + 1 ? size + 1 : exact * static_cast<uint64_t>(dim));
-      }
-      if (exact > size || exact * d->size != size) {
-        throw ApiError(400, "input '" + input.name + "': shape " + shape_text(input.tensor.shape) + " of " + d->v2 +
-                                " needs " + (exact > size ? "more than " + std::to_string(size) : std::to_string(exact * d->size)) +
-                                " bytes, but binary_data_size is " + std::to_string(size));
-      }
-      bytes.assign(binary.data(), size);
-      binary.remove_prefix(size);
-    } else {
-      if (data == in.end()) {
-        throw ApiError(400, "input '" + input.name + "' has no \"data\" (nor binary_data_size)");
-      }
-      uint64_t count = 0;
-      flatten(*data, *d, input.name, elements, count, bytes);
-      if (count != elements) {
-      throw ApiError(400, "input '" + input.name + "': shape " + shape_text(input.tensor.shape) + " needs " +
-                              std::to_string(elements) + " values, but " + (count > elements ? "more" : std::to_string(count)) +
-                              " were given");
-      }
-    }
-    input.tensor.dtype = d->dtype;
-    input.tensor.stride = contiguous_strides(input.tensor.shape);
-    input.tensor.bytes = std::make_shared<const std::string>(std::move(bytes));
-    request.inputs.push_back(std::move(input));
+    request.inputs.push_back(parse_input(in, names, body.size(), json_size.has_value(), binary));
   }
   if (!binary.empty()) {
     throw ApiError(400, std::to_string(binary.size()) + " bytes of binary data follow the JSON that no input's "
                                                         "binary_data_size claims");
   }
-  if (const auto outputs = doc->find("outputs"); outputs != doc->end()) {
-    if (!outputs->is_array()) throw ApiError(400, "\"outputs\" is not an array");
-    for (const nlohmann::json& out : *outputs) {
-      if (!out.is_object() || !out.contains("name") || !out.at("name").is_string()) {
-        throw ApiError(400, "an entry of \"outputs\" has no \"name\"");
-      }
-      const std::string name = out.at("name").get<std::string>();
-      request.outputs.push_back(name);
-      if (flag(parameters_of(out, "output '" + name + "'"), "binary_data", "output '" + name + "'")) {
-        request.binary_outputs.push_back(name);
-      }
-    }
-  }
+  parse_outputs(*doc, request);
   const nlohmann::json* parameters = parameters_of(*doc, "the request");
   request.binary_data_output = flag(parameters, "binary_data_output", "the request");
   if (parameters != nullptr) {  // again, in order: `doc` sorted every object's keys

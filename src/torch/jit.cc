@@ -264,6 +264,87 @@ std::vector<c10::IValue> given_only(const Arguments& args) {
   return {args.values.begin(), args.values.begin() + static_cast<std::ptrdiff_t>(args.given)};
 }
 
+// The conversion passes the request asks for, in order. Every method the
+// module (still) has is kept, the chosen one first, as Python's
+// torch.jit.freeze(preserved_attrs=...) and
+// optimize_for_mobile(preserved_methods=...) keep the methods named to them.
+torch::jit::Module run_passes(torch::jit::Module module, const ConvertRequest& request, ConvertReport& report) {
+  const RunRequest& source = request.source;
+  const std::string& file = source.display_name;
+  const bool freeze = (request.freeze || request.optimize_for_inference) && !request.optimize_for_mobile;
+  std::vector<std::string> kept = {source.method};
+  for (const torch::jit::Method& m : module.get_methods()) {
+    if (m.name() != source.method) kept.push_back(m.name());
+  }
+  std::vector<std::string> not_forward;
+  for (const std::string& name : kept) {
+    if (name != "forward") not_forward.push_back(name);
+  }
+  if (freeze) {
+    module = torch_call(file, "freeze the module", [&] { return torch::jit::freeze(module, kept); });
+    report.steps.push_back(request.freeze ? "freeze" : "freeze (for optimize-for-inference)");
+  }
+  if (request.optimize_for_inference) {
+    module = torch_call(file, "optimize for inference", [&] {
+      return torch::jit::optimize_for_inference(module, not_forward);
+    });
+    report.steps.push_back("optimize-for-inference");
+  }
+  if (request.optimize_for_mobile) {
+    module = torch_call(file, "optimize for mobile", [&] { return torch::jit::optimizeForMobile(module, {}, kept); });
+    report.steps.push_back("optimize-for-mobile (folds conv+batchnorm, freezes, prepacks for XNNPACK)");
+  }
+  return module;
+}
+
+// The archive as written, into `reloaded`: loaded the way its users will
+// load it. (In place: a LoadedModel's method refers to its module.)
+void load_written(const ConvertRequest& request, ConvertReport& report, std::optional<LoadedModel>& reloaded) {
+  const RunRequest& source = request.source;
+  const std::string& file = source.display_name;
+  RunRequest written = source;
+  written.archive = request.output;
+  written.lite = request.lite;
+  report.reloaded_with = request.lite ? "torch::jit::_load_for_mobile" : "torch::jit::load";
+  try {
+    reloaded.emplace(written, c10::Device(c10::kCPU));
+    reloaded->select(source.method);
+  } catch (const Error& e) {
+    throw Error(ErrorKind::Torch, std::string("the written archive does not load back: ") + e.what(), file,
+                request.optimize_for_inference
+                    ? "nothing was written; libtorch " TORCH_VERSION " writes optimize_for_inference results it cannot "
+                      "load back (convolutions, here): use --freeze, or --mobile for phones"
+                    : "nothing was written; run with --verbose for libtorch's message")
+        .with_detail(e.detail());
+  }
+}
+
+// A trace is exact on its example; on other inputs it may not be: compares
+// the trace with the original on request.fresh_inputs fresh inputs.
+void compare_on_fresh_inputs(const ConvertRequest& request, LoadedModel& original, LoadedModel& reloaded,
+                             ConvertReport& report) {
+  const RunRequest& source = request.source;
+  const std::string& file = source.display_name;
+  for (int k = 1; k <= request.fresh_inputs; ++k) {
+    const Arguments fresh = torch_call(file, "make fresh inputs", [&] {
+      return arguments_with_seed(original, source, source.seed + static_cast<uint64_t>(k));
+    });
+    const c10::IValue want = torch_call(file, "run " + source.method, [&] { return original.call(fresh.values); });
+    const c10::IValue got =
+        torch_call(file, "run the traced " + source.method, [&] { return reloaded.call(given_only(fresh)); });
+    report.fresh_inputs += 1;
+    if (any_mismatch(compare_values(got, want, source))) report.fresh_mismatches += 1;
+  }
+  if (report.fresh_mismatches > 0) {
+    report.warnings.insert(report.warnings.begin(),
+                           TraceWarning{"fresh-inputs", "the trace differs from the original on " +
+                                                            std::to_string(report.fresh_mismatches) + " of " +
+                                                            std::to_string(report.fresh_inputs) +
+                                                            " fresh random inputs of the same shapes: it does not "
+                                                            "generalise beyond the example input"});
+  }
+}
+
 }  // namespace
 
 ConvertReport convert_module(const ConvertRequest& request) {
@@ -302,32 +383,7 @@ ConvertReport convert_module(const ConvertRequest& request) {
     report.steps.push_back("trace " + source.method);
     report.warnings = control_flow_warnings(method, report.notes);
   }
-  const bool freeze = (request.freeze || request.optimize_for_inference) && !request.optimize_for_mobile;
-  // Every method the module (still) has is kept, the chosen one first, as
-  // Python's torch.jit.freeze(preserved_attrs=...) and
-  // optimize_for_mobile(preserved_methods=...) keep the methods named to them.
-  std::vector<std::string> kept = {source.method};
-  for (const torch::jit::Method& m : module.get_methods()) {
-    if (m.name() != source.method) kept.push_back(m.name());
-  }
-  std::vector<std::string> not_forward;
-  for (const std::string& name : kept) {
-    if (name != "forward") not_forward.push_back(name);
-  }
-  if (freeze) {
-    module = torch_call(file, "freeze the module", [&] { return torch::jit::freeze(module, kept); });
-    report.steps.push_back(request.freeze ? "freeze" : "freeze (for optimize-for-inference)");
-  }
-  if (request.optimize_for_inference) {
-    module = torch_call(file, "optimize for inference", [&] {
-      return torch::jit::optimize_for_inference(module, not_forward);
-    });
-    report.steps.push_back("optimize-for-inference");
-  }
-  if (request.optimize_for_mobile) {
-    module = torch_call(file, "optimize for mobile", [&] { return torch::jit::optimizeForMobile(module, {}, kept); });
-    report.steps.push_back("optimize-for-mobile (folds conv+batchnorm, freezes, prepacks for XNNPACK)");
-  }
+  module = run_passes(std::move(module), request, report);
   report.nodes_after = count_nodes(method_graph(module.get_method(source.method), true)->block());
   for (const std::string& name : report.methods) {
     if (!module.find_method(name)) report.dropped_methods.push_back(name);
@@ -336,50 +392,15 @@ ConvertReport convert_module(const ConvertRequest& request) {
   save_with_stamp(module, request);
   report.steps.push_back(request.lite ? "save lite-interpreter (.ptl)" : "save TorchScript (.pt)");
 
-  // The archive as written: loaded the way its users will load it.
-  RunRequest written = source;
-  written.archive = request.output;
-  written.lite = request.lite;
-  report.reloaded_with = request.lite ? "torch::jit::_load_for_mobile" : "torch::jit::load";
   std::optional<LoadedModel> reloaded;
-  try {
-    reloaded.emplace(written, c10::Device(c10::kCPU));
-    reloaded->select(source.method);
-  } catch (const Error& e) {
-    throw Error(ErrorKind::Torch, std::string("the written archive does not load back: ") + e.what(), file,
-                request.optimize_for_inference
-                    ? "nothing was written; libtorch " TORCH_VERSION " writes optimize_for_inference results it cannot "
-                      "load back (convolutions, here): use --freeze, or --mobile for phones"
-                    : "nothing was written; run with --verbose for libtorch's message")
-        .with_detail(e.detail());
-  }
+  load_written(request, report, reloaded);
   const std::vector<c10::IValue> call_args = request.trace ? given_only(args) : args.values;
   const c10::IValue actual = torch_call(file, "run " + source.method + " of the written archive",
                                         [&] { return reloaded->call(call_args); });
   describe(actual, "out", 0, report.outputs);
   report.checks = compare_values(actual, expected, source);
 
-  // A trace is exact on its example; on other inputs it may not be.
-  if (request.trace && !any_mismatch(report.checks)) {
-    for (int k = 1; k <= request.fresh_inputs; ++k) {
-      const Arguments fresh = torch_call(file, "make fresh inputs", [&] {
-        return arguments_with_seed(original, source, source.seed + static_cast<uint64_t>(k));
-      });
-      const c10::IValue want = torch_call(file, "run " + source.method, [&] { return original.call(fresh.values); });
-      const c10::IValue got =
-          torch_call(file, "run the traced " + source.method, [&] { return reloaded->call(given_only(fresh)); });
-      report.fresh_inputs += 1;
-      if (any_mismatch(compare_values(got, want, source))) report.fresh_mismatches += 1;
-    }
-    if (report.fresh_mismatches > 0) {
-      report.warnings.insert(report.warnings.begin(),
-                             TraceWarning{"fresh-inputs", "the trace differs from the original on " +
-                                                              std::to_string(report.fresh_mismatches) + " of " +
-                                                              std::to_string(report.fresh_inputs) +
-                                                              " fresh random inputs of the same shapes: it does not "
-                                                              "generalise beyond the example input"});
-    }
-  }
+  if (request.trace && !any_mismatch(report.checks)) compare_on_fresh_inputs(request, original, *reloaded, report);
   return report;
 }
 

@@ -45,6 +45,9 @@ inline c10::TypePtr static_type(const c10::TypePtr& type) {
 // (_load_for_mobile), behind one call.
 class LoadedModel {
  public:
+  // Not copied or moved: the selected method refers to the module it holds.
+  LoadedModel(const LoadedModel&) = delete;
+  LoadedModel& operator=(const LoadedModel&) = delete;
   LoadedModel(const RunRequest& request, const c10::Device& device) : file_(request.display_name) {
     lite_ = request.lite;
     if (lite_) {

@@ -70,13 +70,13 @@ struct WorkerJob {
 // or cannot be started.
 std::string run_in_worker(const WorkerJob& job, const std::function<std::string()>& work);
 
-// What commands call: `work(TorchBackend&)` runs in a worker that loads the
-// torch layer; its `Result` travels back through worker_codec.h, and an Error
-// it throws is thrown again here as it was.
 // Loads the job's --load-library libraries (RTLD_GLOBAL, after libtorch);
 // Error(Torch) naming the one that does not load.
 void load_job_libraries(const WorkerJob& job);
 
+// What operations call: `work(TorchBackend&)` runs in a worker that loads the
+// torch layer; its `Result` travels back through worker_codec.h, and an Error
+// it throws is thrown again here as it was.
 template <class Result, class Work>
 Result in_worker(const WorkerJob& job, Work&& work) {
   const std::string payload = run_in_worker(job, [&] {

@@ -16,10 +16,11 @@ declare -A below=(
   [contract]="base contract"
   [core]="base format contract core"
   [worker]="base format contract core worker"
-  [serve]="base format contract core worker serve"
-  [cli]="base format contract core worker serve cli"
+  [operations]="base format contract core worker operations"
+  [serve]="base format contract core worker operations serve"
+  [cli]="base format contract core worker operations serve cli"
 )
-layers=(base format contract core worker serve cli)
+layers=(base format contract core worker operations serve cli)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
@@ -27,7 +28,7 @@ for layer in "${layers[@]}"; do
   flags=(-std=c++17 -fsyntax-only -I"$src/include")
   for dep in ${below[$layer]}; do flags+=(-I"$build/layers/$dep"); done
   for other in "${layers[@]}"; do
-    header=$(cd "$src/src/$other" && ls *.h | head -1)
+    header=$(cd "$src/src/$other" && find . -name '*.h' | sed 's#^\./##' | sort | head -1)
     printf '#include "%s/%s"\n' "$other" "$header" >"$tmp/probe.cc"
     if [[ " ${below[$layer]} " == *" $other "* ]]; then want=0; else want=1; fi
     "$cxx" "${flags[@]}" "$tmp/probe.cc" 2>"$tmp/err"
@@ -45,10 +46,10 @@ for layer in "${layers[@]}"; do
     inc=$(sed -E 's/.*#include "([^/"]+)\/.*/\1/' <<<"$hit")
     [ "$inc" = tsarchive ] && continue
     if [[ " ${below[$layer]} " != *" $inc "* ]]; then echo "FAIL: upward include: $hit"; fail=1; fi
-  done < <(grep -Hn '#include "[a-z_]*/' "$src/src/$layer"/*.h "$src/src/$layer"/*.cc 2>/dev/null)
+  done < <(grep -rHn --include='*.h' --include='*.cc' '#include "[a-z_]*/' "$src/src/$layer" 2>/dev/null)
 done
 # The torch layer sees core and below, never worker or cli.
-if grep -Hn '#include "\(worker\|serve\|cli\)/' "$src"/src/torch/*.h "$src"/src/torch/*.cc; then fail=1; fi
+if grep -rHn --include='*.h' --include='*.cc' '#include "\(worker\|operations\|serve\|cli\)/' "$src"/src/torch; then fail=1; fi
 # The installed headers include only the standard library and each other.
 if grep -Hn '#include "' "$src"/include/tsarchive/*.h | grep -v '#include "tsarchive/'; then fail=1; fi
 [ "$fail" -eq 0 ] && echo "layering: ${#layers[@]} layers, every include downward"

@@ -5,7 +5,7 @@
 
 For every file in TESTDATA/hostile/ and every real archive elsewhere in
 TESTDATA/ it asks tsarchive's gate, `verify --json` (the checks `run`, `stamp`,
-`trace` and `convert` make before libtorch sees a file: src/cli/gate.cc passes
+`trace` and `convert` make before libtorch sees a file: src/operations/gate.cc passes
 a file when `problems` is empty, i.e. verify exits 0 or 1). For each file the
 gate passes, two other readers must see exactly the records tsarchive
 describes, byte for byte (SHA-256 of every record, from verify's digests):

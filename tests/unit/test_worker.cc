@@ -12,14 +12,13 @@
 #include <unistd.h>
 
 #include "base/error.h"
-#include "cli/worker_options.h"
+#include "operations/worker_settings.h"
 #include "contract/jit.h"
 #include "contract/run.h"
 #include "worker/worker.h"
 #include "worker/worker_codec.h"
 
 using namespace tsarchive;
-using namespace tsarchive::cli;
 
 namespace {
 
@@ -213,7 +212,7 @@ TEST_CASE("memory limits parse as sizes in powers of 1024", "[worker]") {
     CHECK_THROWS_AS(parse_memory_size(bad, "--memory-limit"), Error);
   }
 
-  WorkerOptions options;
+  WorkerSettings options;
   CHECK(resolve_worker_limits(options, 0).memory_bytes <= 4ull << 30);
   CHECK(resolve_worker_limits(options, 0).time_s == 600);
   options.memory_limit = "none";

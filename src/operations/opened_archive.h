@@ -1,17 +1,18 @@
-// The first steps of every command that reads one archive: open and lock the
-// file (readers never wait: only an --in-place edit takes the write lock),
-// print what the open noticed (an interrupted edit nearby), read it as a
-// TorchScript archive. What libtorch may see of it passes the gate first (gate.h).
+// The first steps of every operation that reads one archive: open and lock
+// the file (readers never wait: only an --in-place edit takes the write lock),
+// pass on what the open noticed (an interrupted edit nearby), read it as a
+// TorchScript archive. What libtorch may see of it passes the gate first
+// (gate.h).
 #pragma once
 
 #include <memory>
 #include <string>
 
-#include "cli/commands.h"
 #include "core/file_edit.h"
 #include "format/archive.h"
+#include "operations/notes.h"
 
-namespace tsarchive::cli {
+namespace tsarchive {
 
 // Seconds a reading command waits for its read lock: an editor holds the
 // write lock only while it swaps the file in (or for an --in-place edit).
@@ -21,9 +22,9 @@ class OpenedArchive {
  public:
   // `cannot` says what fails for a file that is not a TorchScript archive
   // ("cannot run this file"). `accept_pt2` also opens a .pt2
-  // (FileKind::ExportedProgram), for the commands that handle one.
+  // (FileKind::ExportedProgram), for the operations that handle one.
   OpenedArchive(const std::string& path, FileAccess access, double lock_timeout, const std::string& cannot,
-                Context& ctx, bool accept_pt2 = false);
+                const NoteSink& notes, bool accept_pt2 = false);
 
   ArchiveFile& file() { return file_; }  // to replace it (an edit)
   const ArchiveFile& file() const { return file_; }
@@ -34,4 +35,4 @@ class OpenedArchive {
   std::unique_ptr<TorchArchive> archive_;
 };
 
-}  // namespace tsarchive::cli
+}  // namespace tsarchive

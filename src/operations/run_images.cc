@@ -1,16 +1,13 @@
-#include "cli/run_images.h"
-
-#include <ostream>
+#include "operations/run_images.h"
 
 #include "base/error.h"
 #include "base/strings.h"
-#include "cli/output.h"
 #include "core/extra.h"
 #include "core/file_edit.h"
 #include "core/input_values.h"
 #include "format/byte_source.h"
 
-namespace tsarchive::cli {
+namespace tsarchive {
 namespace {
 
 constexpr uint64_t kMaxLabelsBytes = 16 << 20;
@@ -77,26 +74,4 @@ std::optional<TopReport> finish_image_outputs(const RunImageOptions& opts, const
   return top;
 }
 
-void render_top_text(const TopReport& top, std::ostream& out) {
-  out << "\nTop " << top.classes.size() << " of out"
-      << (top.labels_from.empty() ? std::string(" (no labels)") : " (labels: " + shown(top.labels_from) + ")") << '\n';
-  TextTable table({"rank", "class", "label", "score", "probability"},
-                  {TextTable::Align::Right, TextTable::Align::Right, TextTable::Align::Left, TextTable::Align::Right,
-                   TextTable::Align::Right});
-  for (size_t i = 0; i < top.classes.size(); ++i) {
-    const TopClass& c = top.classes[i];
-    table.add_row({std::to_string(i + 1), std::to_string(c.index), c.label, short_number(c.score),
-                   short_number(c.probability)});
-  }
-  table.print(out);
-}
-
-nlohmann::ordered_json top_to_json(const TopReport& top) {
-  nlohmann::ordered_json classes = nlohmann::ordered_json::array();
-  for (const TopClass& c : top.classes) {
-    classes.push_back({{"index", c.index}, {"label", c.label}, {"score", c.score}, {"probability", c.probability}});
-  }
-  return {{"labels", top.labels_from}, {"classes", classes}};
-}
-
-}  // namespace tsarchive::cli
+}  // namespace tsarchive

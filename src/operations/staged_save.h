@@ -2,7 +2,7 @@
 // convert): libtorch has written the archive into a StagingFolder, with
 // extra/producer_info.json from the export hook (all but the digests, which
 // only exist once the records are written). The core opens the staged copy,
-// checks it like any input (gate.h), digests its records, and writes it to
+// checks it like any input (operations/gate.h), digests its records, and writes it to
 // its destination with the final stamp through the alignment-keeping extra/
 // writer and ArchiveFile's atomic replace.
 #pragma once
@@ -18,7 +18,7 @@
 #include "core/file_edit.h"
 #include "core/producer_info.h"
 
-namespace tsarchive::cli {
+namespace tsarchive {
 
 // (name, sha256) of every record but the stamp (`stamp_record`, e.g.
 // "extra/producer_info.json"); Error(BadInput) for a record that could not be
@@ -50,4 +50,4 @@ StagedStamp write_staged_with_stamp(ArchiveFile& file, const std::string& staged
                                     const std::string& output, const std::string& expected_top, const std::string& display,
                                     const StagedExtras& extras = {});
 
-}  // namespace tsarchive::cli
+}  // namespace tsarchive

@@ -1,7 +1,6 @@
-// trace and convert share one flow (convert_flow.cc): gate the input, stage
-// the output next to its destination, let the torch layer make, save, reload
-// and compare the new archive, then stamp it and move it into place, or
-// remove it and say why. cmd_trace.cc and cmd_convert.cc declare the options.
+// The command-line face of trace and convert (operations/convert.h): the
+// options both commands take, and the command that runs the operation and
+// renders its result. cmd_trace.cc and cmd_convert.cc declare the commands.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/worker_options.h"
+#include "operations/convert.h"
 
 namespace tsarchive::cli {
 
@@ -31,13 +31,13 @@ struct ConvertOptions {
   bool no_git = false;
   bool json = false;
   bool allow_drop = false;  // write even when a step cannot keep an exported method
-  WorkerOptions worker;
+  WorkerSettings worker;
 };
 
 // The options both commands take (the model, -o, inputs, tolerances, the
 // conversion steps, --json); trace adds its own.
 void add_convert_options(CLI::App& app, ConvertOptions& opts, Context& ctx);
 
-int run_convert_flow(const ConvertOptions& opts, Context& ctx);
+int run_convert(const ConvertOptions& opts, Context& ctx);
 
 }  // namespace tsarchive::cli

@@ -1,4 +1,4 @@
-#include "cli/staged_stamp.h"
+#include "operations/staged_save.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 #include "base/error.h"
 #include "core/extra.h"
 
-namespace tsarchive::cli {
+namespace tsarchive {
 
 std::vector<std::pair<std::string, std::string>> digests_without_stamp(const std::vector<RecordDigest>& records,
                                                                        const std::string& file,
@@ -65,4 +65,4 @@ StagedStamp write_staged_with_stamp(ArchiveFile& file, const std::string& staged
   }
 }
 
-}  // namespace tsarchive::cli
+}  // namespace tsarchive

@@ -3,18 +3,15 @@
 // (core/image.h does the work).
 #pragma once
 
-#include <iosfwd>
 #include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "contract/run.h"
 #include "core/image.h"
 #include "format/archive.h"
 
-namespace tsarchive::cli {
+namespace tsarchive {
 
 struct RunImageOptions {
   std::string save_outputs;  // --save-outputs, when it names a .png
@@ -36,7 +33,4 @@ struct TopReport {
 std::optional<TopReport> finish_image_outputs(const RunImageOptions& opts, const RunReport& report, SaveFormat format,
                                               const TorchArchive& archive);
 
-void render_top_text(const TopReport& top, std::ostream& out);
-nlohmann::ordered_json top_to_json(const TopReport& top);
-
-}  // namespace tsarchive::cli
+}  // namespace tsarchive

@@ -1,0 +1,43 @@
+// What every operation that hands an archive to libtorch's worker
+// (worker/worker.h) is told about that worker: its limits, --no-validate and
+// --load-library; and the job they make. The CLI's flags for them are in
+// cli/worker_options.h.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/checked_archive.h"
+#include "operations/notes.h"
+#include "worker/worker.h"
+
+namespace tsarchive {
+
+struct WorkerSettings {
+  std::string memory_limit = "auto";  // SIZE (512M, 8G, 1.5GiB, bytes), "auto" or "none"
+  double time_limit_s = 600;          // 0: none
+  bool no_validate = false;
+  std::vector<std::string> libraries;  // --load-library
+};
+
+// The limits for an archive of `archive_size` bytes. "auto" allows
+// max(4 GiB, 2 GiB + 4 x the archive), at most 90% of the machine's memory.
+// Error(Usage) for a SIZE that does not parse.
+WorkerLimits resolve_worker_limits(const WorkerSettings& settings, uint64_t archive_size);
+
+// The job for `activity` on an archive that passed the gate (gate.h), or
+// that the user sent unchecked, under the settings' limits. The first job of
+// the process notes when the kernel offers the worker's sandbox only in part
+// or not at all (sandbox.h).
+WorkerJob worker_job(const WorkerSettings& settings, const CheckedArchive& archive, std::string activity,
+                     const NoteSink& notes);
+
+// A job that reads no archive (the linked libtorch's version and devices).
+WorkerJob worker_job_without_archive(std::string activity);
+
+// "512M", "8G", "1.5GiB", "4096" (bytes); suffixes are powers of 1024.
+// Error(Usage) naming `flag` otherwise.
+uint64_t parse_memory_size(const std::string& text, const char* flag);
+
+}  // namespace tsarchive
