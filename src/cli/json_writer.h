@@ -118,4 +118,18 @@ void member(W& w, std::string_view name, const T& v) {
   write_value(w, v);
 }
 
+// The member `name`: an array of one object per item, whose members
+// `members(item)` writes.
+template <class W, class Items, class F>
+void object_array(W& w, std::string_view name, const Items& items, F&& members) {
+  w.key(name);
+  w.begin_array();
+  for (const auto& item : items) {
+    w.begin_object();
+    members(item);
+    w.end_object();
+  }
+  w.end_array();
+}
+
 }  // namespace tsarchive::cli

@@ -172,44 +172,32 @@ void render_problems(const InspectReport& r, std::ostream& out) {
 
 template <class W>
 void write_method(W& w, const CodeMethod& m) {
-  w.begin_object();
   member(w, "name", m.name);
   member(w, "signature", m.signature());
-  w.key("parameters");
-  w.begin_array();
-  for (const CodeParameter& p : m.parameters) {
-    w.begin_object();
+  object_array(w, "parameters", m.parameters, [&](const CodeParameter& p) {
     member(w, "name", p.name);
     member(w, "type", p.type);
     if (!p.default_value.empty()) member(w, "default", p.default_value);
-    w.end_object();
-  }
-  w.end_array();
+  });
   member(w, "return_type", m.return_type);
-  w.end_object();
 }
 
 template <class W>
 void write_onnx(W& w, const OnnxInfo& onnx) {
+  w.key("onnx");
   w.begin_object();
   member(w, "ir_version", onnx.ir_version);
   member(w, "producer_name", onnx.producer_name);
   member(w, "producer_version", onnx.producer_version);
-  w.key("opsets");
-  w.begin_array();
-  for (const auto& [domain, version] : onnx.opsets) {
-    w.begin_object();
-    member(w, "domain", domain);
-    member(w, "version", version);
-    w.end_object();
-  }
-  w.end_array();
+  object_array(w, "opsets", onnx.opsets, [&](const std::pair<std::string, int64_t>& opset) {
+    member(w, "domain", opset.first);
+    member(w, "version", opset.second);
+  });
   w.end_object();
 }
 
 template <class W>
 void write_record(W& w, const RecordInfo& rec) {
-  w.begin_object();
   member(w, "name", rec.name);
   member(w, "kind", record_kind_id(rec.kind));
   member(w, "size", rec.size);
@@ -218,11 +206,11 @@ void write_record(W& w, const RecordInfo& rec) {
   member(w, "data_offset", rec.data_offset);
   member(w, "aligned", rec.aligned);
   member(w, "crc32", rec.crc32);
-  w.end_object();
 }
 
 template <class W>
 void write_run_check(W& w, const RunCheck& c) {
+  w.key("run_check");
   w.begin_object();
   member(w, "method", c.method);
   member(w, "inputs", c.inputs);
@@ -252,21 +240,14 @@ void write_zip_members(W& w, const InspectReport& r) {
   member(w, "tensor_records", r.tensor_records);
   member(w, "tensor_records_stored", r.tensor_records_stored);
   member(w, "tensor_records_aligned", r.tensor_records_aligned);
-  w.key("records");
-  w.begin_array();
-  for (const RecordInfo& rec : r.records) write_record(w, rec);
-  w.end_array();
+  object_array(w, "records", r.records, [&](const RecordInfo& rec) { write_record(w, rec); });
   w.end_object();
   member(w, "extra_files", extra_files_to_json(r.extra_files));
-  if (r.run_check) {
-    w.key("run_check");
-    write_run_check(w, *r.run_check);
-  }
+  if (r.run_check) write_run_check(w, *r.run_check);
 }
 
 template <class W>
 void write_tensor(W& w, const TensorInfo& t) {
-  w.begin_object();
   member(w, "path", t.path);
   member(w, "role", tensor_role_id(t.role));
   member(w, "dtype", t.dtype);
@@ -279,69 +260,42 @@ void write_tensor(W& w, const TensorInfo& t) {
   member(w, "nbytes", t.nbytes);
   member(w, "requires_grad", t.requires_grad);
   if (!t.quantization.empty()) member(w, "quantization", t.quantization);
-  w.end_object();
 }
 
 // "tensors", "storages" and "dtype_totals".
 template <class W>
 void write_tensor_members(W& w, const InspectReport& r) {
-  w.key("tensors");
-  w.begin_array();
-  for (const TensorInfo& t : r.tensors) write_tensor(w, t);
-  w.end_array();
-  w.key("storages");
-  w.begin_array();
-  for (const StorageInfo& s : r.storages) {
-    w.begin_object();
+  object_array(w, "tensors", r.tensors, [&](const TensorInfo& t) { write_tensor(w, t); });
+  object_array(w, "storages", r.storages, [&](const StorageInfo& s) {
     member(w, "record", s.record);
     member(w, "dtype", s.dtype);
     member(w, "numel", s.numel);
     member(w, "nbytes", s.nbytes);
     member(w, "device", s.device);
-    w.end_object();
-  }
-  w.end_array();
-  w.key("dtype_totals");
-  w.begin_array();
-  for (const DtypeTotal& d : r.dtype_totals) {
-    w.begin_object();
+  });
+  object_array(w, "dtype_totals", r.dtype_totals, [&](const DtypeTotal& d) {
     member(w, "dtype", d.dtype);
     member(w, "tensors", d.tensors);
     member(w, "elements", d.elements);
     member(w, "bytes", d.bytes);
-    w.end_object();
-  }
-  w.end_array();
+  });
 }
 
 // "modules" and "classes".
 template <class W>
 void write_code_members(W& w, const InspectReport& r) {
-  w.key("modules");
-  w.begin_array();
-  for (const ModuleInfo& m : r.modules) {
-    w.begin_object();
+  object_array(w, "modules", r.modules, [&](const ModuleInfo& m) {
     member(w, "path", m.path);
     member(w, "type", m.type);
-    w.end_object();
-  }
-  w.end_array();
-  w.key("classes");
-  w.begin_array();
-  for (const CodeClass& c : r.classes) {
-    w.begin_object();
+  });
+  object_array(w, "classes", r.classes, [&](const CodeClass& c) {
     member(w, "name", c.qualified_name);
     member(w, "base", c.base);
     member(w, "record", c.record);
     member(w, "parameters", c.parameters);
     member(w, "buffers", c.buffers);
-    w.key("methods");
-    w.begin_array();
-    for (const CodeMethod& m : c.methods) write_method(w, m);
-    w.end_array();
-    w.end_object();
-  }
-  w.end_array();
+    object_array(w, "methods", c.methods, [&](const CodeMethod& m) { write_method(w, m); });
+  });
 }
 
 // The document (schema tsarchive.inspect/2), member by member, in its order.
@@ -355,10 +309,7 @@ void write_inspect(W& w, const InspectReport& r) {
   member(w, "kind_description", headline(r));
   member(w, "notes", r.notes);
   member(w, "problems", r.problems);
-  if (r.onnx) {
-    w.key("onnx");
-    write_onnx(w, *r.onnx);
-  }
+  if (r.onnx) write_onnx(w, *r.onnx);
   if (r.is_zip) write_zip_members(w, r);
   if (r.pt2) member(w, "pt2", pt2_to_json(*r.pt2));
   write_tensor_members(w, r);
