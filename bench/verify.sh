@@ -54,6 +54,8 @@ import os, shutil, statistics, subprocess, sys, time
 
 TS, N, OUT, PY = os.environ["TSARCHIVE"], int(os.environ["N"]), os.environ["OUT"], os.environ["PY"]
 RESAVE = "import sys, torch\ntorch.jit.save(torch.jit.load(sys.argv[1]), sys.argv[2])"
+# The same made durable as stamp's atomic replace is (fsync of the file before it counts as written).
+RESAVE_FSYNC = RESAVE + "\nimport os\nfd = os.open(sys.argv[2], os.O_RDONLY)\nos.fsync(fd)"
 failed = []
 
 def run(argv):
@@ -126,6 +128,7 @@ for archive in sys.argv[1:]:
         "tsarchive stamp --keep-bytes": lambda i: [TS, "stamp", "--keep-bytes", "--no-git", "--field", f"run={i}", work["keep"]],
         "tsarchive stamp (libtorch re-save)": lambda i: [TS, "stamp", "--no-git", "--field", f"run={i}", work["hook"]],
         "python torch.jit load+save": lambda i: [PY, "-c", RESAVE, archive, work["py"]],
+        "python load+save, fsync": lambda i: [PY, "-c", RESAVE_FSYNC, archive, work["py"]],
     }, ["cp", "tsarchive extra set", "python torch.jit load+save"])
     r = med["tsarchive stamp --keep-bytes"] / med["cp"]
     h = med["tsarchive stamp (libtorch re-save)"] / med["python torch.jit load+save"]
