@@ -118,6 +118,15 @@ void member(W& w, std::string_view name, const T& v) {
   write_value(w, v);
 }
 
+// The member `name`: an object whose members `members()` writes.
+template <class W, class F>
+void object_member(W& w, std::string_view name, F&& members) {
+  w.key(name);
+  w.begin_object();
+  members();
+  w.end_object();
+}
+
 // The member `name`: an array of one object per item, whose members
 // `members(item)` writes.
 template <class W, class Items, class F>

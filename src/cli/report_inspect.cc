@@ -184,16 +184,15 @@ void write_method(W& w, const CodeMethod& m) {
 
 template <class W>
 void write_onnx(W& w, const OnnxInfo& onnx) {
-  w.key("onnx");
-  w.begin_object();
-  member(w, "ir_version", onnx.ir_version);
-  member(w, "producer_name", onnx.producer_name);
-  member(w, "producer_version", onnx.producer_version);
-  object_array(w, "opsets", onnx.opsets, [&](const std::pair<std::string, int64_t>& opset) {
-    member(w, "domain", opset.first);
-    member(w, "version", opset.second);
+  object_member(w, "onnx", [&] {
+    member(w, "ir_version", onnx.ir_version);
+    member(w, "producer_name", onnx.producer_name);
+    member(w, "producer_version", onnx.producer_version);
+    object_array(w, "opsets", onnx.opsets, [&](const std::pair<std::string, int64_t>& opset) {
+      member(w, "domain", opset.first);
+      member(w, "version", opset.second);
+    });
   });
-  w.end_object();
 }
 
 template <class W>
@@ -210,38 +209,36 @@ void write_record(W& w, const RecordInfo& rec) {
 
 template <class W>
 void write_run_check(W& w, const RunCheck& c) {
-  w.key("run_check");
-  w.begin_object();
-  member(w, "method", c.method);
-  member(w, "inputs", c.inputs);
-  member(w, "outputs", c.outputs);
-  member(w, "atol", c.tolerance.atol);
-  member(w, "rtol", c.tolerance.rtol);
-  member(w, "device", c.device);
-  member(w, "libtorch", c.libtorch);
-  member(w, "producer", c.producer);
-  member(w, "created_at", c.created_at);
-  w.end_object();
+  object_member(w, "run_check", [&] {
+    member(w, "method", c.method);
+    member(w, "inputs", c.inputs);
+    member(w, "outputs", c.outputs);
+    member(w, "atol", c.tolerance.atol);
+    member(w, "rtol", c.tolerance.rtol);
+    member(w, "device", c.device);
+    member(w, "libtorch", c.libtorch);
+    member(w, "producer", c.producer);
+    member(w, "created_at", c.created_at);
+  });
 }
 
 // "archive", "extra_files" and "run_check": the members of a ZIP file.
 template <class W>
 void write_zip_members(W& w, const InspectReport& r) {
-  w.key("archive");
-  w.begin_object();
-  member(w, "top_folder", r.top_folder);
-  member(w, "format_version", r.format_version);
-  member(w, "version_record", r.version_record);
-  member(w, "byteorder", r.byteorder);
-  member(w, "serialization_id", r.serialization_id);
-  member(w, "bytecode_version", r.bytecode_version);
-  member(w, "total_size", r.total_size);
-  member(w, "compressed_size", r.compressed_size);
-  member(w, "tensor_records", r.tensor_records);
-  member(w, "tensor_records_stored", r.tensor_records_stored);
-  member(w, "tensor_records_aligned", r.tensor_records_aligned);
-  object_array(w, "records", r.records, [&](const RecordInfo& rec) { write_record(w, rec); });
-  w.end_object();
+  object_member(w, "archive", [&] {
+    member(w, "top_folder", r.top_folder);
+    member(w, "format_version", r.format_version);
+    member(w, "version_record", r.version_record);
+    member(w, "byteorder", r.byteorder);
+    member(w, "serialization_id", r.serialization_id);
+    member(w, "bytecode_version", r.bytecode_version);
+    member(w, "total_size", r.total_size);
+    member(w, "compressed_size", r.compressed_size);
+    member(w, "tensor_records", r.tensor_records);
+    member(w, "tensor_records_stored", r.tensor_records_stored);
+    member(w, "tensor_records_aligned", r.tensor_records_aligned);
+    object_array(w, "records", r.records, [&](const RecordInfo& rec) { write_record(w, rec); });
+  });
   member(w, "extra_files", extra_files_to_json(r.extra_files));
   if (r.run_check) write_run_check(w, *r.run_check);
 }
