@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "cli/json_writer.h"
 #include "cli/output.h"
 #include "cli/report_extra.h"
 #include "cli/report_load_safety.h"
@@ -169,25 +170,152 @@ void render_problems(const InspectReport& r, std::ostream& out) {
   for (const std::string& p : r.problems) out << "  ! " << shown(p) << '\n';
 }
 
-nlohmann::ordered_json method_json(const CodeMethod& m) {
-  nlohmann::ordered_json params = nlohmann::ordered_json::array();
-  for (const CodeParameter& p : m.parameters) {
-    nlohmann::ordered_json jp = {{"name", p.name}, {"type", p.type}};
-    if (!p.default_value.empty()) jp["default"] = p.default_value;
-    params.push_back(jp);
-  }
-  return {{"name", m.name}, {"signature", m.signature()}, {"parameters", params}, {"return_type", m.return_type}};
+template <class W>
+void write_method(W& w, const CodeMethod& m) {
+  member(w, "name", m.name);
+  member(w, "signature", m.signature());
+  object_array(w, "parameters", m.parameters, [&](const CodeParameter& p) {
+    member(w, "name", p.name);
+    member(w, "type", p.type);
+    if (!p.default_value.empty()) member(w, "default", p.default_value);
+  });
+  member(w, "return_type", m.return_type);
 }
 
-// A new empty object at the end of `array`, with room for `keys` members that
-// the caller adds with emplace_back, in order. The objects of the big arrays
-// (records, tensors, storages) are built this way: nlohmann's initializer
-// lists make a temporary array per key, most of --json's time on an archive
-// with thousands of tensors.
-nlohmann::ordered_json::object_t& new_object(nlohmann::ordered_json& array, size_t keys) {
-  auto& object = array.emplace_back(nlohmann::ordered_json::value_t::object).get_ref<nlohmann::ordered_json::object_t&>();
-  object.reserve(keys);
-  return object;
+template <class W>
+void write_onnx(W& w, const OnnxInfo& onnx) {
+  object_member(w, "onnx", [&] {
+    member(w, "ir_version", onnx.ir_version);
+    member(w, "producer_name", onnx.producer_name);
+    member(w, "producer_version", onnx.producer_version);
+    object_array(w, "opsets", onnx.opsets, [&](const std::pair<std::string, int64_t>& opset) {
+      member(w, "domain", opset.first);
+      member(w, "version", opset.second);
+    });
+  });
+}
+
+template <class W>
+void write_record(W& w, const RecordInfo& rec) {
+  member(w, "name", rec.name);
+  member(w, "kind", record_kind_id(rec.kind));
+  member(w, "size", rec.size);
+  member(w, "compressed_size", rec.compressed_size);
+  member(w, "method", zip_method_name(rec.method));
+  member(w, "data_offset", rec.data_offset);
+  member(w, "aligned", rec.aligned);
+  member(w, "crc32", rec.crc32);
+}
+
+template <class W>
+void write_run_check(W& w, const RunCheck& c) {
+  object_member(w, "run_check", [&] {
+    member(w, "method", c.method);
+    member(w, "inputs", c.inputs);
+    member(w, "outputs", c.outputs);
+    member(w, "atol", c.tolerance.atol);
+    member(w, "rtol", c.tolerance.rtol);
+    member(w, "device", c.device);
+    member(w, "libtorch", c.libtorch);
+    member(w, "producer", c.producer);
+    member(w, "created_at", c.created_at);
+  });
+}
+
+// "archive", "extra_files" and "run_check": the members of a ZIP file.
+template <class W>
+void write_zip_members(W& w, const InspectReport& r) {
+  object_member(w, "archive", [&] {
+    member(w, "top_folder", r.top_folder);
+    member(w, "format_version", r.format_version);
+    member(w, "version_record", r.version_record);
+    member(w, "byteorder", r.byteorder);
+    member(w, "serialization_id", r.serialization_id);
+    member(w, "bytecode_version", r.bytecode_version);
+    member(w, "total_size", r.total_size);
+    member(w, "compressed_size", r.compressed_size);
+    member(w, "tensor_records", r.tensor_records);
+    member(w, "tensor_records_stored", r.tensor_records_stored);
+    member(w, "tensor_records_aligned", r.tensor_records_aligned);
+    object_array(w, "records", r.records, [&](const RecordInfo& rec) { write_record(w, rec); });
+  });
+  member(w, "extra_files", extra_files_to_json(r.extra_files));
+  if (r.run_check) write_run_check(w, *r.run_check);
+}
+
+template <class W>
+void write_tensor(W& w, const TensorInfo& t) {
+  member(w, "path", t.path);
+  member(w, "role", tensor_role_id(t.role));
+  member(w, "dtype", t.dtype);
+  member(w, "shape", t.shape);
+  member(w, "stride", t.stride);
+  member(w, "storage_offset", t.storage_offset);
+  member(w, "device", t.device);
+  member(w, "storage", t.storage_record);
+  member(w, "numel", t.numel);
+  member(w, "nbytes", t.nbytes);
+  member(w, "requires_grad", t.requires_grad);
+  if (!t.quantization.empty()) member(w, "quantization", t.quantization);
+}
+
+// "tensors", "storages" and "dtype_totals".
+template <class W>
+void write_tensor_members(W& w, const InspectReport& r) {
+  object_array(w, "tensors", r.tensors, [&](const TensorInfo& t) { write_tensor(w, t); });
+  object_array(w, "storages", r.storages, [&](const StorageInfo& s) {
+    member(w, "record", s.record);
+    member(w, "dtype", s.dtype);
+    member(w, "numel", s.numel);
+    member(w, "nbytes", s.nbytes);
+    member(w, "device", s.device);
+  });
+  object_array(w, "dtype_totals", r.dtype_totals, [&](const DtypeTotal& d) {
+    member(w, "dtype", d.dtype);
+    member(w, "tensors", d.tensors);
+    member(w, "elements", d.elements);
+    member(w, "bytes", d.bytes);
+  });
+}
+
+// "modules" and "classes".
+template <class W>
+void write_code_members(W& w, const InspectReport& r) {
+  object_array(w, "modules", r.modules, [&](const ModuleInfo& m) {
+    member(w, "path", m.path);
+    member(w, "type", m.type);
+  });
+  object_array(w, "classes", r.classes, [&](const CodeClass& c) {
+    member(w, "name", c.qualified_name);
+    member(w, "base", c.base);
+    member(w, "record", c.record);
+    member(w, "parameters", c.parameters);
+    member(w, "buffers", c.buffers);
+    object_array(w, "methods", c.methods, [&](const CodeMethod& m) { write_method(w, m); });
+  });
+}
+
+// The document (schema tsarchive.inspect/2), member by member, in its order.
+template <class W>
+void write_inspect(W& w, const InspectReport& r) {
+  w.begin_object();
+  member(w, "schema", "tsarchive.inspect/2");
+  member(w, "file", r.path);
+  member(w, "size", r.file_size);
+  member(w, "kind", file_kind_id(r.kind));
+  member(w, "kind_description", headline(r));
+  member(w, "notes", r.notes);
+  member(w, "problems", r.problems);
+  if (r.onnx) write_onnx(w, *r.onnx);
+  if (r.is_zip) write_zip_members(w, r);
+  if (r.pt2) member(w, "pt2", pt2_to_json(*r.pt2));
+  write_tensor_members(w, r);
+  member(w, "parameter_count", r.parameter_count);
+  member(w, "tensor_bytes", r.tensor_bytes);
+  member(w, "root_type", r.root_type);
+  write_code_members(w, r);
+  if (r.load_safety) member(w, "load_safety", load_safety_to_json(*r.load_safety));
+  w.end_object();
 }
 
 }  // namespace
@@ -205,107 +333,17 @@ void render_inspect_text(const InspectReport& r, const InspectView& view, std::o
 }
 
 nlohmann::ordered_json inspect_to_json(const InspectReport& r) {
-  using json = nlohmann::ordered_json;
-  json doc = {{"schema", "tsarchive.inspect/2"},
-              {"file", r.path},
-              {"size", r.file_size},
-              {"kind", file_kind_id(r.kind)},
-              {"kind_description", headline(r)},
-              {"notes", r.notes},
-              {"problems", r.problems}};
-  if (r.onnx) {
-    json opsets = json::array();
-    for (const auto& [domain, version] : r.onnx->opsets) opsets.push_back({{"domain", domain}, {"version", version}});
-    doc["onnx"] = {{"ir_version", r.onnx->ir_version},
-                   {"producer_name", r.onnx->producer_name},
-                   {"producer_version", r.onnx->producer_version},
-                   {"opsets", std::move(opsets)}};
-  }
-  if (r.is_zip) {
-    json records = json::array();
-    records.get_ref<json::array_t&>().reserve(r.records.size());
-    for (const RecordInfo& rec : r.records) {
-      auto& o = new_object(records, 8);
-      o.emplace_back("name", rec.name);
-      o.emplace_back("kind", record_kind_id(rec.kind));
-      o.emplace_back("size", rec.size);
-      o.emplace_back("compressed_size", rec.compressed_size);
-      o.emplace_back("method", zip_method_name(rec.method));
-      o.emplace_back("data_offset", rec.data_offset);
-      o.emplace_back("aligned", rec.aligned);
-      o.emplace_back("crc32", rec.crc32);
-    }
-    doc["archive"] = {{"top_folder", r.top_folder},
-                      {"format_version", r.format_version ? json(*r.format_version) : json(nullptr)},
-                      {"version_record", r.version_record},
-                      {"byteorder", r.byteorder ? json(*r.byteorder) : json(nullptr)},
-                      {"serialization_id", r.serialization_id ? json(*r.serialization_id) : json(nullptr)},
-                      {"bytecode_version", r.bytecode_version ? json(*r.bytecode_version) : json(nullptr)},
-                      {"total_size", r.total_size},
-                      {"compressed_size", r.compressed_size},
-                      {"tensor_records", r.tensor_records},
-                      {"tensor_records_stored", r.tensor_records_stored},
-                      {"tensor_records_aligned", r.tensor_records_aligned},
-                      {"records", std::move(records)}};
-    doc["extra_files"] = extra_files_to_json(r.extra_files);
-    if (r.run_check) {
-      const RunCheck& c = *r.run_check;
-      doc["run_check"] = {{"method", c.method}, {"inputs", c.inputs},   {"outputs", c.outputs},
-                          {"atol", c.tolerance.atol}, {"rtol", c.tolerance.rtol}, {"device", c.device},
-                          {"libtorch", c.libtorch}, {"producer", c.producer}, {"created_at", c.created_at}};
-    }
-  }
-  json tensors = json::array();
-  tensors.get_ref<json::array_t&>().reserve(r.tensors.size());
-  for (const TensorInfo& t : r.tensors) {
-    auto& o = new_object(tensors, 12);
-    o.emplace_back("path", t.path);
-    o.emplace_back("role", tensor_role_id(t.role));
-    o.emplace_back("dtype", t.dtype);
-    o.emplace_back("shape", t.shape);
-    o.emplace_back("stride", t.stride);
-    o.emplace_back("storage_offset", t.storage_offset);
-    o.emplace_back("device", t.device);
-    o.emplace_back("storage", t.storage_record);
-    o.emplace_back("numel", t.numel);
-    o.emplace_back("nbytes", t.nbytes);
-    o.emplace_back("requires_grad", t.requires_grad);
-    if (!t.quantization.empty()) o.emplace_back("quantization", t.quantization);
-  }
-  json storages = json::array();
-  storages.get_ref<json::array_t&>().reserve(r.storages.size());
-  for (const StorageInfo& s : r.storages) {
-    auto& o = new_object(storages, 5);
-    o.emplace_back("record", s.record);
-    o.emplace_back("dtype", s.dtype);
-    o.emplace_back("numel", s.numel);
-    o.emplace_back("nbytes", s.nbytes);
-    o.emplace_back("device", s.device);
-  }
-  json totals = json::array();
-  for (const DtypeTotal& d : r.dtype_totals) {
-    totals.push_back({{"dtype", d.dtype}, {"tensors", d.tensors}, {"elements", d.elements}, {"bytes", d.bytes}});
-  }
-  json modules = json::array();
-  for (const ModuleInfo& m : r.modules) modules.push_back({{"path", m.path}, {"type", m.type}});
-  json classes = json::array();
-  for (const CodeClass& c : r.classes) {
-    json methods = json::array();
-    for (const CodeMethod& m : c.methods) methods.push_back(method_json(m));
-    classes.push_back({{"name", c.qualified_name}, {"base", c.base}, {"record", c.record},
-                       {"parameters", c.parameters}, {"buffers", c.buffers}, {"methods", std::move(methods)}});
-  }
-  if (r.pt2) doc["pt2"] = pt2_to_json(*r.pt2);
-  doc["tensors"] = std::move(tensors);
-  doc["storages"] = std::move(storages);
-  doc["dtype_totals"] = std::move(totals);
-  doc["parameter_count"] = r.parameter_count;
-  doc["tensor_bytes"] = r.tensor_bytes;
-  doc["root_type"] = r.root_type;
-  doc["modules"] = std::move(modules);
-  doc["classes"] = std::move(classes);
-  if (r.load_safety) doc["load_safety"] = load_safety_to_json(*r.load_safety);
-  return doc;
+  JsonBuilder doc;
+  write_inspect(doc, r);
+  return doc.take();
+}
+
+std::string inspect_json_text(const InspectReport& r, int indent) {
+  std::string text;
+  text.reserve(4096 + 320 * r.tensors.size() + 256 * r.records.size());
+  JsonWriter writer(text, indent);
+  write_inspect(writer, r);
+  return text;
 }
 
 }  // namespace tsarchive::cli

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <ostream>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -14,7 +15,10 @@ struct InspectView {
 };
 
 void render_inspect_text(const InspectReport& report, const InspectView& view, std::ostream& out);
+// The JSON document (schema tsarchive.inspect/2), and the same as text, streamed
+// without building it: json_text(inspect_to_json(report), indent), byte for byte.
 nlohmann::ordered_json inspect_to_json(const InspectReport& report);
+std::string inspect_json_text(const InspectReport& report, int indent);
 
 // The .pt2 part of both (report_pt2.cc).
 void render_pt2_text(const Pt2Contents& pt2, std::ostream& out);

@@ -3,8 +3,10 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <future>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "base/error.h"
 #include "format/crc32.h"
@@ -23,35 +25,87 @@ size_t reserve_chunk(std::vector<unsigned char>& buf, uint64_t want, size_t cap)
   return n;
 }
 
+// One thread that takes the CRC-32 of the chunks handed to it, in order: one
+// thread per record, not one per chunk (a 1 GiB record is 1,024 chunks).
+class CrcBeside {
+ public:
+  explicit CrcBeside(uint32_t crc) : crc_(crc), thread_([this] { run(); }) {}
+  CrcBeside(const CrcBeside&) = delete;
+  CrcBeside& operator=(const CrcBeside&) = delete;
+  ~CrcBeside() { finish(); }
+
+  // Hands over a chunk once the previous one is done: the caller may then
+  // reuse the previous chunk's buffer.
+  void hand(const unsigned char* data, size_t n) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return chunk_ == nullptr; });
+    chunk_ = data;
+    size_ = n;
+    changed_.notify_all();
+  }
+
+  // The CRC of everything handed over, once it is done.
+  uint32_t finish() {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      changed_.wait(lock, [&] { return chunk_ == nullptr; });
+      done_ = true;
+      changed_.notify_all();
+    }
+    if (thread_.joinable()) thread_.join();
+    return crc_;
+  }
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      changed_.wait(lock, [&] { return chunk_ != nullptr || done_; });
+      if (chunk_ == nullptr) return;
+      const unsigned char* const data = chunk_;
+      const size_t n = size_;
+      lock.unlock();
+      const uint32_t crc = crc32_update(crc_, data, n);
+      lock.lock();
+      crc_ = crc;
+      chunk_ = nullptr;  // its buffer is free again
+      changed_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  const unsigned char* chunk_ = nullptr;  // handed over, not yet done
+  size_t size_ = 0;
+  bool done_ = false;
+  uint32_t crc_;
+  std::thread thread_;  // last: starts once the members above are set
+};
+
 }  // namespace
 
 ZipEntryReader::ZipEntryReader(const ByteSource& source) : source_(source) {}
 
 // Chunk k is read into buffer k % 2 while the CRC of chunk k - 1 may still run
 // on the second thread; the sink takes chunk k on this thread; chunk k + 1
-// reuses buffer (k + 1) % 2 only after chunk k - 1's CRC (its reader) is done.
+// reuses buffer (k + 1) % 2 only after chunk k - 1's CRC is done (handing
+// chunk k over waited for it).
 void ZipEntryReader::read_stored_crc_beside(const ZipEntry& e, const Sink& sink, uint32_t& crc, ZipContentCheck& out) {
   const size_t chunk = reserve_chunk(out_, e.compressed_size, kOutChunk);
   second_.resize(chunk);
   unsigned char* const buffers[2] = {out_.data(), second_.data()};
-  std::future<uint32_t> pending;
+  CrcBeside beside(crc);  // its destructor waits for it: it reads our buffers
   size_t k = 0;
   for (uint64_t done = 0; done < e.compressed_size; ++k) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk, e.compressed_size - done));
     unsigned char* const buffer = buffers[k % 2];
     source_.read_at(e.data_offset + done, buffer, n);
-    if (pending.valid()) crc = pending.get();
-    pending = std::async(std::launch::async, [crc, buffer, n] { return crc32_update(crc, buffer, n); });
+    beside.hand(buffer, n);
     out.size += n;
-    try {
-      sink(buffer, n);
-    } catch (...) {
-      pending.wait();  // it reads our buffer
-      throw;
-    }
+    sink(buffer, n);
     done += n;
   }
-  if (pending.valid()) crc = pending.get();
+  crc = beside.finish();
 }
 
 ZipContentCheck ZipEntryReader::read(const ZipEntry& e, const Sink& sink, unsigned char* stored_into) {

@@ -1,0 +1,144 @@
+// JSON documents written member by member, by one description and two back
+// ends with the same calls (begin_object, key, value, end_object, ...):
+//   JsonWriter   streams the text into a string as json_text(doc, indent)
+//                (output.h) writes the document built the same way, byte for
+//                byte: nlohmann's layout and escapes, and each byte that is
+//                not part of valid UTF-8 as \udcXX. No document is built, so
+//                a report of thousands of tensors costs one pass over them.
+//   JsonBuilder  builds the nlohmann::ordered_json document.
+// A renderer written as a template over its back end gives both the text
+// (inspect --json) and the document (tests compare the two).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace tsarchive::cli {
+
+class JsonWriter {
+ public:
+  // `indent` as json_text's: spaces per level, -1 for one line.
+  JsonWriter(std::string& out, int indent) : out_(out), indent_(indent) {}
+
+  void begin_object() { open('{'); }
+  void end_object() { close('}'); }
+  void begin_array() { open('['); }
+  void end_array() { close(']'); }
+  // The next member's name, inside an object; its value follows.
+  void key(std::string_view name);
+
+  void value(std::string_view s);
+  void value(const std::string& s) { value(std::string_view(s)); }
+  void value(const char* s) { value(std::string_view(s)); }
+  void value(bool b);
+  void value(std::nullptr_t);
+  void value(double d);
+  template <class T, std::enable_if_t<std::is_integral_v<T> && !std::is_same_v<T, bool>, int> = 0>
+  void value(T n) {
+    if constexpr (std::is_signed_v<T>) {
+      integer(static_cast<int64_t>(n), n < 0);
+    } else {
+      integer(static_cast<uint64_t>(n), false);
+    }
+  }
+  // A whole document made elsewhere (a nested report's own JSON).
+  void value(const nlohmann::ordered_json& j);
+
+ private:
+  void open(char bracket);
+  void close(char bracket);
+  void before_value();  // the comma and the line break that come before an element
+  void newline_indent(size_t depth);
+  void integer(uint64_t magnitude_or_bits, bool negative);
+  void quoted(std::string_view s);
+
+  std::string& out_;
+  int indent_;
+  std::vector<bool> empty_;  // per open container: nothing in it yet
+  bool after_key_ = false;
+};
+
+class JsonBuilder {
+ public:
+  void begin_object() { open(nlohmann::ordered_json::object()); }
+  void end_object() { stack_.pop_back(); }
+  void begin_array() { open(nlohmann::ordered_json::array()); }
+  void end_array() { stack_.pop_back(); }
+  void key(std::string_view name) { key_ = name; }
+  template <class T>
+  void value(T&& v) {
+    put(nlohmann::ordered_json(std::forward<T>(v)));
+  }
+  void value(std::string_view s) { put(nlohmann::ordered_json(std::string(s))); }
+  void value(std::nullptr_t) { put(nlohmann::ordered_json(nullptr)); }
+
+  nlohmann::ordered_json take() { return std::move(root_); }
+
+ private:
+  nlohmann::ordered_json& put(nlohmann::ordered_json v);
+  void open(nlohmann::ordered_json empty) { stack_.push_back(&put(std::move(empty))); }
+
+  nlohmann::ordered_json root_;
+  std::vector<nlohmann::ordered_json*> stack_;
+  std::string key_;
+};
+
+// What both back ends share on top of those calls.
+template <class W, class T>
+void member(W& w, std::string_view name, const T& v);
+
+template <class W, class T>
+void write_value(W& w, const T& v) {
+  w.value(v);
+}
+template <class W, class T>
+void write_value(W& w, const std::vector<T>& items) {
+  w.begin_array();
+  for (const T& item : items) write_value(w, item);
+  w.end_array();
+}
+template <class W, class T>
+void write_value(W& w, const std::optional<T>& v) {
+  if (v) {
+    write_value(w, *v);
+  } else {
+    w.value(nullptr);
+  }
+}
+
+template <class W, class T>
+void member(W& w, std::string_view name, const T& v) {
+  w.key(name);
+  write_value(w, v);
+}
+
+// The member `name`: an object whose members `members()` writes.
+template <class W, class F>
+void object_member(W& w, std::string_view name, F&& members) {
+  w.key(name);
+  w.begin_object();
+  members();
+  w.end_object();
+}
+
+// The member `name`: an array of one object per item, whose members
+// `members(item)` writes.
+template <class W, class Items, class F>
+void object_array(W& w, std::string_view name, const Items& items, F&& members) {
+  w.key(name);
+  w.begin_array();
+  for (const auto& item : items) {
+    w.begin_object();
+    members(item);
+    w.end_object();
+  }
+  w.end_array();
+}
+
+}  // namespace tsarchive::cli

@@ -1,0 +1,123 @@
+// inspect --json is streamed (JsonWriter) without building the document; the
+// same description also builds the nlohmann document (JsonBuilder). The text
+// must be json_text() of that document byte for byte: nlohmann's layout and
+// escapes, and \udcXX for each byte that is not UTF-8.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "cli/json_writer.h"
+#include "cli/output.h"
+#include "cli/report_inspect.h"
+#include "core/inspect.h"
+#include "helpers.h"
+
+using namespace tsarchive;
+using tsarchive::cli::inspect_json_text;
+using tsarchive::cli::inspect_to_json;
+using tsarchive::cli::json_text;
+
+namespace {
+
+// Whether the streamed text equals the built document's, in both layouts
+// inspect writes (indent 2; -1 for JSON Lines).
+void check_same(const InspectReport& r) {
+  const nlohmann::ordered_json doc = inspect_to_json(r);
+  for (const int indent : {2, -1}) {
+    INFO(r.path << ", indent " << indent);
+    CHECK(inspect_json_text(r, indent) == json_text(doc, indent));
+  }
+}
+
+InspectReport hostile_report() {
+  InspectReport r;
+  r.path = "dir/\"quoted\"\\back\tslash\x01\x1f\x7f.pt";
+  r.file_size = 18446744073709551615ull;
+  r.kind = FileKind::TorchScript;
+  r.is_zip = true;
+  for (int b = 0; b < 256; ++b) r.notes.push_back(std::string("byte ") + static_cast<char>(b) + " end");
+  r.notes.push_back("\xc3\xa9 \xf0\x9f\x98\x80 \xe2\x80\xae bidi \xee\x80\x80 private use");          // valid
+  r.notes.push_back("\xc0\xaf overlong \xed\xa0\x80 surrogate \xf4\x90\x80\x80 above \xe2\x82 cut");  // not
+  r.notes.push_back("");
+  r.top_folder = "top\xff";
+  r.format_version = 3;
+  r.byteorder = "little";
+  RecordInfo rec;
+  rec.name = "top\xff/data/0";
+  rec.kind = RecordKind::TensorData;
+  rec.crc32 = 0xffffffffu;
+  rec.size = 1ull << 40;
+  r.records = {rec, rec};
+  TensorInfo t;
+  t.path = "layer.\xe2\x80\xae weight";
+  t.shape = {2, 0, 3};
+  t.stride = {-1, 9223372036854775807ll, (-9223372036854775807ll - 1)};
+  t.storage_offset = -5;
+  t.quantization = "per_tensor_affine";
+  r.tensors = {t, TensorInfo{}};
+  r.storages = {StorageInfo{}};
+  RunCheck check;
+  check.tolerance.atol = 1e-5;
+  check.tolerance.rtol = 0.25;
+  check.inputs = {"x: float32 [1, 3]"};
+  r.run_check = check;
+  OnnxInfo onnx;
+  onnx.ir_version = -1;
+  onnx.opsets = {{"", 17}, {"com.microsoft\x80", 1}};
+  r.onnx = onnx;
+  CodeClass c;
+  c.qualified_name = "__torch__.M";
+  c.parameters = {"w"};
+  CodeMethod m;
+  m.name = "forward";
+  m.parameters = {CodeParameter{"self", "__torch__.M", ""}, CodeParameter{"x", "Tensor", "None"}};
+  m.return_type = "Tensor";
+  c.methods = {m, CodeMethod{}};
+  r.classes = {c, CodeClass{}};
+  r.modules = {ModuleInfo{"", "__torch__.M"}};
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("inspect --json: the streamed text is the document's json_text, hostile strings included") {
+  const InspectReport r = hostile_report();
+  check_same(r);
+  const std::string text = inspect_json_text(r, 2);
+  CHECK(text.find("\"top\\udcff\"") != std::string::npos);                  // not UTF-8: surrogateescape
+  CHECK(text.find("\"byte \\u0001 end\"") != std::string::npos);             // control: \u00XX, lowercase
+  CHECK(text.find("\"byte \x7f end\"") != std::string::npos);                // DEL as it is, as nlohmann
+  CHECK(text.find("\"atol\": 1e-05") != std::string::npos);                  // nlohmann's number form
+  CHECK(text.find("\"storage_offset\": -5") != std::string::npos);
+  CHECK(text.find("\"tensors\": [],\n") == std::string::npos);               // tensors there: not empty
+  CHECK(inspect_json_text(InspectReport{}, 2) == json_text(inspect_to_json(InspectReport{}), 2));
+}
+
+TEST_CASE("inspect --json: streamed and built agree on every archive of testdata") {
+  namespace fs = std::filesystem;
+  size_t compared = 0, escaped = 0;
+  for (const char* folder : {"", "hostile", "pt2", "torch2", "versions", "jit", "loadsafety/benign", "loadsafety/evil",
+                             "loadsafety/crafted"}) {
+    const fs::path dir = fs::path(testdata(folder));
+    if (!fs::is_directory(dir)) continue;
+    for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+      if (!e.is_regular_file()) continue;
+      InspectReport r;
+      try {
+        r = inspect_file(e.path().string());
+      } catch (const Error&) {
+        continue;  // a file inspect refuses has no report to render
+      }
+      check_same(r);
+      ++compared;
+      if (inspect_json_text(r, -1).find("\\u00") != std::string::npos) ++escaped;
+    }
+  }
+  CHECK(compared >= 90);
+  // Control characters in names (hostile/name_control_chars.pt); bytes that
+  // are not UTF-8 are refused in names, and come from the report above.
+  CHECK(escaped >= 1);
+}
