@@ -12,12 +12,17 @@
 # TORCH_PYTHON=/path/to/python, the torch that Python already has (no venv,
 # nothing installed: a GPU machine with its own CUDA PyTorch).
 # Without a GPU, `run --device cuda` must say so in one line (checked below).
+# Before building, that Python's torch is asked what it has: exit 3 when it has
+# no CUDA (a CPU-only torch: nothing here can be checked), exit 4 for `gpu`
+# when it has CUDA but sees no device (the GPU part cannot run); each says so
+# in one line.
 # Needs the CUDA toolkit the wheel's CMake files look for (nvcc, headers).
 # Environment: as scripts/dev.sh (JOBS, CMAKE_ARGS); TORCH_PIP to try another wheel.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export TORCH_PIP=${TORCH_PIP:-torch==2.14.1} VENV=${VENV:-.venv-cuda} BUILD_DIR=${BUILD_DIR:-build-cuda}
 mode=${1:-test}
+case $mode in test | build | gpu) ;; *) echo "usage: scripts/cuda_check.sh [test|build|gpu]" >&2; exit 2 ;; esac
 if [ -n "${TORCH_PYTHON:-}" ]; then
   export TORCH_PYTHON
   PYTHON=$TORCH_PYTHON
@@ -25,6 +30,21 @@ else
   if [ ! -x "$VENV/bin/python" ]; then python3 -m venv "$VENV"; fi
   "$VENV/bin/python" -c "import torch" 2>/dev/null || "$VENV/bin/python" -m pip install -q "$TORCH_PIP" numpy
   PYTHON=$VENV/bin/python
+fi
+
+# What the torch of $PYTHON was built with and what it sees, before any build.
+read -r torch_version torch_cuda devices < <("$PYTHON" -c '
+import torch
+cuda = torch.version.cuda
+print(torch.__version__, cuda or "none", torch.cuda.device_count() if cuda else 0)')
+if [ "$torch_cuda" = none ]; then
+  echo "no CUDA: the torch of $PYTHON ($torch_version) is built without CUDA (torch.version.cuda is None); give TORCH_PYTHON a CUDA PyTorch" >&2
+  exit 3
+fi
+echo "==> torch $torch_version (CUDA $torch_cuda) of $PYTHON: $devices CUDA device(s) visible"
+if [ "$mode" = gpu ] && [ "$devices" = 0 ]; then
+  echo "no GPU: the torch of $PYTHON has CUDA $torch_cuda but sees no CUDA device (nvidia-smi, CUDA_VISIBLE_DEVICES); the GPU part needs one" >&2
+  exit 4
 fi
 
 # The wheel's CMake files look for the CUDA toolkit next to nvcc (a wrapper
@@ -46,7 +66,6 @@ echo "==> CUDA: ${cuda_args[*]:-(no nvcc found; the CMake files of the wheel say
 case $mode in
   gpu) CMAKE_ARGS="${cuda_args[*]} ${CMAKE_ARGS:-}" scripts/dev.sh torch2 build ;;
   build | test) CMAKE_ARGS="${cuda_args[*]} ${CMAKE_ARGS:-}" scripts/dev.sh torch2 "$mode" ;;
-  *) echo "usage: scripts/cuda_check.sh [test|build|gpu]" >&2; exit 2 ;;
 esac
 [ "$mode" = build ] && exit 0
 
@@ -67,7 +86,8 @@ fi
 # The GPU part: check_run.py runs its CUDA checks where a device is visible
 # (and says why it skipped them otherwise); the benches print CUDA ratios.
 if "$t" --version --verbose | grep -q ' 0 device(s) visible'; then
-  echo "no CUDA device is visible: the GPU part is skipped"
+  echo "no GPU: $t sees no CUDA device; the GPU part is skipped" >&2
+  [ "$mode" = gpu ] && exit 4
   exit 0
 fi
 ctest --test-dir "$BUILD_DIR" --output-on-failure -R '^pytorch\.run$'
