@@ -5,9 +5,11 @@
 #                                    and the GPU part below
 #   scripts/cuda_check.sh build      build only
 #   scripts/cuda_check.sh gpu        build (tsarchive, its torch layer and the test programs),
-#                                    --version --verbose, tests/pytorch/check_run.py (which runs
-#                                    on CUDA where a device is visible) and the CUDA benches
-#                                    (bench/run.sh DEVICE=cuda); a few minutes on 16 cores
+#                                    --version --verbose, pytorch.run and pytorch.pt2_run (which
+#                                    run on CUDA where a device is visible), a CUDA AOTInductor
+#                                    package compiled here against aoti_load_package, and the CUDA
+#                                    benches (bench/run.sh and bench/serve.sh with DEVICE=cuda);
+#                                    a few minutes on 16 cores
 # The libtorch: pip's torch==2.14.1 (CUDA, ~5.5 GB) in .venv-cuda/, or, with
 # TORCH_PYTHON=/path/to/python, the torch that Python already has (no venv,
 # nothing installed: a GPU machine with its own CUDA PyTorch).
@@ -90,5 +92,31 @@ if "$t" --version --verbose | grep -q ' 0 device(s) visible'; then
   [ "$mode" = gpu ] && exit 4
   exit 0
 fi
-ctest --test-dir "$BUILD_DIR" --output-on-failure -R '^pytorch\.run$'
-DEVICE=cuda PY=$PYTHON TSARCHIVE=$t LOAD_CHECK=$BUILD_DIR/tests/tsarchive_load_check bench/run.sh
+ctest --test-dir "$BUILD_DIR" --output-on-failure -R '^pytorch\.(run|pt2_run)$'
+
+# An AOTInductor package compiled for this GPU by this PyTorch: run --device
+# cuda gives aoti_load_package's outputs, or fails in one line that does not
+# call the package hostile.
+pkg=$BUILD_DIR/cuda_mlp_aoti.pt2
+"$PYTHON" - "$pkg" <<'PYEOF'
+import os, sys, torch
+path = sys.argv[1]
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).cuda().eval()
+x = torch.randn(4, 8, device="cuda")
+ep = torch.export.export(model, (x,))
+torch._inductor.aoti_compile_and_package(ep, package_path=path)
+out = torch._inductor.aoti_load_package(path)(x)
+torch.save(x.cpu(), path + ".in.pt")
+torch.save(out.cpu(), path + ".out.pt")
+PYEOF
+"$t" inspect "$pkg" >"$pkg.txt" && head -12 "$pkg.txt"
+"$t" run "$pkg" --device cuda --input "@$pkg.in.pt" --expect "@$pkg.out.pt" --atol 1e-5 --iters 20 ||
+  { echo "FAIL: run --device cuda on a CUDA AOTInductor package (above: its one line)" >&2; exit 1; }
+
+DEVICE=cuda PY=$PYTHON TSARCHIVE=$t LOAD_CHECK=$BUILD_DIR/tests/tsarchive_load_check N=3 bench/run.sh
+if command -v wrk >/dev/null && "$PYTHON" -c 'import aiohttp' 2>/dev/null; then
+  DEVICE=cuda PYTHON=$PYTHON TSARCHIVE=$t DURATION=3 CNN_DURATION=5 bench/serve.sh
+else
+  echo "bench/serve.sh skipped: it needs wrk and aiohttp for $PYTHON" >&2
+fi
