@@ -276,7 +276,10 @@ int run_run(const RunOptions& opts, Context& ctx) {
   if (job.limits.time_s > 0) job.limits.time_s += request.duration_s;  // --duration is time the user asked for
   // libtorch 2.x unpacks an AOTInductor package with mkdtemp("/tmp/XXXXXX"),
   // whatever TMPDIR says: a .pt2's worker may write under /tmp too (sandbox.h).
-  if (!request.aoti_model.empty()) job.writable.push_back("/tmp");
+  if (!request.aoti_model.empty()) {
+    job.writable.push_back("/tmp");
+    job.compiled_package = true;
+  }
   RunReport report = in_worker<RunReport>(job, [&](TorchBackend& torch) { return torch.run(request); });
 
   if (!opts.save_inputs.empty()) write_output_file(ctx, opts.save_inputs, report.saved_inputs);
