@@ -28,7 +28,9 @@
 #
 # DEVICE=cuda (or cuda:N) runs both sides there: the model and input moved to
 # the device, and each timed Python call ends with torch.cuda.synchronize()
-# (tsarchive's timing loop synchronizes the same way). Default cpu.
+# (tsarchive's timing loop synchronizes the same way). Default cpu. Where
+# either side cannot run on that device (no GPU, a CPU-only torch or build)
+# it says so in one line and exits 2 before measuring anything.
 #
 # Environment: TSARCHIVE (default build/tsarchive), LOAD_CHECK (default
 # build/tests/tsarchive_load_check; the floor row is left out when it is
@@ -55,6 +57,8 @@ die() { echo "bench/run.sh: setup error: $*" >&2; exit 2; }
 TSARCHIVE=${TSARCHIVE:-$ROOT/build/tsarchive}
 LOAD_CHECK=${LOAD_CHECK:-$ROOT/build/tests/tsarchive_load_check}
 [[ -x $TSARCHIVE ]] || { cmake -S . -B build -G Ninja >&2 && ninja -C build -j2 >&2; } || die "build failed"
+source bench/device.sh
+check_device "$PY" "$TSARCHIVE" "$DEVICE" || exit 2
 mkdir -p "$OUT"
 if [[ " $MODELS " == *" resnet18 "* && ! -f $OUT/resnet18.pt ]]; then
   echo "making $OUT/resnet18.pt ..." >&2

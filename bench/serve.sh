@@ -23,6 +23,13 @@
 # throughput with a p99 no worse; on the cnn ts-batch >= 1.3x ts-nobatch;
 # ts-sample within 3% of ts-batch. No assertions: read the verdicts.
 #
+# DEVICE=cuda (or cuda:N): every server runs its model there (tsarchive serve
+# --device, the Python server's module and batches moved to the device and
+# its outputs back), and only the rows the targets compare are measured
+# (ts-batch, ts-nobatch, py-batch at 1, 8 and 64 connections): one GPU is not
+# shared between CORES worker processes. Without such a device (or with a
+# CPU-only torch or build) it says so in one line and exits 2. Default cpu.
+#
 # Environment: TSARCHIVE (default build/tsarchive), PYTHON (default
 # /usr/bin/python3, with python3-torch, python3-torchvision, python3-aiohttp),
 # DURATION (seconds per cell, default 5), CNN_DURATION (default 15), THREADS (intra-op threads of every
@@ -38,10 +45,13 @@ MAX_BATCH=${MAX_BATCH:-16}
 MAX_WAIT=${MAX_WAIT:-5}
 MODELS=${MODELS:-tiny cnn}
 CORES=${CORES:-$(nproc)}
+DEVICE=${DEVICE:-cpu}
 PORT=18571
 command -v wrk >/dev/null || { echo "bench/serve.sh: needs wrk (apt-get install wrk)" >&2; exit 2; }
 "$PYTHON" -c 'import aiohttp, torch' 2>/dev/null ||
   { echo "bench/serve.sh: $PYTHON needs torch and aiohttp (apt-get install python3-torch python3-aiohttp)" >&2; exit 2; }
+source bench/device.sh
+check_device "$PYTHON" "$TSARCHIVE" "$DEVICE" || exit 2
 mkdir -p bench/out
 tmp=$(mktemp -d)
 server=
@@ -82,17 +92,17 @@ EOF
 start_server() {  # kind model_path name
   local kind=$1 path=$2 name=$3
   case $kind in
-    ts-batch) "$TSARCHIVE" serve "$name=$path" --port $PORT --threads "$THREADS" --max-batch "$MAX_BATCH" \
+    ts-batch) "$TSARCHIVE" serve "$name=$path" --device "$DEVICE" --port $PORT --threads "$THREADS" --max-batch "$MAX_BATCH" \
                 --max-wait "$MAX_WAIT" --max-queue 1024 >"$tmp/server.log" 2>&1 & ;;
-    ts-sample) "$TSARCHIVE" serve "$name=$path" --port $PORT --threads "$THREADS" --max-batch "$MAX_BATCH" \
+    ts-sample) "$TSARCHIVE" serve "$name=$path" --device "$DEVICE" --port $PORT --threads "$THREADS" --max-batch "$MAX_BATCH" \
                  --max-wait "$MAX_WAIT" --max-queue 1024 --sample 0.01 >"$tmp/server.log" 2>&1 & ;;
-    ts-nobatch) "$TSARCHIVE" serve "$name=$path" --port $PORT --threads "$THREADS" --max-queue 1024 \
+    ts-nobatch) "$TSARCHIVE" serve "$name=$path" --device "$DEVICE" --port $PORT --threads "$THREADS" --max-queue 1024 \
                   >"$tmp/server.log" 2>&1 & ;;
-    ts-cores) "$TSARCHIVE" serve "$name=$path" --port $PORT --threads 1 --instances "$CORES" --max-batch "$MAX_BATCH" \
+    ts-cores) "$TSARCHIVE" serve "$name=$path" --device "$DEVICE" --port $PORT --threads 1 --instances "$CORES" --max-batch "$MAX_BATCH" \
                 --max-wait "$MAX_WAIT" --max-queue 1024 >"$tmp/server.log" 2>&1 & ;;
-    py-cores) "$PYTHON" bench/serve_python.py "$path" $PORT "$MAX_BATCH" "$MAX_WAIT" 1024 "$CORES" \
+    py-cores) "$PYTHON" bench/serve_python.py "$path" $PORT "$MAX_BATCH" "$MAX_WAIT" 1024 "$CORES" "$DEVICE" \
                 >"$tmp/server.log" 2>&1 & ;;
-    py-batch) "$PYTHON" bench/serve_python.py "$path" $PORT "$MAX_BATCH" "$MAX_WAIT" 1024 "$THREADS" \
+    py-batch) "$PYTHON" bench/serve_python.py "$path" $PORT "$MAX_BATCH" "$MAX_WAIT" 1024 "$THREADS" "$DEVICE" \
                 >"$tmp/server.log" 2>&1 & ;;
   esac
   server=$!
@@ -118,12 +128,14 @@ to_ms() {
 results=$tmp/results
 : >"$results"
 echo "bench/serve.sh: $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg); ${DURATION}s per cell (cnn ${CNN_DURATION}s)," \
-     "threads $THREADS, max-batch $MAX_BATCH, max-wait ${MAX_WAIT}ms"
+     "threads $THREADS, max-batch $MAX_BATCH, max-wait ${MAX_WAIT}ms, device $DEVICE"
 printf '%-5s %-10s %4s %10s %9s %9s %7s\n' model server conc req/s p50_ms p99_ms non2xx
 for m in $MODELS; do
   path=$(model_path "$m")
   case $m in tiny) write_body 1x8; seconds=$DURATION ;; cnn) write_body 1x3x64x64; seconds=$CNN_DURATION ;; esac
-  for kind in ts-batch ts-nobatch py-batch ts-sample ts-cores py-cores; do
+  kinds="ts-batch ts-nobatch py-batch ts-sample ts-cores py-cores"
+  [ "$DEVICE" = cpu ] || kinds="ts-batch ts-nobatch py-batch"
+  for kind in $kinds; do
     start_server "$kind" "$path" "$m"
     for c in 1 8 64; do
       case $kind in ts-sample | ts-cores | py-cores) [ "$c" = 64 ] || continue ;; esac

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""bench/serve_python.py MODEL PORT MAX_BATCH MAX_WAIT_MS MAX_QUEUE THREADS
+"""bench/serve_python.py MODEL PORT MAX_BATCH MAX_WAIT_MS MAX_QUEUE THREADS [DEVICE]
 
 A batching server as a Python deployment would write one, for bench/serve.sh
 to compare with `tsarchive serve`: an asynchronous HTTP server (aiohttp)
@@ -9,7 +9,9 @@ MAX_BATCH_SIZE requests, waiting at most MAX_WAIT for more after the first,
 concatenates them on dimension 0, runs torch.jit.load's module on them in a
 thread (so the event loop goes on accepting), and splits the output back.
 It speaks the same KServe v2 JSON infer route, so one load generator drives
-both. Needs python3-aiohttp and python3-torch.
+both. DEVICE (default cpu; cuda, cuda:N): the module and each batch go to
+that device, and the output comes back to the CPU before it is answered
+(which waits for the GPU's work). Needs python3-aiohttp and python3-torch.
 """
 
 import asyncio
@@ -22,14 +24,15 @@ from aiohttp import web
 MODEL, PORT = sys.argv[1], int(sys.argv[2])
 MAX_BATCH_SIZE, MAX_WAIT, MAX_QUEUE_SIZE = int(sys.argv[3]), float(sys.argv[4]) / 1000, int(sys.argv[5])
 torch.set_num_threads(int(sys.argv[6]))
+DEVICE = sys.argv[7] if len(sys.argv) > 7 else "cpu"
 
-model = torch.jit.load(MODEL).eval()
+model = torch.jit.load(MODEL, map_location=DEVICE).eval()
 queue = None  # asyncio.Queue(MAX_QUEUE_SIZE), made on the server's loop
 
 
 def run_model(x):
     with torch.no_grad():
-        return model(x)
+        return model(x.to(DEVICE)).cpu()
 
 
 async def model_runner():

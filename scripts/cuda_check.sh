@@ -5,19 +5,26 @@
 #                                    and the GPU part below
 #   scripts/cuda_check.sh build      build only
 #   scripts/cuda_check.sh gpu        build (tsarchive, its torch layer and the test programs),
-#                                    --version --verbose, tests/pytorch/check_run.py (which runs
-#                                    on CUDA where a device is visible) and the CUDA benches
-#                                    (bench/run.sh DEVICE=cuda); a few minutes on 16 cores
+#                                    --version --verbose, pytorch.run and pytorch.pt2_run (which
+#                                    run on CUDA where a device is visible), a CUDA AOTInductor
+#                                    package compiled here against aoti_load_package, and the CUDA
+#                                    benches (bench/run.sh and bench/serve.sh with DEVICE=cuda);
+#                                    a few minutes on 16 cores
 # The libtorch: pip's torch==2.14.1 (CUDA, ~5.5 GB) in .venv-cuda/, or, with
 # TORCH_PYTHON=/path/to/python, the torch that Python already has (no venv,
 # nothing installed: a GPU machine with its own CUDA PyTorch).
 # Without a GPU, `run --device cuda` must say so in one line (checked below).
+# Before building, that Python's torch is asked what it has: exit 3 when it has
+# no CUDA (a CPU-only torch: nothing here can be checked), exit 4 for `gpu`
+# when it has CUDA but sees no device (the GPU part cannot run); each says so
+# in one line.
 # Needs the CUDA toolkit the wheel's CMake files look for (nvcc, headers).
 # Environment: as scripts/dev.sh (JOBS, CMAKE_ARGS); TORCH_PIP to try another wheel.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export TORCH_PIP=${TORCH_PIP:-torch==2.14.1} VENV=${VENV:-.venv-cuda} BUILD_DIR=${BUILD_DIR:-build-cuda}
 mode=${1:-test}
+case $mode in test | build | gpu) ;; *) echo "usage: scripts/cuda_check.sh [test|build|gpu]" >&2; exit 2 ;; esac
 if [ -n "${TORCH_PYTHON:-}" ]; then
   export TORCH_PYTHON
   PYTHON=$TORCH_PYTHON
@@ -25,6 +32,21 @@ else
   if [ ! -x "$VENV/bin/python" ]; then python3 -m venv "$VENV"; fi
   "$VENV/bin/python" -c "import torch" 2>/dev/null || "$VENV/bin/python" -m pip install -q "$TORCH_PIP" numpy
   PYTHON=$VENV/bin/python
+fi
+
+# What the torch of $PYTHON was built with and what it sees, before any build.
+read -r torch_version torch_cuda devices < <("$PYTHON" -c '
+import torch
+cuda = torch.version.cuda
+print(torch.__version__, cuda or "none", torch.cuda.device_count() if cuda else 0)')
+if [ "$torch_cuda" = none ]; then
+  echo "no CUDA: the torch of $PYTHON ($torch_version) is built without CUDA (torch.version.cuda is None); give TORCH_PYTHON a CUDA PyTorch" >&2
+  exit 3
+fi
+echo "==> torch $torch_version (CUDA $torch_cuda) of $PYTHON: $devices CUDA device(s) visible"
+if [ "$mode" = gpu ] && [ "$devices" = 0 ]; then
+  echo "no GPU: the torch of $PYTHON has CUDA $torch_cuda but sees no CUDA device (nvidia-smi, CUDA_VISIBLE_DEVICES); the GPU part needs one" >&2
+  exit 4
 fi
 
 # The wheel's CMake files look for the CUDA toolkit next to nvcc (a wrapper
@@ -46,7 +68,6 @@ echo "==> CUDA: ${cuda_args[*]:-(no nvcc found; the CMake files of the wheel say
 case $mode in
   gpu) CMAKE_ARGS="${cuda_args[*]} ${CMAKE_ARGS:-}" scripts/dev.sh torch2 build ;;
   build | test) CMAKE_ARGS="${cuda_args[*]} ${CMAKE_ARGS:-}" scripts/dev.sh torch2 "$mode" ;;
-  *) echo "usage: scripts/cuda_check.sh [test|build|gpu]" >&2; exit 2 ;;
 esac
 [ "$mode" = build ] && exit 0
 
@@ -67,8 +88,35 @@ fi
 # The GPU part: check_run.py runs its CUDA checks where a device is visible
 # (and says why it skipped them otherwise); the benches print CUDA ratios.
 if "$t" --version --verbose | grep -q ' 0 device(s) visible'; then
-  echo "no CUDA device is visible: the GPU part is skipped"
+  echo "no GPU: $t sees no CUDA device; the GPU part is skipped" >&2
+  [ "$mode" = gpu ] && exit 4
   exit 0
 fi
-ctest --test-dir "$BUILD_DIR" --output-on-failure -R '^pytorch\.run$'
-DEVICE=cuda PY=$PYTHON TSARCHIVE=$t LOAD_CHECK=$BUILD_DIR/tests/tsarchive_load_check bench/run.sh
+ctest --test-dir "$BUILD_DIR" --output-on-failure -R '^pytorch\.(run|pt2_run)$'
+
+# An AOTInductor package compiled for this GPU by this PyTorch: run --device
+# cuda gives aoti_load_package's outputs, or fails in one line that does not
+# call the package hostile.
+pkg=$BUILD_DIR/cuda_mlp_aoti.pt2
+"$PYTHON" - "$pkg" <<'PYEOF'
+import os, sys, torch
+path = sys.argv[1]
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4)).cuda().eval()
+x = torch.randn(4, 8, device="cuda")
+ep = torch.export.export(model, (x,))
+torch._inductor.aoti_compile_and_package(ep, package_path=path)
+out = torch._inductor.aoti_load_package(path)(x)
+torch.save(x.cpu(), path + ".in.pt")
+torch.save(out.cpu(), path + ".out.pt")
+PYEOF
+"$t" inspect "$pkg" >"$pkg.txt" && head -12 "$pkg.txt"
+"$t" run "$pkg" --device cuda --input "@$pkg.in.pt" --expect "@$pkg.out.pt" --atol 1e-5 --iters 20 ||
+  { echo "FAIL: run --device cuda on a CUDA AOTInductor package (above: its one line)" >&2; exit 1; }
+
+DEVICE=cuda PY=$PYTHON TSARCHIVE=$t LOAD_CHECK=$BUILD_DIR/tests/tsarchive_load_check N=3 bench/run.sh
+if command -v wrk >/dev/null && "$PYTHON" -c 'import aiohttp' 2>/dev/null; then
+  DEVICE=cuda PYTHON=$PYTHON TSARCHIVE=$t DURATION=3 CNN_DURATION=5 bench/serve.sh
+else
+  echo "bench/serve.sh skipped: it needs wrk and aiohttp for $PYTHON" >&2
+fi

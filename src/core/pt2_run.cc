@@ -3,10 +3,12 @@
 #include <sys/utsname.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <utility>
 #include <vector>
 
 #include "base/error.h"
+#include "base/strings.h"
 #include "core/input_values.h"
 #include "format/byte_source.h"
 
@@ -48,7 +50,13 @@ Pt2RunTarget select_aoti_model(const Pt2Contents& contents, const std::string& r
   }
   const std::string name = !requested.empty() ? requested : contents.aoti.size() == 1 ? contents.aoti.front().name : "model";
   for (const Pt2AotiModel& m : contents.aoti) {
-    if (m.name == name) return Pt2RunTarget{m.name, m.device, m.metadata};
+    if (m.name != name) continue;
+    Pt2RunTarget target{m.name, m.device, m.metadata};
+    for (const Pt2AotiFile& f : m.files) target.ptx = target.ptx || ends_with(f.name, ".ptx") || ends_with(f.name, ".fatbin");
+    for (const Pt2Program& p : contents.programs) {
+      if (p.name == m.name) target.torch_version = p.torch_version;
+    }
+    return target;
   }
   if (requested.empty()) {
     throw Error(ErrorKind::Usage,
@@ -118,6 +126,58 @@ void check_aoti_host(const Pt2RunTarget& target, const std::string& file) {
   throw_bad_input("AOTInductor model '" + target.model + "' cannot run on this machine: " + why, file,
                   "compile it again for this machine with torch._inductor.aoti_compile_and_package "
                   "(inductor_configs={\"cpp.march\": \"x86-64\"} makes code that any x86-64 CPU runs)");
+}
+
+namespace {
+
+// The leading "A.B" of a version or capability text as {A, B}; {-1, -1} when it has none.
+std::pair<int, int> major_minor(const std::string& text) {
+  int major = -1, minor = -1;
+  char dot = 0;
+  if (std::sscanf(text.c_str(), "%d%c%d", &major, &dot, &minor) != 3 || dot != '.' || major < 0 || minor < 0) return {-1, -1};
+  return {major, minor};
+}
+
+}  // namespace
+
+std::string aoti_gpu_mismatch(const Pt2RunTarget& target, int major, int minor) {
+  const auto it = target.metadata.find("AOTI_COMPUTE_CAPABILITY");
+  if (it == target.metadata.end() || it->second.empty() || it->second.size() > 4 ||
+      it->second.find_first_not_of("0123456789") != std::string::npos) {
+    return "";
+  }
+  const int recorded = std::stoi(it->second);
+  const int built_major = recorded / 10, built_minor = recorded % 10;
+  const std::string built = std::to_string(built_major) + "." + std::to_string(built_minor);
+  const std::string here = std::to_string(major) + "." + std::to_string(minor);
+  const bool older_device = major < built_major || (major == built_major && minor < built_minor);
+  if (older_device) {
+    return "its GPU kernels were compiled for compute capability " + built + " (AOTI_COMPUTE_CAPABILITY " + it->second +
+           "), and this GPU has " + here;
+  }
+  if (!target.ptx && major != built_major) {
+    return "its GPU kernels are .cubin files for compute capability " + built + " (AOTI_COMPUTE_CAPABILITY " + it->second +
+           ") without PTX, which a GPU of another family (" + here + ") cannot run";
+  }
+  return "";
+}
+
+std::string aoti_torch_mismatch(const std::string& torch_version, int major, int minor) {
+  const auto [built_major, built_minor] = major_minor(torch_version);
+  if (built_major < 0) return "";
+  if (built_major < major || (built_major == major && built_minor <= minor)) return "";
+  return "it was exported by PyTorch " + torch_version + ", newer than this libtorch (" + std::to_string(major) + "." +
+         std::to_string(minor) + "), whose compiled code may call functions this one lacks";
+}
+
+void check_aoti_runtime(const Pt2RunTarget& target, int torch_major, int torch_minor, int gpu_major, int gpu_minor,
+                        const std::string& file) {
+  const std::string gpu = gpu_major >= 0 ? aoti_gpu_mismatch(target, gpu_major, gpu_minor) : "";
+  const std::string why = !gpu.empty() ? gpu : aoti_torch_mismatch(target.torch_version, torch_major, torch_minor);
+  if (why.empty()) return;
+  throw_bad_input("AOTInductor model '" + target.model + "' cannot run here: " + why, file,
+                  gpu.empty() ? "run it with the PyTorch that exported it, or export and compile it again with this one"
+                              : "compile it again on this GPU with torch._inductor.aoti_compile_and_package");
 }
 
 void check_aoti_device(const Pt2RunTarget& target, const std::string& device, const std::string& file) {

@@ -19,6 +19,14 @@ struct Pt2RunTarget {
   std::string model;   // <model> of data/aotinductor/<model>/
   std::string device;  // what it was compiled for (AOTI_DEVICE_KEY): "cpu", "cuda"
   std::map<std::string, std::string> metadata;  // the AOTI_* keys of its *_metadata.json
+  // Its GPU kernels include PTX (a .ptx or .fatbin file), which the driver
+  // compiles for a newer GPU; plain .cubin files run only on their own
+  // architecture's family.
+  bool ptx = false;
+  // The PyTorch that exported the program of the same name (models/<model>.json's
+  // torch_version), where the package holds one: an AOTInductor model's
+  // metadata does not record it.
+  std::string torch_version;
 };
 
 // What an AOTInductor package's metadata is compared with: the values Python's
@@ -47,6 +55,25 @@ std::string aoti_host_mismatch(const Pt2RunTarget& target, const AotiHost& host)
 // Error(BadInput) with aoti_host_mismatch(target, this_aoti_host()), before
 // libtorch loads the package's code.
 void check_aoti_host(const Pt2RunTarget& target, const std::string& file);
+
+// Why the model's GPU kernels cannot run on a CUDA device of compute
+// capability `major`.`minor`, or "": its AOTI_COMPUTE_CAPABILITY (major * 10 +
+// minor, as torch.cuda.get_device_capability gives it) is another family, or
+// a newer one than the device, or (for .cubin kernels without PTX) a newer
+// minor of the same family. Unrecorded or unreadable: no reason.
+std::string aoti_gpu_mismatch(const Pt2RunTarget& target, int major, int minor);
+
+// Why a model exported by PyTorch `torch_version` ("2.13.0+cu130") cannot be
+// loaded by libtorch `major`.`minor`, or "": a newer PyTorch's compiled code
+// calls functions an older libtorch lacks. Unrecorded or unreadable: no reason.
+std::string aoti_torch_mismatch(const std::string& torch_version, int major, int minor);
+
+// Error(BadInput) with aoti_gpu_mismatch (for a run on a GPU of capability
+// gpu_major.gpu_minor; gpu_major -1: not on a GPU) or aoti_torch_mismatch
+// against libtorch torch_major.torch_minor, before libtorch loads the
+// package's code (the torch layer asks, knowing both).
+void check_aoti_runtime(const Pt2RunTarget& target, int torch_major, int torch_minor, int gpu_major, int gpu_minor,
+                        const std::string& file);
 
 // Error(Usage) when --device (cpu, cuda, cuda:N) is not the device the model
 // was compiled for.

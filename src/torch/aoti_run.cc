@@ -32,6 +32,8 @@
 #include "base/bounded_json.h"
 #include "base/error.h"
 #include "contract/run.h"
+#include "core/pt2_run.h"
+#include "format/byte_source.h"
 #include "tsarchive/operator_observer.h"
 
 namespace tsarchive::torch_layer {
@@ -126,6 +128,23 @@ bool single_output(const std::vector<std::string>& call_spec) {
   return root.contains("type") && root["type"].is_null();
 }
 
+// What the package's metadata says it needs, against this libtorch and the
+// GPU it runs on: Error(BadInput) in one line before its code is loaded. The
+// core reads the metadata again from the archive it checked.
+void check_before_loading(const RunRequest& request, const c10::Device& device) {
+  Pt2RunTarget target;
+  try {
+    const TorchArchive archive(open_file_source(request.archive));
+    target = select_aoti_model(read_pt2(archive), request.aoti_model, request.display_name);
+  } catch (const Error& e) {
+    throw e.with_file(request.display_name);
+  }
+  std::optional<std::pair<int, int>> gpu;
+  if (device.is_cuda()) gpu = cuda_compute_capability(device.index());
+  check_aoti_runtime(target, TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR, gpu ? gpu->first : -1, gpu ? gpu->second : -1,
+                     request.display_name);
+}
+
 // The model's tensor inputs, in order; non-tensor leaves are left out with a note.
 std::vector<at::Tensor> tensor_inputs(const RunRequest& request, RunReport& report) {
   const std::string& file = request.display_name;
@@ -173,6 +192,8 @@ RunReport run_aoti_package(const RunRequest& request) {
   report.device_name = device.is_cuda() ? device_description(device.index()) : "CPU";
   if (request.threads > 0) at::set_num_threads(request.threads);
   report.threads = at::get_num_threads();
+
+  check_before_loading(request, device);
 
   std::string printed;
   const auto captured = [&](auto&& f) {

@@ -170,21 +170,36 @@ LatencySummary time_calls(const std::function<void()>& call_model, const c10::De
 
 namespace {
 
+// The CUDA driver API (libcuda, loaded already when libtorch uses a GPU): its
+// device queries need no CUDA headers. Null where there is no driver.
+struct CudaDriver {
+  int (*init)(unsigned) = nullptr;
+  int (*get)(int*, int) = nullptr;
+  int (*name)(char*, int, int) = nullptr;
+  int (*attribute)(int*, int, int) = nullptr;
+};
+
+const CudaDriver* cuda_driver() {
+  static const CudaDriver driver = [] {
+    CudaDriver d;
+    void* cuda = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (cuda == nullptr) cuda = ::dlopen("libcuda.so.1", RTLD_NOW);
+    if (cuda == nullptr) return d;
+    d.init = reinterpret_cast<decltype(d.init)>(::dlsym(cuda, "cuInit"));
+    d.get = reinterpret_cast<decltype(d.get)>(::dlsym(cuda, "cuDeviceGet"));
+    d.name = reinterpret_cast<decltype(d.name)>(::dlsym(cuda, "cuDeviceGetName"));
+    d.attribute = reinterpret_cast<decltype(d.attribute)>(::dlsym(cuda, "cuDeviceGetAttribute"));
+    if (d.init == nullptr || d.get == nullptr || d.init(0) != 0) d = CudaDriver{};
+    return d;
+  }();
+  return driver.get != nullptr ? &driver : nullptr;
+}
+
 std::string cuda_device_name(int index) {
-  // The driver API's cuDeviceGetName needs no CUDA headers; libcuda is loaded
-  // already when libtorch uses a GPU.
-  void* cuda = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (cuda == nullptr) cuda = ::dlopen("libcuda.so.1", RTLD_NOW);
-  if (cuda == nullptr) return "CUDA device " + std::to_string(index);
-  using Init = int (*)(unsigned);
-  using Get = int (*)(int*, int);
-  using Name = int (*)(char*, int, int);
-  const auto init = reinterpret_cast<Init>(::dlsym(cuda, "cuInit"));
-  const auto get = reinterpret_cast<Get>(::dlsym(cuda, "cuDeviceGet"));
-  const auto name = reinterpret_cast<Name>(::dlsym(cuda, "cuDeviceGetName"));
+  const CudaDriver* cuda = cuda_driver();
   char buf[256] = {};
   int device = 0;
-  if (init && get && name && init(0) == 0 && get(&device, index) == 0 && name(buf, sizeof buf - 1, device) == 0) return buf;
+  if (cuda && cuda->name && cuda->get(&device, index) == 0 && cuda->name(buf, sizeof buf - 1, device) == 0) return buf;
   return "CUDA device " + std::to_string(index);
 }
 
@@ -400,6 +415,18 @@ class LibtorchServedModel final : public ServedModel {
 }  // namespace
 
 std::string device_description(int cuda_index) { return cuda_device_name(cuda_index); }
+
+std::optional<std::pair<int, int>> cuda_compute_capability(int cuda_index) {
+  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR and _MINOR (cuda.h).
+  constexpr int kMajor = 75, kMinor = 76;
+  const CudaDriver* cuda = cuda_driver();
+  int device = 0, major = 0, minor = 0;
+  if (cuda == nullptr || cuda->attribute == nullptr || cuda->get(&device, cuda_index) != 0 ||
+      cuda->attribute(&major, kMajor, device) != 0 || cuda->attribute(&minor, kMinor, device) != 0) {
+    return std::nullopt;
+  }
+  return std::make_pair(major, minor);
+}
 
 std::unique_ptr<ServedModel> open_served_model(const ServeModelRequest& request) {
   return std::make_unique<LibtorchServedModel>(request);

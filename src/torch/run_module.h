@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -37,5 +38,7 @@ std::unique_ptr<ServedModel> open_served_model(const ServeModelRequest& request)
 
 // "NVIDIA H100 80GB HBM3" for a CUDA device index (the driver's name for it).
 std::string device_description(int cuda_index);
+// {major, minor} of a CUDA device by the driver API; nullopt without one.
+std::optional<std::pair<int, int>> cuda_compute_capability(int cuda_index);
 
 }  // namespace tsarchive::torch_layer

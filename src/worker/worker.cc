@@ -84,6 +84,10 @@ void write_all(int fd, const std::string& bytes) {
 // code compiled for another machine crash too, so the message lists the
 // causes instead of calling the file hostile.
 std::string suspicion(const WorkerJob& job) {
+  if (job.validated && job.compiled_package) {
+    return "the package passed tsarchive's checks and its metadata matches this machine as far as it records it; the "
+           "likely cause is compiled code built for another GPU, CUDA or PyTorch than this libtorch's (or a libtorch bug)";
+  }
   return job.validated ? "the archive passed tsarchive's checks, so the cause is not known: a libtorch bug, a custom "
                          "operator, code compiled for another machine, or a file made to crash libtorch"
                        : "the archive, which was not checked (--no-validate), may be corrupt or hostile";
@@ -94,6 +98,10 @@ std::string crash_hint(const WorkerJob& job, int sig) {
   if (sig == SIGILL) {
     return "an illegal instruction usually means compiled code (an AOTInductor package, a custom operator) "
            "built for a CPU with features this one lacks: compile it for this machine's CPU";
+  }
+  if (job.compiled_package) {
+    return "load it with this libtorch's PyTorch (torch._inductor.aoti_load_package); if that crashes too, compile it "
+           "again with that PyTorch on this machine, else please report the file to tsarchive";
   }
   return "try it with the PyTorch that wrote it; if it runs there, please report the file to tsarchive";
 }

@@ -60,6 +60,9 @@ struct WorkerJob {
   // the sandbox (sandbox.h) lets the worker write there and in its own
   // temporary folder, nowhere else.
   std::vector<std::string> writable;
+  // An AOTInductor package runs: code compiled for one GPU, CUDA and PyTorch,
+  // which a crash's message names as the likely cause.
+  bool compiled_package = false;
 };
 
 // Runs `work` in a worker process, sandboxed (sandbox.h) with TMPDIR set to

@@ -19,7 +19,11 @@ aoti_load_package and, for a package holding a program, torch.export.load
 still load it, and the recorded base64 decodes to the inputs and PyTorch's
 outputs), then --check passing, and failing once the recorded outputs are
 tampered with; timing; the refusals (a program without compiled artifacts,
-another device, no sample inputs).
+another device, no sample inputs); and copies of a package edited to claim
+CUDA kernels for compute capability 1.0 or a program exported by a newer
+PyTorch, each refused in one line before libtorch loads the package's code,
+by what the build reports (no CUDA in it, no device visible, or a device of
+another family): never a crash.
 """
 
 import base64
@@ -223,6 +227,53 @@ def check_sample_inputs(path, tmp):
     check(shapes == want, f"{name}: sample input shapes {shapes} vs {want}")
 
 
+def edited_copy(source, path, edit):
+    """A copy of a package with edit(name, bytes) -> bytes applied to each
+    record, as zipfile stores it (the gate checks it like any other)."""
+    with zipfile.ZipFile(source) as src, zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as out:
+        for info in src.infolist():
+            data = edit(info.filename, src.read(info))
+            out.writestr(zipfile.ZipInfo(info.filename, date_time=(1980, 1, 1, 0, 0, 0)), data)
+
+
+def json_edit(suffix, changes):
+    def edit(name, data):
+        if not name.endswith(suffix):
+            return data
+        doc = json.loads(data)
+        doc.update(changes)
+        return json.dumps(doc).encode()
+    return edit
+
+
+def check_claimed_cuda(tmp):
+    """A package whose metadata says its kernels are CUDA .cubin files for
+    compute capability 1.0: refused before libtorch loads it, in one line, by
+    whichever reason this build and machine give."""
+    claimed = os.path.join(tmp, "claimed_cuda_aoti.pt2")
+    edited_copy(os.path.join(PT2, "mlp_dynamic_aoti.pt2"), claimed,
+                json_edit("_metadata.json", {"AOTI_DEVICE_KEY": "cuda", "AOTI_COMPUTE_CAPABILITY": "10"}))
+    p = tsarchive(TSARCHIVE, "run", claimed, "--input", "5x4", want=2)
+    check("compiled for cuda, not cpu" in p.stderr and "--device cuda" in p.stderr, f"cpu refusal: {p.stderr}")
+    version = subprocess.run([TSARCHIVE, "--version", "--verbose"], capture_output=True, text=True).stdout
+    if "cuda built in" not in version:
+        want, reason = 5, "has no CUDA support"
+    elif " 0 device(s)" in version:
+        want, reason = 5, "no CUDA device is visible"
+    else:
+        want, reason = 3, "compute capability 1.0 (AOTI_COMPUTE_CAPABILITY 10) without PTX"
+    p = tsarchive(TSARCHIVE, "run", claimed, "--input", "5x4", "--device", "cuda", want=want)
+    check(reason in p.stderr and len(p.stderr.strip().splitlines()) == 1 and "crashed" not in p.stderr,
+          f"--device cuda on a claimed CUDA package: {p.stderr}")
+
+    newer = os.path.join(tmp, "newer_torch_aoti.pt2")
+    edited_copy(os.path.join(PT2, "run", "affine_sample_aoti.pt2"), newer,
+                json_edit("models/model.json", {"torch_version": "9.0.0"}))
+    p = tsarchive(TSARCHIVE, "run", newer, "--sample-inputs", want=3)
+    check("exported by PyTorch 9.0.0, newer than this libtorch" in p.stderr
+          and len(p.stderr.strip().splitlines()) == 1, f"newer PyTorch refusal: {p.stderr}")
+
+
 def main():
     packages = sorted(os.path.join(PT2, n) for n in os.listdir(PT2) if n.endswith("_aoti.pt2"))
     # foreign_machine_aoti.pt2 says it was compiled for riscv64: refused below.
@@ -259,6 +310,7 @@ def main():
                       want=2)
         check("its models are: model" in p.stderr, f"model refusal: {p.stderr}")
         tsarchive(TSARCHIVE, "run", os.path.join(PT2, "mlp_dynamic_aoti.pt2"), "--input", "5x7", want=5)
+        check_claimed_cuda(tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     finish(f"{len(packages)} AOTInductor packages run as aoti_load_package runs them")

@@ -35,10 +35,10 @@ except ImportError:
 TSARCHIVE, TESTDATA = sys.argv[1], sys.argv[2]
 
 
-def torch_load(path):
+def torch_load(path, map_location=None):
     """torch.load of our own files, which hold TorchScript values (tuples,
     dicts, classes): torch 2.6+ loads only plain tensors unless told."""
-    return torch.load(path, weights_only=False)
+    return torch.load(path, weights_only=False, map_location=map_location)
 
 RUN = os.path.join(TESTDATA, "run")
 MLP = os.path.join(TESTDATA, "mlp_scripted.pt")
@@ -175,16 +175,25 @@ try:
     tsarchive("run", MLP, "--input", "@" + os.path.join(RUN, "mlp_in.npy"), "--batch-sizes", "2", want=2)
 
     # CUDA, where this build's libtorch has it and a device is visible: the
-    # same inputs give the CPU's outputs within float tolerance, and timings
-    # synchronize. Otherwise say why it is skipped.
+    # outputs equal Python's torch.jit on the same device and the same inputs,
+    # and timings synchronize. Otherwise say why it is skipped.
     version = tsarchive("--version", "--verbose").stdout  # loads libtorch: how many devices it sees
     if "cuda built in" in version and " 0 device(s)" not in version:
-        cpu_out, cuda_out = os.path.join(tmp, "cpu.pt"), os.path.join(tmp, "cuda.pt")
-        run_json(MLP, "--input", "4x8", "--save-outputs", cpu_out)
-        doc = run_json(MLP, "--input", "4x8", "--device", "cuda", "--save-outputs", cuda_out, "--iters", "5",
-                       "--expect", "@" + cpu_out, "--atol", "1e-4")
+        cuda_in, cuda_out = os.path.join(tmp, "cuda_in.pt"), os.path.join(tmp, "cuda_out.pt")
+        doc = run_json(MLP, "--input", "4x8", "--seed", "5", "--device", "cuda", "--save-inputs", cuda_in,
+                       "--save-outputs", cuda_out, "--iters", "5")
         check(doc["device"].startswith("cuda") and doc["outputs"][0]["device"].startswith("cuda"), "ran on CUDA")
-        check(torch.allclose(torch_load(cuda_out), torch_load(cpu_out), atol=1e-4), "CUDA output equals the CPU's")
+        check(doc["timing"]["iterations"] == 5, f"CUDA timing: {doc.get('timing')}")
+        if torch.cuda.is_available():
+            x = torch_load(cuda_in, "cuda")[0]
+            want = torch.jit.load(MLP, map_location="cuda")(x).cpu()
+            got = torch_load(cuda_out, "cpu")
+            check(torch.allclose(got, want, rtol=1e-5, atol=1e-6),
+                  f"CUDA output equals Python's on the same device: max abs {(got - want).abs().max().item()}")
+        else:
+            print("this python's torch sees no CUDA device: the CUDA output is compared with the CPU's")
+            want = torch.jit.load(MLP)(torch_load(cuda_in, "cpu")[0])
+            check(torch.allclose(torch_load(cuda_out, "cpu"), want, atol=1e-4), "CUDA output equals the CPU's")
     else:
         print("skipping the CUDA checks: " + ("no CUDA device is visible" if "cuda built in" in version
                                               else "this build's libtorch has no CUDA (Debian's is CPU-only)"))

@@ -13,9 +13,10 @@ JSON, wrong names, shapes and datatypes, unknown model, oversize and chunked
 bodies, a half-sent body, huge headers), each expecting its status and a
 JSON error while the server keeps serving; a killed worker (500, readiness
 false, restart); GET /metrics (checked by promtool when installed, and its
-counts against the requests made); SIGTERM (exit 0, no worker left). Then,
-on a slow model scripted here: a full queue (503 with Retry-After), a request
-queued past --timeout (504), SIGTERM finishing queued requests within
+counts against the requests made); SIGTERM (exit 0, no worker left). Then a
+full queue (503 with Retry-After) and a request queued past --timeout (504)
+while the model worker is stopped (SIGSTOP, so no step depends on the
+machine's speed); on a slow model scripted here, SIGTERM finishing queued requests within
 --grace and failing them after it, --instances spreading requests over
 workers; metadata shapes from a recorded self-check, and --ready-check.
 Non-tensor parameters (multi_io.pt, and a str parameter scripted here) in
@@ -366,6 +367,21 @@ class Slow(torch.nn.Module):
         return x + 1 + 0 * a.sum()
 
 
+def wait_for_depth(url, model, depth, taken=0, seconds=60):
+    """Whether /metrics shows `model`'s queue at `depth` with at least `taken`
+    requests taken from it (tsarchive_serve_queue_seconds counts a request
+    when its call begins) within `seconds`."""
+    labels = f'model="{model}"'
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        _, values = metrics(url)
+        if (values.get(("tsarchive_serve_queue_depth", labels)) == depth
+                and values.get(("tsarchive_serve_queue_seconds_count", labels), 0) >= taken):
+            return True
+        time.sleep(0.05)
+    return False
+
+
 def cpu_ticks(pid):
     return sum(int(v) for v in open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[11:13])
 
@@ -405,32 +421,34 @@ with tempfile.TemporaryDirectory() as tmp:
     torch.jit.script(Slow()).save(slow)
 
     # A full queue answers 503 with Retry-After at once; a request still
-    # queued after --timeout answers 504 without running.
-    server, url, log = start(slow, "--threads", "1", "--max-queue", "1", "--timeout", "300")
+    # queued after --timeout answers 504 without running. The one model
+    # worker is stopped (SIGSTOP) while the first request is sent to it, and
+    # the queue's depth is read from /metrics, so each request is known to be
+    # running, queued or refused before the next is sent: no step depends on
+    # how fast the machine is. SIGCONT lets the worker answer.
+    server, url, log = start(slow, "--threads", "1", "--max-queue", "1", "--timeout", "2000")
+    running, queued, refused = [], [], []
+    threads = []
+    worker = workers_of(server)
+    check(len(worker) == 1, f"one model worker: {worker}")
+    os.kill(worker[0], signal.SIGSTOP)
     try:
-        # The queue is full only while the first request still runs and the
-        # second still waits: a machine faster than rounds_for measured ends
-        # them sooner, so the check is made only once both are seen pending,
-        # with twice the rounds each time they are not.
-        rounds = rounds_for(3.0, url)
-        for _ in range(5):
-            running, queued, refused = [], [], []
-            threads = [post_later(url, rounds, running), post_later(url, 2, queued, 0.5)]
-            time.sleep(1.0)
-            if not running and not queued:
-                break
-            for t in threads:
-                t.join()
-            rounds *= 2
-        check(not running and not queued, "the slow request ended within a second five times, at up to 16x the rounds")
-        started = time.monotonic()
+        threads.append(post_later(url, 2, running))
+        check(wait_for_depth(url, "slow", 0, taken=1), "the first request was taken by the stopped worker")
+        queued_at = time.monotonic()
+        threads.append(post_later(url, 2, queued))
+        check(wait_for_depth(url, "slow", 1, taken=1), "the second request waits in the queue")
         threads.append(post_later(url, 2, refused))
         threads[-1].join()
         check(refused and refused[0][0] == 503 and refused[0][1].get("Retry-After") == "1"
               and "--max-queue" in refused[0][2], f"a full queue: {refused}")
-        check(time.monotonic() - started < 0.5, "503 came at once")
+        check(not running and not queued, f"the running and the queued request still wait: {running} {queued}")
+        time.sleep(max(0.0, 2.2 - (time.monotonic() - queued_at)))  # the queued one is past --timeout now
+    finally:
+        os.kill(worker[0], signal.SIGCONT)
         for t in threads:
             t.join()
+    try:
         check(running and running[0][0] == 200, f"the running request: {running}")
         check(queued and queued[0][0] == 504 and "--timeout" in queued[0][2], f"a request queued past --timeout: {queued}")
         _, values = metrics(url)

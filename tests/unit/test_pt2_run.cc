@@ -130,3 +130,50 @@ TEST_CASE("run refuses an AOTInductor model compiled for another platform, machi
                                  "(AOTI_MACHINE), and this machine is " + this_aoti_host().machine);
   CHECK(e.hint().find("cpp.march") != std::string::npos);
 }
+
+TEST_CASE("run refuses a CUDA AOTInductor model whose kernels this GPU or libtorch cannot run", "[pt2][run]") {
+  // AOTI_COMPUTE_CAPABILITY is major * 10 + minor, as a package compiled on an H100 records it ("90").
+  Pt2RunTarget h100{"model", "cuda", {{"AOTI_DEVICE_KEY", "cuda"}, {"AOTI_COMPUTE_CAPABILITY", "90"}}};
+  CHECK(aoti_gpu_mismatch(h100, 9, 0) == "");
+  CHECK(aoti_gpu_mismatch(h100, 8, 0) ==
+        "its GPU kernels were compiled for compute capability 9.0 (AOTI_COMPUTE_CAPABILITY 90), and this GPU has 8.0");
+  CHECK(aoti_gpu_mismatch(h100, 10, 0) ==
+        "its GPU kernels are .cubin files for compute capability 9.0 (AOTI_COMPUTE_CAPABILITY 90) without PTX, which a "
+        "GPU of another family (10.0) cannot run");
+  Pt2RunTarget a100 = h100;
+  a100.metadata["AOTI_COMPUTE_CAPABILITY"] = "80";
+  CHECK(aoti_gpu_mismatch(a100, 8, 6) == "");  // a .cubin runs on a newer minor of its family
+  CHECK(aoti_gpu_mismatch(Pt2RunTarget{"model", "cuda", {{"AOTI_COMPUTE_CAPABILITY", "86"}}}, 8, 0) != "");
+  a100.ptx = true;
+  CHECK(aoti_gpu_mismatch(a100, 9, 0) == "");  // PTX is compiled for the newer GPU by the driver
+  // A CPU package records "", a ROCm one its gfx name: no reason here.
+  CHECK(aoti_gpu_mismatch(Pt2RunTarget{"model", "cpu", {{"AOTI_COMPUTE_CAPABILITY", ""}}}, 8, 0) == "");
+  CHECK(aoti_gpu_mismatch(Pt2RunTarget{"model", "cuda", {{"AOTI_COMPUTE_CAPABILITY", "gfx90a"}}}, 8, 0) == "");
+  CHECK(aoti_gpu_mismatch(Pt2RunTarget{"model", "cuda", {}}, 8, 0) == "");
+
+  CHECK(aoti_torch_mismatch("2.11.0+cu130", 2, 13) == "");
+  CHECK(aoti_torch_mismatch("2.13.0", 2, 13) == "");
+  CHECK(aoti_torch_mismatch("", 2, 13) == "");
+  CHECK(aoti_torch_mismatch("nightly", 2, 13) == "");
+  CHECK(aoti_torch_mismatch("2.14.1+cu130", 2, 13) ==
+        "it was exported by PyTorch 2.14.1+cu130, newer than this libtorch (2.13), whose compiled code may call "
+        "functions this one lacks");
+
+  // One line before libtorch loads the package: the GPU's reason first, then the version's.
+  h100.torch_version = "2.14.0";
+  const Error gpu = error_of([&] { check_aoti_runtime(h100, 2, 13, 8, 0, "r.pt2"); });
+  CHECK(gpu.kind() == ErrorKind::BadInput);
+  CHECK(gpu.file() == "r.pt2");
+  CHECK(std::string(gpu.what()).rfind("AOTInductor model 'model' cannot run here: its GPU kernels were compiled", 0) == 0);
+  CHECK(gpu.hint().find("aoti_compile_and_package") != std::string::npos);
+  const Error version = error_of([&] { check_aoti_runtime(h100, 2, 13, -1, -1, "r.pt2"); });
+  CHECK(std::string(version.what()).find("exported by PyTorch 2.14.0") != std::string::npos);
+  h100.torch_version = "2.11.0";
+  CHECK_NOTHROW(check_aoti_runtime(h100, 2, 13, 9, 0, "r.pt2"));
+
+  // The CPU package testdata holds records no capability and no PTX: nothing to refuse.
+  const Opened aoti("pt2/mlp_dynamic_aoti.pt2");
+  const Pt2RunTarget package = select_aoti_model(aoti.contents, "", "p.pt2");
+  CHECK_FALSE(package.ptx);
+  CHECK_NOTHROW(check_aoti_runtime(package, 2, 13, -1, -1, "p.pt2"));
+}

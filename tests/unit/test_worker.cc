@@ -81,6 +81,22 @@ TEST_CASE("a worker killed by a signal is one libtorch error naming the signal",
   CHECK_THAT(u.what(), Catch::Contains("SIGABRT") && Catch::Contains("--no-validate"));
 }
 
+TEST_CASE("a crash running a checked AOTInductor package names its compiled code, not the file, as the cause",
+          "[worker]") {
+  WorkerJob package = job();
+  package.compiled_package = true;
+  const Error e = error_of([&] {
+    run_in_worker(package, []() -> std::string {
+      std::raise(SIGSEGV);
+      return "unreachable";
+    });
+  });
+  CHECK_THAT(e.what(), Catch::Contains("libtorch crashed with SIGSEGV") && Catch::Contains("passed tsarchive's checks") &&
+                           Catch::Contains("another GPU, CUDA or PyTorch") && !Catch::Contains("hostile") &&
+                           !Catch::Contains("corrupt"));
+  CHECK_THAT(e.hint(), Catch::Contains("aoti_load_package") && !Catch::Contains("do not deploy"));
+}
+
 TEST_CASE("a worker killed by SIGILL is said to run code compiled for another CPU", "[worker]") {
   const Error e = error_of([] {
     run_in_worker(job(), []() -> std::string {
