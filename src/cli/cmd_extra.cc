@@ -22,6 +22,7 @@
 #include "core/output_paths.h"
 #include "core/digest.h"
 #include "core/inspect.h"
+#include "core/signing_embedded.h"
 #include "core/verify.h"
 
 namespace tsarchive::cli {
@@ -227,6 +228,14 @@ int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const E
                               " as changed); run 'tsarchive stamp' to stamp it again");
       break;
     }
+  }
+  // An embedded signature covers every other record, the stamp included.
+  for (const ExtraChangeInfo& c : plan.changes) {
+    if (c.change == ExtraChange::Unchanged || c.change == ExtraChange::Missing || c.name == kEmbeddedSignatureName) continue;
+    const std::string note = stale_signature_note(*archive, flags.output.empty() ? model : flags.output,
+                                                  "extra/" + c.name + " " + std::string(extra_change_id(c.change)));
+    if (!note.empty()) print_note(ctx.err, note);
+    break;
   }
   return 0;
 }

@@ -1,4 +1,5 @@
 // tsarchive stamp MODEL [-o OUT] [--field KEY=VALUE]... [--no-host] [--no-git] [--keep-bytes] [--json]
+//   [--sign-key PRIVATE.pem [--key-password-file F]]
 //
 // Two ways to write extra/producer_info.json (producer_info.h):
 // - default: libtorch loads the module and saves it again while the export
@@ -13,6 +14,8 @@
 //   alone; every other record stays byte-identical and libtorch is never loaded.
 // Either way the archive must pass the structural checks first (the gate,
 // core/checked_archive.h): stamping a damaged archive would bless the damage.
+// --sign-key also signs the stamped archive (core/signing_embedded.h): the
+// signature goes in with the stamp, in the same write.
 #include <optional>
 #include <vector>
 
@@ -32,6 +35,7 @@
 #include "core/file_edit.h"
 #include "core/output_paths.h"
 #include "core/producer_info.h"
+#include "core/signing_embedded.h"
 #include "contract/torch_backend.h"
 #include "core/verify.h"
 #include "cli/worker_options.h"
@@ -51,6 +55,8 @@ struct StampOptions {
   bool keep_bytes = false;
   bool json = false;
   double lock_timeout = 10;
+  std::string sign_key, key_password_file;
+  std::optional<SignerKeys> signer;  // read from sign_key once
   WorkerOptions worker;
 };
 
@@ -72,15 +78,22 @@ struct Written {
   WriteResult result;
   std::string stamp;
   std::optional<int64_t> format_version;  // of what was written
+  std::string signer;  // --sign-key: who signed
 };
 
-WriteResult write_stamp(ArchiveFile& file, const TorchArchive& archive, const StampPlace& place, const std::string& stamp,
-                        const std::string& output, int plan_source_fd = -1) {
-  std::vector<ExtraEdit> edits = {ExtraEdit{place.name(), stamp}};
+// `records`: the archive's digests, which --sign-key signs with the stamp in place.
+void write_stamp(ArchiveFile& file, const TorchArchive& archive, const StampPlace& place,
+                 const std::vector<RecordDigest>& records, const StampOptions& opts, Written& written) {
+  std::vector<ExtraEdit> edits = {ExtraEdit{place.name(), written.stamp}};
   // A stamp of ours left at the other name (its producer's file since removed) goes.
   if (place.stamp != nullptr && place.stamp->name != place.record()) edits.push_back(ExtraEdit{place.stamp->extra_name(), {}});
+  if (opts.signer) {
+    EmbeddedSignature signature = sign_archive_records(records, edits, archive.top_folder(), *opts.signer, opts.model);
+    written.signer = signature.signed_records.signer;
+    edits.push_back(std::move(signature.edit));
+  }
   const ExtraEditPlan plan = plan_extra_edits(archive, edits, false);
-  return output.empty() ? file.replace(plan.zip, plan_source_fd) : file.write_new(plan.zip, output, plan_source_fd);
+  written.result = opts.output.empty() ? file.replace(plan.zip) : file.write_new(plan.zip, opts.output);
 }
 
 // Through libtorch and its export hook; see the top of this file.
@@ -117,8 +130,9 @@ Written stamp_by_resave(ArchiveFile& file, const CheckedArchive& checked, const 
 
   StagedExtras extras;
   extras.stamp_name = place.producer != nullptr ? kStampAltName : kStampName;
+  if (opts.signer) extras.sign = &*opts.signer;
   const StagedStamp staged = write_staged_with_stamp(file, request.output, content, opts.output, top, opts.model, extras);
-  return Written{staged.result, staged.stamp, staged.format_version};
+  return Written{staged.result, staged.stamp, staged.format_version, staged.signer};
 }
 
 // Why this archive is stamped with --keep-bytes although the user did not ask:
@@ -173,7 +187,7 @@ Written stamp_keeping_bytes(ArchiveFile& file, const TorchArchive& archive, cons
   content.digests = digests_without_stamp(records, opts.model, place.record());
   Written written;
   written.stamp = render_stamp(content);
-  written.result = write_stamp(file, archive, place, written.stamp, opts.output);
+  write_stamp(file, archive, place, digests, opts, written);
   written.format_version = gate.format_version;
   return written;
 }
@@ -213,6 +227,9 @@ void print_stamp_report(const StampOptions& opts, const StampOutcome& outcome, c
                              {"raised", raised}};
     if (raised) doc["format_version"]["note"] = raised_line;
     doc["notes"] = outcome.notes;
+    doc["signature"] = written.signer.empty() ? nlohmann::ordered_json()
+                                              : nlohmann::ordered_json{{"record", kEmbeddedSignatureRecord},
+                                                                       {"signer", written.signer}};
     if (auto parsed = parse_bounded_json<nlohmann::ordered_json>(written.stamp)) doc["stamp"] = std::move(*parsed);
     ctx.out << json_text(doc, ctx.json_indent) << '\n';
     return;
@@ -227,6 +244,9 @@ void print_stamp_report(const StampOptions& opts, const StampOutcome& outcome, c
   }
   if (outcome.replaced_previous) ctx.out << "  replaced the previous stamp (its digest is kept under \"previous\")\n";
   if (raised) ctx.out << "  " << raised_line << '\n';
+  if (!written.signer.empty()) {
+    ctx.out << "  signed as " << shown(written.signer) << " (embedded: " << kEmbeddedSignatureRecord << ")\n";
+  }
 }
 
 int run_stamp(const StampOptions& opts, Context& ctx) {
@@ -234,7 +254,7 @@ int run_stamp(const StampOptions& opts, Context& ctx) {
     throw_usage("stamp cannot write to standard output (-o -): libtorch's re-save and the stamp are checked in a file",
                 "write to a file with -o FILE, then pipe that");
   }
-  check_output_paths({{"-o", opts.output}}, {{"the model", opts.model}});
+  check_output_paths({{"-o", opts.output}}, {{"the model", opts.model}, {"--sign-key", opts.sign_key}});
   StampContent content;
   content.fields = parse_fields(opts.fields);
   content.producer_version = build_info().version;
@@ -275,6 +295,12 @@ int run_stamp(const StampOptions& opts, Context& ctx) {
       keep_bytes ? stamp_keeping_bytes(file, archive, place, content, gate, gate_options.digests, opts)
                  : stamp_by_resave(file, admit_verified(file, archive, gate, "nothing was written"), place, content, opts,
                                    ctx.err);
+  if (!opts.signer) {
+    const std::string result = opts.output.empty() ? opts.model : opts.output;
+    if (std::string note = stale_signature_note(archive, result, "the stamp changed"); !note.empty()) {
+      outcome.notes.push_back(std::move(note));
+    }
+  }
   for (const std::string& note : outcome.notes) print_note(ctx.err, note);
   print_stamp_report(opts, outcome, written, ctx);
   return 0;
@@ -304,8 +330,16 @@ Runner setup_stamp(CLI::App& app, Context& ctx) {
   app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.stamp/1) with the stamp written; JSON Lines for several");
   app.add_option("--lock-timeout", opts->lock_timeout, "Seconds to wait for another editor (default 10)")
       ->check(CLI::Range(0.0, 86400.0));
+  CLI::Option* sign_key = app.add_option("--sign-key", opts->sign_key,
+                 "Also sign the stamped archive with this private key, in the same write (as sign --embed does)")
+      ->type_name("PRIVATE.pem");
+  app.add_option("--key-password-file", opts->key_password_file, "The --sign-key's password file (its first line)")
+      ->type_name("FILE")
+      ->needs(sign_key);
   add_worker_options(app, opts->worker, false, "For the re-save: ");  // a stamp vouches for checked records only
   return [opts, &ctx] {
+    // The key is read once, before any archive: a wrong one fails before anything is written.
+    if (!opts->sign_key.empty()) opts->signer = read_signer_keys(opts->sign_key, opts->key_password_file, "", {});
     if (opts->models.size() > 1 && !opts->output.empty()) {
       throw_usage("-o names one output; " + std::to_string(opts->models.size()) + " archives were given",
                   "stamp them in place, or one at a time with -o");

@@ -15,6 +15,7 @@
 #include "cli/staged_stamp.h"
 #include "base/error.h"
 #include "core/extra.h"
+#include "core/signing_embedded.h"
 #include "core/file_edit.h"
 #include "contract/host_value.h"
 #include "core/input_values.h"
@@ -153,6 +154,9 @@ void write_converted(const ConvertOptions& opts, OpenedArchive& opened, const St
   if (place.producer != nullptr) {
     report.notes.push_back(extra_record_name(kStampName) + " is the producer's own and was kept as it is; the "
                            "stamp went to " + kStampAltRecord);
+  }
+  if (std::string note = stale_signature_note(archive, opts.output, "a new archive, with other records"); !note.empty()) {
+    report.notes.push_back(std::move(note));
   }
   content.fields["conversion"] = steps_text(report.steps);
   const StagedStamp written =

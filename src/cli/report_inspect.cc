@@ -49,6 +49,33 @@ void render_summary(const InspectReport& r, std::ostream& out) {
   }
 }
 
+// An embedded signature as it names its signer; inspect never verifies it.
+std::string signature_text(const EmbeddedSignatureInfo& s, const std::string& path) {
+  if (!s.problem.empty()) return s.record + " is not a readable signature: " + s.problem;
+  const bool key = s.method == "key";
+  return "embedded (" + s.record + ", " + std::to_string(s.records) + " records), " +
+         (key ? "key sha256:" + s.key_sha256 : "by " + s.subject + ", issued by " + s.issuer) +
+         "; unverified: tsarchive verify " + path + (key ? " --key PUBLIC.pem" : " --certificate-chain ROOTS.pem");
+}
+
+nlohmann::ordered_json signature_json(const std::optional<EmbeddedSignatureInfo>& s) {
+  if (!s) return nullptr;
+  nlohmann::ordered_json doc = {{"record", s->record}, {"verified", false}};
+  if (!s->problem.empty()) {
+    doc["problem"] = s->problem;
+    return doc;
+  }
+  doc["method"] = s->method;
+  if (s->method == "key") {
+    doc["key_sha256"] = s->key_sha256;
+  } else {
+    doc["subject"] = s->subject;
+    doc["issuer"] = s->issuer;
+  }
+  doc["records"] = s->records;
+  return doc;
+}
+
 void render_archive_fields(const InspectReport& r, std::ostream& out) {
   field(out, "top folder", r.top_folder);
   if (r.format_version) field(out, "format version", std::to_string(*r.format_version) + " (" + r.version_record + ")");
@@ -65,6 +92,7 @@ void render_archive_fields(const InspectReport& r, std::ostream& out) {
     field(out, "tensor data", plural(r.tensor_records, "record") + ", " + layout);
   }
   if (!r.root_type.empty()) field(out, "root module", r.root_type);
+  if (r.signature) field(out, "signature", signature_text(*r.signature, r.path));
   if (r.run_check) {
     const RunCheck& c = *r.run_check;
     field(out, "self-check", c.method + "(" + plural(c.inputs.size(), "input") + ") -> " +
@@ -248,6 +276,7 @@ nlohmann::ordered_json inspect_to_json(const InspectReport& r) {
                       {"tensor_records_aligned", r.tensor_records_aligned},
                       {"records", std::move(records)}};
     doc["extra_files"] = extra_files_to_json(r.extra_files);
+    doc["signature"] = signature_json(r.signature);
     if (r.run_check) {
       const RunCheck& c = *r.run_check;
       doc["run_check"] = {{"method", c.method}, {"inputs", c.inputs},   {"outputs", c.outputs},

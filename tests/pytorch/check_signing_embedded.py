@@ -1,0 +1,107 @@
+#!/usr/bin/python3
+"""Real PyTorch loads archives that carry an embedded signature.
+
+Run by CTest with TSARCHIVE_PYTHON (exit 77, skipped, when torch is missing):
+
+    python3 tests/pytorch/check_signing_embedded.py TSARCHIVE TESTDATA_DIR
+
+`tsarchive sign --embed` and `tsarchive stamp --sign-key` store the signature
+as the extra file extra/tsarchive/model.sig. For an archive PyTorch 1.13 wrote
+(testdata) and one this PyTorch writes now, each signed copy is loaded with
+torch.jit.load: every parameter and buffer and forward's output equal the
+original's, torch.jit.load(..., _extra_files={"tsarchive/model.sig": ""})
+reads back the bundle `tsarchive extra get` prints, and `tsarchive verify
+--key` accepts it. The key pair is made here with openssl.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+try:
+    import torch
+except ImportError:
+    print("torch is not installed for this python; skipping")
+    sys.exit(77)
+
+TSARCHIVE, TESTDATA = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
+failures = []
+
+
+def check(ok, what):
+    if not ok:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def run(*args):
+    return subprocess.run(list(args), capture_output=True)
+
+
+def tsarchive(*args):
+    r = run(TSARCHIVE, *args)
+    if r.returncode != 0:
+        raise AssertionError(f"tsarchive {' '.join(args)} failed ({r.returncode}): {r.stderr.decode()}")
+    return r.stdout
+
+
+def state(module):
+    return dict(module.state_dict())
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+        self.register_buffer("scale", torch.tensor([2.0]))
+
+    def forward(self, x):
+        return torch.relu(self.fc(x)) * self.scale
+
+
+tmp = tempfile.mkdtemp(prefix="tsarchive-sign-embedded-")
+os.chdir(tmp)
+for cmd in (["openssl", "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", "k.key"],
+            ["openssl", "ec", "-in", "k.key", "-pubout", "-out", "k.pub"]):
+    if run(*cmd).returncode != 0:
+        print("openssl failed:", " ".join(cmd))
+        sys.exit(1)
+
+torch.manual_seed(0)
+torch.jit.save(torch.jit.script(Net()), "now.pt")
+models = {"mlp_scripted.pt (PyTorch 1.13)": os.path.join(TESTDATA, "mlp_scripted.pt"),
+          f"now.pt (PyTorch {torch.__version__})": "now.pt"}
+
+for label, source in models.items():
+    original = torch.jit.load(source)
+    x = torch.randn(2, original.state_dict()[next(iter(original.state_dict()))].shape[-1])
+    expected = original(x)
+    for how in ("sign --embed", "stamp --keep-bytes --sign-key", "stamp --sign-key (re-save)"):
+        shutil.copy(source, "signed.pt")
+        if how == "sign --embed":
+            tsarchive("sign", "signed.pt", "--key", "k.key", "--embed")
+        elif how.startswith("stamp --keep-bytes"):
+            tsarchive("stamp", "signed.pt", "--keep-bytes", "--sign-key", "k.key", "--no-host", "--no-git")
+        else:
+            tsarchive("stamp", "signed.pt", "--sign-key", "k.key", "--no-host", "--no-git")
+        what = f"{label}, {how}"
+        extra = {"tsarchive/model.sig": ""}
+        loaded = torch.jit.load("signed.pt", _extra_files=extra)
+        bundle = tsarchive("extra", "get", "signed.pt", "tsarchive/model.sig")
+        check(extra["tsarchive/model.sig"] == bundle, f"{what}: _extra_files reads back the bundle")
+        check(json.loads(bundle)["mediaType"] == "application/vnd.dev.sigstore.bundle.v0.3+json",
+              f"{what}: the embedded record is a Sigstore bundle")
+        before, after = state(original), state(loaded)
+        check(before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before),
+              f"{what}: parameters and buffers equal the original's")
+        check(torch.equal(loaded(x), expected), f"{what}: forward gives the original's output")
+        r = run(TSARCHIVE, "verify", "signed.pt", "--key", "k.pub", "--require-signature")
+        check(r.returncode == 0 and b"(embedded)" in r.stdout,
+              f"{what}: verify --key accepts the embedded signature: {r.stdout.decode()} {r.stderr.decode()}")
+
+shutil.rmtree(tmp, ignore_errors=True)
+print(f"torch {torch.__version__}: {len(models)} models x 3 ways signed, loaded; {len(failures)} failures")
+sys.exit(1 if failures else 0)
