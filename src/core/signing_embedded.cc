@@ -72,7 +72,7 @@ EmbedResult embed_signature(ArchiveFile& file, const TorchArchive& archive, cons
 }
 
 SignatureCheck check_embedded_bundle(const std::string& bundle_text, const SignatureTrust& trust, const std::string& file) {
-  const std::string where = file + " (" + kEmbeddedSignatureRecord + ")";
+  const std::string where = file + ", " + kEmbeddedSignatureRecord;
   SignatureCheck check = check_signature_bundle(where, bundle_text, trust);
   check.embedded = true;
   check.signature_path = kEmbeddedSignatureRecord;

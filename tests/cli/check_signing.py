@@ -523,6 +523,8 @@ rezip("emb.pt", "t-removed.pt", lambda n, d: [] if n.endswith("extra/labels.txt"
 expect(ts("verify", "t-removed.pt", "--key", "p256.pub"), 7, "a record removed", ["'extra/labels.txt' missing"])
 rezip("emb.pt", "t-renamed.pt", lambda n, d: [(n.replace("labels.txt", "labelz.txt"), d)])
 expect(ts("verify", "t-renamed.pt", "--key", "p256.pub"), 7, "a record renamed", ["'extra/labels.txt' missing"])
+bundle_e = json.loads(ts("extra", "get", "emb.pt", "tsarchive/model.sig").stdout)
+stmt_e = json.loads(base64.b64decode(bundle_e["dsseEnvelope"]["payload"]))
 edited_e = json.loads(json.dumps(stmt_e))
 edited_e["predicate"]["resources"][0]["digest"] = "0" * 64
 bundle_bad = json.loads(json.dumps(bundle_e))

@@ -77,7 +77,8 @@ models = {"mlp_scripted.pt (PyTorch 1.13)": os.path.join(TESTDATA, "mlp_scripted
 
 for label, source in models.items():
     original = torch.jit.load(source)
-    x = torch.randn(2, original.state_dict()[next(iter(original.state_dict()))].shape[-1])
+    features = next(v for v in original.state_dict().values() if v.dim() == 2).shape[1]  # the first Linear's inputs
+    x = torch.randn(2, features)
     expected = original(x)
     for how in ("sign --embed", "stamp --keep-bytes --sign-key", "stamp --sign-key (re-save)"):
         shutil.copy(source, "signed.pt")
