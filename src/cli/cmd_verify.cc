@@ -437,7 +437,9 @@ Runner setup_verify(CLI::App& app, Context& ctx) {
       "PyTorch) is reported as such, not as damaged.\n"
       "With --key or --certificate-chain, also the model's signature (OpenSSF model signing, as `tsarchive sign`\n"
       "and `python -m model_signing sign key|certificate` write it): who signed, and that every file or the\n"
-      "archive is exactly what was signed. A model directory is then checked by its signature alone.\n"
+      "archive is exactly what was signed. A model directory is then checked by its signature alone. An archive's\n"
+      "embedded signature (`tsarchive sign --embed`) is found without --signature and must list exactly its\n"
+      "other records.\n"
       "Every file also gets the load-safety verdict (docs/load-safety.md): what torch.load, pickle.load,\n"
       "torch.jit.load or torch.export.load would import and call, judged by an allowlist; a file that would\n"
       "run anything beyond it, or is crafted to attack a loader, exits 8. torch.save files (ZIP and legacy)\n"
@@ -466,10 +468,11 @@ Runner setup_verify(CLI::App& app, Context& ctx) {
       ->type_name("ROOTS.pem")
       ->excludes(key);
   app.add_option("--signature", opts->signature,
-                 "The signature file (default: MODEL.sig beside a file, MODEL/model.sig in a directory)")
+                 "The signature file (default: the archive's embedded signature, else MODEL.sig beside a file, "
+                 "MODEL/model.sig in a directory)")
       ->type_name("SIG");
   app.add_flag("--require-signature", opts->require_signature,
-               "Exit 7 when no signature is found (with --key or --certificate-chain)");
+               "Exit 7 when no signature is found, embedded or not (with --key or --certificate-chain)");
   app.add_option("--ignore-paths", opts->ignore_paths,
                  "Files of a model directory that are not checked against the signature (relative to it)")
       ->type_name("PATH");
