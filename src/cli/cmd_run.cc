@@ -36,6 +36,7 @@
 #include "core/verify.h"
 #include "contract/profile.h"
 #include "core/run_check.h"
+#include "core/signing_embedded.h"
 #include "contract/torch_backend.h"
 #include "cli/worker_options.h"
 
@@ -228,6 +229,10 @@ void record_if_passed(const RunOptions& opts, const RunVerdict& verdict, OpenedA
     report.notes.push_back("the stamp (" + place.stamp->name + ") no longer covers " + opts.model +
                            " ('verify' reports the recorded files as added or changed); run 'tsarchive stamp' "
                            "to stamp it again");
+  }
+  if (std::string note = stale_signature_note(opened.archive(), opts.model, "the run's check was recorded");
+      !note.empty()) {
+    report.notes.push_back(std::move(note));
   }
 }
 

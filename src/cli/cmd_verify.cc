@@ -232,6 +232,25 @@ int run_verify_signature_only(const VerifyCliOptions& opts, Context& ctx) {
 
 // An archive: the core's checks, and the signature's verdict from `pending`.
 
+// An embedded signature's records are the ones verify digested (a damaged
+// archive's are not compared: the damage is the answer).
+void match_embedded(SignatureOutcome& s, const VerifyReport& report, const std::string& model) {
+  if (!s.records_pending || report.outcome() == VerifyOutcome::Malformed) return;
+  match_embedded_records(*s.check, report.records, model);
+  s.records_pending = false;
+}
+
+// An embedded signature that does not list exactly the archive's other
+// records: the error (exit 7), after the report was printed.
+bool refuse_uncovered(const SignatureOutcome& s, const std::string& model, Context& ctx) {
+  if (!s.check || !s.check->embedded || s.records_pending || s.check->matches()) return false;
+  print_error(ctx.err, Error(ErrorKind::SignatureInvalid,
+                             "the embedded signature (" + std::string(kEmbeddedSignatureRecord) +
+                                 ") does not cover the archive: " + differences(*s.check),
+                             model, "do not deploy it; sign it again, or fetch the signed model again"));
+  return true;
+}
+
 // Exit 8 with the worst finding, after the report was printed.
 int refuse_unsafe(const LoadSafety& safety, const std::string& path, Context& ctx) {
   print_error(ctx.err, Error(ErrorKind::UnsafeToLoad, "unsafe to load: " + load_safety_summary(safety), path,
@@ -305,12 +324,7 @@ int run_verify_archive(const VerifyCliOptions& opts, Context& ctx, std::future<S
   }
   const VerifyReport report = verify_archive(*archive, VerifyOptions{opts.threads, built_libtorch_versions()});
   SignatureOutcome signature = pending.get();
-  // An embedded signature's records are the ones verify just digested (a
-  // damaged archive's are not compared: the damage is the answer).
-  if (signature.records_pending && report.outcome() != VerifyOutcome::Malformed) {
-    match_embedded_records(*signature.check, report.records, opts.model);
-    signature.records_pending = false;
-  }
+  match_embedded(signature, report, opts.model);
   // The verdict reads the pickles again: only once verify found them whole
   // (a damaged record is the answer already, named in the report).
   const LoadSafety safety =
@@ -355,13 +369,7 @@ int run_verify_archive(const VerifyCliOptions& opts, Context& ctx, std::future<S
     print_error(ctx.err, Error(ErrorKind::BadInput, report.unreadable.front(), opts.model,
                                pt2 ? "load it with the PyTorch that wrote it" : newer_libtorch_hint()));
   }
-  if (signature.check && signature.check->embedded && !signature.records_pending && !signature.check->matches()) {
-    print_error(ctx.err, Error(ErrorKind::SignatureInvalid,
-                               "the embedded signature (" + std::string(kEmbeddedSignatureRecord) +
-                                   ") does not cover the archive: " + differences(*signature.check),
-                               opts.model, "do not deploy it; sign it again, or fetch the signed model again"));
-    return static_cast<int>(ErrorKind::SignatureInvalid);
-  }
+  if (refuse_uncovered(signature, opts.model, ctx)) return static_cast<int>(ErrorKind::SignatureInvalid);
   const bool signature_changed = signature.check && !signature.check->embedded && !signature.check->matches() &&
                                  report.outcome() != VerifyOutcome::Malformed;
   if (signature_changed) {
