@@ -11,7 +11,9 @@ as the extra file extra/tsarchive/model.sig. For an archive PyTorch 1.13 wrote
 torch.jit.load: every parameter and buffer and forward's output equal the
 original's, torch.jit.load(..., _extra_files={"tsarchive/model.sig": ""})
 reads back the bundle `tsarchive extra get` prints, and `tsarchive verify
---key` accepts it. The key pair is made here with openssl.
+--key` accepts it; a signed .ptl loads in the lite interpreter and (PyTorch
+2.x) torch.export.load(..., extra_files=) reads a signed .pt2's bundle. The
+key pair is made here with openssl.
 """
 
 import json
@@ -103,6 +105,24 @@ for label, source in models.items():
         check(r.returncode == 0 and b"(embedded)" in r.stdout,
               f"{what}: verify --key accepts the embedded signature: {r.stdout.decode()} {r.stderr.decode()}")
 
+# A lite-interpreter archive and (PyTorch 2.x) a .pt2 take one too.
+from torch.jit.mobile import _load_for_lite_interpreter
+
+shutil.copy(os.path.join(TESTDATA, "mlp.ptl"), "signed.ptl")
+tsarchive("sign", "signed.ptl", "--key", "k.key", "--embed")
+lite = _load_for_lite_interpreter("signed.ptl")
+check(lite is not None, "a signed .ptl loads with _load_for_lite_interpreter")
+check(run(TSARCHIVE, "verify", "signed.ptl", "--key", "k.pub").returncode == 0, "verify --key of a signed .ptl")
+if int(torch.__version__.split(".")[0]) >= 2:
+    shutil.copy(os.path.join(TESTDATA, "pt2", "buffers_consts.pt2"), "signed.pt2")
+    tsarchive("sign", "signed.pt2", "--key", "k.key", "--embed")
+    extra = {"tsarchive/model.sig": ""}
+    torch.export.load("signed.pt2", extra_files=extra)
+    check(extra["tsarchive/model.sig"] == tsarchive("extra", "get", "signed.pt2", "tsarchive/model.sig").decode(),
+          "torch.export.load(extra_files=) reads the embedded bundle of a .pt2")
+    check(run(TSARCHIVE, "verify", "signed.pt2", "--key", "k.pub").returncode == 0, "verify --key of a signed .pt2")
+
 shutil.rmtree(tmp, ignore_errors=True)
-print(f"torch {torch.__version__}: {len(models)} models x 3 ways signed, loaded; {len(failures)} failures")
+print(f"torch {torch.__version__}: {len(models)} models x 3 ways signed, loaded; .ptl"
+      f"{' and .pt2' if int(torch.__version__.split('.')[0]) >= 2 else ''} signed and loaded; {len(failures)} failures")
 sys.exit(1 if failures else 0)
