@@ -82,13 +82,20 @@ struct SignatureOutcome {
   std::optional<SignatureCheck> check;
   std::string looked_for;  // the signature path tried, when none was found
   bool records_pending = false;  // embedded: the statement not yet compared with the records
+  bool embedded_unchecked = false;  // no --key or roots, and the archive carries a signature
 };
 
-// The archive's embedded signature, when MODEL is an archive that has one.
+// The archive's embedded signature, when MODEL is an archive that has one:
+// only the kinds run_verify_archive checks (the records are compared there; a
+// record planted in a torch.save file is not a signature).
 std::optional<std::string> embedded_bundle(const std::string& model) {
   if (model == "-" || is_directory(model) || !looks_like_zip(model)) return std::nullopt;
   try {
     const TorchArchive archive(open_file_source(model));
+    const FileKind kind = archive.kind();
+    if (kind != FileKind::TorchScript && kind != FileKind::LiteInterpreter && kind != FileKind::ExportedProgram) {
+      return std::nullopt;
+    }
     if (const Record* record = find_embedded_signature(archive)) return archive.read(*record, kMaxBundleBytes);
   } catch (const Error&) {
     // Not an archive verify reads: its own checks say why; a detached signature may still apply.
@@ -140,6 +147,9 @@ SignatureOutcome check_signature(const VerifyCliOptions& opts) {
 }
 
 void render_signature_text(const SignatureOutcome& s, std::ostream& out) {
+  if (s.embedded_unchecked) {
+    out << "signature  " << kEmbeddedSignatureRecord << " (embedded): not checked (give --key or --certificate-chain)\n";
+  }
   if (!s.check) {
     if (!s.looked_for.empty()) out << "signature  none (no " << s.looked_for << ")\n";
     return;
@@ -325,6 +335,7 @@ int run_verify_archive(const VerifyCliOptions& opts, Context& ctx, std::future<S
   const VerifyReport report = verify_archive(*archive, VerifyOptions{opts.threads, built_libtorch_versions()});
   SignatureOutcome signature = pending.get();
   match_embedded(signature, report, opts.model);
+  signature.embedded_unchecked = !signature.asked && find_embedded_signature(*archive) != nullptr;
   // The verdict reads the pickles again: only once verify found them whole
   // (a damaged record is the answer already, named in the report).
   const LoadSafety safety =

@@ -448,7 +448,8 @@ doc = json.loads(r.stdout)
 check(doc["signature"]["embedded"] and doc["signature"]["matches"] and doc["signature"]["path"] == SIG,
       f"verify --json names the embedded signature: {doc['signature']}")
 expect(ts("verify", "emb.pt", "--key", "other.pub"), 7, "embedded, wrong key", ["another key", SIG])
-expect(ts("verify", "emb.pt"), 0, "verify without a key: the stamp-less archive is intact")
+expect(ts("verify", "emb.pt"), 0, "verify without a key: intact, the signature not checked",
+       ["(embedded): not checked"])
 r = expect(ts("inspect", "emb.pt"), 0, "inspect shows the embedded signature", ["key sha256:" + fp256, "unverified"])
 r = expect(ts("inspect", "emb.pt", "--json"), 0, "inspect --json")
 isig = json.loads(r.stdout)["signature"]
@@ -537,6 +538,14 @@ shutil.copy("emb.pt", "t-file.pt")
 expect(ts("sign", "model.pt", "--key", "p256.key", "-o", "file.sig"), 0, "a file's detached signature")
 expect(ts("extra", "set", "t-file.pt", "tsarchive/model.sig=@file.sig"), 0, "a file's signature planted as embedded")
 expect(ts("verify", "t-file.pt", "--key", "p256.pub"), 7, "a file's signature embedded", ["not of the archive's records"])
+
+# A signature record planted in a torch.save file is no signature: verify's checks there are load safety's.
+with zipfile.ZipFile(os.path.join(TESTDATA, "state_dict.pth")) as z:
+    sd_top = z.namelist()[0].split("/")[0]
+rezip(os.path.join(TESTDATA, "state_dict.pth"), "t-planted.pth",
+      lambda n, d: [(n, d)] + ([(f"{sd_top}/{SIG}", json.dumps(bundle_e).encode())] if n.endswith("data.pkl") else []))
+expect(ts("verify", "t-planted.pth", "--key", "p256.pub", "--require-signature"), 7,
+       "an embedded signature planted in a torch.save file is not taken", ["not signed"])
 
 # Edits say that the signature no longer covers the archive, and keep it.
 shutil.copy("emb.pt", "t-edit.pt")
