@@ -23,6 +23,8 @@ import subprocess
 import sys
 import tempfile
 
+from harness import check, finish
+
 try:
     import torch
 except ImportError:
@@ -30,13 +32,6 @@ except ImportError:
     sys.exit(77)
 
 TSARCHIVE, TESTDATA = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
-failures = []
-
-
-def check(ok, what):
-    if not ok:
-        failures.append(what)
-        print("FAIL:", what)
 
 
 def run(*args):
@@ -123,6 +118,5 @@ if int(torch.__version__.split(".")[0]) >= 2:
     check(run(TSARCHIVE, "verify", "signed.pt2", "--key", "k.pub").returncode == 0, "verify --key of a signed .pt2")
 
 shutil.rmtree(tmp, ignore_errors=True)
-print(f"torch {torch.__version__}: {len(models)} models x 3 ways signed, loaded; .ptl"
-      f"{' and .pt2' if int(torch.__version__.split('.')[0]) >= 2 else ''} signed and loaded; {len(failures)} failures")
-sys.exit(1 if failures else 0)
+finish(f"torch {torch.__version__}: {len(models)} models x 3 ways signed and loaded; .ptl"
+       f"{' and .pt2' if int(torch.__version__.split('.')[0]) >= 2 else ''} signed and loaded")
