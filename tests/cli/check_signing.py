@@ -559,6 +559,10 @@ expect(ts("verify", "t-edit.pt", "--key", "p256.pub"), 0, "unsigned after extra 
 expect(ts("verify", "t-edit.pt", "--key", "p256.pub", "--require-signature"), 7, "--require-signature after rm",
        ["not signed"])
 
+expect(ts("convert", "emb.pt", "--input", "2x8", "-o", "conv.pt"), 0, "convert of a signed archive",
+       ["no longer covers conv.pt", "tsarchive/model.sig"])
+expect(ts("verify", "conv.pt", "--key", "p256.pub"), 7, "verify of the converted archive", ["does not cover"])
+
 # stamp --sign-key: both in one write, both valid; stamp alone on a signed archive says it breaks the signature.
 for how in (["--keep-bytes"], []):
     fresh("st.pt")
