@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <iostream>
@@ -22,6 +23,7 @@
 #include "core/output_paths.h"
 #include "core/digest.h"
 #include "core/inspect.h"
+#include "core/signing_embedded.h"
 #include "core/verify.h"
 
 namespace tsarchive::cli {
@@ -149,6 +151,38 @@ void print_notes(const ArchiveFile& file, Context& ctx) {
   for (const std::string& note : file.notes()) print_note(ctx.err, note);
 }
 
+// A stamp covers every record: any change but to the stamp itself breaks it.
+// An embedded signature covers every other record, the stamp included: one
+// note when this edit changed any (an edit that removes or sets the
+// signature itself says nothing of it).
+void note_no_longer_covered(const StampPlace& stamp, const TorchArchive& archive, const ExtraEditPlan& plan,
+                            const std::string& result, Context& ctx) {
+  if (stamp.stamp != nullptr) {
+    for (const ExtraChangeInfo& c : plan.changes) {
+      if (c.change == ExtraChange::Unchanged || c.change == ExtraChange::Missing ||
+          extra_record_name(c.name) == stamp.stamp->name) {
+        continue;
+      }
+      print_note(ctx.err, "the stamp (" + stamp.stamp->name + ") no longer covers " + result +
+                              " ('verify' reports extra/" + c.name + " as changed); run 'tsarchive stamp' to stamp "
+                              "it again");
+      break;
+    }
+  }
+  const auto touched = [](const ExtraChangeInfo& c) {
+    return c.change != ExtraChange::Unchanged && c.change != ExtraChange::Missing;
+  };
+  const bool signature_edited = std::any_of(plan.changes.begin(), plan.changes.end(), [&](const ExtraChangeInfo& c) {
+    return touched(c) && c.name == kEmbeddedSignatureName;
+  });
+  for (const ExtraChangeInfo& c : plan.changes) {
+    if (signature_edited || !touched(c)) continue;
+    const std::string what = "extra/" + c.name + " " + std::string(extra_change_id(c.change));
+    if (std::string note = stale_signature_note(archive, result, what); !note.empty()) print_note(ctx.err, note);
+    return;
+  }
+}
+
 // Opens, plans and writes: the one path every edit takes.
 int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const EditFlags& flags, bool missing_ok,
                  bool prune, Context& ctx, bool typed_names = false) {
@@ -215,19 +249,7 @@ int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const E
   } else {
     write_text(report_out, [&](std::ostream& text) { render_extra_edit_text(report, text); });
   }
-  // A stamp covers every record: any change but to the stamp itself breaks it.
-  if (stamp.stamp != nullptr) {
-    for (const ExtraChangeInfo& c : plan.changes) {
-      if (c.change == ExtraChange::Unchanged || c.change == ExtraChange::Missing ||
-          extra_record_name(c.name) == stamp.stamp->name) {
-        continue;
-      }
-      print_note(ctx.err, "the stamp (" + stamp.stamp->name + ") no longer covers " +
-                              (flags.output.empty() ? model : flags.output) + " ('verify' reports extra/" + c.name +
-                              " as changed); run 'tsarchive stamp' to stamp it again");
-      break;
-    }
-  }
+  note_no_longer_covered(stamp, *archive, plan, flags.output.empty() ? model : flags.output, ctx);
   return 0;
 }
 

@@ -1,4 +1,5 @@
 // tsarchive stamp MODEL [-o OUT] [--field KEY=VALUE]... [--no-host] [--no-git] [--keep-bytes] [--json]
+//   [--sign-key PRIVATE.pem [--key-password-file F]]
 //
 // The options of `stamp`, the operation (operations/stamp.h), and its report.
 #include <CLI/CLI.hpp>
@@ -14,6 +15,8 @@
 #include "cli/worker_options.h"
 #include "core/output_paths.h"
 #include "core/producer_info.h"
+#include "core/signing.h"
+#include "core/signing_embedded.h"
 #include "operations/stamp.h"
 
 namespace tsarchive::cli {
@@ -29,6 +32,8 @@ struct StampOptions {
   bool keep_bytes = false;
   bool json = false;
   double lock_timeout = 10;
+  std::string sign_key, key_password_file;
+  std::optional<SignerKeys> signer;  // read from sign_key once
   WorkerSettings worker;
 };
 
@@ -73,6 +78,9 @@ void print_stamp_report(const StampOptions& opts, const StampResult& outcome, Co
                              {"raised", raised}};
     if (raised) doc["format_version"]["note"] = raised_line;
     doc["notes"] = outcome.notes;
+    doc["signature"] = outcome.signer.empty() ? nlohmann::ordered_json()
+                                              : nlohmann::ordered_json{{"record", kEmbeddedSignatureRecord},
+                                                                       {"signer", outcome.signer}};
     if (auto parsed = parse_bounded_json<nlohmann::ordered_json>(outcome.stamp)) doc["stamp"] = std::move(*parsed);
     ctx.out << json_text(doc, ctx.json_indent) << '\n';
     return;
@@ -87,6 +95,9 @@ void print_stamp_report(const StampOptions& opts, const StampResult& outcome, Co
   }
   if (outcome.replaced_previous) ctx.out << "  replaced the previous stamp (its digest is kept under \"previous\")\n";
   if (raised) ctx.out << "  " << raised_line << '\n';
+  if (!outcome.signer.empty()) {
+    ctx.out << "  signed as " << shown(outcome.signer) << " (embedded: " << kEmbeddedSignatureRecord << ")\n";
+  }
 }
 
 int run_stamp(const StampOptions& opts, Context& ctx) {
@@ -94,7 +105,7 @@ int run_stamp(const StampOptions& opts, Context& ctx) {
     throw_usage("stamp cannot write to standard output (-o -): libtorch's re-save and the stamp are checked in a file",
                 "write to a file with -o FILE, then pipe that");
   }
-  check_output_paths({{"-o", opts.output}}, {{"the model", opts.model}});
+  check_output_paths({{"-o", opts.output}}, {{"the model", opts.model}, {"--sign-key", opts.sign_key}});
   StampSettings settings;
   settings.model = opts.model;
   settings.output = opts.output;
@@ -103,6 +114,7 @@ int run_stamp(const StampOptions& opts, Context& ctx) {
   settings.git = !opts.no_git;
   settings.keep_bytes = opts.keep_bytes;
   settings.lock_timeout = opts.lock_timeout;
+  if (opts.signer) settings.signer = &*opts.signer;
   settings.worker = opts.worker;
   const StampResult result = stamp_archive(settings, notes_on(ctx.err));
   for (const std::string& note : result.notes) print_note(ctx.err, note);
@@ -134,8 +146,16 @@ Runner setup_stamp(CLI::App& app, Context& ctx) {
   app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.stamp/1) with the stamp written; JSON Lines for several");
   app.add_option("--lock-timeout", opts->lock_timeout, "Seconds to wait for another editor (default 10)")
       ->check(CLI::Range(0.0, 86400.0));
+  CLI::Option* sign_key = app.add_option("--sign-key", opts->sign_key,
+                 "Also sign the stamped archive with this private key, in the same write (as sign --embed does)")
+      ->type_name("PRIVATE.pem");
+  app.add_option("--key-password-file", opts->key_password_file, "The --sign-key's password file (its first line)")
+      ->type_name("FILE")
+      ->needs(sign_key);
   add_worker_options(app, opts->worker, false, "For the re-save: ");  // a stamp vouches for checked records only
   return [opts, &ctx] {
+    // The key is read once, before any archive: a wrong one fails before anything is written.
+    if (!opts->sign_key.empty()) opts->signer = read_signer_keys(opts->sign_key, opts->key_password_file, "", {});
     if (opts->models.size() > 1 && !opts->output.empty()) {
       throw_usage("-o names one output; " + std::to_string(opts->models.size()) + " archives were given",
                   "stamp them in place, or one at a time with -o");

@@ -29,6 +29,7 @@
 #include "core/file_edit.h"
 #include "contract/torch_backend.h"
 #include "core/signing.h"
+#include "core/signing_embedded.h"
 #include "core/verify.h"
 #include "cli/worker_options.h"
 #include "core/checked_archive.h"
@@ -74,25 +75,35 @@ bool looks_like_zip(const std::string& path) {
 
 // The signature's part of verify: nothing when no --key/--certificate-chain
 // was given or no signature was found (without --require-signature).
+// An embedded signature's bundle is checked here; its records once verify has
+// digested them (match_embedded, after the report).
 struct SignatureOutcome {
   bool asked = false;
   std::optional<SignatureCheck> check;
   std::string looked_for;  // the signature path tried, when none was found
+  bool records_pending = false;  // embedded: the statement not yet compared with the records
+  bool embedded_unchecked = false;  // no --key or roots, and the archive carries a signature
 };
 
-SignatureOutcome check_signature(const VerifyCliOptions& opts) {
-  SignatureOutcome out;
-  out.asked = !opts.key.empty() || !opts.roots.empty();
-  if (!out.asked) return out;
-  const std::string path = opts.signature.empty() ? default_signature_path(opts.model) : opts.signature;
-  if (opts.signature.empty() && !exists(path)) {
-    out.looked_for = path;
-    if (opts.require_signature) {
-      throw_signature_invalid("the model is not signed: no " + path, opts.model,
-                              "sign it with 'tsarchive sign', or give its signature with --signature SIG");
+// The archive's embedded signature, when MODEL is an archive that has one:
+// only the kinds run_verify_archive checks (the records are compared there; a
+// record planted in a torch.save file is not a signature).
+std::optional<std::string> embedded_bundle(const std::string& model) {
+  if (model == "-" || is_directory(model) || !looks_like_zip(model)) return std::nullopt;
+  try {
+    const TorchArchive archive(open_file_source(model));
+    const FileKind kind = archive.kind();
+    if (kind != FileKind::TorchScript && kind != FileKind::LiteInterpreter && kind != FileKind::ExportedProgram) {
+      return std::nullopt;
     }
-    return out;
+    if (const Record* record = find_embedded_signature(archive)) return archive.read(*record, kMaxBundleBytes);
+  } catch (const Error&) {
+    // Not an archive verify reads: its own checks say why; a detached signature may still apply.
   }
+  return std::nullopt;
+}
+
+SignatureTrust read_trust(const VerifyCliOptions& opts) {
   SignatureTrust trust;
   if (!opts.key.empty()) {
     trust.public_key_file = opts.key;
@@ -102,6 +113,31 @@ SignatureOutcome check_signature(const VerifyCliOptions& opts) {
     trust.root_files.push_back(root);
     trust.root_pems.push_back(read_signing_file(root, "the certificate roots"));
   }
+  return trust;
+}
+
+SignatureOutcome check_signature(const VerifyCliOptions& opts) {
+  SignatureOutcome out;
+  out.asked = !opts.key.empty() || !opts.roots.empty();
+  if (!out.asked) return out;
+  // --signature first, then the archive's own, then MODEL.sig beside it.
+  if (opts.signature.empty()) {
+    if (const std::optional<std::string> bundle = embedded_bundle(opts.model)) {
+      out.check = check_embedded_bundle(*bundle, read_trust(opts), opts.model);
+      out.records_pending = true;
+      return out;
+    }
+  }
+  const std::string path = opts.signature.empty() ? default_signature_path(opts.model) : opts.signature;
+  if (opts.signature.empty() && !exists(path)) {
+    out.looked_for = path;
+    if (opts.require_signature) {
+      throw_signature_invalid("the model is not signed: no " + path + " and no embedded " + kEmbeddedSignatureRecord,
+                              opts.model, "sign it with 'tsarchive sign', or give its signature with --signature SIG");
+    }
+    return out;
+  }
+  const SignatureTrust trust = read_trust(opts);
   const std::string bundle = read_signing_file(path, "the signature");
   ModelFilesOptions files;
   for (const std::string& p : opts.ignore_paths) files.ignore_paths.push_back(p);
@@ -111,19 +147,29 @@ SignatureOutcome check_signature(const VerifyCliOptions& opts) {
 }
 
 void render_signature_text(const SignatureOutcome& s, std::ostream& out) {
+  if (s.embedded_unchecked) {
+    out << "signature  " << kEmbeddedSignatureRecord << " (embedded): not checked (give --key or --certificate-chain)\n";
+  }
   if (!s.check) {
     if (!s.looked_for.empty()) out << "signature  none (no " << s.looked_for << ")\n";
     return;
   }
   const SignatureCheck& c = *s.check;
-  out << "signature  " << c.signature_path << ": " << (c.matches() ? "valid" : "valid, but the model differs") << ", ";
+  out << "signature  " << c.signature_path << (c.embedded ? " (embedded)" : "") << ": ";
+  if (s.records_pending) {
+    out << "valid, records not compared (the archive is damaged), ";
+  } else if (c.embedded && !c.matches()) {
+    out << "does not cover the archive, ";
+  } else {
+    out << (c.matches() ? "valid" : "valid, but the model differs") << ", ";
+  }
   if (c.method == "key") {
     out << "signed by key sha256:" << c.key_fingerprint << " (" << c.curve << ")\n";
   } else {
     out << "signed by " << c.subject << ", issued by " << c.issuer << " (key sha256:" << c.key_fingerprint.substr(0, 16)
         << "..., " << c.curve << ")\n";
   }
-  out << "  files    " << c.statement.files.size() << " signed";
+  out << (c.embedded ? "  records  " : "  files    ") << c.statement.files.size() << " signed";
   if (c.v02_encoding) out << " (model_signing 0.2 encoding)";
   if (c.predicate_type != kPredicateV1) out << " (predicate " << c.predicate_type << ")";
   out << '\n';
@@ -135,8 +181,9 @@ void render_signature_text(const SignatureOutcome& s, std::ostream& out) {
 nlohmann::ordered_json signature_to_json(const SignatureOutcome& s) {
   if (!s.check) return nullptr;
   const SignatureCheck& c = *s.check;
-  nlohmann::ordered_json doc = {{"path", c.signature_path}, {"method", c.method}, {"valid", true},
-                                {"matches", c.matches()}, {"key_sha256", c.key_fingerprint}, {"curve", c.curve}};
+  nlohmann::ordered_json doc = {{"path", c.signature_path}, {"embedded", c.embedded}, {"method", c.method},
+                                {"valid", !(c.embedded && !c.matches())}, {"matches", !s.records_pending && c.matches()},
+                                {"key_sha256", c.key_fingerprint}, {"curve", c.curve}};
   if (c.method == "certificate") {
     doc["subject"] = c.subject;
     doc["issuer"] = c.issuer;
@@ -194,6 +241,25 @@ int run_verify_signature_only(const VerifyCliOptions& opts, Context& ctx) {
 }
 
 // An archive: the core's checks, and the signature's verdict from `pending`.
+
+// An embedded signature's records are the ones verify digested (a damaged
+// archive's are not compared: the damage is the answer).
+void match_embedded(SignatureOutcome& s, const VerifyReport& report, const std::string& model) {
+  if (!s.records_pending || report.outcome() == VerifyOutcome::Malformed) return;
+  match_embedded_records(*s.check, report.records, model);
+  s.records_pending = false;
+}
+
+// An embedded signature that does not list exactly the archive's other
+// records: the error (exit 7), after the report was printed.
+bool refuse_uncovered(const SignatureOutcome& s, const std::string& model, Context& ctx) {
+  if (!s.check || !s.check->embedded || s.records_pending || s.check->matches()) return false;
+  print_error(ctx.err, Error(ErrorKind::SignatureInvalid,
+                             "the embedded signature (" + std::string(kEmbeddedSignatureRecord) +
+                                 ") does not cover the archive: " + differences(*s.check),
+                             model, "do not deploy it; sign it again, or fetch the signed model again"));
+  return true;
+}
 
 // Exit 8 with the worst finding, after the report was printed.
 int refuse_unsafe(const LoadSafety& safety, const std::string& path, Context& ctx) {
@@ -267,7 +333,9 @@ int run_verify_archive(const VerifyCliOptions& opts, Context& ctx, std::future<S
                 opts.model, "leave out --load; the core's checks need no libtorch");
   }
   const VerifyReport report = verify_archive(*archive, VerifyOptions{opts.threads, built_libtorch_versions()});
-  const SignatureOutcome signature = pending.get();
+  SignatureOutcome signature = pending.get();
+  match_embedded(signature, report, opts.model);
+  signature.embedded_unchecked = !signature.asked && find_embedded_signature(*archive) != nullptr;
   // The verdict reads the pickles again: only once verify found them whole
   // (a damaged record is the answer already, named in the report).
   const LoadSafety safety =
@@ -312,8 +380,9 @@ int run_verify_archive(const VerifyCliOptions& opts, Context& ctx, std::future<S
     print_error(ctx.err, Error(ErrorKind::BadInput, report.unreadable.front(), opts.model,
                                pt2 ? "load it with the PyTorch that wrote it" : newer_libtorch_hint()));
   }
-  const bool signature_changed =
-      signature.check && !signature.check->matches() && report.outcome() != VerifyOutcome::Malformed;
+  if (refuse_uncovered(signature, opts.model, ctx)) return static_cast<int>(ErrorKind::SignatureInvalid);
+  const bool signature_changed = signature.check && !signature.check->embedded && !signature.check->matches() &&
+                                 report.outcome() != VerifyOutcome::Malformed;
   if (signature_changed) {
     print_error(ctx.err, Error(ErrorKind::CheckFailed, "the archive differs from what was signed: " +
                                                            differences(*signature.check),
@@ -387,7 +456,9 @@ Runner setup_verify(CLI::App& app, Context& ctx) {
       "PyTorch) is reported as such, not as damaged.\n"
       "With --key or --certificate-chain, also the model's signature (OpenSSF model signing, as `tsarchive sign`\n"
       "and `python -m model_signing sign key|certificate` write it): who signed, and that every file or the\n"
-      "archive is exactly what was signed. A model directory is then checked by its signature alone.\n"
+      "archive is exactly what was signed. A model directory is then checked by its signature alone. An archive's\n"
+      "embedded signature (`tsarchive sign --embed`) is found without --signature and must list exactly its\n"
+      "other records.\n"
       "Every file also gets the load-safety verdict (docs/load-safety.md): what torch.load, pickle.load,\n"
       "torch.jit.load or torch.export.load would import and call, judged by an allowlist; a file that would\n"
       "run anything beyond it, or is crafted to attack a loader, exits 8. torch.save files (ZIP and legacy)\n"
@@ -416,10 +487,11 @@ Runner setup_verify(CLI::App& app, Context& ctx) {
       ->type_name("ROOTS.pem")
       ->excludes(key);
   app.add_option("--signature", opts->signature,
-                 "The signature file (default: MODEL.sig beside a file, MODEL/model.sig in a directory)")
+                 "The signature file (default: the archive's embedded signature, else MODEL.sig beside a file, "
+                 "MODEL/model.sig in a directory)")
       ->type_name("SIG");
   app.add_flag("--require-signature", opts->require_signature,
-               "Exit 7 when no signature is found (with --key or --certificate-chain)");
+               "Exit 7 when no signature is found, embedded or not (with --key or --certificate-chain)");
   app.add_option("--ignore-paths", opts->ignore_paths,
                  "Files of a model directory that are not checked against the signature (relative to it)")
       ->type_name("PATH");

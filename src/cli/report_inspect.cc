@@ -50,6 +50,33 @@ void render_summary(const InspectReport& r, std::ostream& out) {
   }
 }
 
+// An embedded signature as it names its signer; inspect never verifies it.
+std::string signature_text(const EmbeddedSignatureInfo& s, const std::string& path) {
+  if (!s.problem.empty()) return s.record + " is not a readable signature: " + s.problem;
+  const bool key = s.method == "key";
+  return "embedded (" + s.record + ", " + std::to_string(s.records) + " records), " +
+         (key ? "key sha256:" + s.key_sha256 : "by " + s.subject + ", issued by " + s.issuer) +
+         "; unverified: tsarchive verify " + path + (key ? " --key PUBLIC.pem" : " --certificate-chain ROOTS.pem");
+}
+
+nlohmann::ordered_json signature_json(const std::optional<EmbeddedSignatureInfo>& s) {
+  if (!s) return nullptr;
+  nlohmann::ordered_json doc = {{"record", s->record}, {"verified", false}};
+  if (!s->problem.empty()) {
+    doc["problem"] = s->problem;
+    return doc;
+  }
+  doc["method"] = s->method;
+  if (s->method == "key") {
+    doc["key_sha256"] = s->key_sha256;
+  } else {
+    doc["subject"] = s->subject;
+    doc["issuer"] = s->issuer;
+  }
+  doc["records"] = s->records;
+  return doc;
+}
+
 void render_archive_fields(const InspectReport& r, std::ostream& out) {
   field(out, "top folder", r.top_folder);
   if (r.format_version) field(out, "format version", std::to_string(*r.format_version) + " (" + r.version_record + ")");
@@ -66,6 +93,7 @@ void render_archive_fields(const InspectReport& r, std::ostream& out) {
     field(out, "tensor data", plural(r.tensor_records, "record") + ", " + layout);
   }
   if (!r.root_type.empty()) field(out, "root module", r.root_type);
+  if (r.signature) field(out, "signature", signature_text(*r.signature, r.path));
   if (r.run_check) {
     const RunCheck& c = *r.run_check;
     field(out, "self-check", c.method + "(" + plural(c.inputs.size(), "input") + ") -> " +
@@ -240,6 +268,7 @@ void write_zip_members(W& w, const InspectReport& r) {
     object_array(w, "records", r.records, [&](const RecordInfo& rec) { write_record(w, rec); });
   });
   member(w, "extra_files", extra_files_to_json(r.extra_files));
+  member(w, "signature", signature_json(r.signature));
   if (r.run_check) write_run_check(w, *r.run_check);
 }
 

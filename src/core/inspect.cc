@@ -191,6 +191,7 @@ void inspect_archive(const TorchArchive& archive, InspectReport& report) {
   }
   read_version_records(archive, report);
   report.extra_files = list_extra_files(archive);
+  report.signature = describe_embedded_signature(archive);
   if (archive.find(extra_record_name(kRunCheckName)) != nullptr) {
     try {
       report.run_check = parse_run_check(read_extra(archive, kRunCheckName, 1 << 20), report.path);

@@ -15,6 +15,7 @@
 #include "format/model.h"
 #include "format/pt2.h"
 #include "core/run_check.h"
+#include "core/signing_embedded.h"
 #include "format/torchscript_code.h"
 
 namespace tsarchive {
@@ -67,6 +68,9 @@ struct InspectReport {
   // A check recorded by `run --record` (run_check.h); a problem reading it
   // goes to `problems`.
   std::optional<RunCheck> run_check;
+  // The signature the archive carries (signing_embedded.h), as it names its
+  // signer: unverified until `verify --key|--certificate-chain`.
+  std::optional<EmbeddedSignatureInfo> signature;
 
   // Contents
   std::vector<TensorInfo> tensors;

@@ -143,6 +143,45 @@ std::vector<std::string> ignore_list(const std::string& model, const std::string
   return out;
 }
 
+// The certificate method: the signer's certificate chains to the roots in
+// `trust` and may sign; its key, with subject and issuer put into `check`.
+PublicKey trusted_certificate_key(const ModelBundle& bundle, const SignatureTrust& trust,
+                                  const std::string& signature_path, SignatureCheck& check) {
+  check.method = "certificate";
+  if (bundle.certificates.empty()) {
+    throw_signature_invalid("the signature was made with a key, not a certificate", signature_path,
+                            "verify it with --key PUBLIC.pem");
+  }
+  std::vector<Certificate> roots;
+  for (size_t i = 0; i < trust.root_pems.size(); ++i) {
+    for (Certificate& c : certificates_from_pem(trust.root_pems[i], trust.root_files[i])) roots.push_back(std::move(c));
+  }
+  std::vector<Certificate> chain;
+  try {
+    for (const std::string& der : bundle.certificates) chain.push_back(Certificate::from_der(der));
+  } catch (const Error& e) {
+    throw e.with_file(signature_path);
+  }
+  const Certificate& leaf = chain.front();
+  check.subject = leaf.subject();
+  check.issuer = leaf.issuer();
+  const std::vector<Certificate> intermediates(chain.begin() + 1, chain.end());
+  if (const std::string why = chain_problem(leaf, intermediates, roots); !why.empty()) {
+    throw_signature_invalid("the signer's certificate (" + check.subject.substr(0, 200) + ") is not trusted: " + why,
+                            signature_path, "check --certificate-chain names the root that issued it");
+  }
+  if (!leaf.may_sign()) {
+    throw_signature_invalid("the signer's certificate (" + check.subject.substr(0, 200) +
+                                ") may not sign: neither digitalSignature nor codeSigning usage",
+                            signature_path);
+  }
+  try {
+    return leaf.public_key();
+  } catch (const Error& e) {
+    throw e.with_file(signature_path);
+  }
+}
+
 }  // namespace
 
 std::string read_signing_file(const std::string& path, const char* what) {
@@ -202,39 +241,52 @@ std::vector<SignedFile> hash_model_files(const std::string& model, const ModelFi
   return hash_all(list_directory(model, options.ignore_paths, options.allow_symlinks), options.threads);
 }
 
-SignResult sign_model(const SignRequest& request) {
-  const PrivateKey key = PrivateKey::from_pem(request.private_key_pem, request.private_key_file, request.password);
+SignerKeys read_signer_keys(const std::string& key_file, const std::string& password_file,
+                            const std::string& certificate_file, const std::vector<std::string>& chain_files) {
+  SignerKeys keys;
+  keys.private_key_file = key_file;
+  keys.private_key_pem = read_signing_file(key_file, "the private key");
+  if (!password_file.empty()) {
+    std::string password = read_signing_file(password_file, "the password file");
+    if (const size_t eol = password.find_first_of("\r\n"); eol != std::string::npos) password.resize(eol);
+    keys.password = std::move(password);
+  }
+  if (!certificate_file.empty()) {
+    keys.certificate_file = certificate_file;
+    keys.certificate_pem = read_signing_file(certificate_file, "the certificate");
+    for (const std::string& file : chain_files) {
+      keys.chain_files.push_back(file);
+      keys.chain_pems.push_back(read_signing_file(file, "the certificate chain"));
+    }
+  }
+  // Parsed now: a wrong key or password fails before any model is read.
+  (void)PrivateKey::from_pem(keys.private_key_pem, keys.private_key_file, keys.password);
+  return keys;
+}
+
+SignResult sign_statement(ModelStatement statement, const SignerKeys& keys) {
+  const PrivateKey key = PrivateKey::from_pem(keys.private_key_pem, keys.private_key_file, keys.password);
   ModelBundle bundle;
   SignResult result;
-  if (request.certificate_pem.empty()) {
+  if (keys.certificate_pem.empty()) {
     result.signer = "key sha256:" + key.public_key().fingerprint();
   } else {
-    const std::vector<Certificate> leaf = certificates_from_pem(request.certificate_pem, request.certificate_file);
+    const std::vector<Certificate> leaf = certificates_from_pem(keys.certificate_pem, keys.certificate_file);
     if (!leaf.front().public_key().same_key(key.public_key())) {
-      throw Error(ErrorKind::Usage, "the certificate is not for this private key", request.certificate_file,
+      throw Error(ErrorKind::Usage, "the certificate is not for this private key", keys.certificate_file,
                   "give the certificate issued for --key");
     }
     bundle.certificates.push_back(leaf.front().der());
-    for (size_t i = 0; i < request.chain_pems.size(); ++i) {
-      for (const Certificate& c : certificates_from_pem(request.chain_pems[i], request.chain_files[i])) {
+    for (size_t i = 0; i < keys.chain_pems.size(); ++i) {
+      for (const Certificate& c : certificates_from_pem(keys.chain_pems[i], keys.chain_files[i])) {
         bundle.certificates.push_back(c.der());
       }
     }
     result.signer = leaf.front().subject();
   }
-
-  ModelFilesOptions files = request.files;
-  const std::vector<std::string> ignore = ignore_list(request.model, request.signature_path, files);
-  files.ignore_paths = ignore;
-  files.ignore_git_paths = false;  // already in the list
-  ModelStatement& statement = result.statement;
-  statement.model_name = model_name_of(request.model);
-  statement.files = hash_model_files(request.model, files);
-  statement.ignore_paths = ignore;
-  statement.allow_symlinks = request.files.allow_symlinks;
   statement.root_sha256 = files_root_digest(statement.files);
-
-  bundle.payload = statement_json(statement);
+  result.statement = std::move(statement);
+  bundle.payload = statement_json(result.statement);
   bundle.signature = key.sign(dsse_pae(bundle.payload));
   bundle.has_public_key = bundle.certificates.empty();
   if (bundle.has_public_key) bundle.key_hint = key.public_key().fingerprint();
@@ -242,9 +294,23 @@ SignResult sign_model(const SignRequest& request) {
   return result;
 }
 
-SignatureCheck check_model_signature(const std::string& model, const std::string& signature_path,
-                                     const std::string& bundle_text, const SignatureTrust& trust,
-                                     const ModelFilesOptions& files) {
+SignResult sign_model(const SignRequest& request) {
+  // The key first: a wrong key or password fails before the model is read.
+  (void)PrivateKey::from_pem(request.keys.private_key_pem, request.keys.private_key_file, request.keys.password);
+  ModelFilesOptions files = request.files;
+  const std::vector<std::string> ignore = ignore_list(request.model, request.signature_path, files);
+  files.ignore_paths = ignore;
+  files.ignore_git_paths = false;  // already in the list
+  ModelStatement statement;
+  statement.model_name = model_name_of(request.model);
+  statement.files = hash_model_files(request.model, files);
+  statement.ignore_paths = ignore;
+  statement.allow_symlinks = request.files.allow_symlinks;
+  return sign_statement(std::move(statement), request.keys);
+}
+
+SignatureCheck check_signature_bundle(const std::string& signature_path, const std::string& bundle_text,
+                                      const SignatureTrust& trust) {
   SignatureCheck check;
   check.signature_path = signature_path;
   ModelBundle bundle;
@@ -268,39 +334,7 @@ SignatureCheck check_model_signature(const std::string& model, const std::string
     }
     signer = key;
   } else {
-    check.method = "certificate";
-    if (bundle.certificates.empty()) {
-      throw_signature_invalid("the signature was made with a key, not a certificate", signature_path,
-                              "verify it with --key PUBLIC.pem");
-    }
-    std::vector<Certificate> roots;
-    for (size_t i = 0; i < trust.root_pems.size(); ++i) {
-      for (Certificate& c : certificates_from_pem(trust.root_pems[i], trust.root_files[i])) roots.push_back(std::move(c));
-    }
-    std::vector<Certificate> chain;
-    try {
-      for (const std::string& der : bundle.certificates) chain.push_back(Certificate::from_der(der));
-    } catch (const Error& e) {
-      throw e.with_file(signature_path);
-    }
-    const Certificate& leaf = chain.front();
-    check.subject = leaf.subject();
-    check.issuer = leaf.issuer();
-    const std::vector<Certificate> intermediates(chain.begin() + 1, chain.end());
-    if (const std::string why = chain_problem(leaf, intermediates, roots); !why.empty()) {
-      throw_signature_invalid("the signer's certificate (" + check.subject.substr(0, 200) + ") is not trusted: " + why,
-                              signature_path, "check --certificate-chain names the root that issued it");
-    }
-    if (!leaf.may_sign()) {
-      throw_signature_invalid("the signer's certificate (" + check.subject.substr(0, 200) +
-                                  ") may not sign: neither digitalSignature nor codeSigning usage",
-                              signature_path);
-    }
-    try {
-      signer = leaf.public_key();
-    } catch (const Error& e) {
-      throw e.with_file(signature_path);
-    }
+    signer = trusted_certificate_key(bundle, trust, signature_path, check);
   }
   check.key_fingerprint = signer->fingerprint();
   check.curve = signer->curve();
@@ -321,6 +355,13 @@ SignatureCheck check_model_signature(const std::string& model, const std::string
   }
   check.predicate_type = check.statement.predicate_type;
 
+  return check;
+}
+
+SignatureCheck check_model_signature(const std::string& model, const std::string& signature_path,
+                                     const std::string& bundle_text, const SignatureTrust& trust,
+                                     const ModelFilesOptions& files) {
+  SignatureCheck check = check_signature_bundle(signature_path, bundle_text, trust);
   // What the signer left out, plus what the verifier asks; git's paths only
   // when the statement does not list a file under them.
   ModelFilesOptions options = files;

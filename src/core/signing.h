@@ -47,13 +47,25 @@ std::optional<std::string> path_inside_model(const std::string& model, const std
 // Error(Io) naming `path` and saying `what` it is when it cannot be read).
 std::string read_signing_file(const std::string& path, const char* what);
 
-struct SignRequest {
-  std::string model;
-  std::string signature_path;  // where it will be written (left out of a directory's files)
+// Who signs: a private key, and for model_signing's certificate method the
+// certificate issued for it and the chain up to (not including) the root.
+struct SignerKeys {
   std::string private_key_pem, private_key_file;
   std::optional<std::string> password;
   std::string certificate_pem, certificate_file;  // empty: the key method
   std::vector<std::string> chain_pems, chain_files;
+};
+
+// Reads the files of a SignerKeys: the key, the password file's first line
+// (empty path: none), the certificate and chain (empty: the key method).
+// The key is parsed (Error(Usage) for another kind of key or a wrong password).
+SignerKeys read_signer_keys(const std::string& key_file, const std::string& password_file,
+                            const std::string& certificate_file, const std::vector<std::string>& chain_files);
+
+struct SignRequest {
+  std::string model;
+  std::string signature_path;  // where it will be written (left out of a directory's files)
+  SignerKeys keys;
   ModelFilesOptions files;
 };
 
@@ -65,6 +77,10 @@ struct SignResult {
 };
 
 SignResult sign_model(const SignRequest& request);
+
+// Signs `statement` (its files and ignore paths set; its root is computed
+// here) with `keys`: the bundle, and who signed.
+SignResult sign_statement(ModelStatement statement, const SignerKeys& keys);
 
 // Who a verifier trusts: one public key, or certificate roots.
 struct SignatureTrust {
@@ -80,6 +96,7 @@ struct SignatureCheck {
   std::string subject, issuer;    // certificate method: the signer's certificate
   std::string predicate_type;
   bool v02_encoding = false;      // signed over model_signing 0.2's PAE
+  bool embedded = false;          // the archive's own record (signing_embedded.h), not a file beside it
   ModelStatement statement;
   std::vector<std::string> changed, missing, added;
   bool matches() const { return changed.empty() && missing.empty() && added.empty(); }
@@ -91,5 +108,11 @@ struct SignatureCheck {
 SignatureCheck check_model_signature(const std::string& model, const std::string& signature_path,
                                      const std::string& bundle_text, const SignatureTrust& trust,
                                      const ModelFilesOptions& files);
+
+// The first half of check_model_signature: `bundle_text` parsed, its signer
+// trusted and its signature checked, its statement parsed (Error(SignatureInvalid)
+// naming `signature_path` otherwise). The model is not read.
+SignatureCheck check_signature_bundle(const std::string& signature_path, const std::string& bundle_text,
+                                      const SignatureTrust& trust);
 
 }  // namespace tsarchive

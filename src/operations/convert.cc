@@ -8,6 +8,7 @@
 #include "core/file_edit.h"
 #include "core/producer_info.h"
 #include "core/run_check.h"
+#include "core/signing_embedded.h"
 #include "operations/gate.h"
 #include "operations/opened_archive.h"
 #include "operations/staged_save.h"
@@ -86,6 +87,10 @@ void write_converted(const ConvertSettings& settings, OpenedArchive& opened, con
   if (place.producer != nullptr) {
     report.notes.push_back(extra_record_name(kStampName) + " is the producer's own and was kept as it is; the "
                            "stamp went to " + kStampAltRecord);
+  }
+  if (std::string note = stale_signature_note(archive, settings.output, "a new archive, with other records");
+      !note.empty()) {
+    report.notes.push_back(std::move(note));
   }
   content.fields["conversion"] = steps_text(report.steps);
   const StagedStamp written = write_staged_with_stamp(opened.file(), settings.request.output, content, settings.output,

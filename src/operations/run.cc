@@ -9,6 +9,7 @@
 #include "core/producer_info.h"
 #include "core/pt2_run.h"
 #include "core/run_check.h"
+#include "core/signing_embedded.h"
 #include "operations/gate.h"
 #include "operations/opened_archive.h"
 
@@ -94,6 +95,10 @@ void record_if_passed(const RunSettings& opts, const RunVerdict& verdict, Opened
     report.notes.push_back("the stamp (" + place.stamp->name + ") no longer covers " + opts.model +
                            " ('verify' reports the recorded files as added or changed); run 'tsarchive stamp' "
                            "to stamp it again");
+  }
+  if (std::string note = stale_signature_note(opened.archive(), opts.model, "the run's check was recorded");
+      !note.empty()) {
+    report.notes.push_back(std::move(note));
   }
 }
 

@@ -10,6 +10,7 @@
 #include "format/archive.h"
 #include "base/error.h"
 #include "core/extra.h"
+#include "core/signing_embedded.h"
 
 namespace tsarchive {
 
@@ -19,7 +20,8 @@ std::vector<std::pair<std::string, std::string>> digests_without_stamp(const std
   std::vector<std::pair<std::string, std::string>> out;
   for (const RecordDigest& d : records) {
     if (!d.problem.empty()) throw_bad_input("record '" + d.name + "': " + d.problem, file, "nothing was written");
-    if (d.name != stamp_record) out.emplace_back(d.name, d.sha256);
+    // An embedded signature covers the stamp, so the stamp leaves it out.
+    if (d.name != stamp_record && d.name != kEmbeddedSignatureRecord) out.emplace_back(d.name, d.sha256);
   }
   return out;
 }
@@ -51,10 +53,16 @@ StagedStamp write_staged_with_stamp(ArchiveFile& file, const std::string& staged
       if (e.value) digests[extra_record_name(e.name)] = sha256_hex(*e.value);
     }
     digests.erase(stamp_record);
+    digests.erase(kEmbeddedSignatureRecord);
     content.digests.emplace(digests.begin(), digests.end());
-    StagedStamp written{{}, render_stamp(content), gate.format_version};
+    StagedStamp written{{}, render_stamp(content), gate.format_version, {}};
     std::vector<ExtraEdit> edits = extras.carried;
     edits.push_back(ExtraEdit{extras.stamp_name, written.stamp});
+    if (extras.sign != nullptr) {
+      EmbeddedSignature signature = sign_archive_records(gate.records, edits, copy.top_folder(), *extras.sign, display);
+      written.signer = signature.signed_records.signer;
+      edits.push_back(std::move(signature.edit));
+    }
     const ExtraEditPlan plan = plan_extra_edits(copy, edits, false);
     written.result = output.empty() ? file.replace(plan.zip, source_fd) : file.write_new(plan.zip, output, source_fd);
     ::close(source_fd);

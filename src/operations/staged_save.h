@@ -17,6 +17,7 @@
 #include "core/extra.h"
 #include "core/file_edit.h"
 #include "core/producer_info.h"
+#include "core/signing.h"
 
 namespace tsarchive {
 
@@ -34,12 +35,16 @@ std::vector<std::pair<std::string, std::string>> digests_without_stamp(const std
 struct StagedExtras {
   std::vector<ExtraEdit> carried;
   std::string stamp_name = kStampName;
+  // Sign the result too (stamp --sign-key): the embedded signature goes in
+  // with the stamp, in the same write.
+  const SignerKeys* sign = nullptr;
 };
 
 struct StagedStamp {
   WriteResult result;
   std::string stamp;  // the final extra/producer_info.json
   std::optional<int64_t> format_version;  // of the archive libtorch wrote
+  std::string signer;  // with StagedExtras::sign: who signed
 };
 
 // `staged`: the file libtorch wrote; `file`: the archive it was made from

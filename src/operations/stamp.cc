@@ -10,6 +10,7 @@
 #include "core/extra.h"
 #include "core/file_edit.h"
 #include "core/producer_info.h"
+#include "core/signing_embedded.h"
 #include "core/verify.h"
 #include "operations/opened_archive.h"
 #include "operations/staged_save.h"
@@ -23,15 +24,22 @@ struct Written {
   WriteResult result;
   std::string stamp;
   std::optional<int64_t> format_version;  // of what was written
+  std::string signer;  // --sign-key: who signed
 };
 
-WriteResult write_stamp(ArchiveFile& file, const TorchArchive& archive, const StampPlace& place, const std::string& stamp,
-                        const std::string& output, int plan_source_fd = -1) {
-  std::vector<ExtraEdit> edits = {ExtraEdit{place.name(), stamp}};
+// `records`: the archive's digests, which --sign-key signs with the stamp in place.
+void write_stamp(ArchiveFile& file, const TorchArchive& archive, const StampPlace& place,
+                 const std::vector<RecordDigest>& records, const StampSettings& opts, Written& written) {
+  std::vector<ExtraEdit> edits = {ExtraEdit{place.name(), written.stamp}};
   // A stamp of ours left at the other name (its producer's file since removed) goes.
   if (place.stamp != nullptr && place.stamp->name != place.record()) edits.push_back(ExtraEdit{place.stamp->extra_name(), {}});
+  if (opts.signer != nullptr) {
+    EmbeddedSignature signature = sign_archive_records(records, edits, archive.top_folder(), *opts.signer, opts.model);
+    written.signer = signature.signed_records.signer;
+    edits.push_back(std::move(signature.edit));
+  }
   const ExtraEditPlan plan = plan_extra_edits(archive, edits, false);
-  return output.empty() ? file.replace(plan.zip, plan_source_fd) : file.write_new(plan.zip, output, plan_source_fd);
+  written.result = opts.output.empty() ? file.replace(plan.zip) : file.write_new(plan.zip, opts.output);
 }
 
 // Through libtorch and its export hook; see the top of this file.
@@ -68,8 +76,9 @@ Written stamp_by_resave(ArchiveFile& file, const CheckedArchive& checked, const 
 
   StagedExtras extras;
   extras.stamp_name = place.producer != nullptr ? kStampAltName : kStampName;
+  extras.sign = opts.signer;
   const StagedStamp staged = write_staged_with_stamp(file, request.output, content, opts.output, top, opts.model, extras);
-  return Written{staged.result, staged.stamp, staged.format_version};
+  return Written{staged.result, staged.stamp, staged.format_version, staged.signer};
 }
 
 // Why this archive is stamped with --keep-bytes although the user did not ask:
@@ -124,7 +133,7 @@ Written stamp_keeping_bytes(ArchiveFile& file, const TorchArchive& archive, cons
   content.digests = digests_without_stamp(records, opts.model, place.record());
   Written written;
   written.stamp = render_stamp(content);
-  written.result = write_stamp(file, archive, place, written.stamp, opts.output);
+  write_stamp(file, archive, place, digests, opts, written);
   written.format_version = gate.format_version;
   return written;
 }
@@ -175,6 +184,13 @@ StampResult stamp_archive(const StampSettings& opts, const NoteSink& notes) {
       keep_bytes ? stamp_keeping_bytes(file, archive, place, content, gate, gate_options.digests, opts)
                  : stamp_by_resave(file, admit_verified(file, archive, gate, "nothing was written"), place, content, opts,
                                    notes);
+  if (opts.signer == nullptr) {
+    const std::string stamped = opts.output.empty() ? opts.model : opts.output;
+    if (std::string note = stale_signature_note(archive, stamped, "the stamp changed"); !note.empty()) {
+      result.notes.push_back(std::move(note));
+    }
+  }
+  result.signer = written.signer;
   result.stamp = written.stamp;
   result.size = written.result.size;
   result.version_after = written.format_version;

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "core/signing.h"
 #include "operations/notes.h"
 #include "operations/worker_settings.h"
 
@@ -34,6 +35,7 @@ struct StampSettings {
   bool git = true;     // the working directory's git checkout in the stamp
   bool keep_bytes = false;
   double lock_timeout = 10;
+  const SignerKeys* signer = nullptr;  // --sign-key: also sign (embedded), in the same write
   WorkerSettings worker;
 };
 
@@ -46,6 +48,7 @@ struct StampResult {
   std::vector<std::string> notes;
   std::string stamp;  // the extra/producer_info.json written
   uint64_t size = 0;  // of the archive written
+  std::string signer;  // --sign-key: who signed
 };
 
 // Throws Error for what stops it (a damaged archive, a failed re-save); then

@@ -21,7 +21,13 @@ Keys, a root CA, an intermediate and signing certificates are made here with
   signature) or 7 (the signature is invalid or its signer not trusted) with one
   error line that names the file and the reason;
 - hostile bundles (deep JSON, a 1 GiB file, invalid UTF-8) are refused in
-  bounded time; no private key's text appears in any output.
+  bounded time; no private key's text appears in any output;
+- embedded signatures (sign --embed, stamp --sign-key): verify finds them,
+  inspect names the signer, a detached --signature wins, model_signing
+  verifies the bundle over the archive's records unzipped, edits say the
+  signature no longer covers the archive, and tampering (a record changed,
+  added, removed, renamed; the statement edited; a file's signature planted)
+  exits 7 naming the record (a broken CRC: 3).
 """
 
 import base64
@@ -405,6 +411,182 @@ expect(ms("verify", "key", "--signature", "l.sig", "--public_key", "p256.pub", "
 r = expect(ts("verify", "t", "--key", "p256.pub", "--signature", "l.sig", "--json"), 0, "verify --json")
 doc = json.loads(r.stdout)
 check(doc["signature"]["method"] == "key" and doc["signature"]["matches"], f"verify --json: {doc}")
+
+# --- embedded signatures (sign --embed, stamp --sign-key) ----------------------------------------------------------
+import zipfile
+
+SIG = "extra/tsarchive/model.sig"
+fp256 = hashlib.sha256(open("p256.pub", "rb").read()).hexdigest()
+
+
+def fresh(name):
+    shutil.copy(os.path.join(TESTDATA, "mlp_scripted.pt"), name)
+    return name
+
+
+def rezip(src, dst, change):
+    """Rewrites src into dst with Python's zipfile (valid CRCs): change(name, data) -> [(name, data)]."""
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
+        for info in zin.infolist():
+            for name, data in change(info.filename, zin.read(info)):
+                zout.writestr(name, data)
+
+
+fresh("emb.pt")
+expect(ts("extra", "set", "emb.pt", "labels.txt=cat dog"), 0, "an extra file before signing")
+r = expect(ts("sign", "emb.pt", "--key", "p256.key", "--embed"), 0, "sign --embed",
+           ["signature stored in the archive as " + SIG])
+check("replacing" not in r.stdout, f"first embed says nothing of replacing: {r.stdout}")
+top = zipfile.ZipFile("emb.pt").namelist()[0].split("/")[0]
+names = zipfile.ZipFile("emb.pt").namelist()
+check(f"{top}/{SIG}" in names, f"the bundle is the record {top}/{SIG}: {names}")
+expect(ts("verify", "emb.pt", "--key", "p256.pub"), 0, "verify finds the embedded signature",
+       [SIG + " (embedded): valid", fp256])
+expect(ts("verify", "emb.pt", "--key", "p256.pub", "--require-signature"), 0, "--require-signature counts it")
+r = expect(ts("verify", "emb.pt", "--key", "p256.pub", "--json"), 0, "verify --json, embedded")
+doc = json.loads(r.stdout)
+check(doc["signature"]["embedded"] and doc["signature"]["matches"] and doc["signature"]["path"] == SIG,
+      f"verify --json names the embedded signature: {doc['signature']}")
+expect(ts("verify", "emb.pt", "--key", "other.pub"), 7, "embedded, wrong key", ["another key", SIG])
+expect(ts("verify", "emb.pt"), 0, "verify without a key: intact, the signature not checked",
+       ["(embedded): not checked"])
+r = expect(ts("inspect", "emb.pt"), 0, "inspect shows the embedded signature", ["key sha256:" + fp256, "unverified"])
+r = expect(ts("inspect", "emb.pt", "--json"), 0, "inspect --json")
+isig = json.loads(r.stdout)["signature"]
+check(isig["record"] == SIG and isig["verified"] is False and isig["method"] == "key" and isig["key_sha256"] == fp256,
+      f"inspect --json signature: {isig}")
+r = expect(ts("inspect", os.path.join(TESTDATA, "mlp_scripted.pt"), "--json"), 0, "inspect --json, unsigned")
+check(json.loads(r.stdout)["signature"] is None, "inspect --json: signature null without one")
+r = expect(ts("sign", "emb.pt", "--key", "p384.key", "--embed"), 0, "re-sign replaces", ["replacing the previous"])
+expect(ts("verify", "emb.pt", "--key", "p384.pub"), 0, "the re-signed archive verifies with the new key")
+expect(ts("verify", "emb.pt", "--key", "p256.pub"), 7, "and not with the old one", ["another key"])
+check(zipfile.ZipFile("emb.pt").namelist().count(f"{top}/{SIG}") == 1, "one embedded signature after re-signing")
+
+# The statement: the records by name, the signature left out, model_signing's v1.0 predicate.
+bundle_e = json.loads(ts("extra", "get", "emb.pt", "tsarchive/model.sig").stdout)
+stmt_e = json.loads(base64.b64decode(bundle_e["dsseEnvelope"]["payload"]))
+listed = sorted(x["name"] for x in stmt_e["predicate"]["resources"])
+records = sorted(n[len(top) + 1:] for n in zipfile.ZipFile("emb.pt").namelist() if not n.endswith("/"))
+check(listed == sorted(set(records) - {SIG}), f"the statement lists every other record: {listed} vs {records}")
+check(stmt_e["predicate"]["serialization"]["ignore_paths"] == [SIG] and stmt_e["subject"][0]["name"] == top,
+      f"the statement's ignore_paths and subject: {stmt_e['predicate']['serialization']} {stmt_e['subject']}")
+
+# model_signing verifies the embedded bundle over the records unzipped into a folder.
+shutil.rmtree("unzipped", ignore_errors=True)
+zipfile.ZipFile("emb.pt").extractall("unzipped")
+expect(ms("verify", "key", "--signature", os.path.join("unzipped", top, SIG), "--public_key", "p384.pub",
+          os.path.join("unzipped", top)), 0, "model_signing verify key of the embedded bundle over the unzipped records")
+
+# Certificates, embedded.
+fresh("embc.pt")
+expect(ts("sign", "embc.pt", "--key", "leaf.key", "--certificate", "leaf.pem", "--certificate-chain", "inter.pem",
+          "--embed"), 0, "sign --embed with a certificate")
+expect(ts("verify", "embc.pt", "--certificate-chain", "ca.pem"), 0, "verify embedded certificate signature",
+       ["CN=ci-signer", "(embedded)"])
+expect(ts("verify", "embc.pt", "--certificate-chain", "ca2.pem"), 7, "embedded certificate, untrusted root",
+       ["not trusted"])
+expect(ts("inspect", "embc.pt"), 0, "inspect names the certificate", ["CN=ci-signer", "CN=Test Intermediate CA",
+                                                                      "unverified"])
+
+# A detached signature given with --signature wins over the embedded one.
+expect(ts("sign", "emb.pt", "--key", "p521.key", "-o", "emb.det.sig"), 0, "detached signature of a signed archive")
+expect(ts("verify", "emb.pt", "--key", "p521.pub", "--signature", "emb.det.sig"), 0, "--signature wins",
+       ["emb.det.sig: valid"])
+expect(ms("verify", "key", "--signature", "emb.det.sig", "--public_key", "p521.pub", "emb.pt"), 0,
+       "model_signing verifies the detached signature of an archive with an embedded one")
+
+# Tampering: each is exit 7 naming the record (3 for damage).
+expect(ts("sign", "emb.pt", "--key", "p256.key", "--embed"), 0, "sign emb.pt again")
+signed = open("emb.pt", "rb").read()
+data0 = f"{top}/data/0"
+with zipfile.ZipFile("emb.pt") as z:
+    offset = z.getinfo(data0).header_offset
+    local = signed[offset:offset + 30]
+    start = offset + 30 + int.from_bytes(local[26:28], "little") + int.from_bytes(local[28:30], "little")
+bad = bytearray(signed)
+bad[start] ^= 1
+open("t-flip.pt", "wb").write(bad)
+expect(ts("verify", "t-flip.pt", "--key", "p256.pub"), 3, "flipped byte in a record: damage", ["data/0"])
+
+
+def flip_record(name, data):
+    if name == data0:
+        data = bytes([data[0] ^ 1]) + data[1:]
+    return [(name, data)]
+
+
+rezip("emb.pt", "t-changed.pt", flip_record)
+expect(ts("verify", "t-changed.pt", "--key", "p256.pub"), 7, "a record changed (CRC valid)",
+       ["does not cover", "'data/0' changed"])
+rezip("emb.pt", "t-added.pt", lambda n, d: [(n, d)] + ([(f"{top}/extra/added.txt", b"x")] if n == data0 else []))
+expect(ts("verify", "t-added.pt", "--key", "p256.pub"), 7, "a record added", ["'extra/added.txt' added"])
+rezip("emb.pt", "t-removed.pt", lambda n, d: [] if n.endswith("extra/labels.txt") else [(n, d)])
+expect(ts("verify", "t-removed.pt", "--key", "p256.pub"), 7, "a record removed", ["'extra/labels.txt' missing"])
+rezip("emb.pt", "t-renamed.pt", lambda n, d: [(n.replace("labels.txt", "labelz.txt"), d)])
+expect(ts("verify", "t-renamed.pt", "--key", "p256.pub"), 7, "a record renamed", ["'extra/labels.txt' missing"])
+bundle_e = json.loads(ts("extra", "get", "emb.pt", "tsarchive/model.sig").stdout)
+stmt_e = json.loads(base64.b64decode(bundle_e["dsseEnvelope"]["payload"]))
+edited_e = json.loads(json.dumps(stmt_e))
+edited_e["predicate"]["resources"][0]["digest"] = "0" * 64
+bundle_bad = json.loads(json.dumps(bundle_e))
+bundle_bad["dsseEnvelope"]["payload"] = base64.b64encode(json.dumps(edited_e).encode()).decode()
+json.dump(bundle_bad, open("edited-embedded.sig", "w"))
+shutil.copy("emb.pt", "t-stmt.pt")
+expect(ts("extra", "set", "t-stmt.pt", "tsarchive/model.sig=@edited-embedded.sig"), 0, "plant an edited statement")
+expect(ts("verify", "t-stmt.pt", "--key", "p256.pub"), 7, "the embedded statement edited", ["does not verify"])
+shutil.copy("emb.pt", "t-file.pt")
+expect(ts("sign", "model.pt", "--key", "p256.key", "-o", "file.sig"), 0, "a file's detached signature")
+expect(ts("extra", "set", "t-file.pt", "tsarchive/model.sig=@file.sig"), 0, "a file's signature planted as embedded")
+expect(ts("verify", "t-file.pt", "--key", "p256.pub"), 7, "a file's signature embedded", ["not of the archive's records"])
+
+# A signature record planted in a torch.save file is no signature: verify's checks there are load safety's.
+with zipfile.ZipFile(os.path.join(TESTDATA, "state_dict.pth")) as z:
+    sd_top = z.namelist()[0].split("/")[0]
+rezip(os.path.join(TESTDATA, "state_dict.pth"), "t-planted.pth",
+      lambda n, d: [(n, d)] + ([(f"{sd_top}/{SIG}", json.dumps(bundle_e).encode())] if n.endswith("data.pkl") else []))
+expect(ts("verify", "t-planted.pth", "--key", "p256.pub", "--require-signature"), 7,
+       "an embedded signature planted in a torch.save file is not taken", ["not signed"])
+
+# Edits say that the signature no longer covers the archive, and keep it.
+shutil.copy("emb.pt", "t-edit.pt")
+r = expect(ts("extra", "set", "t-edit.pt", "note.txt=hello"), 0, "extra set on a signed archive",
+           ["no longer covers t-edit.pt", SIG])
+check(sum("no longer covers" in l for l in r.stderr.splitlines()) == 1, f"one line: {r.stderr}")
+expect(ts("verify", "t-edit.pt", "--key", "p256.pub"), 7, "verify after extra set", ["'extra/note.txt' added"])
+r = expect(ts("extra", "rm", "t-edit.pt", "tsarchive/model.sig"), 0, "extra rm removes the embedded signature")
+check("no longer covers" not in r.stderr, f"removing the signature itself prints no note: {r.stderr}")
+expect(ts("verify", "t-edit.pt", "--key", "p256.pub"), 0, "unsigned after extra rm", ["signature  none"])
+expect(ts("verify", "t-edit.pt", "--key", "p256.pub", "--require-signature"), 7, "--require-signature after rm",
+       ["not signed"])
+
+expect(ts("convert", "emb.pt", "--input", "2x8", "-o", "conv.pt"), 0, "convert of a signed archive",
+       ["no longer covers conv.pt", "tsarchive/model.sig"])
+expect(ts("verify", "conv.pt", "--key", "p256.pub"), 7, "verify of the converted archive", ["does not cover"])
+
+# stamp --sign-key: both in one write, both valid; stamp alone on a signed archive says it breaks the signature.
+for how in (["--keep-bytes"], []):
+    fresh("st.pt")
+    r = expect(ts("stamp", "st.pt", "--sign-key", "p256.key", "--no-host", "--no-git", *how), 0,
+               f"stamp --sign-key {how}", ["signed as key sha256:" + fp256])
+    r = expect(ts("verify", "st.pt", "--key", "p256.pub", "--require-signature", "--require-stamp"), 0,
+               f"stamp and signature both valid after stamp --sign-key {how}", ["intact", "(embedded): valid"])
+    r = expect(ts("stamp", "st.pt", "--no-host", "--no-git", *how), 0, f"stamp {how} of a signed archive",
+               ["no longer covers st.pt", "the stamp changed"])
+    expect(ts("verify", "st.pt", "--key", "p256.pub"), 7, f"verify after stamp {how}",
+           ["changed  extra/producer_info.json"])
+fresh("st.pt")
+before = open("st.pt", "rb").read()
+expect(ts("stamp", "st.pt", "--sign-key", "p256.enc.key"), 2, "stamp --sign-key, encrypted key without its password",
+       ["--key-password-file"])
+check(open("st.pt", "rb").read() == before, "a refused stamp --sign-key leaves the archive as it was")
+expect(ts("stamp", "st.pt", "--keep-bytes", "--sign-key", "p256.enc.key", "--key-password-file", "password.txt"), 0,
+       "stamp --sign-key with --key-password-file")
+expect(ts("stamp", "st.pt", "--key-password-file", "password.txt"), 2, "--key-password-file needs --sign-key")
+
+# Usage: a directory, a file that is not an archive.
+expect(ts("sign", "modeldir", "--key", "p256.key", "--embed"), 2, "sign --embed of a directory", ["--embed"])
+open("plain.bin", "wb").write(b"not a zip")
+expect(ts("sign", "plain.bin", "--key", "p256.key", "--embed"), 3, "sign --embed of a file that is not an archive")
 
 shutil.rmtree(tmp, ignore_errors=True)
 print(f"{checks} checks, {len(failures)} failures; model_signing {version}: key and certificate methods, both ways, "

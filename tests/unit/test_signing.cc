@@ -1,11 +1,13 @@
 // Model signing's format (core/model_signature.h) without keys: names, the
 // canonical order, the root digest, the statement and bundle round trip, the
-// PAEs, and bundles refused with the reason.
+// PAEs, bundles refused with the reason, and how an embedded statement is
+// matched against an archive's records.
 #include <catch2/catch.hpp>
 
 #include "base/base64.h"
 #include "base/error.h"
 #include "core/model_signature.h"
+#include "core/signing_embedded.h"
 
 using namespace tsarchive;
 
@@ -104,4 +106,45 @@ TEST_CASE("signing: a bundle round-trips; malformed ones are refused with the re
         std::string::npos);
   text = bundle_json(b);
   CHECK(refusal(text.replace(text.find("\"keyid\""), 0, "\"x\":1,\"sig\":\"@@@@\",")).find("base64") != std::string::npos);
+}
+
+TEST_CASE("signing: an embedded statement must list exactly the other records") {
+  SignatureCheck check;
+  check.embedded = true;
+  check.statement.files = {{"data.pkl", std::string(64, 'a')}, {"data/0", std::string(64, 'b')},
+                           {"extra/labels.txt", std::string(64, 'c')}};
+  auto record = [](std::string name, char digest) {
+    RecordDigest d;
+    d.name = std::move(name);
+    d.sha256 = std::string(64, digest);
+    d.crc_ok = true;
+    return d;
+  };
+  // The signature's own record is never compared; a renamed record is one missing and one added.
+  const std::vector<RecordDigest> records = {record("data.pkl", 'a'), record("data/0", 'x'),
+                                             record("extra/labelz.txt", 'c'), record(kEmbeddedSignatureRecord, 'f')};
+  match_embedded_records(check, records, "m.pt");
+  CHECK(check.changed == std::vector<std::string>{"data/0"});
+  CHECK(check.missing == std::vector<std::string>{"extra/labels.txt"});
+  CHECK(check.added == std::vector<std::string>{"extra/labelz.txt"});
+  CHECK_FALSE(check.matches());
+
+  SignatureCheck exact;
+  exact.statement.files = {{"data.pkl", std::string(64, 'a')}};
+  match_embedded_records(exact, {record("data.pkl", 'a'), record(kEmbeddedSignatureRecord, 'f')}, "m.pt");
+  CHECK(exact.matches());
+
+  // A damaged record is damage (exit 3), named, not a difference.
+  RecordDigest damaged = record("data/0", 'b');
+  damaged.sha256.clear();
+  damaged.problem = "CRC-32 mismatch";
+  SignatureCheck on_damage;
+  on_damage.statement.files = exact.statement.files;
+  try {
+    match_embedded_records(on_damage, {record("data.pkl", 'a'), damaged}, "m.pt");
+    FAIL("a damaged record was compared");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::BadInput);
+    CHECK(std::string(e.what()).find("'data/0'") != std::string::npos);
+  }
 }
