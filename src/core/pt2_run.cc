@@ -51,7 +51,7 @@ Pt2RunTarget select_aoti_model(const Pt2Contents& contents, const std::string& r
   const std::string name = !requested.empty() ? requested : contents.aoti.size() == 1 ? contents.aoti.front().name : "model";
   for (const Pt2AotiModel& m : contents.aoti) {
     if (m.name != name) continue;
-    Pt2RunTarget target{m.name, m.device, m.metadata};
+    Pt2RunTarget target{m.name, m.device, m.metadata, false, {}};
     for (const Pt2AotiFile& f : m.files) target.ptx = target.ptx || ends_with(f.name, ".ptx") || ends_with(f.name, ".fatbin");
     for (const Pt2Program& p : contents.programs) {
       if (p.name == m.name) target.torch_version = p.torch_version;

@@ -55,7 +55,12 @@ TEST_CASE("trace and convert write only when every output matches, and with --st
 TEST_CASE("convert JSON names its schema, steps and what was written") {
   ConvertReport r;
   r.steps = {"eval", "freeze", "save TorchScript (.pt)"};
-  ConvertOutcome o{"convert", "in.pt", "out.pt", true, 1234, "", "extra/producer_info.json", {}};
+  ConvertOutcome o;
+  o.command = "convert";
+  o.file = "in.pt";
+  o.output = "out.pt";
+  o.written = true;
+  o.size = 1234;
   const auto doc = convert_to_json(r, o);
   CHECK(doc["schema"] == "tsarchive.convert/1");
   CHECK(doc["written"] == true);
