@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench/gate.sh: what the checks before libtorch (the gate,
-# src/core/checked_archive.h) cost `tsarchive run` on a big archive, side by
+# src/core/provenance/checked_archive.h) cost `tsarchive run` on a big archive, side by
 # side in one run:
 #   run               tsarchive run MODEL --input 1xN (the gate, then libtorch in its worker)
 #   run --no-validate the same without the gate

@@ -65,7 +65,7 @@ find "$root/testdata/loadsafety" -type f -size -128k -exec sh -c 'cp "$1" "$2/$(
 find "$root/testdata/images" -type f \( -name '*.png' -o -name '*.jpg' -o -name '*.bmp' -o -name '*.txt' \) \
   -exec sh -c 'cp "$1" "$2/$(echo "${1#$3/}" | tr / _)"' _ {} "$seeds/images" "$root/testdata/images" \;
 
-# Model signatures (core/model_signature.h): bundles of the key and certificate
+# Model signatures (core/provenance/model_signature.h): bundles of the key and certificate
 # methods over v1.0 and v0.1 statements (the signatures' bytes are random: the
 # parser does not verify them).
 python3 - "$seeds/signatures" <<'PY'

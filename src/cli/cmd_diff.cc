@@ -6,9 +6,9 @@
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "cli/report_diff.h"
-#include "core/diff.h"
+#include "core/compare/diff.h"
 #include "base/error.h"
-#include "core/file_edit.h"
+#include "core/edit/file_edit.h"
 
 namespace tsarchive::cli {
 namespace {

@@ -18,13 +18,13 @@
 #include "cli/output.h"
 #include "cli/report_extra.h"
 #include "base/error.h"
-#include "core/extra.h"
-#include "core/file_edit.h"
-#include "core/output_paths.h"
-#include "core/digest.h"
-#include "core/inspect.h"
-#include "core/signing_embedded.h"
-#include "core/verify.h"
+#include "core/edit/extra.h"
+#include "core/edit/file_edit.h"
+#include "core/edit/output_paths.h"
+#include "core/provenance/digest.h"
+#include "core/inspect/inspect.h"
+#include "core/provenance/signing_embedded.h"
+#include "core/provenance/verify.h"
 
 namespace tsarchive::cli {
 namespace {

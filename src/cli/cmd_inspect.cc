@@ -21,9 +21,9 @@
 #include "cli/report_jit.h"
 #include "base/bounded_json.h"
 #include "base/error.h"
-#include "core/file_edit.h"
-#include "core/inspect.h"
-#include "core/pt2_graph.h"
+#include "core/edit/file_edit.h"
+#include "core/inspect/inspect.h"
+#include "core/inspect/pt2_graph.h"
 #include "contract/torch_backend.h"
 #include "cli/worker_options.h"
 

@@ -9,7 +9,7 @@
 // The core checks the archive first (gate.h) and reads every input and
 // expected-output file (host_value.h); only then does the torch layer load
 // the module, from the descriptor of the file that was checked, in a worker
-// process (worker.h). A .pt2 runs its AOTInductor model (core/pt2_run.h)
+// process (worker.h). A .pt2 runs its AOTInductor model (core/inputs/pt2_run.h)
 // the same way, with libtorch 2.x's AOTIModelPackageLoader.
 #include <unistd.h>
 
@@ -27,15 +27,15 @@
 #include "operations/run.h"
 #include "cli/run_options.h"
 #include "base/error.h"
-#include "core/extra.h"
-#include "core/file_edit.h"
+#include "core/edit/extra.h"
+#include "core/edit/file_edit.h"
 #include "contract/host_value.h"
-#include "core/input_values.h"
-#include "core/producer_info.h"
-#include "core/pt2_run.h"
-#include "core/verify.h"
+#include "core/inputs/input_values.h"
+#include "core/provenance/producer_info.h"
+#include "core/inputs/pt2_run.h"
+#include "core/provenance/verify.h"
 #include "contract/profile.h"
-#include "core/run_check.h"
+#include "core/inputs/run_check.h"
 #include "contract/torch_backend.h"
 #include "cli/worker_options.h"
 

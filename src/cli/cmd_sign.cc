@@ -2,10 +2,10 @@
 //   [--key-password-file F] [--ignore-paths P...] [--no-ignore-git-paths] [--allow-symlinks] [--json]
 // tsarchive sign MODEL.pt --key PRIVATE.pem --embed [-o OUT] [...]
 //
-// A detached signature in OpenSSF model signing's format (core/model_signature.h),
+// A detached signature in OpenSSF model signing's format (core/provenance/model_signature.h),
 // which `python -m model_signing verify key|certificate` accepts; or, with
 // --embed, the same format over the archive's records, stored in the archive
-// (core/signing_embedded.h). Never loads libtorch.
+// (core/provenance/signing_embedded.h). Never loads libtorch.
 #include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
@@ -14,10 +14,10 @@
 #include "base/strings.h"
 #include "cli/commands.h"
 #include "cli/output.h"
-#include "core/file_edit.h"
-#include "core/output_paths.h"
-#include "core/signing.h"
-#include "core/signing_embedded.h"
+#include "core/edit/file_edit.h"
+#include "core/edit/output_paths.h"
+#include "core/provenance/signing.h"
+#include "core/provenance/signing_embedded.h"
 #include "format/archive.h"
 
 namespace tsarchive::cli {

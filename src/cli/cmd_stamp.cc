@@ -13,10 +13,10 @@
 #include "cli/many_files.h"
 #include "cli/output.h"
 #include "cli/worker_options.h"
-#include "core/output_paths.h"
-#include "core/producer_info.h"
-#include "core/signing.h"
-#include "core/signing_embedded.h"
+#include "core/edit/output_paths.h"
+#include "core/provenance/producer_info.h"
+#include "core/provenance/signing.h"
+#include "core/provenance/signing_embedded.h"
 #include "operations/stamp.h"
 
 namespace tsarchive::cli {

@@ -2,7 +2,7 @@
 //   [--torch-version V] [--allow-global MODULE.NAME]...
 //   [--key PUBLIC.pem | --certificate-chain ROOTS.pem...] [--signature SIG] [--require-signature]
 //
-// With --key or --certificate-chain, the model's signature (core/signing.h) is
+// With --key or --certificate-chain, the model's signature (core/provenance/signing.h) is
 // checked first; a model that is a directory, or a file that is not a ZIP
 // archive, is checked by its signature alone. Without them a directory is
 // scanned file by file, as a hub scans an upload.
@@ -26,13 +26,13 @@
 #include "cli/report_load_safety.h"
 #include "cli/report_verify.h"
 #include "base/error.h"
-#include "core/file_edit.h"
+#include "core/edit/file_edit.h"
 #include "contract/torch_backend.h"
-#include "core/signing.h"
-#include "core/signing_embedded.h"
-#include "core/verify.h"
+#include "core/provenance/signing.h"
+#include "core/provenance/signing_embedded.h"
+#include "core/provenance/verify.h"
 #include "cli/worker_options.h"
-#include "core/checked_archive.h"
+#include "core/provenance/checked_archive.h"
 
 namespace tsarchive::cli {
 namespace {

@@ -7,8 +7,8 @@
 #include "cli/output.h"
 #include "cli/report_jit.h"
 #include "cli/run_options.h"
-#include "core/input_values.h"
-#include "core/output_paths.h"
+#include "core/inputs/input_values.h"
+#include "core/edit/output_paths.h"
 
 namespace tsarchive::cli {
 

@@ -5,7 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "core/load_safety.h"
+#include "core/inspect/load_safety.h"
 
 namespace tsarchive::cli {
 

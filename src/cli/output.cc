@@ -9,8 +9,8 @@
 
 #include "cli/commands.h"
 #include "base/error.h"
-#include "core/file_edit.h"
-#include "core/inspect.h"
+#include "core/edit/file_edit.h"
+#include "core/inspect/inspect.h"
 #include "base/utf8.h"
 
 namespace tsarchive::cli {

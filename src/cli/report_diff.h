@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/diff.h"
+#include "core/compare/diff.h"
 
 namespace tsarchive::cli {
 

@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/extra.h"
-#include "core/file_edit.h"
+#include "core/edit/extra.h"
+#include "core/edit/file_edit.h"
 
 namespace tsarchive::cli {
 

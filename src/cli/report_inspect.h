@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/inspect.h"
+#include "core/inspect/inspect.h"
 
 namespace tsarchive::cli {
 
@@ -20,7 +20,7 @@ void render_inspect_text(const InspectReport& report, const InspectView& view, s
 nlohmann::ordered_json inspect_to_json(const InspectReport& report);
 std::string inspect_json_text(const InspectReport& report, int indent);
 
-// The .pt2 part of both (report_pt2.cc).
+// The .pt2 part of both (report_inspect_pt2.cc).
 void render_pt2_text(const Pt2Contents& pt2, std::ostream& out);
 nlohmann::ordered_json pt2_to_json(const Pt2Contents& pt2);
 

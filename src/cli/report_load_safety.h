@@ -1,4 +1,4 @@
-// Rendering of a LoadSafety verdict (core/load_safety.h): inspect's "Loading"
+// Rendering of a LoadSafety verdict (core/inspect/load_safety.h): inspect's "Loading"
 // section, verify's load-safety lines, and the `load_safety` JSON object of both.
 #pragma once
 
@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/load_safety.h"
+#include "core/inspect/load_safety.h"
 
 namespace tsarchive::cli {
 

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "contract/run.h"
-#include "core/run_check.h"
+#include "core/inputs/run_check.h"
 #include "operations/run.h"
 
 namespace tsarchive::cli {

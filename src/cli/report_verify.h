@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/checked_archive.h"  // newer_libtorch_hint
-#include "core/verify.h"
+#include "core/provenance/checked_archive.h"  // newer_libtorch_hint
+#include "core/provenance/verify.h"
 
 namespace tsarchive::cli {
 

@@ -4,8 +4,8 @@
 #include <stdexcept>
 
 #include "base/error.h"
-#include "core/extra.h"
-#include "core/input_values.h"
+#include "core/edit/extra.h"
+#include "core/inputs/input_values.h"
 #include "format/byte_source.h"
 
 namespace tsarchive::cli {

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "contract/run.h"
-#include "core/output_paths.h"
-#include "core/run_check.h"
+#include "core/edit/output_paths.h"
+#include "core/inputs/run_check.h"
 #include "format/archive.h"
 
 namespace tsarchive::cli {

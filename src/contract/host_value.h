@@ -1,7 +1,7 @@
 // Values that cross between the core and the torch layer for `tsarchive run`:
 // the arguments a user gives (--input) and the outputs a run is compared with
 // (--expect), as plain data. The core parses and reads them
-// (core/input_values.h); the torch layer turns them into IValues by the
+// (core/inputs/input_values.h); the torch layer turns them into IValues by the
 // method's schema. Nothing here includes libtorch.
 
 #pragma once

@@ -58,7 +58,7 @@ struct NamedTensor {
 
 // A loaded model in the worker. infer() takes one value per leading
 // parameter, in order: a Tensor for a Tensor parameter, a JSON-like value
-// (core/input_values.h's host_value_of_json) for any other, converted by the
+// (core/inputs/input_values.h's host_value_of_json) for any other, converted by the
 // schema as `run --input json:` is. It returns every tensor leaf of the output ("out",
 // "out[0]", "out[1][\"boxes\"]"; int, float and bool leaves as 0-d tensors).
 // Throws Error(Usage) for inputs that do not fit the method, Error(Torch)

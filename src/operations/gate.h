@@ -1,11 +1,11 @@
 // The gate as operations use it: an opened archive becomes a CheckedArchive
-// (core/checked_archive.h), the only thing a worker job is made from
+// (core/provenance/checked_archive.h), the only thing a worker job is made from
 // (worker_settings.h).
 #pragma once
 
 #include <string>
 
-#include "core/checked_archive.h"
+#include "core/provenance/checked_archive.h"
 #include "operations/notes.h"
 #include "operations/opened_archive.h"
 #include "operations/worker_settings.h"

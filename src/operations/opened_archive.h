@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "core/file_edit.h"
+#include "core/edit/file_edit.h"
 #include "format/archive.h"
 #include "operations/notes.h"
 

@@ -2,9 +2,9 @@
 
 #include "base/error.h"
 #include "base/strings.h"
-#include "core/extra.h"
-#include "core/file_edit.h"
-#include "core/input_values.h"
+#include "core/edit/extra.h"
+#include "core/edit/file_edit.h"
+#include "core/inputs/input_values.h"
 #include "format/byte_source.h"
 
 namespace tsarchive {

@@ -1,6 +1,6 @@
 // `run`'s picture outputs: --save-outputs FILE.png[:OPTIONS] and --top K
 // [--labels extra:NAME|FILE], over the serialized outputs the worker returns
-// (core/image.h does the work).
+// (core/inputs/image.h does the work).
 #pragma once
 
 #include <optional>
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "contract/run.h"
-#include "core/image.h"
+#include "core/inputs/image.h"
 #include "format/archive.h"
 
 namespace tsarchive {

@@ -6,11 +6,11 @@
 
 #include <map>
 
-#include "core/checked_archive.h"
+#include "core/provenance/checked_archive.h"
 #include "format/archive.h"
 #include "base/error.h"
-#include "core/extra.h"
-#include "core/signing_embedded.h"
+#include "core/edit/extra.h"
+#include "core/provenance/signing_embedded.h"
 
 namespace tsarchive {
 

@@ -13,11 +13,11 @@
 #include <utility>
 #include <vector>
 
-#include "core/digest.h"
-#include "core/extra.h"
-#include "core/file_edit.h"
-#include "core/producer_info.h"
-#include "core/signing.h"
+#include "core/provenance/digest.h"
+#include "core/edit/extra.h"
+#include "core/edit/file_edit.h"
+#include "core/provenance/producer_info.h"
+#include "core/provenance/signing.h"
 
 namespace tsarchive {
 

@@ -12,7 +12,7 @@
 //   again, e.g. traced_inputs): the stamp goes in through the extra/ writer
 //   alone; every other record stays byte-identical and libtorch is never loaded.
 // Either way the archive must pass the structural checks first (the gate,
-// core/checked_archive.h): stamping a damaged archive would bless the damage.
+// core/provenance/checked_archive.h): stamping a damaged archive would bless the damage.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "core/signing.h"
+#include "core/provenance/signing.h"
 #include "operations/notes.h"
 #include "operations/worker_settings.h"
 

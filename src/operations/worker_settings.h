@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/checked_archive.h"
+#include "core/provenance/checked_archive.h"
 #include "operations/notes.h"
 #include "worker/worker.h"
 

@@ -7,7 +7,7 @@
 
 #include "base/strings.h"
 #include "base/error.h"
-#include "core/input_values.h"
+#include "core/inputs/input_values.h"
 
 namespace tsarchive::serve {
 

@@ -8,7 +8,7 @@
 //     one BYTES string for a str;
 //   - or an entry of the request's top-level "parameters" object keyed by its
 //     name, whose JSON value is converted exactly as `run --input json:...`
-//     converts it (core/input_values.h's host_value_of_json, then the schema in
+//     converts it (core/inputs/input_values.h's host_value_of_json, then the schema in
 //     the worker): {"parameters": {"scale": 0.5, "opts": {"a": "1x3:float32:ones"}}}.
 // The protocol's own request parameters (kReservedParameters) are never
 // taken as method arguments. Parameters with defaults may be left out, from

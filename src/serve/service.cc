@@ -9,9 +9,9 @@
 #include <thread>
 
 #include "base/error.h"
-#include "core/extra.h"
-#include "core/file_edit.h"
-#include "core/run_check.h"
+#include "core/edit/extra.h"
+#include "core/edit/file_edit.h"
+#include "core/inputs/run_check.h"
 #include "operations/gate.h"
 #include "operations/opened_archive.h"
 #include "serve/http.h"

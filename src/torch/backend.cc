@@ -14,7 +14,7 @@
 #include "run_module.h"
 #include "torch_errors.h"
 #include "base/error.h"
-#include "core/producer_info.h"
+#include "core/provenance/producer_info.h"
 #include "contract/torch_backend.h"
 
 namespace tsarchive {

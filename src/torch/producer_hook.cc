@@ -11,7 +11,7 @@
 #include "export_hook.h"
 #include "base/error.h"
 #include "tsarchive/producer_hook.h"
-#include "core/producer_info.h"
+#include "core/provenance/producer_info.h"
 
 namespace tsarchive {
 namespace torch_layer {

@@ -14,7 +14,7 @@
 #include "torch_errors.h"
 #include "base/error.h"
 #include "contract/host_value.h"
-#include "core/input_values.h"
+#include "core/inputs/input_values.h"
 #include "contract/run.h"
 
 namespace tsarchive::torch_layer {

@@ -21,7 +21,7 @@
 
 #include "base/error.h"
 #include "base/strings.h"
-#include "core/file_edit.h"
+#include "core/edit/file_edit.h"
 #include "worker/sandbox.h"
 
 namespace tsarchive {

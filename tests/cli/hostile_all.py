@@ -180,7 +180,7 @@ LAYOUT_REFUSED = {
 
 # Raw terminal controls must never reach stdout or stderr (escape_text,
 # src/cli/output.h), except in `extra get`'s stdout, which is the file's exact
-# bytes by design (to a terminal it escapes them; tests/unit/test_untrusted_text.cc
+# bytes by design (to a terminal it escapes them; tests/unit/test_escape_and_bounded_json.cc
 # and tests/cli/terminal_output.py check that).
 RAW_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n)|\xc2[\x80-\x9f]|\xd8\x9c|"
                          rb"\xe2\x80[\x8e\x8f\xaa-\xae]|\xe2\x81[\xa6-\xa9]")

@@ -12,7 +12,7 @@
   check_manual.py exit-codes TSARCHIVE MANUAL SOURCE_DIR
       The table under "# EXIT STATUS" has one row per exit status and no
       other: each ErrorKind of src/base/error.h with the JSON kind name that
-      src/cli/output.cc gives it, and 128 plus each signal src/core/file_edit.cc
+      src/cli/output.cc gives it, and 128 plus each signal src/core/edit/file_edit.cc
       holds off while it writes. `tsarchive --help`'s footer and README.md's
       "## Exit codes" summary name the same codes.
 
@@ -210,7 +210,7 @@ def check_exit_codes(tsarchive, manual_path, source_dir):
     if not kinds:
         problems.append("found no ErrorKind values in src/base/error.h")
     if "_exit(128 + sig)" not in file_edit or not held:
-        problems.append("src/core/file_edit.cc no longer exits 128 + the signal: update check_exit_codes")
+        problems.append("src/core/edit/file_edit.cc no longer exits 128 + the signal: update check_exit_codes")
     expected = {0: ("", "success")}
     for name, code in kinds.items():
         if name not in json_names:

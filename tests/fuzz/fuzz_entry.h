@@ -31,18 +31,18 @@ void zip_structure(const uint8_t* data, size_t size);
 // must need no further escaping (checked; a violation aborts).
 void json_text(const uint8_t* data, size_t size);
 
-// What `run` does to a picture file (core/image.h): decode_image under small
+// What `run` does to a picture file (core/inputs/image.h): decode_image under small
 // limits (4 Mpixel), then the picture written back as PNG and decoded again,
 // which must give the same pixels (a difference aborts); and the bytes read
 // as a labels file.
 void image(const uint8_t* data, size_t size);
 
 // What `verify --key` does to a signature file before any file of the model
-// is read (core/model_signature.h): the bundle parse (bounded JSON, base64,
+// is read (core/provenance/model_signature.h): the bundle parse (bounded JSON, base64,
 // the envelope), the statement parse of its payload (names, duplicates,
 // digests, the root) and the PAEs; the bytes are also parsed as a statement.
 void signature_bundle(const uint8_t* data, size_t size);
-// The load-safety verdict (core/load_safety.h): scan_pickle of the bytes, which
+// The load-safety verdict (core/inspect/load_safety.h): scan_pickle of the bytes, which
 // must end with a result (never throw), and assess_load_safety of them as a
 // file, which must give a verdict for every loader of a pickle it reads (an
 // empty one aborts) or a tsarchive::Error for what the ZIP checks refuse.

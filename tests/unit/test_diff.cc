@@ -9,10 +9,10 @@
 #include <random>
 
 #include "helpers.h"
-#include "core/diff.h"
+#include "core/compare/diff.h"
 #include "base/error.h"
-#include "core/tensor_values.h"
-#include "core/text_diff.h"
+#include "core/compare/tensor_values.h"
+#include "core/compare/text_diff.h"
 
 using namespace tsarchive;
 

@@ -15,8 +15,8 @@
 
 #include "helpers.h"
 #include "base/error.h"
-#include "core/extra.h"
-#include "core/file_edit.h"
+#include "core/edit/extra.h"
+#include "core/edit/file_edit.h"
 
 using namespace tsarchive;
 namespace fs = std::filesystem;

@@ -10,11 +10,11 @@
 #include "helpers.h"
 #include "base/error.h"
 #include "contract/host_value.h"
-#include "core/input_values.h"
+#include "core/inputs/input_values.h"
 #include "format/archive.h"
 #include "format/model.h"
 #include "format/pickle.h"
-#include "core/tensor_values.h"
+#include "core/compare/tensor_values.h"
 #include "format/zip.h"
 #include "format/zip_writer.h"
 

@@ -1,4 +1,4 @@
-// Pictures in the core (core/image.h): decoding under limits, PNG round trips,
+// Pictures in the core (core/inputs/image.h): decoding under limits, PNG round trips,
 // image specs, output pictures, top k and labels. What the tensors hold
 // against torchvision is pytorch.images' job (tests/pytorch/check_images.py).
 #include <catch2/catch.hpp>
@@ -9,8 +9,8 @@
 
 #include "helpers.h"
 #include "base/error.h"
-#include "core/image.h"
-#include "core/input_values.h"
+#include "core/inputs/image.h"
+#include "core/inputs/input_values.h"
 
 using namespace tsarchive;
 

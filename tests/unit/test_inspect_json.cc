@@ -12,7 +12,7 @@
 #include "cli/json_writer.h"
 #include "cli/output.h"
 #include "cli/report_inspect.h"
-#include "core/inspect.h"
+#include "core/inspect/inspect.h"
 #include "helpers.h"
 
 using namespace tsarchive;

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "core/load_safety.h"
+#include "core/inspect/load_safety.h"
 #include "format/byte_source.h"
 #include "format/pickle_scan.h"
 #include "helpers.h"

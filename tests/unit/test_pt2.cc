@@ -8,9 +8,9 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
-#include "core/inspect.h"
-#include "core/pt2_graph.h"
-#include "core/verify.h"
+#include "core/inspect/inspect.h"
+#include "core/inspect/pt2_graph.h"
+#include "core/provenance/verify.h"
 #include "format/byte_source.h"
 #include "format/pt2.h"
 #include "format/zip_writer.h"

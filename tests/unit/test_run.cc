@@ -8,7 +8,7 @@
 #include "base/error.h"
 #include "contract/profile.h"
 #include "contract/run.h"
-#include "core/run_check.h"
+#include "core/inputs/run_check.h"
 #include "contract/torch_message.h"
 
 using namespace tsarchive;

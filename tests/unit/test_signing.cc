@@ -1,4 +1,4 @@
-// Model signing's format (core/model_signature.h) without keys: names, the
+// Model signing's format (core/provenance/model_signature.h) without keys: names, the
 // canonical order, the root digest, the statement and bundle round trip, the
 // PAEs, bundles refused with the reason, and how an embedded statement is
 // matched against an archive's records.
@@ -6,8 +6,8 @@
 
 #include "base/base64.h"
 #include "base/error.h"
-#include "core/model_signature.h"
-#include "core/signing_embedded.h"
+#include "core/provenance/model_signature.h"
+#include "core/provenance/signing_embedded.h"
 
 using namespace tsarchive;
 

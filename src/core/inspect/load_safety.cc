@@ -1,0 +1,624 @@
+// Load-safety verdicts; the model is described at the top of load_safety.h.
+#include "core/inspect/load_safety.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstring>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "base/error.h"
+#include "base/strings.h"
+#include "format/model.h"
+#include "format/pt2.h"
+
+namespace tsarchive {
+namespace {
+
+// ---- allowlists -----------------------------------------------------------
+
+// PyTorch's weights_only allowlist (torch/_weights_only_unpickler.py,
+// _get_allowed_globals), as 1.13 and 2.13 define it. Storage and tensor
+// classes, dtypes and rebuild functions are matched by pattern below.
+const std::set<std::string, std::less<>>& torch_113_globals() {
+  static const std::set<std::string, std::less<>> s = {
+      "collections.OrderedDict", "torch.nn.parameter.Parameter", "torch.serialization._get_layout", "torch.Size",
+      "torch.Tensor", "torch._utils._rebuild_parameter", "torch._utils._rebuild_tensor",
+      "torch._utils._rebuild_tensor_v2", "torch._utils._rebuild_sparse_tensor",
+      "torch._utils._rebuild_meta_tensor_no_storage", "torch._utils._rebuild_sparse_csr_tensor",
+      "torch.complex32", "torch.complex64", "torch.complex128", "torch.float16", "torch.float32", "torch.float64",
+      "torch.int8", "torch.int16", "torch.int32", "torch.int64", "torch.storage.TypedStorage",
+      "torch.storage.UntypedStorage"};
+  return s;
+}
+const std::set<std::string, std::less<>>& torch_2_globals() {
+  static const std::set<std::string, std::less<>> s = {
+      "collections.OrderedDict", "collections.Counter", "torch.nn.parameter.Parameter",
+      "torch.serialization._get_layout", "torch.Size", "torch.Tensor", "torch.device", "_codecs.encode",
+      "builtins.bytearray", "builtins.set", "builtins.complex", "torch._tensor._rebuild_from_type_v2",
+      "torch._utils._rebuild_device_tensor_from_cpu_tensor", "torch._utils._rebuild_device_tensor_from_numpy",
+      "torch._utils._rebuild_meta_tensor_no_storage", "torch._utils._rebuild_nested_tensor",
+      "torch._utils._rebuild_parameter", "torch._utils._rebuild_parameter_with_state", "torch._utils._rebuild_qtensor",
+      "torch._utils._rebuild_sparse_tensor", "torch._utils._rebuild_tensor", "torch._utils._rebuild_tensor_v2",
+      "torch._utils._rebuild_tensor_v3", "torch._utils._rebuild_wrapper_subclass", "torch.storage.TypedStorage",
+      "torch.storage.UntypedStorage", "torch.per_tensor_affine", "torch.per_tensor_symmetric",
+      "torch.per_channel_affine", "torch.per_channel_symmetric", "torch.per_channel_affine_float_qparams",
+      "torch.bfloat16", "torch.bool", "torch.complex32", "torch.complex64", "torch.complex128", "torch.float16",
+      "torch.float32", "torch.float64", "torch.float8_e4m3fn", "torch.float8_e4m3fnuz", "torch.float8_e5m2",
+      "torch.float8_e5m2fnuz", "torch.float8_e8m0fnu", "torch.float4_e2m1fn_x2", "torch.int8", "torch.int16",
+      "torch.int32", "torch.int64", "torch.uint8", "torch.uint16", "torch.uint32", "torch.uint64", "torch.qint8",
+      "torch.qint32", "torch.quint8", "torch.quint4x2", "torch.quint2x4", "torch.bits1x8", "torch.bits2x4",
+      "torch.bits4x2", "torch.bits8", "torch.bits16", "torch.int1", "torch.int2", "torch.int3", "torch.int4",
+      "torch.int5", "torch.int6", "torch.int7", "torch.uint1", "torch.uint2", "torch.uint3", "torch.uint4",
+      "torch.uint5", "torch.uint6", "torch.uint7"};
+  return s;
+}
+
+// torch.FloatStorage, torch.cuda.HalfTensor, torch.sparse.LongTensor, ...:
+// the legacy storage and tensor classes both allowlists take.
+bool legacy_type_class(std::string_view g) {
+  for (std::string_view prefix : {"torch.cuda.sparse.", "torch.cuda.", "torch.sparse.", "torch."}) {
+    if (g.rfind(prefix, 0) != 0) continue;
+    const std::string_view name = g.substr(prefix.size());
+    if (name.find('.') != std::string_view::npos || name.empty()) return false;
+    const bool storage = ends_with(name, "Storage") && prefix != "torch.sparse." && prefix != "torch.cuda.sparse.";
+    const bool tensor = ends_with(name, "Tensor") && name != "Tensor";
+    return (storage || tensor) && name[0] >= 'A' && name[0] <= 'Z';
+  }
+  return false;
+}
+
+std::pair<int, int> parse_version(std::string_view v) {
+  int major = 0, minor = 0;
+  size_t i = 0;
+  while (i < v.size() && v[i] >= '0' && v[i] <= '9') major = major * 10 + (v[i++] - '0');
+  if (i < v.size() && v[i] == '.') ++i;
+  while (i < v.size() && v[i] >= '0' && v[i] <= '9') minor = minor * 10 + (v[i++] - '0');
+  return {major, minor};
+}
+bool version_before(std::string_view v, int major, int minor) { return parse_version(v) < std::make_pair(major, minor); }
+
+// Globals that only rebuild tensors, storages, dtypes and plain containers:
+// what `run --input` may read.
+bool tensor_rebuilding_global(std::string_view g) {
+  if (g.rfind("torch._utils._rebuild_", 0) == 0) return g != "torch._utils._rebuild_device_tensor_from_numpy";
+  if (legacy_type_class(g)) return true;
+  if (torch_2_globals().count(g) && g.rfind("builtins.", 0) != 0 && g != "_codecs.encode") return true;
+  return g == "collections.OrderedDict" || g.rfind("torch.jit._pickle.", 0) == 0;
+}
+
+// Known dangerous modules and names: a naming aid only.
+struct Danger {
+  const char* prefix;  // "module." or "module.name"
+  const char* category;
+};
+constexpr Danger kDangers[] = {
+    {"os.system", "process execution"}, {"os.popen", "process execution"}, {"os.exec", "process execution"},
+    {"os.spawn", "process execution"}, {"os.posix_spawn", "process execution"}, {"os.fork", "process execution"},
+    {"posix.", "process execution"}, {"nt.", "process execution"}, {"subprocess.", "process execution"},
+    {"pty.", "process execution"}, {"commands.", "process execution"}, {"multiprocessing.", "process execution"},
+    {"_posixsubprocess.", "process execution"}, {"torch.utils.collect_env.", "process execution"},
+    {"asyncio.subprocess", "process execution"}, {"builtins.eval", "code evaluation"},
+    {"builtins.exec", "code evaluation"}, {"builtins.compile", "code evaluation"}, {"__builtin__.eval", "code evaluation"},
+    {"__builtin__.exec", "code evaluation"}, {"marshal.", "code evaluation"}, {"types.CodeType", "code evaluation"},
+    {"types.FunctionType", "code evaluation"}, {"code.", "code evaluation"}, {"codeop.", "code evaluation"},
+    {"runpy.", "code evaluation"}, {"pickle.", "code evaluation (a nested pickle)"},
+    {"_pickle.", "code evaluation (a nested pickle)"}, {"dill.", "code evaluation (a nested pickle)"},
+    {"cloudpickle.", "code evaluation (a nested pickle)"}, {"joblib.", "code evaluation (a nested pickle)"},
+    {"numpy.load", "code evaluation (a nested pickle)"}, {"torch.load", "code evaluation (a nested pickle)"},
+    {"torch.jit.load", "code evaluation (TorchScript)"}, {"torch.serialization.load", "code evaluation (a nested pickle)"},
+    {"ctypes.", "native code"}, {"_ctypes.", "native code"}, {"cffi.", "native code"},
+    {"builtins.__import__", "import machinery"}, {"__builtin__.__import__", "import machinery"},
+    {"importlib.", "import machinery"}, {"pkgutil.", "import machinery"}, {"imp.", "import machinery"},
+    {"zipimport.", "import machinery"}, {"sys.", "import machinery"}, {"copyreg._extension_registry", "import machinery"},
+    {"builtins.getattr", "attribute access (reaches any function)"},
+    {"__builtin__.getattr", "attribute access (reaches any function)"},
+    {"builtins.globals", "attribute access (reaches any function)"},
+    {"builtins.vars", "attribute access (reaches any function)"},
+    {"operator.attrgetter", "attribute access (reaches any function)"},
+    {"operator.methodcaller", "attribute access (reaches any function)"},
+    {"operator.getitem", "attribute access (reaches any function)"},
+    {"functools.partial", "attribute access (reaches any function)"}, {"builtins.setattr", "attribute change"},
+    {"builtins.delattr", "attribute change"}, {"builtins.open", "file I/O"}, {"io.", "file I/O"},
+    {"_io.", "file I/O"}, {"os.", "file I/O"}, {"shutil.", "file I/O"}, {"pathlib.", "file I/O"},
+    {"tempfile.", "file I/O"}, {"glob.", "file I/O"}, {"fileinput.", "file I/O"}, {"numpy.fromfile", "file I/O"},
+    {"numpy.save", "file I/O"}, {"numpy.memmap", "file I/O"}, {"torch.save", "file I/O"},
+    {"torch.from_file", "file I/O"}, {"socket.", "network I/O"}, {"_socket.", "network I/O"},
+    {"urllib.", "network I/O"}, {"urllib2.", "network I/O"}, {"http.", "network I/O"}, {"httplib.", "network I/O"},
+    {"requests.", "network I/O"}, {"ftplib.", "network I/O"}, {"smtplib.", "network I/O"},
+    {"telnetlib.", "network I/O"}, {"webbrowser.", "network I/O"}, {"ssl.", "network I/O"},
+    {"torch.hub.", "network I/O"}, {"builtins.breakpoint", "debugger"}, {"pdb.", "debugger"},
+    {"bdb.", "debugger"}, {"signal.", "process control"}, {"resource.", "process control"},
+};
+
+// Globals that are benign beyond PyTorch's list: numpy scalars and arrays
+// (numpy state in optimizer and RNG checkpoints), plain builtins, and
+// TorchScript's own pickle helpers.
+const std::set<std::string, std::less<>>& extra_benign_globals() {
+  static const std::set<std::string, std::less<>> s = {
+      "numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar", "numpy.core.multiarray._reconstruct",
+      "numpy._core.multiarray._reconstruct", "numpy.dtype", "numpy.ndarray", "builtins.dict", "builtins.list",
+      "builtins.tuple", "builtins.frozenset", "builtins.slice", "builtins.range", "builtins.int", "builtins.float",
+      "builtins.bool", "builtins.str", "builtins.bytes", "__builtin__.set", "__builtin__.frozenset",
+      "__builtin__.complex", "__builtin__.slice", "collections.defaultdict", "collections.deque",
+      "torch.nn.parameter.Buffer", "torch.nn.parameter.UninitializedParameter", "torch.jit._pickle.build_intlist",
+      "torch.jit._pickle.build_doublelist", "torch.jit._pickle.build_boollist", "torch.jit._pickle.build_tensorlist",
+      "torch.jit._pickle.build_tensor_from_id", "torch.jit._pickle.restore_type_tag", "torch.memory_format",
+      "torch.contiguous_format", "torch.channels_last", "torch.channels_last_3d", "torch.preserve_format",
+      "torch.strided", "torch.sparse_coo", "torch.sparse_csr", "torch.sparse_csc", "torch.sparse_bsr",
+      "torch.sparse_bsc", "torch._mkldnn"};
+  return s;
+}
+
+bool allowed_by_user(std::string_view g, const LoadSafetyOptions& o) {
+  for (const std::string& a : o.allowed_globals) {
+    if (a == g) return true;
+    if (ends_with(a, ".*") && g.size() > a.size() - 1 && g.compare(0, a.size() - 1, a, 0, a.size() - 1) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// ---- weights_only's opcode set ----------------------------------------------
+
+bool weights_only_opcode(uint8_t op, std::string_view torch_version) {
+  // 1.13 and 2.x alike; 2.x adds BINFLOAT.
+  static const char kOps[] = "a" "e" "h" "J" "K" "M" "Q" "q" "X" "b" "}" "]" ")" "c" "j" "r" "(" "N" "R" "s" "u"
+                             "U" "." "t";
+  if (op == 0x8f || op == 0x8a || op == 0x89 || op == 0x81 || op == 0x88 || op == 0x80 || op == 0x85 ||
+      op == 0x86 || op == 0x87) {
+    return true;  // EMPTY_SET LONG1 NEWFALSE NEWOBJ NEWTRUE PROTO TUPLE1-3
+  }
+  if (op == 'G') return !version_before(torch_version, 2, 0);
+  return op != 0 && std::strchr(kOps, op) != nullptr;
+}
+
+// ---- the assessment -----------------------------------------------------------
+
+enum class PickleRole {
+  TorchSave,       // data.pkl of a torch.save ZIP: torch.load
+  Legacy,          // a pickle of a legacy torch.save stream: torch.load
+  Plain,           // a plain pickle file: pickle.load, torch.load (legacy path)
+  TorchScript,     // data.pkl, constants.pkl, bytecode.pkl: torch.jit.load's own unpickler
+  Pt2Payload,      // a .pt2 weight or constant stored as a pickle: torch.export.load
+};
+
+class Assessor {
+ public:
+  Assessor(const LoadSafetyOptions& o, std::string path) : o_(o), path_(std::move(path)) {
+    out_.torch_version = o.torch_version.empty() ? kNewestTorchVersion : o.torch_version;
+  }
+
+  LoadSafety finish() { return std::move(out_); }
+
+  // Scans one pickle and records what it imports and calls. Returns the scan.
+  PickleScan pickle(std::string_view bytes, const std::string& where, PickleRole role, bool whole_record) {
+    out_.pickles.push_back(where);
+    PickleScan scan = scan_pickle(bytes);
+    record(scan, where, role);
+    if (!scan.complete) {
+      crafted(where, "ends early: " + scan.error,
+              "every loader: pickle.load and torch.load fail part-way, after running the calls before that point");
+    } else if (whole_record && scan.end < bytes.size()) {
+      PickleScan hidden = scan_pickle(bytes, scan.end);
+      if (hidden.complete && hidden.end > 0) {
+        crafted(where, "hides a second pickle after STOP (offset " + std::to_string(scan.end) + ", " +
+                           std::to_string(bytes.size() - scan.end) + " bytes)",
+                "scanners and loaders that read on past STOP (a loop of pickle.load) disagree on what the file holds");
+        record(hidden, where + " (second pickle)", role);
+      } else {
+        crafted(where, "continues after STOP with " + std::to_string(bytes.size() - scan.end) + " bytes",
+                "readers that parse on past STOP see something else than torch.load");
+      }
+    }
+    return scan;
+  }
+
+  void finding(LoadRisk risk, const std::string& where, std::string what, const std::string& global,
+               const std::string& category, const std::string& attacks = {}) {
+    const std::string key = where + "\n" + what;
+    if (!seen_findings_.insert(key).second) return;
+    out_.findings.push_back(LoadFinding{risk, where, std::move(what), global, category, attacks});
+  }
+  void crafted(const std::string& where, std::string what, const std::string& attacks) {
+    finding(LoadRisk::Crafted, where, std::move(what), {}, {}, attacks);
+  }
+
+  // Persistent ids: the five-tuple ('storage', type, key, location, numel) of
+  // the ZIP formats; the legacy stream's six-tuple, or four for a module's source.
+  void check_persistent_ids(const PickleScan& scan, const std::string& where, bool legacy) {
+    for (const PicklePersistentId& p : scan.persistent_ids) {
+      const bool ok = legacy ? p.tuple && ((p.size == 6 && p.first == "storage") || (p.size == 4 && p.first == "module"))
+                             : p.tuple && p.size == 5 && p.first == "storage" && !p.storage_type.empty() &&
+                                   !p.key.empty() && p.numel >= 0;
+      if (ok) continue;
+      std::string shape = p.tuple ? "a " + std::to_string(p.size) + "-tuple" : "not a tuple";
+      if (!p.first.empty()) shape += " starting '" + p.first.substr(0, 40) + "'";
+      crafted(where, "a persistent id that is not the " + std::string(legacy ? "six" : "five") + "-tuple torch writes (" +
+                         shape + ", offset " + std::to_string(p.offset) + ")",
+              "torch.load before 2.10 (its persistent_load trusts the id's shape); scanners that skip persistent ids");
+    }
+  }
+
+  // Storages: each record of data/ must hold exactly the bytes its persistent id declares.
+  void check_storages(const TorchArchive& archive, const PickleScan& scan, const std::string& where,
+                      const std::string& folder) {
+    std::map<std::string, std::pair<std::string, int64_t>> declared;
+    for (const PicklePersistentId& p : scan.persistent_ids) {
+      if (!p.tuple || p.size != 5 || p.first != "storage" || p.key.empty() || p.numel < 0) continue;
+      std::string cls = p.storage_type.substr(p.storage_type.rfind('.') + 1);
+      const auto [it, fresh] = declared.emplace(p.key, std::make_pair(cls, p.numel));
+      if (!fresh && it->second != std::make_pair(cls, p.numel)) {
+        crafted(where, "storage '" + p.key + "' is declared twice, as " + std::to_string(it->second.second) + " " +
+                           it->second.first + " and as " + std::to_string(p.numel) + " " + cls,
+                "torch.load before 2.10 (one storage read with two sizes or dtypes: out-of-bounds memory)");
+        continue;
+      }
+      if (!fresh) continue;
+      std::string dtype;
+      uint64_t element = 0;
+      const Record* r = archive.find(folder + "/" + p.key);
+      if (r == nullptr) {
+        crafted(where, "storage '" + p.key + "' has no record " + folder + "/" + p.key,
+                "torch.load fails; scanners that do not follow storages miss it");
+        continue;
+      }
+      uint64_t numel = static_cast<uint64_t>(p.numel), nbytes = 0;
+      // UntypedStorage/TypedStorage ids carry a dtype, not a storage class: bytes unknown here.
+      if (!storage_dtype(cls, &dtype, &element)) continue;
+      if (mul_overflows(numel, element, &nbytes) || nbytes != r->entry->uncompressed_size) {
+        crafted(where, "storage '" + p.key + "' declares " + std::to_string(numel) + " " + dtype + " elements (" +
+                           std::to_string(nbytes) + " bytes) but its record holds " +
+                           std::to_string(r->entry->uncompressed_size) + " bytes",
+                "torch.load before 2.10 (a storage larger than its data: out-of-bounds memory)");
+      }
+    }
+  }
+
+  void torchscript_loaders(const TorchArchive& archive) {
+    scan_code(archive);
+    const bool checkpoint_name = checkpoint_extension();
+    std::string why = "TorchScript's unpickler resolves " + std::to_string(out_.globals.size()) + " global(s)";
+    if (!custom_classes_.empty()) why += "; custom classes needing their library: " + join(custom_classes_);
+    const bool runs = std::any_of(out_.findings.begin(), out_.findings.end(),
+                                  [](const LoadFinding& f) { return f.risk != LoadRisk::Crafted; });
+    add_loader("torch.jit.load", runs ? "runs code" : "accepts", why);
+    const bool old = version_before(out_.torch_version, 2, 6);
+    add_loader("torch.load(weights_only=True)", old ? "runs code" : "refuses",
+               old ? "PyTorch before 2.6 hands a TorchScript archive to torch.jit.load (CVE-2025-32434)"
+                   : "a TorchScript archive: torch.load refuses it under weights_only=True");
+    add_loader("torch.load(weights_only=False)", "runs code", "hands a TorchScript archive to torch.jit.load");
+    if (checkpoint_name) {
+      crafted("the file", "a TorchScript archive under a checkpoint's name (" + extension() +
+                              "), which torch.load takes: torch.load(weights_only=True) runs its TorchScript",
+              "PyTorch before 2.6 (CVE-2025-32434)");
+    }
+  }
+
+  // code/: operators that touch files or processes, custom operators and classes.
+  void scan_code(const TorchArchive& archive) {
+    for (const Record& r : archive.records()) {
+      if (r.kind != RecordKind::Code || !ends_with(r.name, ".py")) continue;
+      const std::string code = archive.read(r, ReadLimits::kCode);
+      for (const char* op : {"torch.from_file(", "ops.aten.from_file", "torch.ops.aten.from_file"}) {
+        if (code.find(op) != std::string::npos) {
+          finding(LoadRisk::Dangerous, r.name,
+                  "calls torch.from_file, which maps a file (shared=True writes to it) when the code runs", "torch.from_file",
+                  "file I/O");
+          break;
+        }
+      }
+      for (size_t at = code.find("torch.ops."); at != std::string::npos; at = code.find("torch.ops.", at + 1)) {
+        size_t end = at + 10;
+        while (end < code.size() && (std::isalnum(static_cast<unsigned char>(code[end])) || code[end] == '_')) ++end;
+        const std::string ns = code.substr(at + 10, end - at - 10);
+        if (ns.empty() || ns == "aten" || ns == "prim" || ns == "quantized" || ns == "_quantized" ||
+            ns == "prepacked" || ns == "_caffe2" || ns == "profiler" || ns == "_test") {
+          continue;
+        }
+        finding(LoadRisk::Unlisted, r.name, "calls operators of namespace '" + ns +
+                                                "', which a library outside libtorch defines (torch.ops.load_library)",
+                "torch.ops." + ns, "");
+      }
+    }
+  }
+
+  void pickle_loaders(const PickleScan& first, bool plain) {
+    // weights_only=True by PyTorch's own list.
+    std::string refusal;
+    for (uint8_t op : first.opcodes) {
+      if (!weights_only_opcode(op, out_.torch_version)) {
+        refusal = "opcode " + pickle_opcode_name(op) + " is not in its opcode set" +
+                  (first.protocol > 2 ? " (a protocol " + std::to_string(first.protocol) + " pickle)" : "");
+        break;
+      }
+    }
+    for (const std::string& g : wo_globals_) {
+      if (!refusal.empty()) break;
+      const std::string module = g.substr(0, g.rfind('.'));
+      if (!version_before(out_.torch_version, 2, 0) &&
+          (module == "sys" || module == "os" || module == "posix" || module == "nt")) {
+        refusal = "GLOBAL " + g + ": module " + module + " is blocked";
+      } else if (!torch_weights_only_allows(g, out_.torch_version) && !allowed_by_user(g, o_)) {
+        refusal = "GLOBAL " + g + " is not an allowed global";
+      }
+    }
+    if (!refusal.empty()) {
+      add_loader("torch.load(weights_only=True)", "refuses", refusal);
+    } else if (plain) {
+      add_loader("torch.load(weights_only=True)", "refuses",
+                 "reads the pickle under its allowlist as the legacy format's magic number, then fails: it is not one");
+    } else if (memory_attack_ && version_before(out_.torch_version, 2, 10)) {
+      add_loader("torch.load(weights_only=True)", "accepts",
+                 "every global is allowed, but the crafted shapes above reach memory errors before 2.10");
+    } else {
+      add_loader("torch.load(weights_only=True)", "accepts", "every global and opcode is on its allowlist");
+    }
+    const std::string calls = out_.callables.empty() ? "no calls" : std::to_string(out_.callables.size()) +
+                                                                        " distinct callable(s): " + join(out_.callables);
+    const std::string outcome = has_unlisted() ? "runs code" : "accepts";
+    add_loader(plain ? "pickle.load" : "torch.load(weights_only=False)", outcome,
+               has_unlisted() ? "calls what the allowlist does not know: " + join(unlisted_) : calls);
+    if (plain) {
+      add_loader("torch.load(weights_only=False)", outcome,
+                 "reads a non-ZIP file as the legacy format: its first pickle runs before the magic number is checked");
+    }
+    add_loader("torch.jit.load", "refuses", "not a TorchScript archive (no code/)");
+  }
+
+  void record(const PickleScan& scan, const std::string& where, PickleRole role) {
+    if (role == PickleRole::TorchSave || role == PickleRole::Legacy || role == PickleRole::Plain) {
+      for (const PickleImport& i : scan.imports) wo_globals_.insert(i.full());
+    }
+    for (const PickleImport& i : scan.imports) {
+      const std::string g = i.full();
+      if (seen_globals_.insert(g).second) out_.globals.push_back(g);
+      if (!tensor_rebuilding_global(g)) out_.tensor_rebuilding_only = false;
+      if (role == PickleRole::TorchScript && (g.rfind("__torch__.", 0) == 0 || g == "__torch__")) continue;
+      if (role == PickleRole::TorchScript && g.rfind("torch.classes.", 0) == 0) {
+        custom_class(g, where);
+        continue;
+      }
+      judge(g, where, i.opcode + " at offset " + std::to_string(i.offset), "imports ");
+    }
+    for (const PickleInvoke& c : scan.calls) {
+      if (seen_callables_.insert(c.callable).second) out_.callables.push_back(c.callable);
+      if (c.callable_is_global) continue;  // judged as an import
+      const std::string owner = c.callable.substr(0, c.callable.rfind('.'));
+      // Methods of allowlisted objects (an OrderedDict's __setitem__, a Parameter's __setstate__).
+      if (c.callable[0] != '<' && (is_benign_global(owner) || allowed_by_user(owner, o_) ||
+                                   owner.rfind("__torch__.", 0) == 0 || owner.rfind("torch.classes.", 0) == 0)) {
+        continue;
+      }
+      if (c.callable[0] == '<' || owner == "value" || owner.find('.') == std::string::npos) {
+        out_.tensor_rebuilding_only = false;
+        note_unlisted(c.callable);
+        finding(LoadRisk::Dangerous, where,
+                "calls " + c.callable + " (" + c.opcode + " at offset " + std::to_string(c.offset) +
+                    "): a callable made at load time, as attribute chains do",
+                c.callable, "attribute access (reaches any function)");
+      }
+    }
+    for (const std::string& a : scan.anomalies) {
+      const bool memory = a.rfind("SETITEM", 0) == 0 || a.rfind("APPEND", 0) == 0 || a.rfind("BUILD", 0) == 0;
+      if (memory) memory_attack_ = true;
+      crafted(where, a,
+              memory ? "torch.load(weights_only=True) before 2.10 (memory errors on a container of the wrong type); "
+                       "pickle.load runs the target's methods"
+                     : "scanners that stop at the first oddity");
+    }
+    if (role == PickleRole::TorchSave || role == PickleRole::TorchScript || role == PickleRole::Pt2Payload) {
+      check_persistent_ids(scan, where, false);
+    } else if (role == PickleRole::Legacy) {
+      check_persistent_ids(scan, where, true);
+    }
+  }
+
+  void add_loader(std::string loader, std::string outcome, std::string why) {
+    out_.loaders.push_back(LoaderVerdict{std::move(loader), std::move(outcome), std::move(why)});
+  }
+  bool has_unlisted() const { return !unlisted_.empty(); }
+  const std::string& path() const { return path_; }
+
+ private:
+  void judge(const std::string& g, const std::string& where, const std::string& how, const char* verb) {
+    if (is_benign_global(g) || allowed_by_user(g, o_)) return;
+    note_unlisted(g);
+    const std::string category = dangerous_category(g);
+    if (!category.empty()) {
+      finding(LoadRisk::Dangerous, where, std::string(verb) + g + " (" + how + "): " + category, g, category);
+    } else {
+      finding(LoadRisk::Unlisted, where, std::string(verb) + g + " (" + how + "), which is not on the allowlist", g, "");
+    }
+  }
+  void custom_class(const std::string& g, const std::string& where) {
+    const std::string ns = g.substr(14, g.find('.', 14) == std::string::npos ? std::string::npos : g.find('.', 14) - 14);
+    if (ns == "quantized" || ns == "xnnpack" || ns == "mkldnn" || ns == "onednn" || ns == "rnn" || ns == "sparse") {
+      return;  // built into libtorch
+    }
+    if (std::find(custom_classes_.begin(), custom_classes_.end(), g) == custom_classes_.end()) {
+      custom_classes_.push_back(g);
+    }
+    if (allowed_by_user(g, o_)) return;
+    note_unlisted(g);
+    finding(LoadRisk::Unlisted, where,
+            "uses the custom class " + g + ": torch.jit.load needs the library that defines it, and runs its "
+            "__setstate__",
+            g, "native code");
+  }
+  void note_unlisted(const std::string& g) {
+    if (std::find(unlisted_.begin(), unlisted_.end(), g) == unlisted_.end()) unlisted_.push_back(g);
+  }
+  std::string extension() const {
+    const size_t slash = path_.rfind('/');
+    const size_t dot = path_.rfind('.');
+    if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) return "";
+    std::string ext = path_.substr(dot);
+    for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return ext;
+  }
+  bool checkpoint_extension() const {
+    const std::string e = extension();
+    return e == ".pth" || e == ".bin" || e == ".ckpt" || e == ".pkl" || e == ".pickle" || e == ".tar" || e == ".pth.tar";
+  }
+  static std::string join(const std::vector<std::string>& v) {
+    std::string s;
+    for (size_t i = 0; i < v.size() && i < 8; ++i) s += (i ? ", " : "") + v[i];
+    if (v.size() > 8) s += ", ... (" + std::to_string(v.size()) + " in all)";
+    return s;
+  }
+
+  const LoadSafetyOptions& o_;
+  std::string path_;
+  LoadSafety out_;
+  std::set<std::string> seen_globals_, seen_callables_, seen_findings_;
+  std::set<std::string> wo_globals_;  // globals torch.load's unpickler meets
+  std::vector<std::string> unlisted_;
+  std::vector<std::string> custom_classes_;
+  bool memory_attack_ = false;
+};
+
+void assess_pt2(const TorchArchive& archive, Assessor& a) {
+  const Pt2Contents pt2 = read_pt2(archive);
+  bool any = false;
+  for (const Pt2Program& p : pt2.programs) {
+    for (const auto* list : {&p.weights, &p.constants}) {
+      for (const Pt2Payload& w : *list) {
+        if (!w.use_pickle || !w.present) continue;
+        any = true;
+        const Record* r = archive.find(w.record);
+        if (r == nullptr) continue;
+        const std::string bytes = archive.read(*r, ReadLimits::kPickle);
+        if (bytes.rfind("PK", 0) == 0) {
+          // A torch.save file inside the archive.
+          const TorchArchive inner(make_memory_source(bytes, w.record));
+          if (const Record* data = inner.find("data.pkl")) {
+            a.pickle(inner.read(*data, ReadLimits::kPickle), w.record + ":data.pkl", PickleRole::Pt2Payload, true);
+          }
+        } else {
+          a.pickle(bytes, w.record, PickleRole::Pt2Payload, true);
+        }
+      }
+    }
+  }
+  a.add_loader("torch.export.load", a.has_unlisted() ? "runs code" : "accepts",
+               any ? "weights or constants stored as pickles are read with torch.load(weights_only=False)"
+                   : "weights and constants are raw tensors; no pickle is read");
+  a.add_loader("torch.jit.load", "refuses", "a .pt2 is not a TorchScript archive");
+}
+
+LoadSafety assess_legacy_or_plain(const ByteSource& source, const LoadSafetyOptions& options, bool legacy) {
+  Assessor a(options, source.name());
+  constexpr uint64_t kMaxRead = ReadLimits::kPickle;
+  const std::string bytes = source.read_string(0, static_cast<size_t>(std::min(source.size(), kMaxRead)));
+  if (!legacy) {
+    PickleScan first = a.pickle(bytes, "the pickle", PickleRole::Plain, true);
+    a.pickle_loaders(first, true);
+    return a.finish();
+  }
+  // magic number, protocol version, sys info, the object, the storage keys; then raw storages.
+  static const char* kNames[] = {"magic number", "protocol version", "system info", "the object", "storage keys"};
+  size_t offset = 0;
+  PickleScan object;
+  for (int i = 0; i < 5; ++i) {
+    const std::string where = std::string("legacy pickle ") + std::to_string(i + 1) + " (" + kNames[i] + ")";
+    PickleScan scan = a.pickle(std::string_view(bytes).substr(offset), where, PickleRole::Legacy, false);
+    if (i == 3) object = scan;
+    if (!scan.complete) break;
+    offset += scan.end;
+  }
+  a.pickle_loaders(object, false);
+  return a.finish();
+}
+
+}  // namespace
+
+std::string_view load_risk_id(LoadRisk risk) {
+  switch (risk) {
+    case LoadRisk::None: return "none";
+    case LoadRisk::Unlisted: return "unlisted";
+    case LoadRisk::Dangerous: return "dangerous";
+    case LoadRisk::Crafted: return "crafted";
+  }
+  return "none";
+}
+
+LoadRisk LoadSafety::worst() const {
+  LoadRisk w = LoadRisk::None;
+  for (const LoadFinding& f : findings) w = std::max(w, f.risk);
+  return w;
+}
+
+bool torch_weights_only_allows(std::string_view g, std::string_view torch_version) {
+  if (legacy_type_class(g)) return true;
+  return version_before(torch_version, 2, 0) ? torch_113_globals().count(g) > 0 : torch_2_globals().count(g) > 0;
+}
+
+bool is_benign_global(std::string_view g) {
+  return legacy_type_class(g) || torch_2_globals().count(g) > 0 || torch_113_globals().count(g) > 0 ||
+         extra_benign_globals().count(g) > 0 || g.rfind("torch._utils._rebuild_", 0) == 0;
+}
+
+std::string dangerous_category(std::string_view g) {
+  for (const Danger& d : kDangers) {
+    const std::string_view p = d.prefix;
+    if (g.rfind(p, 0) == 0) return d.category;
+  }
+  return {};
+}
+
+bool looks_like_pickle(const ByteSource& source) {
+  unsigned char head[2] = {};
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(2, source.size()));
+  if (n == 0) return false;
+  source.read_at(0, head, n);
+  if (head[0] == 0x80) return n == 2 && head[1] <= 5;
+  // Protocol 0 and 1 pickles start with a MARK, a GLOBAL, or a container.
+  return head[0] == '(' || head[0] == 'c' || head[0] == '}' || head[0] == ']';
+}
+
+LoadSafety assess_archive_load_safety(const TorchArchive& archive, const LoadSafetyOptions& options) {
+  Assessor a(options, archive.path());
+  switch (archive.kind()) {
+    case FileKind::TorchSave: {
+      const Record* data = archive.find("data.pkl");
+      const std::string bytes = archive.read(*data, ReadLimits::kPickle);
+      const PickleScan scan = a.pickle(bytes, "data.pkl", PickleRole::TorchSave, true);
+      a.check_storages(archive, scan, "data.pkl", "data");
+      a.pickle_loaders(scan, false);
+      break;
+    }
+    case FileKind::TorchScript:
+    case FileKind::LiteInterpreter:
+      for (const char* name : {"data.pkl", "constants.pkl", "bytecode.pkl"}) {
+        if (const Record* r = archive.find(name)) {
+          const std::string bytes = archive.read(*r, ReadLimits::kPickle);
+          const PickleScan scan = a.pickle(bytes, name, PickleRole::TorchScript, true);
+          if (std::strcmp(name, "data.pkl") == 0) a.check_storages(archive, scan, name, "data");
+          if (std::strcmp(name, "constants.pkl") == 0) a.check_storages(archive, scan, name, "constants");
+        }
+      }
+      a.torchscript_loaders(archive);
+      break;
+    case FileKind::ExportedProgram: assess_pt2(archive, a); break;
+    default: break;
+  }
+  return a.finish();
+}
+
+LoadSafety assess_load_safety(const ByteSource& source, const LoadSafetyOptions& options) {
+  const FileKind kind = detect_file_kind(source);
+  if (kind == FileKind::OtherZip) {
+    const TorchArchive archive(borrow_source(source));
+    return assess_archive_load_safety(archive, options);
+  }
+  if (kind == FileKind::LegacyTorchSave) return assess_legacy_or_plain(source, options, true);
+  if (kind == FileKind::NotAModel && looks_like_pickle(source)) return assess_legacy_or_plain(source, options, false);
+  LoadSafety none;
+  none.torch_version = options.torch_version.empty() ? kNewestTorchVersion : options.torch_version;
+  return none;
+}
+
+}  // namespace tsarchive

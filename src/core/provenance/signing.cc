@@ -1,0 +1,406 @@
+#include "core/provenance/signing.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "base/error.h"
+#include "base/posix_fd.h"
+#include "core/provenance/digest.h"
+#include "core/provenance/signing_crypto.h"
+
+namespace tsarchive {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool is_directory(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// Whether the relative path `name` is `ignored` or lies under it (by components).
+bool under(const std::string& name, const std::string& ignored) {
+  if (ignored.empty() || ignored == ".") return false;
+  std::string prefix = ignored;
+  while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
+  return name == prefix || (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
+                            name[prefix.size()] == '/');
+}
+
+bool ignored(const std::string& name, const std::vector<std::string>& ignore) {
+  return std::any_of(ignore.begin(), ignore.end(), [&](const std::string& p) { return under(name, p); });
+}
+
+struct FileToHash {
+  std::string name;  // relative
+  std::string path;  // to open
+  uint64_t size = 0;
+};
+
+std::vector<FileToHash> list_directory(const std::string& model, const std::vector<std::string>& ignore,
+                                       bool allow_symlinks) {
+  std::vector<FileToHash> out;
+  std::error_code ec;
+  fs::recursive_directory_iterator it(model, fs::directory_options::none, ec), end;
+  if (ec) throw_io("cannot read the directory: " + ec.message(), model);
+  for (; it != end; it.increment(ec)) {
+    if (ec) throw_io("cannot read the directory: " + ec.message(), model);
+    const fs::path& path = it->path();
+    const std::string name = path.lexically_relative(model).generic_string();
+    if (ignored(name, ignore)) {
+      if (it->is_directory(ec) && !it->is_symlink(ec)) it.disable_recursion_pending();
+      continue;
+    }
+    const fs::file_status link = it->symlink_status(ec);
+    if (fs::is_symlink(link)) {
+      if (!allow_symlinks) {
+        throw Error(ErrorKind::Usage, "'" + name + "' is a symbolic link", model,
+                    "sign what it points to, or pass --allow-symlinks to hash its target");
+      }
+      const fs::file_status target = fs::status(path, ec);
+      if (!fs::is_regular_file(target)) {
+        throw Error(ErrorKind::Usage, "'" + name + "' is a symbolic link to something that is not a regular file", model,
+                    "leave it out with --ignore-paths");
+      }
+    } else if (fs::is_directory(link)) {
+      continue;
+    } else if (!fs::is_regular_file(link)) {
+      throw Error(ErrorKind::Usage, "'" + name + "' is not a regular file (a pipe, socket or device)", model,
+                  "leave it out with --ignore-paths");
+    }
+    const uintmax_t size = fs::file_size(path, ec);
+    out.push_back(FileToHash{name, path.string(), ec ? 0 : static_cast<uint64_t>(size)});
+  }
+  return out;
+}
+
+std::string hash_file(const std::string& path) {
+  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) throw_io("cannot open: " + errno_text(), path);
+#ifdef POSIX_FADV_SEQUENTIAL
+  ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+#endif
+  return sha256_fd_hex(fd.get(), path);
+}
+
+// SHA-256 of every file, largest first on one thread per core.
+std::vector<SignedFile> hash_all(std::vector<FileToHash> files, unsigned threads) {
+  std::stable_sort(files.begin(), files.end(), [](const FileToHash& a, const FileToHash& b) { return a.size > b.size; });
+  std::vector<SignedFile> out(files.size());
+  std::atomic<size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  auto worker = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < files.size();) {
+      try {
+        out[i] = SignedFile{files[i].name, hash_file(files[i].path)};
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+        next = files.size();
+      }
+    }
+  };
+  const unsigned cores = threads != 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+  const auto count = static_cast<unsigned>(std::min<size_t>(cores, std::max<size_t>(files.size(), 1)));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < count; ++t) pool.emplace_back(worker);
+  worker();
+  for (std::thread& t : pool) t.join();
+  if (failure) std::rethrow_exception(failure);
+  sort_signed_files(out);
+  return out;
+}
+
+std::string model_name_of(const std::string& model) {
+  fs::path path = fs::path(model).lexically_normal();
+  std::string name = path.filename().string();
+  if (name.empty() || name == "." || name == "..") name = fs::absolute(path).lexically_normal().filename().string();
+  if (name.empty()) name = fs::weakly_canonical(path).filename().string();
+  return name;
+}
+
+// The paths a signature of `model` leaves out and records: those given, the
+// signature file when inside, and git's (model_signing's defaults).
+std::vector<std::string> ignore_list(const std::string& model, const std::string& signature_path,
+                                     const ModelFilesOptions& options) {
+  std::vector<std::string> out = options.ignore_paths;
+  if (is_directory(model)) {
+    if (auto inside = path_inside_model(model, signature_path)) out.push_back(*inside);
+  }
+  if (options.ignore_git_paths) out.insert(out.end(), kGitPaths.begin(), kGitPaths.end());
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// The certificate method: the signer's certificate chains to the roots in
+// `trust` and may sign; its key, with subject and issuer put into `check`.
+PublicKey trusted_certificate_key(const ModelBundle& bundle, const SignatureTrust& trust,
+                                  const std::string& signature_path, SignatureCheck& check) {
+  check.method = "certificate";
+  if (bundle.certificates.empty()) {
+    throw_signature_invalid("the signature was made with a key, not a certificate", signature_path,
+                            "verify it with --key PUBLIC.pem");
+  }
+  std::vector<Certificate> roots;
+  for (size_t i = 0; i < trust.root_pems.size(); ++i) {
+    for (Certificate& c : certificates_from_pem(trust.root_pems[i], trust.root_files[i])) roots.push_back(std::move(c));
+  }
+  std::vector<Certificate> chain;
+  try {
+    for (const std::string& der : bundle.certificates) chain.push_back(Certificate::from_der(der));
+  } catch (const Error& e) {
+    throw e.with_file(signature_path);
+  }
+  const Certificate& leaf = chain.front();
+  check.subject = leaf.subject();
+  check.issuer = leaf.issuer();
+  const std::vector<Certificate> intermediates(chain.begin() + 1, chain.end());
+  if (const std::string why = chain_problem(leaf, intermediates, roots); !why.empty()) {
+    throw_signature_invalid("the signer's certificate (" + check.subject.substr(0, 200) + ") is not trusted: " + why,
+                            signature_path, "check --certificate-chain names the root that issued it");
+  }
+  if (!leaf.may_sign()) {
+    throw_signature_invalid("the signer's certificate (" + check.subject.substr(0, 200) +
+                                ") may not sign: neither digitalSignature nor codeSigning usage",
+                            signature_path);
+  }
+  try {
+    return leaf.public_key();
+  } catch (const Error& e) {
+    throw e.with_file(signature_path);
+  }
+}
+
+}  // namespace
+
+std::string read_signing_file(const std::string& path, const char* what) {
+  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) throw_io(std::string("cannot open ") + what + ": " + errno_text(), path);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) throw_io(std::string(what) + " is not a regular file", path);
+  if (static_cast<uint64_t>(st.st_size) > kMaxBundleBytes) {
+    throw_signature_invalid(std::string(what) + " is larger than 64 MiB", path);
+  }
+  std::string out(static_cast<size_t>(st.st_size), '\0');
+  size_t done = 0;
+  while (done < out.size()) {
+    const ssize_t n = ::read(fd.get(), out.data() + done, out.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_io(std::string("cannot read ") + what + ": " + errno_text(), path);
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  out.resize(done);
+  return out;
+}
+
+std::optional<std::string> path_inside_model(const std::string& model, const std::string& path) {
+  std::error_code ec;
+  const fs::path root = fs::weakly_canonical(fs::absolute(model), ec);
+  if (ec) return std::nullopt;
+  const fs::path target = fs::weakly_canonical(fs::absolute(path), ec);
+  if (ec) return std::nullopt;
+  const fs::path relative = target.lexically_relative(root);
+  const std::string text = relative.generic_string();
+  if (text.empty() || text == "." || text == ".." || text.rfind("../", 0) == 0) return std::nullopt;
+  return text;
+}
+
+std::string default_signature_path(const std::string& model) {
+  if (is_directory(model)) return (fs::path(model) / "model.sig").string();
+  std::string path = model;
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path + ".sig";
+}
+
+std::vector<SignedFile> hash_model_files(const std::string& model, const ModelFilesOptions& options) {
+  struct stat st {};
+  if (::lstat(model.c_str(), &st) != 0) throw_io("cannot read the model: " + errno_text(), model);
+  if (S_ISLNK(st.st_mode)) {
+    if (!options.allow_symlinks) {
+      throw Error(ErrorKind::Usage, "the model is a symbolic link", model,
+                  "name what it points to, or pass --allow-symlinks");
+    }
+    if (::stat(model.c_str(), &st) != 0) throw_io("cannot read the model: " + errno_text(), model);
+  }
+  if (S_ISREG(st.st_mode)) {
+    return hash_all({FileToHash{".", model, static_cast<uint64_t>(st.st_size)}}, 1);
+  }
+  if (!S_ISDIR(st.st_mode)) throw Error(ErrorKind::Usage, "the model is neither a file nor a directory", model);
+  return hash_all(list_directory(model, options.ignore_paths, options.allow_symlinks), options.threads);
+}
+
+SignerKeys read_signer_keys(const std::string& key_file, const std::string& password_file,
+                            const std::string& certificate_file, const std::vector<std::string>& chain_files) {
+  SignerKeys keys;
+  keys.private_key_file = key_file;
+  keys.private_key_pem = read_signing_file(key_file, "the private key");
+  if (!password_file.empty()) {
+    std::string password = read_signing_file(password_file, "the password file");
+    if (const size_t eol = password.find_first_of("\r\n"); eol != std::string::npos) password.resize(eol);
+    keys.password = std::move(password);
+  }
+  if (!certificate_file.empty()) {
+    keys.certificate_file = certificate_file;
+    keys.certificate_pem = read_signing_file(certificate_file, "the certificate");
+    for (const std::string& file : chain_files) {
+      keys.chain_files.push_back(file);
+      keys.chain_pems.push_back(read_signing_file(file, "the certificate chain"));
+    }
+  }
+  // Parsed now: a wrong key or password fails before any model is read.
+  (void)PrivateKey::from_pem(keys.private_key_pem, keys.private_key_file, keys.password);
+  return keys;
+}
+
+SignResult sign_statement(ModelStatement statement, const SignerKeys& keys) {
+  const PrivateKey key = PrivateKey::from_pem(keys.private_key_pem, keys.private_key_file, keys.password);
+  ModelBundle bundle;
+  SignResult result;
+  if (keys.certificate_pem.empty()) {
+    result.signer = "key sha256:" + key.public_key().fingerprint();
+  } else {
+    const std::vector<Certificate> leaf = certificates_from_pem(keys.certificate_pem, keys.certificate_file);
+    if (!leaf.front().public_key().same_key(key.public_key())) {
+      throw Error(ErrorKind::Usage, "the certificate is not for this private key", keys.certificate_file,
+                  "give the certificate issued for --key");
+    }
+    bundle.certificates.push_back(leaf.front().der());
+    for (size_t i = 0; i < keys.chain_pems.size(); ++i) {
+      for (const Certificate& c : certificates_from_pem(keys.chain_pems[i], keys.chain_files[i])) {
+        bundle.certificates.push_back(c.der());
+      }
+    }
+    result.signer = leaf.front().subject();
+  }
+  statement.root_sha256 = files_root_digest(statement.files);
+  result.statement = std::move(statement);
+  bundle.payload = statement_json(result.statement);
+  bundle.signature = key.sign(dsse_pae(bundle.payload));
+  bundle.has_public_key = bundle.certificates.empty();
+  if (bundle.has_public_key) bundle.key_hint = key.public_key().fingerprint();
+  result.bundle = bundle_json(bundle);
+  return result;
+}
+
+SignResult sign_model(const SignRequest& request) {
+  // The key first: a wrong key or password fails before the model is read.
+  (void)PrivateKey::from_pem(request.keys.private_key_pem, request.keys.private_key_file, request.keys.password);
+  ModelFilesOptions files = request.files;
+  const std::vector<std::string> ignore = ignore_list(request.model, request.signature_path, files);
+  files.ignore_paths = ignore;
+  files.ignore_git_paths = false;  // already in the list
+  ModelStatement statement;
+  statement.model_name = model_name_of(request.model);
+  statement.files = hash_model_files(request.model, files);
+  statement.ignore_paths = ignore;
+  statement.allow_symlinks = request.files.allow_symlinks;
+  return sign_statement(std::move(statement), request.keys);
+}
+
+SignatureCheck check_signature_bundle(const std::string& signature_path, const std::string& bundle_text,
+                                      const SignatureTrust& trust) {
+  SignatureCheck check;
+  check.signature_path = signature_path;
+  ModelBundle bundle;
+  try {
+    bundle = parse_bundle(bundle_text);
+  } catch (const Error& e) {
+    throw e.with_file(signature_path);
+  }
+
+  std::optional<PublicKey> signer;
+  if (!trust.public_key_pem.empty()) {
+    check.method = "key";
+    const PublicKey key = PublicKey::from_pem(trust.public_key_pem, trust.public_key_file);
+    if (!bundle.has_public_key) {
+      throw_signature_invalid("the signature was made with a certificate, not a key", signature_path,
+                              "verify it with --certificate-chain ROOTS.pem");
+    }
+    if (!bundle.key_hint.empty() && bundle.key_hint != key.fingerprint()) {
+      throw_signature_invalid("signed with another key (sha256:" + bundle.key_hint.substr(0, 64) + ")", signature_path,
+                              "this model was not signed by the key given");
+    }
+    signer = key;
+  } else {
+    signer = trusted_certificate_key(bundle, trust, signature_path, check);
+  }
+  check.key_fingerprint = signer->fingerprint();
+  check.curve = signer->curve();
+
+  if (!signer->verifies(dsse_pae(bundle.payload), bundle.signature)) {
+    const std::string v02 = dsse_pae_v02(bundle.payload);
+    if (signer->verifies(v02, bundle.signature) || (check.method == "certificate" && signer->verifies_sha256(v02, bundle.signature))) {
+      check.v02_encoding = true;
+    } else {
+      throw_signature_invalid("the signature does not verify: the statement was changed or signed by another key",
+                              signature_path, "do not deploy this model");
+    }
+  }
+  try {
+    check.statement = parse_statement(bundle.payload);
+  } catch (const Error& e) {
+    throw e.with_file(signature_path);
+  }
+  check.predicate_type = check.statement.predicate_type;
+
+  return check;
+}
+
+SignatureCheck check_model_signature(const std::string& model, const std::string& signature_path,
+                                     const std::string& bundle_text, const SignatureTrust& trust,
+                                     const ModelFilesOptions& files) {
+  SignatureCheck check = check_signature_bundle(signature_path, bundle_text, trust);
+  // What the signer left out, plus what the verifier asks; git's paths only
+  // when the statement does not list a file under them.
+  ModelFilesOptions options = files;
+  options.ignore_git_paths = false;
+  for (const std::string& p : check.statement.ignore_paths) {
+    if (signed_name_problem(p).empty()) options.ignore_paths.push_back(p);
+  }
+  if (files.ignore_git_paths) {
+    for (const std::string& git : kGitPaths) {
+      const bool listed = std::any_of(check.statement.files.begin(), check.statement.files.end(),
+                                      [&](const SignedFile& f) { return under(f.name, git); });
+      if (!listed) options.ignore_paths.push_back(git);
+    }
+  }
+  if (is_directory(model)) {
+    if (auto inside = path_inside_model(model, signature_path)) options.ignore_paths.push_back(*inside);
+  }
+  options.allow_symlinks = files.allow_symlinks || check.statement.allow_symlinks;
+
+  const bool one_file = check.statement.files.size() == 1 && check.statement.files.front().name == ".";
+  if (one_file == is_directory(model)) {
+    throw_signature_invalid(one_file ? "the signature is of one file, and the model is a directory"
+                                     : "the signature is of a directory, and the model is one file",
+                            signature_path, "this is the signature of another model");
+  }
+  const std::vector<SignedFile> actual = hash_model_files(model, options);
+  std::map<std::string, const std::string*> have;
+  for (const SignedFile& f : actual) have.emplace(f.name, &f.sha256);
+  for (const SignedFile& f : check.statement.files) {
+    const auto it = have.find(f.name);
+    if (it == have.end()) {
+      check.missing.push_back(f.name);
+    } else {
+      if (*it->second != f.sha256) check.changed.push_back(f.name);
+      have.erase(it);
+    }
+  }
+  for (const auto& [name, digest] : have) check.added.push_back(name);
+  return check;
+}
+
+}  // namespace tsarchive

@@ -1,0 +1,381 @@
+// JSON and text that came from an archive: the bounded JSON parse, the
+// terminal escaper, and the commands that use them.
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/cli.h"
+#include "cli/output.h"
+#include "helpers.h"
+#include "base/bounded_json.h"
+#include "base/error.h"
+#include "base/utf8.h"
+#include "core/edit/extra.h"
+#include "core/provenance/producer_info.h"
+#include "core/inputs/run_check.h"
+#include "base/terminal_text.h"
+
+using namespace tsarchive;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string nested(size_t depth, const std::string& inner = "") {
+  return std::string(depth, '[') + inner + std::string(depth, ']');
+}
+
+
+
+// No byte that a terminal acts on besides \n: what every text view must hold to.
+bool terminal_safe(const std::string& text) {
+  return !needs_escape(text, TextEscape::Block) && text.find('\r') == std::string::npos;
+}
+
+}  // namespace
+
+// escape_text ---------------------------------------------------------------
+
+TEST_CASE("escape_text: C0, DEL, C1, bidi and bytes that are not UTF-8 are spelled out") {
+  CHECK(escape_text("red\x1b[31mtext") == "red\\x1b[31mtext");
+  CHECK(escape_text("fake\rrow") == "fake\\rrow");
+  CHECK(escape_text("two\nlines\tand tab") == "two\\nlines\\tand tab");
+  CHECK(escape_text(std::string("nul\0bell\x07" "del\x7f", 13)) == "nul\\x00bell\\x07del\\x7f");
+  CHECK(escape_text("csi \xc2\x9b" "2J") == "csi \\u009b2J");      // U+009B, the C1 form of ESC [
+  CHECK(escape_text("x\xe2\x80\xaetxt.exe") == "x\\u202etxt.exe");  // U+202E right-to-left override
+  CHECK(escape_text("\xe2\x81\xa6\xe2\x81\xa9\xd8\x9c\xe2\x80\x8e\xe2\x80\x8f") ==
+        "\\u2066\\u2069\\u061c\\u200e\\u200f");
+  // Not UTF-8: a stray continuation byte, 0xff, an overlong '/', a surrogate, a cut sequence.
+  CHECK(escape_text("a\x80" "b\xff") == "a\\x80b\\xff");
+  CHECK(escape_text("\xc0\xaf") == "\\xc0\\xaf");
+  CHECK(escape_text("\xed\xa0\x80") == "\\xed\\xa0\\x80");
+  CHECK(escape_text("end\xe2\x80") == "end\\xe2\\x80");
+}
+
+TEST_CASE("escape_text: ordinary text is unchanged, and escaping twice changes nothing") {
+  for (const std::string s : {"", "labels.json", "config/train.yaml", "caf\xc3\xa9 \xf0\x9f\x98\x80 \xe4\xb8\xad",
+                              "a\\x1b is already spelled out", "\xc2\xa0nbsp"}) {
+    CHECK(escape_text(s) == s);
+    CHECK_FALSE(needs_escape(s));
+  }
+  const std::string hostile = "a\x1b\r\n\xc2\x9b\xe2\x80\xae\xff";
+  CHECK(needs_escape(hostile));
+  CHECK(escape_text(escape_text(hostile)) == escape_text(hostile));
+  CHECK_FALSE(needs_escape(escape_text(hostile)));
+}
+
+TEST_CASE("escape_text: a block keeps its lines, tabs and CRLF pairs, not a lone CR") {
+  CHECK(escape_text("line 1\n\tline 2\r\nline 3\n", TextEscape::Block) == "line 1\n\tline 2\r\nline 3\n");
+  CHECK(escape_text("cat\rdog\n", TextEscape::Block) == "cat\\rdog\n");
+  CHECK(escape_text("end\r", TextEscape::Block) == "end\\r");
+  CHECK(escape_text("\x1b]0;title\x07\n", TextEscape::Block) == "\\x1b]0;title\\x07\n");
+  CHECK_FALSE(needs_escape("a\nb\tc\r\n", TextEscape::Block));
+  CHECK(needs_escape("a\nb\tc\r\n", TextEscape::Line));
+}
+
+// bounded JSON ----------------------------------------------------------------
+
+TEST_CASE("bounded JSON: the depth is measured before nlohmann parses anything") {
+  CHECK(parse_bounded_json(nested(JsonLimits::kDepth)).has_value());
+  std::string problem;
+  CHECK_FALSE(parse_bounded_json(nested(JsonLimits::kDepth + 1), &problem).has_value());
+  CHECK(problem == "JSON nested deeper than 512 levels");
+  // 100,000 levels crashed every command that previewed it; now it is a
+  // refusal that costs one pass over the bytes.
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_FALSE(parse_bounded_json(nested(100000), &problem).has_value());
+  CHECK(problem == "JSON nested deeper than 512 levels");
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
+  // Objects count as well, and unbalanced input is measured the same way.
+  CHECK(json_limit_problem(std::string(600, '{')).has_value());
+  CHECK(json_limit_problem(std::string(100000, '[')).has_value());
+  // Brackets inside strings (even after an escaped quote) do not count.
+  CHECK(parse_bounded_json("[\"" + std::string(1000, '[') + "\\\"" + std::string(1000, '{') + "\"]").has_value());
+  // Syntax errors are nlohmann's to find.
+  CHECK_FALSE(parse_bounded_json("{\"a\": }", &problem).has_value());
+  CHECK(problem == kNotValidJson);
+  // The size limit.
+  CHECK(json_limit_problem("[1]", 512, 2) == std::optional<std::string>("JSON larger than 0 MiB (3 bytes)"));
+  CHECK(json_limit_problem(std::string((16 << 20) + 1, ' ')).value() == "JSON larger than 16 MiB (16777217 bytes)");
+  // ordered_json too (the stamp is echoed in key order).
+  CHECK(parse_bounded_json<nlohmann::ordered_json>("{\"b\": 1, \"a\": 2}")->dump() == "{\"b\":1,\"a\":2}");
+}
+
+TEST_CASE("bounded JSON: one member parsed in the text's order, in linear time") {
+  const auto keys = [](const nlohmann::ordered_json& object) {
+    std::string out;
+    for (const auto& [key, value] : object.items()) out += key + ",";
+    return out;
+  };
+  const std::string text =
+      R"({"inputs": [{"z": 1}], "parameters": {"m": {"z": 1, "y": 2}, "a": [{"q": 1, "p": 2}], "b": 3}, "id": "x"})";
+  const auto parameters = ordered_json_member(text, "parameters");
+  REQUIRE(parameters.has_value());
+  CHECK(keys(*parameters) == "m,a,b,");
+  CHECK(keys(parameters->at("m")) == "z,y,");
+  CHECK(keys(parameters->at("a").at(0)) == "q,p,");
+  CHECK(parameters->at("b") == 3);
+  CHECK(ordered_json_member(text, "id") == nlohmann::ordered_json("x"));
+  CHECK(ordered_json_member(text, "absent")->is_null());
+  // A key given twice keeps its first place and its last value, as a Python dict does.
+  const auto twice = ordered_json_member(R"({"p": {"x": 1, "y": 2, "x": 3}})", "p");
+  CHECK(keys(*twice) == "x,y,");
+  CHECK(twice->at("x") == 3);
+  std::string problem;
+  CHECK_FALSE(ordered_json_member(R"({"p": {"x": })", "p", &problem).has_value());
+  CHECK(problem == kNotValidJson);
+  CHECK_FALSE(ordered_json_member(std::string(600, '[') + std::string(600, ']'), "p", &problem).has_value());
+  CHECK_THAT(problem, Catch::Contains("deeper"));
+  // A million keys: ordered_map's own parser looks each up among the others
+  // (hours); this one indexes them (about a second).
+  std::string many = R"({"p": {)";
+  for (int i = 0; i < 1000000; ++i) many += (i ? ",\"" : "\"") + std::to_string(i) + "\":0";
+  many += "}}";
+  const auto big = ordered_json_member(many, "p", nullptr, JsonLimits::kDepth, many.size());
+  REQUIRE(big.has_value());
+  CHECK(big->size() == 1000000);
+  CHECK(big->begin().key() == "0");
+}
+
+TEST_CASE("bounded JSON: pretty printing is refused when the indentation would blow it up") {
+  CHECK(pretty_json("{\"a\": [1, 2]}").value() == "{\n  \"a\": [\n    1,\n    2\n  ]\n}");
+  // 300 levels repeated: ~1.8 KB of input per copy, ~180 KB pretty-printed.
+  std::string wide = "[";
+  for (int i = 0; i < 200; ++i) wide += (i ? "," : "") + nested(300);
+  wide += "]";
+  std::string problem;
+  CHECK_FALSE(pretty_json(wide, &problem).has_value());
+  CHECK(problem == "pretty-printed, it would be more than 16 MiB");
+  CHECK(parse_bounded_json(wide).has_value());  // compact is fine
+  // The estimate is an upper bound of what nlohmann writes.
+  const std::string doc = R"({"classes": ["cat", "dog", 1e9, 0.5, true, null, "a\"b\u00e9"], "x": {"y": [[], {}]}})";
+  CHECK(pretty_json(doc)->size() <= measure_json(doc).pretty_bytes);
+}
+
+TEST_CASE("bounded JSON: extra previews, the stamp and the run self-check refuse deep JSON as data") {
+  ExtraFileInfo info;
+  describe_extra_content(nested(100000), info);
+  CHECK(info.text);
+  CHECK_FALSE(info.json);
+  CHECK(info.json_problem == "JSON nested deeper than 512 levels");
+  CHECK(info.preview == std::string(72, '[') + "...");
+  describe_extra_content("{\"a\":  [1, 2]}", info);
+  CHECK(info.json);
+  CHECK(info.json_problem.empty());
+  CHECK(info.preview == "{\"a\":[1,2]}");
+  describe_extra_content("plain text\n", info);
+  CHECK_FALSE(info.json);
+  CHECK(info.json_problem.empty());
+
+  try {
+    parse_stamp(nested(100000), "model.pt");
+    FAIL("parse_stamp accepted it");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::BadInput);
+    CHECK_THAT(e.what(), Catch::Contains("holds JSON nested deeper than 512 levels"));
+  }
+  try {
+    parse_run_check("{\"_type\": " + nested(100000) + "}", "model.pt");
+    FAIL("parse_run_check accepted it");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::BadInput);
+    CHECK_THAT(e.what(), Catch::Contains("holds JSON nested deeper than 512 levels"));
+  }
+}
+
+// The commands ------------------------------------------------------------------
+
+TEST_CASE("deep JSON in an archive: listed, inspected and verified, never a crash") {
+  const std::string deep = testdata("hostile/extra_json_deep.pt");
+  const CliResult list = run_cli({"extra", "list", deep});
+  CHECK(list.code == 0);
+  CHECK_THAT(list.out, Catch::Contains("deep.json"));
+
+  const CliResult json = run_cli({"extra", "list", "--json", deep});
+  REQUIRE(json.code == 0);
+  const auto doc = nlohmann::json::parse(json.out);
+  CHECK(doc["extra_files"].back()["json"] == false);
+  CHECK(doc["extra_files"].back()["json_problem"] == "JSON nested deeper than 512 levels");
+
+  CHECK(run_cli({"inspect", deep}).code == 0);
+  CHECK(run_cli({"verify", deep}).code == 0);
+
+  // Printed as stored (200,000 bytes, not 20 GB of indentation), with one note.
+  const CliResult shown = run_cli({"inspect", "--extra", "deep.json", deep});
+  CHECK(shown.code == 0);
+  CHECK(shown.out == nested(100000));
+  CHECK(shown.err ==
+        "tsarchive: note: extra file 'deep.json' is printed as stored, not pretty-printed: JSON nested deeper "
+        "than 512 levels\n");
+  const CliResult shown_json = run_cli({"inspect", "--extra", "deep.json", "--json", deep});
+  REQUIRE(shown_json.code == 0);
+  const auto extra = nlohmann::json::parse(shown_json.out);
+  CHECK_FALSE(extra.contains("json"));
+  CHECK(extra["json_problem"] == "JSON nested deeper than 512 levels");
+
+  // A producer_info.json that does not name tsarchive's schema is its
+  // producer's own: read within the limits, kept, never a stamp.
+  const CliResult stamp = run_cli({"verify", testdata("hostile/stamp_json_deep.pt")});
+  CHECK(stamp.code == 0);
+  CHECK_THAT(stamp.out, Catch::Contains("not stamped by tsarchive; producer info present"));
+}
+
+TEST_CASE("extra set refuses a .json value it could not read back; other names store any bytes") {
+  TempDir dir;
+  const std::string model = dir.copy("mlp_scripted.pt");
+  const std::string before = slurp(model);
+  const CliResult refused = run_cli({"extra", "set", model, "deep.json=" + nested(1000)});
+  CHECK(refused.code == 2);
+  CHECK(refused.out.empty());
+  CHECK(refused.err ==
+        "tsarchive: error: cannot set 'deep.json': its value is JSON nested deeper than 512 levels: a .json extra "
+        "file must be readable as JSON; flatten it, or store it under a name that does not end in .json\n");
+  CHECK(slurp(model) == before);
+  CHECK(run_cli({"extra", "set", model, "ok.json=" + nested(512)}).code == 0);
+  CHECK(run_cli({"extra", "set", model, "deep.txt=" + nested(1000)}).code == 0);
+  CHECK(run_cli({"extra", "get", model, "deep.txt"}).out == nested(1000));
+}
+
+TEST_CASE("control characters in entry names are escaped in every view and in error lines") {
+  const std::string file = testdata("hostile/name_control_chars.pt");
+  CHECK(terminal_safe(run_cli({"verify", file}).out));
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"extra", "list", file}, {"inspect", file}, {"inspect", "--records", file},
+        {"diff", testdata("hostile/ok_rebuilt.pt"), file}, {"extra", "get", file, "nope"}}) {
+    const CliResult r = run_cli(args);
+    INFO(args[0] << " " << args[1]);
+    CHECK(r.code <= 3);
+    CHECK(terminal_safe(r.out));
+    CHECK(terminal_safe(r.err));
+    CHECK_THAT(r.out + r.err, Catch::Contains("red\\x1b[31mtext"));
+    CHECK_THAT(r.out + r.err, Catch::Contains("fake\\rrow"));
+    CHECK_THAT(r.out + r.err, Catch::Contains("two\\nlines"));
+  }
+  // JSON stays exact: the names are the bytes, in JSON's own escapes.
+  const CliResult json = run_cli({"extra", "list", "--json", file});
+  REQUIRE(json.code == 0);
+  const auto doc = nlohmann::json::parse(json.out);
+  CHECK(doc["extra_files"][3]["name"] == "red\x1b[31mtext");
+  CHECK(doc["extra_files"][5]["name"] == "two\nlines");
+}
+
+TEST_CASE("extra rm takes a name as extra list shows it; set names the entries it keeps") {
+  TempDir dir;
+  const std::string model = dir.copy("hostile/name_control_chars.pt");
+  const CliResult set = run_cli({"extra", "set", model, "build.txt=42"});
+  CHECK(set.code == 0);
+  CHECK_THAT(set.err, Catch::Contains("tsarchive: note: kept the entry 'mlp_scripted/extra/red\\x1b[31mtext', whose "
+                                      "name has control, bidi or non-UTF-8 characters; remove it with: tsarchive "
+                                      "extra rm " + model + " 'red\\x1b[31mtext'"));
+  CHECK(std::count(set.err.begin(), set.err.end(), '\n') == 3);
+  CHECK(terminal_safe(set.err));
+
+  const CliResult rm = run_cli({"extra", "rm", model, "red\\x1b[31mtext", "fake\\rrow", "two\\nlines"});
+  CHECK(rm.code == 0);
+  CHECK(terminal_safe(rm.out));
+  CHECK(rm.err.empty());
+  const CliResult left = run_cli({"extra", "list", "--json", model});
+  const auto left_doc = nlohmann::json::parse(left.out);
+  std::vector<std::string> names;
+  for (const auto& e : left_doc["extra_files"]) names.push_back(e["name"]);
+  CHECK(names == std::vector<std::string>{"config/train.yaml", "model_card.md", "labels.json", "build.txt"});
+  // A name that is neither there nor shown so is still checked as a name.
+  CHECK(run_cli({"extra", "rm", model, "a\x1b" "b"}).code == 2);
+}
+
+TEST_CASE("control, C1 and bidi characters in a file's content: exact bytes to a pipe, escaped in views") {
+  const std::string file = testdata("hostile/extra_terminal_controls.pt");
+  const std::string content = "cat\rdog \xc2\x9b" "2J fake \xe2\x80\xae" "evil.txt\n";
+  CHECK(run_cli({"extra", "get", file, "notes.txt"}).out == content);  // not a terminal: byte-exact
+  const CliResult list = run_cli({"extra", "list", file});
+  CHECK(list.code == 0);
+  CHECK_THAT(list.out, Catch::Contains("cat ..."));  // a preview ends at the first CR or LF
+  const CliResult json = run_cli({"extra", "get", "--json", file, "notes.txt"});
+  CHECK(nlohmann::json::parse(json.out)["text"] == content);
+
+  // A JSON value's compact preview keeps its UTF-8; the table escapes it.
+  TempDir dir;
+  const std::string model = dir.copy("mlp_scripted.pt");
+  REQUIRE(run_cli({"extra", "set", model, "bidi.json={\"a\": \"\u202e\u009b\"}"}).code == 0);
+  const CliResult bidi = run_cli({"extra", "list", model});
+  CHECK(terminal_safe(bidi.out));
+  CHECK_THAT(bidi.out, Catch::Contains("{\"a\":\"\\u202e\\u009b\"}"));
+  // inspect --extra pretty-prints it as the same JSON, the characters as JSON escapes.
+  const CliResult pretty = run_cli({"inspect", "--extra", "bidi.json", model});
+  CHECK(pretty.out == "{\n  \"a\": \"\\u202e\\u009b\"\n}\n");
+  CHECK(nlohmann::json::parse(pretty.out)["a"] == "\xe2\x80\xae\xc2\x9b");
+}
+
+TEST_CASE("JSON output: bytes that are not UTF-8 are written losslessly as \\udcXX (surrogateescape)") {
+  using tsarchive::cli::json_text;
+  const nlohmann::ordered_json plain = {{"name", "caf\xc3\xa9"}, {"n", 1}};
+  CHECK(json_text(plain) == plain.dump(2));
+  // The marker is a private-use character no string holds, so one that
+  // appears in the document (U+E000 here) stays as it is.
+  const nlohmann::ordered_json doc = {{"ok", "\xee\x80\x80"}, {"bad\xfe", {"x\xff" "y", "\xc3"}}};
+  CHECK(json_text(doc) ==
+        "{\n  \"ok\": \"\xee\x80\x80\",\n  \"bad\\udcfe\": [\n    \"x\\udcffy\",\n    \"\\udcc3\"\n  ]\n}");
+
+  // An entry name that is not UTF-8 is refused as a ZIP readers read
+  // differently (Python's zipfile as CP437); the error line escapes it.
+  const std::string file = testdata("hostile/name_not_utf8.pt");
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"extra", "list", "--json", file},
+                                               {"inspect", "--json", file}, {"verify", "--json", file}}) {
+    const CliResult r = run_cli(args);
+    INFO(args[0]);
+    CHECK(r.code == 3);
+    CHECK_THAT(r.err, Catch::Contains("bad\\xffname") && Catch::Contains("not UTF-8"));
+    CHECK(r.err.find('\xff') == std::string::npos);
+  }
+}
+
+namespace {
+// The byte-at-a-time definitions the eight-bytes-at-once fast paths must agree with.
+bool reference_valid(std::string_view s) {
+  uint32_t cp = 0;
+  for (size_t i = 0, len = 0; i < s.size(); i += len) {
+    if ((len = utf8_sequence_at(s, i, cp)) == 0) return false;
+  }
+  return true;
+}
+bool reference_printable(std::string_view s) {
+  uint32_t cp = 0;
+  for (size_t i = 0, len = 0; i < s.size(); i += len) {
+    if ((len = utf8_sequence_at(s, i, cp)) == 0) return false;
+    if ((cp < 0x20 && cp != '\t' && cp != '\n' && cp != '\r') || cp == 0x7f) return false;
+  }
+  return true;
+}
+}  // namespace
+
+TEST_CASE("UTF-8 checks: the word-at-a-time fast paths agree with byte-at-a-time decoding") {
+  // Every byte value at every position of printable text of several lengths
+  // (words, their tails, sequences across a word boundary).
+  for (size_t size : {1, 7, 8, 9, 16, 17, 23}) {
+    for (size_t at = 0; at < size; ++at) {
+      for (int b = 0; b < 256; ++b) {
+        std::string s(size, 'a');
+        s[at] = static_cast<char>(b);
+        INFO("size " << size << ", byte " << b << " at " << at);
+        CHECK(is_valid_utf8(s) == reference_valid(s));
+        CHECK(is_printable_utf8(s) == reference_printable(s));
+      }
+    }
+  }
+  for (const char* piece : {"\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xed\xa0\x80", "\xc0\xaf", "\x7f", "\t\r\n"}) {
+    for (size_t at = 0; at < 12; ++at) {
+      std::string s(20, 'x');
+      s.replace(at, std::strlen(piece), piece);
+      INFO("piece at " << at);
+      CHECK(is_valid_utf8(s) == reference_valid(s));
+      CHECK(is_printable_utf8(s) == reference_printable(s));
+    }
+  }
+  CHECK(is_printable_utf8("def forward(self, x: Tensor) -> Tensor:\n    return x\n"));
+  CHECK_FALSE(is_printable_utf8("def forward(self):\n    return \x1b[2J\n"));
+}
