@@ -203,7 +203,7 @@ def check_exit_codes(tsarchive, manual_path, source_dir):
     kinds = {name: int(value) for name, value in re.findall(r"^\s*(\w+)\s*=\s*(\d+)", enum.group(1), re.M)}
     output_cc = open(f"{source_dir}/src/cli/output.cc", encoding="utf-8").read()
     json_names = dict(re.findall(r"case ErrorKind::(\w+):\s*return \"(\w+)\"", output_cc))
-    file_edit = open(f"{source_dir}/src/core/file_edit.cc", encoding="utf-8").read()
+    file_edit = open(f"{source_dir}/src/core/edit/file_edit.cc", encoding="utf-8").read()
     signal_numbers = {"SIGHUP": 1, "SIGINT": 2, "SIGTERM": 15}
     held = sorted({s for s in re.findall(r"\b(SIG[A-Z]+)\b", file_edit) if s in signal_numbers})
     problems = []
