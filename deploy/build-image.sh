@@ -25,14 +25,6 @@ base_tar=$cache/debian-12-minbase.tar
 base_image=localhost/tsarchive-base:debian12
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-times=()
-timed() {
-  local name=$1 start=$SECONDS
-  shift
-  "$@"
-  times+=("$(printf '%-22s %3d min %02d s' "$name" $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)))")
-}
-
 . scripts/debian.sh
 case $engine in
   podman) install_packages debootstrap podman dpkg-dev openssl ;;
@@ -110,4 +102,4 @@ else
 fi
 echo "==> $image: $((size / 1000000)) MB uncompressed"
 printf 'image build step times:\n'
-printf '  %s\n' "${times[@]}"
+printf '  %s\n' "${step_times[@]}"

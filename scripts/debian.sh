@@ -18,3 +18,13 @@ install_packages() {
   fi
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 }
+
+# timed NAME COMMAND...: runs it and adds "NAME  M min SS s" to step_times,
+# which the caller prints at the end.
+step_times=()
+timed() {
+  local name=$1 start=$SECONDS
+  shift
+  "$@"
+  step_times+=("$(printf '%-28s %3d min %02d s' "$name" $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)))")
+}

@@ -48,14 +48,6 @@ PACKAGES=("${BUILD_PACKAGES[@]}" catch2 graphviz python3 python3-torch python3-n
           time prometheus python3-yaml python3-venv pandoc)
 . scripts/debian.sh
 
-# Each step's wall time, printed by `demo` at the end.
-step_times=()
-timed() {
-  local name=$1 start=$SECONDS
-  shift
-  "$@"
-  step_times+=("$(printf '%-28s %3d min %02d s' "$name" $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)))")
-}
 
 # build BUILD_TYPE [CMAKE_ARGS...]: everything, tests included
 build() {

@@ -255,8 +255,8 @@ void ModelEndpoint::dispatch(Instance& instance) {
   }
 }
 
-void ModelEndpoint::run(Instance& instance, std::vector<Pending>& batch) {
-  ModelWorker& worker = *instance.worker;
+// The batch's requests still within --timeout; the others are answered 504.
+std::vector<ModelEndpoint::Pending*> ModelEndpoint::within_deadline(std::vector<Pending>& batch) {
   const auto now = Clock::now();
   std::vector<Pending*> live;
   for (Pending& p : batch) {
@@ -268,6 +268,12 @@ void ModelEndpoint::run(Instance& instance, std::vector<Pending>& batch) {
       live.push_back(&p);
     }
   }
+  return live;
+}
+
+void ModelEndpoint::run(Instance& instance, std::vector<Pending>& batch) {
+  ModelWorker& worker = *instance.worker;
+  const std::vector<Pending*> live = within_deadline(batch);
   if (live.empty()) return;
 
   bool crashed = false;

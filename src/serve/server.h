@@ -98,6 +98,7 @@ class ModelEndpoint {
   };
   void dispatch(Instance& instance);
   void run(Instance& instance, std::vector<Pending>& batch);
+  std::vector<Pending*> within_deadline(std::vector<Pending>& batch);
   bool restart(Instance& instance);
   int ready_count() const;  // with mutex_ held
   void fail_queued(const std::string& why);  // with mutex_ held

@@ -170,6 +170,33 @@ std::string resolve_extra_name(const TorchArchive& archive, const std::string& n
   return matches.empty() ? name : matches.front();
 }
 
+// What an edit may not do: use a name nothing else accepts, store a .json
+// value that JSON readers would refuse, or put bytes that are not UTF-8 in a
+// .pt2. Error(Usage) naming it.
+void check_extra_edit(const TorchArchive& archive, const ExtraEdit& edit) {
+  const bool existing_removal = !edit.value && archive.find(extra_record_name(edit.name)) != nullptr;
+  if (auto problem = existing_removal || edit.carried ? std::nullopt : extra_name_problem(edit.name)) {
+    throw_usage("cannot use '" + edit.name.substr(0, 80) + (edit.name.size() > 80 ? "...'" : "'") +
+                    " as an extra file name: " + *problem,
+                "names are relative paths like labels.json or config/train.yaml");
+  }
+  if (edit.value && json_name(edit.name) && !edit.carried) {
+    // A .json value tsarchive (and most JSON readers) would refuse to parse
+    // is refused here rather than written; any other name stores any bytes.
+    if (auto problem = json_limit_problem(*edit.value, JsonLimits::kDepth, UINT64_MAX)) {
+      throw_usage("cannot set '" + edit.name + "': its value is " + *problem,
+                  "a .json extra file must be readable as JSON; flatten it, or store it under a name "
+                  "that does not end in .json");
+    }
+  }
+  if (edit.value && archive.kind() == FileKind::ExportedProgram && !is_valid_utf8(*edit.value)) {
+    // torch.export.load (load_pt2, _load_extra_files) decodes every extra
+    // file as UTF-8: one byte that is not would make the archive unloadable.
+    throw_usage("cannot set '" + edit.name + "' in a .pt2: its value is not UTF-8 text",
+                "torch.export.load reads every extra file of a .pt2 as UTF-8; store binary data base64-encoded");
+  }
+}
+
 }  // namespace
 
 ExtraEditPlan plan_extra_edits(const TorchArchive& archive, const std::vector<ExtraEdit>& asked_edits, bool missing_ok) {
@@ -183,27 +210,7 @@ ExtraEditPlan plan_extra_edits(const TorchArchive& archive, const std::vector<Ex
   std::map<std::string, std::optional<std::string>> wanted;
   std::vector<std::string> asked;
   for (const ExtraEdit& edit : edits) {
-    const bool existing_removal = !edit.value && archive.find(extra_record_name(edit.name)) != nullptr;
-    if (auto problem = existing_removal || edit.carried ? std::nullopt : extra_name_problem(edit.name)) {
-      throw_usage("cannot use '" + edit.name.substr(0, 80) + (edit.name.size() > 80 ? "...'" : "'") +
-                      " as an extra file name: " + *problem,
-                  "names are relative paths like labels.json or config/train.yaml");
-    }
-    if (edit.value && json_name(edit.name) && !edit.carried) {
-      // A .json value tsarchive (and most JSON readers) would refuse to parse
-      // is refused here rather than written; any other name stores any bytes.
-      if (auto problem = json_limit_problem(*edit.value, JsonLimits::kDepth, UINT64_MAX)) {
-        throw_usage("cannot set '" + edit.name + "': its value is " + *problem,
-                    "a .json extra file must be readable as JSON; flatten it, or store it under a name "
-                    "that does not end in .json");
-      }
-    }
-    if (edit.value && archive.kind() == FileKind::ExportedProgram && !is_valid_utf8(*edit.value)) {
-      // torch.export.load (load_pt2, _load_extra_files) decodes every extra
-      // file as UTF-8: one byte that is not would make the archive unloadable.
-      throw_usage("cannot set '" + edit.name + "' in a .pt2: its value is not UTF-8 text",
-                  "torch.export.load reads every extra file of a .pt2 as UTF-8; store binary data base64-encoded");
-    }
+    check_extra_edit(archive, edit);
     if (wanted.find(edit.name) == wanted.end()) asked.push_back(edit.name);
     wanted[edit.name] = edit.value;
   }
