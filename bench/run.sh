@@ -15,6 +15,11 @@
 #           (reads timing.p50_ms and timing.mean_ms)
 #       a Python loop: torch.set_num_threads(T), torch.no_grad(), 20 warm-up
 #           calls, then time.perf_counter() around each of 200 calls of m(x)
+#       a plain C++ loop: build/tests/tsarchive_call_loop (torch::jit::load,
+#           the same warm-up, calls and synchronisation, no worker or sandbox):
+#           the floor any libtorch program pays, so a gap between tsarchive
+#           and this column is tsarchive's, and one between this and Python
+#           is libtorch's C++ API against Python's
 #     Targets: resnet18 within 5% of Python (p50 ratio <= 1.05);
 #     tiny no worse than Python (p50 ratio <= 1.0): the loop itself, argument
 #     handling and any per-call checks must not add to the model's time.
@@ -34,7 +39,8 @@
 #
 # Environment: TSARCHIVE (default build/tsarchive), LOAD_CHECK (default
 # build/tests/tsarchive_load_check; the floor row is left out when it is
-# missing), N (default 5), THREADS
+# missing), CALL_LOOP (default build/tests/tsarchive_call_loop; its column
+# reads n/a when it is missing), N (default 5), THREADS
 # (default 1, given to both sides), WARMUP (20), ITERS (200), MODELS (default
 # "tiny resnet18"), PY (default /usr/bin/python3, with torch; torchvision to
 # make resnet18).
@@ -56,6 +62,7 @@ die() { echo "bench/run.sh: setup error: $*" >&2; exit 2; }
 [[ -x $PY ]] && "$PY" -c 'import torch' 2>/dev/null || die "$PY with torch is needed (the Python side)"
 TSARCHIVE=${TSARCHIVE:-$ROOT/build/tsarchive}
 LOAD_CHECK=${LOAD_CHECK:-$ROOT/build/tests/tsarchive_load_check}
+CALL_LOOP=${CALL_LOOP:-$ROOT/build/tests/tsarchive_call_loop}
 [[ -x $TSARCHIVE ]] || { cmake -S . -B build -G Ninja >&2 && ninja -C build -j2 >&2; } || die "build failed"
 source bench/device.sh
 check_device "$PY" "$TSARCHIVE" "$DEVICE" || exit 2
@@ -69,7 +76,7 @@ fi
 HAVE_RUN=1
 "$TSARCHIVE" run --help >/dev/null 2>&1 || HAVE_RUN=0
 
-export TSARCHIVE LOAD_CHECK N THREADS WARMUP ITERS MODELS PY OUT ROOT HAVE_RUN DEVICE
+export TSARCHIVE LOAD_CHECK CALL_LOOP N THREADS WARMUP ITERS MODELS PY OUT ROOT HAVE_RUN DEVICE
 "$PY" - <<'PYEOF'
 import json, os, statistics, subprocess, sys, time
 
@@ -189,10 +196,10 @@ if HAVE_RUN and floor:
 print(f"\n(b) per call: --device {DEVICE} --threads {T}, {WARMUP} warm-up + {ITERS} timed calls per process, "
       f"median over {N} processes")
 print(f"  {'model':10s} {'tsarchive p50':>14s} {'python p50':>11s} {'ratio':>6s} "
-      f"{'tsarchive mean':>15s} {'python mean':>12s} {'ratio':>6s}   target (p50 ratio)")
+      f"{'tsarchive mean':>15s} {'python mean':>12s} {'ratio':>6s} {'C++ p50':>8s}   target (p50 ratio)")
 TARGETS = {"tiny": 1.0, "resnet18": 1.05}
 for name, (archive, spec, shape) in MODELS.items():
-    ts_runs, py_runs = [], []
+    ts_runs, py_runs, cc_runs = [], [], []
     for _ in range(N):
         if HAVE_RUN:
             s = loop_stats([TS, "run", archive, "--input", spec, "--threads", T, "--device", DEVICE, "--warmup", str(WARMUP),
@@ -202,13 +209,17 @@ for name, (archive, spec, shape) in MODELS.items():
         s = loop_stats([PY, "-c", PY_LOOP, archive, T, spec, str(WARMUP), str(ITERS), DEVICE], None)
         if s:
             py_runs.append(s)
+        if os.access(E["CALL_LOOP"], os.X_OK):
+            s = loop_stats([E["CALL_LOOP"], archive, spec, DEVICE, T, str(WARMUP), str(ITERS)], None)
+            if s:
+                cc_runs.append(s)
     m = lambda runs, i: statistics.median(r[i] for r in runs) if runs else None  # noqa: E731
-    tp50, tmean, pp50, pmean = m(ts_runs, 0), m(ts_runs, 1), m(py_runs, 0), m(py_runs, 1)
+    tp50, tmean, pp50, pmean, cp50 = m(ts_runs, 0), m(ts_runs, 1), m(py_runs, 0), m(py_runs, 1), m(cc_runs, 0)
     show = lambda v: f"{v:.3f}" if v is not None else "n/a"  # noqa: E731
     target = TARGETS.get(name)
     v = f"<= {target:.2f}: {verdict(tp50 / pp50, target)}" if tp50 and pp50 and target else ""
     print(f"  {name:10s} {show(tp50):>14s} {show(pp50):>11s} {fmt_ratio(tp50, pp50):>6s} "
-          f"{show(tmean):>15s} {show(pmean):>12s} {fmt_ratio(tmean, pmean):>6s}   {v}")
+          f"{show(tmean):>15s} {show(pmean):>12s} {fmt_ratio(tmean, pmean):>6s} {show(cp50):>8s}   {v}")
 
 if not HAVE_RUN:
     print(f"\nnote: {TS} has no `run` command: only the Python side was measured", file=sys.stderr)

@@ -19,10 +19,16 @@
 # when it has CUDA but sees no device (the GPU part cannot run); each says so
 # in one line.
 # Needs the CUDA toolkit the wheel's CMake files look for (nvcc, headers).
-# Environment: as scripts/dev.sh (JOBS, CMAKE_ARGS); TORCH_PIP to try another wheel.
+# Environment: as scripts/dev.sh (JOBS, CMAKE_ARGS); TORCH_PIP to try another wheel;
+# DURATION, CNN_DURATION: bench/serve.sh's seconds per cell (default 3, 5);
+# BUILT=1: BUILD_DIR already holds a CUDA build made another way (a machine
+# without apt, built from unpacked .deb files): nothing is installed or built,
+# the checks and benches run on it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/debian.sh
 export TORCH_PIP=${TORCH_PIP:-torch==2.14.1} VENV=${VENV:-.venv-cuda} BUILD_DIR=${BUILD_DIR:-build-cuda}
+BUILT=${BUILT:-0}
 mode=${1:-test}
 case $mode in test | build | gpu) ;; *) echo "usage: scripts/cuda_check.sh [test|build|gpu]" >&2; exit 2 ;; esac
 if [ -n "${TORCH_PYTHON:-}" ]; then
@@ -65,9 +71,13 @@ if nvcc=$(command -v nvcc); then
   fi
 fi
 echo "==> CUDA: ${cuda_args[*]:-(no nvcc found; the CMake files of the wheel say what is missing)}"
-case $mode in
-  gpu) CMAKE_ARGS="${cuda_args[*]} ${CMAKE_ARGS:-}" scripts/dev.sh torch2 build ;;
-  build | test) CMAKE_ARGS="${cuda_args[*]} ${CMAKE_ARGS:-}" scripts/dev.sh torch2 "$mode" ;;
+case $BUILT:$mode in
+  1:*) [ -x "$BUILD_DIR/tsarchive" ] || { echo "BUILT=1 but $BUILD_DIR/tsarchive is not there: build it first" >&2; exit 2; }
+       if [ "$mode" = test ]; then
+         ctest --test-dir "$BUILD_DIR" -j "${JOBS:-$(nproc)}" --output-on-failure -R "$TORCH_TESTS" || exit 1
+       fi ;;
+  *:gpu) CMAKE_ARGS="${cuda_args[*]} ${CMAKE_ARGS:-}" scripts/dev.sh torch2 build ;;
+  *:build | *:test) CMAKE_ARGS="${cuda_args[*]} ${CMAKE_ARGS:-}" scripts/dev.sh torch2 "$mode" ;;
 esac
 [ "$mode" = build ] && exit 0
 
@@ -114,9 +124,10 @@ PYEOF
 "$t" run "$pkg" --device cuda --input "@$pkg.in.pt" --expect "@$pkg.out.pt" --atol 1e-5 --iters 20 ||
   { echo "FAIL: run --device cuda on a CUDA AOTInductor package (above: its one line)" >&2; exit 1; }
 
-DEVICE=cuda PY=$PYTHON TSARCHIVE=$t LOAD_CHECK=$BUILD_DIR/tests/tsarchive_load_check N=3 bench/run.sh
+DEVICE=cuda PY=$PYTHON TSARCHIVE=$t LOAD_CHECK=$BUILD_DIR/tests/tsarchive_load_check \
+  CALL_LOOP=$BUILD_DIR/tests/tsarchive_call_loop N=${N:-3} bench/run.sh
 if command -v wrk >/dev/null && "$PYTHON" -c 'import aiohttp' 2>/dev/null; then
-  DEVICE=cuda PYTHON=$PYTHON TSARCHIVE=$t DURATION=3 CNN_DURATION=5 bench/serve.sh
+  DEVICE=cuda PYTHON=$PYTHON TSARCHIVE=$t DURATION=${DURATION:-3} CNN_DURATION=${CNN_DURATION:-5} bench/serve.sh
 else
   echo "bench/serve.sh skipped: it needs wrk and aiohttp for $PYTHON" >&2
 fi

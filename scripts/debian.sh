@@ -1,4 +1,4 @@
-# Sourced by scripts/dev.sh and scripts/fuzz.sh: install_packages PKG... installs
+# Sourced by scripts/dev.sh, scripts/fuzz.sh and scripts/cuda_check.sh: install_packages PKG... installs
 # the Debian packages of the list that are missing (as root, or with sudo).
 # The package lists are refreshed at most once an hour, so one CI run (the
 # test, sanitize and fuzz steps) runs `apt-get update` once.
@@ -28,3 +28,8 @@ timed() {
   "$@"
   step_times+=("$(printf '%-28s %3d min %02d s' "$name" $(((SECONDS - start) / 60)) $(((SECONDS - start) % 60)))")
 }
+
+# The tests that load libtorch or compare with Python's PyTorch (the unit tests
+# drive commands that do, in-process): what a second libtorch must pass (the
+# rest never load it).
+TORCH_TESTS='^(unit\.|libtorch\.|pytorch\.|golden\.|cli\.worker_isolation$|cli\.hostile_all$|cli\.crash_safe$)'

@@ -72,10 +72,6 @@ configure_and_build() {
   cmake --build "$BUILD_DIR" -j "$JOBS" ${targets[@]:+--target "${targets[@]}"}
 }
 
-# The tests that load libtorch or compare with Python's PyTorch (the unit tests
-# drive commands that do, in-process): what a second libtorch must pass (the
-# rest never load it).
-TORCH_TESTS='^(unit\.|libtorch\.|pytorch\.|golden\.|cli\.worker_isolation$|cli\.hostile_all$|cli\.crash_safe$)'
 
 # A venv with pip's torch; sets TORCH_PREFIX (its libtorch root) and VENV_PY.
 # TORCH_PYTHON=/path/to/python uses that interpreter's torch as it is instead

@@ -14,6 +14,8 @@
 #include <chrono>
 #include <map>
 #include <cmath>
+#include <fstream>
+#include <string>
 
 #include "kineto_trace.h"
 #include "run_module.h"
@@ -32,6 +34,71 @@ using Clock = std::chrono::steady_clock;
 
 // --- devices ----------------------------------------------------------------------
 
+namespace {
+
+// The CUDA driver API (libcuda, loaded already when libtorch uses a GPU): its
+// device queries need no CUDA headers. Null where there is no driver or it
+// did not initialize (cuda_init_result says why).
+struct CudaDriver {
+  int (*init)(unsigned) = nullptr;
+  int (*get)(int*, int) = nullptr;
+  int (*name)(char*, int, int) = nullptr;
+  int (*attribute)(int*, int, int) = nullptr;
+  int init_result = -1;  // cuInit's CUresult; -1: no libcuda
+};
+
+const CudaDriver& loaded_cuda_driver() {
+  static const CudaDriver driver = [] {
+    CudaDriver d;
+    void* cuda = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (cuda == nullptr) cuda = ::dlopen("libcuda.so.1", RTLD_NOW);
+    if (cuda == nullptr) return d;
+    d.init = reinterpret_cast<decltype(d.init)>(::dlsym(cuda, "cuInit"));
+    d.get = reinterpret_cast<decltype(d.get)>(::dlsym(cuda, "cuDeviceGet"));
+    d.name = reinterpret_cast<decltype(d.name)>(::dlsym(cuda, "cuDeviceGetName"));
+    d.attribute = reinterpret_cast<decltype(d.attribute)>(::dlsym(cuda, "cuDeviceGetAttribute"));
+    if (d.init == nullptr || d.get == nullptr) return CudaDriver{};
+    d.init_result = d.init(0);
+    return d;
+  }();
+  return driver;
+}
+
+const CudaDriver* cuda_driver() {
+  const CudaDriver& driver = loaded_cuda_driver();
+  return driver.get != nullptr && driver.init_result == 0 ? &driver : nullptr;
+}
+
+#ifdef TSARCHIVE_TORCH_HAS_CUDA
+// True when this process runs under a seccomp filter or no_new_privs: the
+// worker's sandbox (sandbox.h) sets both.
+bool confined() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("Seccomp:", 0) == 0 && line.find('2') != std::string::npos) return true;
+    if (line.rfind("NoNewPrivs:", 0) == 0 && line.find('1') != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Why CUDA shows no device although the build has it.
+Error no_cuda_device(const std::string& text, const std::string& file) {
+  constexpr int kCudaErrorOperatingSystem = 304;
+  if (loaded_cuda_driver().init_result == kCudaErrorOperatingSystem && confined()) {
+    // Seen with NVIDIA driver 580: cuInit fails under the worker's Landlock
+    // and seccomp rules, for a reason not yet pinned down.
+    return Error(ErrorKind::Torch,
+                 "CUDA did not start inside the libtorch worker's sandbox: the NVIDIA driver's cuInit failed with "
+                 "error 304 (an operating-system call it needs was refused) (--device " + text + ")",
+                 file, "on a model you trust, TSARCHIVE_NO_SANDBOX=1 runs the worker without its sandbox; --device cpu keeps it");
+  }
+  return Error(ErrorKind::Torch, "no CUDA device is visible (--device " + text + ")", file,
+               "check nvidia-smi and CUDA_VISIBLE_DEVICES, or use --device cpu");
+}
+#endif
+
+}  // namespace
+
 c10::Device parse_device(const std::string& text, const std::string& file) {
   c10::Device device(c10::kCPU);
   try {
@@ -49,10 +116,7 @@ c10::Device parse_device(const std::string& text, const std::string& file) {
               "use --device cpu, or build tsarchive against a CUDA-enabled libtorch (README: Choosing the libtorch)");
 #else
   const int count = static_cast<int>(torch::cuda::device_count());
-  if (!torch::cuda::is_available() || count == 0) {
-    throw Error(ErrorKind::Torch, "no CUDA device is visible (--device " + text + ")", file,
-                "check nvidia-smi and CUDA_VISIBLE_DEVICES, or use --device cpu");
-  }
+  if (!torch::cuda::is_available() || count == 0) throw no_cuda_device(text, file);
   if (!device.has_index()) device.set_index(0);
   if (device.index() >= count) {
     throw Error(ErrorKind::Torch, "--device " + text + " does not exist: " + std::to_string(count) + " CUDA device(s) visible",
@@ -169,31 +233,6 @@ LatencySummary time_calls(const std::function<void()>& call_model, const c10::De
 }
 
 namespace {
-
-// The CUDA driver API (libcuda, loaded already when libtorch uses a GPU): its
-// device queries need no CUDA headers. Null where there is no driver.
-struct CudaDriver {
-  int (*init)(unsigned) = nullptr;
-  int (*get)(int*, int) = nullptr;
-  int (*name)(char*, int, int) = nullptr;
-  int (*attribute)(int*, int, int) = nullptr;
-};
-
-const CudaDriver* cuda_driver() {
-  static const CudaDriver driver = [] {
-    CudaDriver d;
-    void* cuda = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    if (cuda == nullptr) cuda = ::dlopen("libcuda.so.1", RTLD_NOW);
-    if (cuda == nullptr) return d;
-    d.init = reinterpret_cast<decltype(d.init)>(::dlsym(cuda, "cuInit"));
-    d.get = reinterpret_cast<decltype(d.get)>(::dlsym(cuda, "cuDeviceGet"));
-    d.name = reinterpret_cast<decltype(d.name)>(::dlsym(cuda, "cuDeviceGetName"));
-    d.attribute = reinterpret_cast<decltype(d.attribute)>(::dlsym(cuda, "cuDeviceGetAttribute"));
-    if (d.init == nullptr || d.get == nullptr || d.init(0) != 0) d = CudaDriver{};
-    return d;
-  }();
-  return driver.get != nullptr ? &driver : nullptr;
-}
 
 std::string cuda_device_name(int index) {
   const CudaDriver* cuda = cuda_driver();

@@ -39,6 +39,7 @@
 // path is made of it.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
