@@ -523,7 +523,7 @@ Runner setup_verify(CLI::App& app, Context& ctx) {
                  "MODEL/model.sig in a directory)")
       ->type_name("SIG");
   app.add_flag("--require-signature", opts->require_signature,
-               "Exit 7 when no signature is found, embedded or not (with --key or --certificate-chain)");
+               "Exit 7 when no signature is found, embedded or not (with --key, --certificate-chain or --trust-root)");
   app.add_option("--ignore-paths", opts->ignore_paths,
                  "Files of a model directory that are not checked against the signature (relative to it)")
       ->type_name("PATH");
