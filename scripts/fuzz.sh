@@ -18,7 +18,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 install_packages cmake ninja-build clang libclang-rt-14-dev g++ pkg-config libzip-dev zlib1g-dev libssl-dev libstb-dev libjpeg-dev \
   nlohmann-json3-dev libcli11-dev python3
 build=${TSARCHIVE_FUZZ_BUILD:-$root/build-fuzz}
-targets=(zip_layer pickle_reader inspect_path zip_structure json_text image signature_bundle load_safety)
+targets=(zip_layer pickle_reader inspect_path zip_structure json_text image signature_bundle sigstore_trust_root load_safety)
 
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=${CXX_FUZZ:-clang++} -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTSARCHIVE_FUZZ=ON >/dev/null
@@ -65,6 +65,11 @@ find "$root/testdata/loadsafety" -type f -size -128k -exec sh -c 'cp "$1" "$2/$(
 find "$root/testdata/images" -type f \( -name '*.png' -o -name '*.jpg' -o -name '*.bmp' -o -name '*.txt' \) \
   -exec sh -c 'cp "$1" "$2/$(echo "${1#$3/}" | tr / _)"' _ {} "$seeds/images" "$root/testdata/images" \;
 
+# Sigstore keyless material: the trust roots and bundles of testdata/sigstore (fake and production).
+mkdir -p "$seeds/sigstore"
+find "$root/testdata/sigstore" -type f \( -name '*.json' -o -name '*.sigstore' \) \
+  -exec sh -c 'cp "$1" "$2/$(echo "${1#$3/}" | tr / _)"' _ {} "$seeds/sigstore" "$root/testdata/sigstore" \;
+
 # Model signatures (core/provenance/model_signature.h): bundles of the key and certificate
 # methods over v1.0 and v0.1 statements (the signatures' bytes are random: the
 # parser does not verify them).
@@ -102,6 +107,7 @@ for t in "${targets[@]}"; do
   [ "$t" = json_text ] && seed_dir=$seeds/json
   [ "$t" = image ] && seed_dir=$seeds/images
   [ "$t" = signature_bundle ] && seed_dir=$seeds/signatures
+  [ "$t" = sigstore_trust_root ] && seed_dir=$seeds/sigstore
   cp "$seed_dir/"* "$corpus/"
   log=$build/$t.log
   # -fork keeps going after a crash; each crash leaves a file in $artifacts.

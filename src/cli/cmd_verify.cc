@@ -1,8 +1,9 @@
 // tsarchive verify MODEL|DIR... [--json] [--load [--memory-limit SIZE] [--time-limit S]] [--threads N]
 //   [--torch-version V] [--allow-global MODULE.NAME]...
-//   [--key PUBLIC.pem | --certificate-chain ROOTS.pem...] [--signature SIG] [--require-signature]
+//   [--key PUBLIC.pem | --certificate-chain ROOTS.pem... | --trust-root trusted_root.json --identity ID --issuer URL]
+//   [--signature SIG] [--require-signature]
 //
-// With --key or --certificate-chain, the model's signature (core/provenance/signing.h) is
+// With --key, --certificate-chain or --trust-root (Sigstore keyless), the model's signature (core/provenance/signing.h) is
 // checked first; a model that is a directory, or a file that is not a ZIP
 // archive, is checked by its signature alone. Without them a directory is
 // scanned file by file, as a hub scans an upload.
@@ -49,9 +50,15 @@ struct VerifyCliOptions {
   std::string signature;
   std::string key;
   std::vector<std::string> roots;
+  std::string trust_root, identity, issuer;  // Sigstore keyless
   std::vector<std::string> ignore_paths;
   bool require_signature = false;
 };
+
+// Whether a signer to trust was named: --key, --certificate-chain or --trust-root.
+bool trusts_a_signer(const VerifyCliOptions& opts) {
+  return !opts.key.empty() || !opts.roots.empty() || !opts.trust_root.empty();
+}
 
 bool is_directory(const std::string& path) {
   struct stat st {};
@@ -113,12 +120,18 @@ SignatureTrust read_trust(const VerifyCliOptions& opts) {
     trust.root_files.push_back(root);
     trust.root_pems.push_back(read_signing_file(root, "the certificate roots"));
   }
+  if (!opts.trust_root.empty()) {
+    trust.trust_root_file = opts.trust_root;
+    trust.trust_root_json = read_signing_file(opts.trust_root, "the Sigstore trust root");
+    trust.identity = opts.identity;
+    trust.oidc_issuer = opts.issuer;
+  }
   return trust;
 }
 
 SignatureOutcome check_signature(const VerifyCliOptions& opts) {
   SignatureOutcome out;
-  out.asked = !opts.key.empty() || !opts.roots.empty();
+  out.asked = trusts_a_signer(opts);
   if (!out.asked) return out;
   // --signature first, then the archive's own, then MODEL.sig beside it.
   if (opts.signature.empty()) {
@@ -165,6 +178,9 @@ void render_signature_text(const SignatureOutcome& s, std::ostream& out) {
   }
   if (c.method == "key") {
     out << "signed by key sha256:" << c.key_fingerprint << " (" << c.curve << ")\n";
+  } else if (c.method == "keyless") {
+    out << "signed by " << c.subject << ", issued by " << c.issuer << " (Sigstore keyless, " << c.curve << ")\n"
+        << "  logged   " << c.transparency << '\n';
   } else {
     out << "signed by " << c.subject << ", issued by " << c.issuer << " (key sha256:" << c.key_fingerprint.substr(0, 16)
         << "..., " << c.curve << ")\n";
@@ -184,10 +200,11 @@ nlohmann::ordered_json signature_to_json(const SignatureOutcome& s) {
   nlohmann::ordered_json doc = {{"path", c.signature_path}, {"embedded", c.embedded}, {"method", c.method},
                                 {"valid", !(c.embedded && !c.matches())}, {"matches", !s.records_pending && c.matches()},
                                 {"key_sha256", c.key_fingerprint}, {"curve", c.curve}};
-  if (c.method == "certificate") {
+  if (c.method != "key") {
     doc["subject"] = c.subject;
     doc["issuer"] = c.issuer;
   }
+  if (c.method == "keyless") doc["transparency_log"] = c.transparency;
   doc["predicate_type"] = c.predicate_type;
   doc["files"] = c.statement.files.size();
   doc["changed"] = c.changed;
@@ -209,7 +226,7 @@ std::string differences(const SignatureCheck& c) {
 
 // A directory, or a file that is not an archive: the signature is the whole check.
 int run_verify_signature_only(const VerifyCliOptions& opts, Context& ctx) {
-  if (opts.key.empty() && opts.roots.empty()) {
+  if (!trusts_a_signer(opts)) {
     throw Error(ErrorKind::Usage,
                 is_directory(opts.model) ? "a directory is verified by its signature" : "not a ZIP archive", opts.model,
                 "give --key PUBLIC.pem or --certificate-chain ROOTS.pem to check its signature");
@@ -402,7 +419,7 @@ int run_verify_archive(const VerifyCliOptions& opts, Context& ctx, std::future<S
 }
 
 int run_verify(const VerifyCliOptions& opts, Context& ctx) {
-  if (is_directory(opts.model) || ((!opts.key.empty() || !opts.roots.empty()) && !looks_like_zip(opts.model))) {
+  if (is_directory(opts.model) || (trusts_a_signer(opts) && !looks_like_zip(opts.model))) {
     return run_verify_signature_only(opts, ctx);
   }
   // The signature's hash of the whole file and the core's checks of its
@@ -456,7 +473,9 @@ Runner setup_verify(CLI::App& app, Context& ctx) {
       "PyTorch) is reported as such, not as damaged.\n"
       "With --key or --certificate-chain, also the model's signature (OpenSSF model signing, as `tsarchive sign`\n"
       "and `python -m model_signing sign key|certificate` write it): who signed, and that every file or the\n"
-      "archive is exactly what was signed. A model directory is then checked by its signature alone. An archive's\n"
+      "archive is exactly what was signed. With --trust-root, --identity and --issuer, a Sigstore keyless\n"
+      "signature (`model_signing sign sigstore`) is checked offline: its Fulcio certificate and Rekor log\n"
+      "entry. A model directory is then checked by its signature alone. An archive's\n"
       "embedded signature (`tsarchive sign --embed`) is found without --signature and must list exactly its\n"
       "other records.\n"
       "Every file also gets the load-safety verdict (docs/load-safety.md): what torch.load, pickle.load,\n"
@@ -486,27 +505,44 @@ Runner setup_verify(CLI::App& app, Context& ctx) {
                  "Check the model's signature against these root certificates (model_signing's certificate method)")
       ->type_name("ROOTS.pem")
       ->excludes(key);
+  CLI::Option* trust_root =
+      app.add_option("--trust-root", opts->trust_root,
+                     "Check a Sigstore keyless signature offline against this trust root (trusted_root.json); "
+                     "needs --identity and --issuer")
+          ->type_name("trusted_root.json")
+          ->excludes(key)
+          ->excludes(roots);
+  app.add_option("--identity", opts->identity, "With --trust-root: the signer's email or URI, exactly as in its certificate")
+      ->type_name("ID")
+      ->needs(trust_root);
+  app.add_option("--issuer", opts->issuer, "With --trust-root: the OIDC issuer URL of the signer's identity, exactly")
+      ->type_name("URL")
+      ->needs(trust_root);
   app.add_option("--signature", opts->signature,
                  "The signature file (default: the archive's embedded signature, else MODEL.sig beside a file, "
                  "MODEL/model.sig in a directory)")
       ->type_name("SIG");
   app.add_flag("--require-signature", opts->require_signature,
-               "Exit 7 when no signature is found, embedded or not (with --key or --certificate-chain)");
+               "Exit 7 when no signature is found, embedded or not (with --key, --certificate-chain or --trust-root)");
   app.add_option("--ignore-paths", opts->ignore_paths,
                  "Files of a model directory that are not checked against the signature (relative to it)")
       ->type_name("PATH");
   add_load_safety_options(app, opts->load_safety);
   add_worker_options(app, opts->worker, false, "With --load: ");  // verify never skips its checks
-  return [opts, &ctx, key, roots] {
-    if ((!opts->signature.empty() || opts->require_signature) && key->count() == 0 && roots->count() == 0) {
-      throw_usage("--signature and --require-signature need --key PUBLIC.pem or --certificate-chain ROOTS.pem",
-                  "say whom you trust: the signer's public key or the roots of its certificate");
+  return [opts, &ctx] {
+    if ((!opts->signature.empty() || opts->require_signature) && !trusts_a_signer(*opts)) {
+      throw_usage("--signature and --require-signature need --key PUBLIC.pem, --certificate-chain ROOTS.pem or --trust-root",
+                  "say whom you trust: the signer's public key, the roots of its certificate, or Sigstore's trust root");
+    }
+    if (!opts->trust_root.empty() && (opts->identity.empty() || opts->issuer.empty())) {
+      throw_usage("--trust-root needs --identity ID and --issuer URL",
+                  "say who must have signed: the certificate's email or URI, and its OIDC issuer");
     }
     if (!opts->signature.empty() && opts->models.size() > 1) {
       throw_usage("--signature names one signature, and several models are given", "verify them one at a time");
     }
     // A directory with a key or roots is a signed model; without, the files below it.
-    const bool signed_models = key->count() > 0 || roots->count() > 0;
+    const bool signed_models = trusts_a_signer(*opts);
     return for_each_file(signed_models ? opts->models : files_below(opts->models), opts->json, ctx,
                          [&](const std::string& model) {
       opts->model = model;

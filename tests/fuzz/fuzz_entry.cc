@@ -12,6 +12,8 @@
 #include "core/inspect/inspect.h"
 #include "core/inspect/load_safety.h"
 #include "core/provenance/model_signature.h"
+#include "core/provenance/sigstore_trust_root.h"
+#include "core/provenance/transparency_log.h"
 #include "format/pickle_scan.h"
 #include "core/inspect/pt2_graph.h"
 #include "format/pt2.h"
@@ -127,6 +129,27 @@ void signature_bundle(const uint8_t* data, size_t size) {
   }
   try {
     (void)parse_statement(bytes);
+  } catch (const Error&) {
+  }
+}
+
+void sigstore_trust_root(const uint8_t* data, size_t size) {
+  const std::string bytes = bytes_of(data, size);
+  try {
+    (void)parse_trust_root(bytes);
+  } catch (const Error&) {
+  }
+  try {
+    const ModelBundle bundle = parse_bundle(bytes, true);
+    if (bundle.keyless()) {
+      for (const TlogEntry& entry : parse_tlog_entries(bundle.tlog_entries_json)) {
+        (void)signed_entry_timestamp_payload(entry);
+        if (entry.inclusion_proof) {
+          (void)merkle_root_from_proof(merkle_leaf_hash(entry.body), entry.inclusion_proof->log_index,
+                                       entry.inclusion_proof->tree_size, entry.inclusion_proof->hashes);
+        }
+      }
+    }
   } catch (const Error&) {
   }
 }

@@ -42,6 +42,10 @@ void image(const uint8_t* data, size_t size);
 // the envelope), the statement parse of its payload (names, duplicates,
 // digests, the root) and the PAEs; the bytes are also parsed as a statement.
 void signature_bundle(const uint8_t* data, size_t size);
+// Sigstore keyless material (core/provenance/sigstore_trust_root.h, transparency_log.h):
+// the bytes parsed as a trust root, and as a keyless bundle whose log entries are
+// parsed, their SET payloads made and their inclusion proofs walked.
+void sigstore_trust_root(const uint8_t* data, size_t size);
 // The load-safety verdict (core/inspect/load_safety.h): scan_pickle of the bytes, which
 // must end with a result (never throw), and assess_load_safety of them as a
 // file, which must give a verdict for every loader of a pickle it reads (an

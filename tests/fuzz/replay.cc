@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
                                                     {"json_text", tsarchive::fuzz::json_text},
                                                     {"image", tsarchive::fuzz::image},
                                                     {"signature_bundle", tsarchive::fuzz::signature_bundle},
+                                                    {"sigstore_trust_root", tsarchive::fuzz::sigstore_trust_root},
                                                     {"load_safety", tsarchive::fuzz::load_safety}};
   std::vector<std::filesystem::path> files;
   for (int i = 1; i < argc; ++i) {

@@ -9,12 +9,17 @@
 #include "base/bounded_json.h"
 #include "base/error.h"
 #include "core/provenance/digest.h"
+#include "core/provenance/signed_json.h"
 
 namespace tsarchive {
 namespace {
 
 using nlohmann::json;
 using nlohmann::ordered_json;
+using signed_json::base64_member;
+using signed_json::hex_to_bytes;
+using signed_json::member;
+using signed_json::string_member;
 
 std::vector<std::string_view> components(std::string_view path) {
   std::vector<std::string_view> out;
@@ -30,34 +35,6 @@ std::vector<std::string_view> components(std::string_view path) {
 bool is_lower_hex(std::string_view text, size_t length) {
   return text.size() == length &&
          std::all_of(text.begin(), text.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
-}
-
-std::string hex_to_bytes(std::string_view hex) {
-  std::string out(hex.size() / 2, '\0');
-  auto nibble = [](char c) { return c <= '9' ? c - '0' : c - 'a' + 10; };
-  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<char>(nibble(hex[2 * i]) << 4 | nibble(hex[2 * i + 1]));
-  return out;
-}
-
-// The value at `key` of an object, of the type asked, or a SignatureInvalid naming where.
-const json& member(const json& object, const char* key, const char* where) {
-  if (!object.is_object()) throw_signature_invalid(std::string(where) + " is not a JSON object");
-  const auto it = object.find(key);
-  if (it == object.end()) throw_signature_invalid(std::string(where) + " has no \"" + key + "\"");
-  return *it;
-}
-
-std::string string_member(const json& object, const char* key, const char* where) {
-  const json& value = member(object, key, where);
-  if (!value.is_string()) throw_signature_invalid(std::string(where) + "'s \"" + key + "\" is not a string");
-  return value.get<std::string>();
-}
-
-std::string base64_member(const json& object, const char* key, const char* where) {
-  std::string problem;
-  auto bytes = base64_decode(string_member(object, key, where), &problem);
-  if (!bytes) throw_signature_invalid(std::string(where) + "'s \"" + key + "\" is not base64: " + problem);
-  return std::move(*bytes);
 }
 
 // Python's repr() of bytes, as model_signing 0.2 put the payload into its PAE.
@@ -193,18 +170,25 @@ std::string dsse_pae_v02(std::string_view payload) {
          std::to_string(payload.size()) + " " + python_bytes_repr(payload);
 }
 
-ModelBundle parse_bundle(std::string_view text) {
-  std::string problem;
-  const std::optional<json> doc = parse_bounded_json(text, &problem, 64, kMaxBundleBytes);
-  if (!doc) throw_signature_invalid("the signature is not a Sigstore bundle: " + problem);
-  ModelBundle bundle;
-  const std::string media = string_member(*doc, "mediaType", "the bundle");
-  if (media != kBundleMediaType) {
-    throw_signature_invalid("the bundle's media type is '" + media.substr(0, 80) + "', not " + std::string(kBundleMediaType));
-  }
-  const json& material = member(*doc, "verificationMaterial", "the bundle");
+namespace {
+
+// A keyless bundle's media type: v0.1 and v0.2 as they were named, v0.3 both ways.
+bool keyless_media_type(std::string_view media) {
+  return media == kBundleMediaType || media == "application/vnd.dev.sigstore.bundle+json;version=0.1" ||
+         media == "application/vnd.dev.sigstore.bundle+json;version=0.2" ||
+         media == "application/vnd.dev.sigstore.bundle+json;version=0.3";
+}
+
+// verificationMaterial's key or certificates into `bundle`: publicKey (key
+// method), x509CertificateChain, or v0.3's single certificate.
+void parse_verification_material(const json& material, bool keyless, ModelBundle& bundle) {
   if (const auto tlog = material.find("tlogEntries"); tlog != material.end() && !(tlog->is_array() && tlog->empty())) {
-    throw_signature_invalid("the bundle has transparency-log entries (Sigstore keyless signing), which is not supported");
+    if (!keyless) {
+      throw_signature_invalid("the bundle has transparency-log entries (Sigstore keyless signing)", {},
+                              "verify it with --trust-root trusted_root.json --identity ID --issuer URL");
+    }
+    if (!tlog->is_array()) throw_signature_invalid("the bundle's tlogEntries is not a list");
+    bundle.tlog_entries_json = tlog->dump();
   }
   if (const auto key = material.find("publicKey"); key != material.end()) {
     bundle.has_public_key = true;
@@ -219,11 +203,28 @@ ModelBundle parse_bundle(std::string_view text) {
     if (!certs.is_array() || certs.empty()) throw_signature_invalid("the bundle's certificate chain is empty");
     for (const json& cert : certs) bundle.certificates.push_back(base64_member(cert, "rawBytes", "a certificate"));
   }
+  if (const auto cert = material.find("certificate"); keyless && cert != material.end() && bundle.certificates.empty()) {
+    bundle.certificates.push_back(base64_member(*cert, "rawBytes", "the bundle's certificate"));
+  }
   if (bundle.has_public_key == !bundle.certificates.empty()) {
     throw_signature_invalid(bundle.has_public_key ? "the bundle has both a public key and certificates"
-                                                  : "the bundle has neither a public key nor certificates "
-                                                    "(a Sigstore keyless bundle is not supported)");
+                                                  : "the bundle has neither a public key nor certificates");
   }
+}
+
+}  // namespace
+
+ModelBundle parse_bundle(std::string_view text, bool allow_keyless) {
+  std::string problem;
+  const std::optional<json> doc = parse_bounded_json(text, &problem, 64, kMaxBundleBytes);
+  if (!doc) throw_signature_invalid("the signature is not a Sigstore bundle: " + problem);
+  ModelBundle bundle;
+  bundle.media_type = string_member(*doc, "mediaType", "the bundle");
+  if (bundle.media_type != kBundleMediaType && !(allow_keyless && keyless_media_type(bundle.media_type))) {
+    throw_signature_invalid("the bundle's media type is '" + bundle.media_type.substr(0, 80) + "', not " +
+                            std::string(kBundleMediaType));
+  }
+  parse_verification_material(member(*doc, "verificationMaterial", "the bundle"), allow_keyless, bundle);
   const json& envelope = member(*doc, "dsseEnvelope", "the bundle");
   bundle.payload_type = string_member(envelope, "payloadType", "the DSSE envelope");
   if (bundle.payload_type != kInTotoPayloadType) {

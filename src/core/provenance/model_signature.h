@@ -31,8 +31,9 @@
 // files as the subjects instead and has no root.
 //
 // Not supported, and refused with the reason: the "shards" serialization,
-// hash types other than sha256, bundles with transparency-log entries or
-// several signatures (Sigstore keyless signing).
+// hash types other than sha256, several signatures. Bundles with transparency-log
+// entries (Sigstore keyless signing) are read with allow_keyless and checked by
+// sigstore_keyless.h.
 //
 // Everything here is untrusted input: the bundle is size- and depth-bounded
 // (bounded_json.h), base64 is checked, and every name is checked before any
@@ -77,6 +78,11 @@ struct ModelBundle {
   bool has_public_key = false;  // verificationMaterial.publicKey (key method)
   std::string key_hint;         // may be empty (older bundles)
   std::vector<std::string> certificates;  // DER, the signer's first (certificate method)
+  std::string media_type;
+  // verificationMaterial.tlogEntries as JSON text when it has entries: a
+  // Sigstore keyless bundle (sigstore_keyless.h reads them).
+  std::string tlog_entries_json;
+  bool keyless() const { return !tlog_entries_json.empty(); }
 };
 
 // Why `name` cannot be a file of a model ("an absolute path", "a '..'
@@ -97,7 +103,10 @@ std::string dsse_pae(std::string_view payload);
 std::string dsse_pae_v02(std::string_view payload);
 
 // Parse; throw Error(SignatureInvalid) with the reason (no file: the caller adds it).
-ModelBundle parse_bundle(std::string_view text);
+// `allow_keyless`: also Sigstore keyless bundles (v0.1, v0.2, v0.3: transparency
+// log entries, v0.3's single "certificate"), whose entries are left in
+// tlog_entries_json; otherwise a bundle with entries is refused.
+ModelBundle parse_bundle(std::string_view text, bool allow_keyless = false);
 // Checks the statement's type, predicate, names (signed_name_problem, no
 // duplicates), digests and root.
 ModelStatement parse_statement(std::string_view payload);

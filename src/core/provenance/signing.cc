@@ -16,6 +16,7 @@
 #include "base/posix_fd.h"
 #include "core/provenance/digest.h"
 #include "core/provenance/signing_crypto.h"
+#include "core/provenance/sigstore_keyless.h"
 
 namespace tsarchive {
 namespace {
@@ -182,6 +183,37 @@ PublicKey trusted_certificate_key(const ModelBundle& bundle, const SignatureTrus
   }
 }
 
+// The keyless method: the bundle's certificate and log entries checked
+// against the trust root and the identity and issuer in `trust`.
+PublicKey keyless_signer(const ModelBundle& bundle, const SignatureTrust& trust, const std::string& signature_path,
+                         SignatureCheck& check) {
+  check.method = "keyless";
+  SigstoreTrustRoot root;
+  try {
+    root = parse_trust_root(trust.trust_root_json);
+  } catch (const Error& e) {
+    throw e.with_file(trust.trust_root_file);
+  }
+  if (!bundle.keyless()) {
+    throw_signature_invalid("the signature has no transparency-log entry: it was not made with Sigstore keyless signing",
+                            signature_path, "verify it with --key or --certificate-chain");
+  }
+  try {
+    const KeylessCheck keyless = check_keyless_bundle(bundle, root, KeylessPolicy{trust.identity, trust.oidc_issuer});
+    check.subject = keyless.identity;
+    check.issuer = keyless.issuer;
+    check.transparency = keyless.log + " entry " + std::to_string(keyless.log_index) + " at " +
+                         format_utc(keyless.integrated_time) + " (" +
+                         (keyless.set_verified ? std::string("signed entry timestamp") : std::string()) +
+                         (keyless.set_verified && keyless.inclusion_verified ? ", " : "") +
+                         (keyless.inclusion_verified ? "inclusion proof" : "") + ")";
+  } catch (const Error& e) {
+    throw e.with_file(signature_path);
+  }
+  // check_keyless_bundle has verified the DSSE signature with this key.
+  return Certificate::from_der(bundle.certificates.front()).public_key();
+}
+
 }  // namespace
 
 std::string read_signing_file(const std::string& path, const char* what) {
@@ -315,7 +347,7 @@ SignatureCheck check_signature_bundle(const std::string& signature_path, const s
   check.signature_path = signature_path;
   ModelBundle bundle;
   try {
-    bundle = parse_bundle(bundle_text);
+    bundle = parse_bundle(bundle_text, !trust.trust_root_json.empty());
   } catch (const Error& e) {
     throw e.with_file(signature_path);
   }
@@ -333,6 +365,8 @@ SignatureCheck check_signature_bundle(const std::string& signature_path, const s
                               "this model was not signed by the key given");
     }
     signer = key;
+  } else if (!trust.trust_root_json.empty()) {
+    signer = keyless_signer(bundle, trust, signature_path, check);
   } else {
     signer = trusted_certificate_key(bundle, trust, signature_path, check);
   }

@@ -82,18 +82,22 @@ SignResult sign_model(const SignRequest& request);
 // here) with `keys`: the bundle, and who signed.
 SignResult sign_statement(ModelStatement statement, const SignerKeys& keys);
 
-// Who a verifier trusts: one public key, or certificate roots.
+// Who a verifier trusts: one public key, certificate roots, or (Sigstore
+// keyless, sigstore_keyless.h) a trust root and the signer's identity and issuer.
 struct SignatureTrust {
   std::string public_key_pem, public_key_file;
   std::vector<std::string> root_pems, root_files;
+  std::string trust_root_json, trust_root_file;
+  std::string identity, oidc_issuer;
 };
 
 struct SignatureCheck {
   std::string signature_path;
-  std::string method;             // "key" or "certificate"
+  std::string method;             // "key", "certificate" or "keyless"
   std::string key_fingerprint;    // sha256 hex of the signer's public key
   std::string curve;              // "P-256"
-  std::string subject, issuer;    // certificate method: the signer's certificate
+  std::string subject, issuer;    // certificate method: the signer's certificate; keyless: identity and OIDC issuer
+  std::string transparency;       // keyless: the log entry, in words ("rekor.sigstore.dev entry N at T, ...")
   std::string predicate_type;
   bool v02_encoding = false;      // signed over model_signing 0.2's PAE
   bool embedded = false;          // the archive's own record (signing_embedded.h), not a file beside it

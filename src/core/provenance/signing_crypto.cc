@@ -9,6 +9,7 @@
 #include <openssl/x509v3.h>
 
 #include <cstring>
+#include <ctime>
 
 #include "base/base64.h"
 #include "base/error.h"
@@ -67,6 +68,22 @@ struct Crypto {
   decltype(&::OPENSSL_sk_new_null) sk_new_null;
   decltype(&::OPENSSL_sk_push) sk_push;
   decltype(&::OPENSSL_sk_free) sk_free;
+  decltype(&::OPENSSL_sk_num) sk_num;
+  decltype(&::OPENSSL_sk_value) sk_value;
+  decltype(&::d2i_PUBKEY) d2i_pubkey;
+  decltype(&::X509_STORE_CTX_set_time) store_ctx_set_time;
+  decltype(&::X509_get_ext_d2i) get_ext_d2i;
+  decltype(&::GENERAL_NAMES_free) general_names_free;
+  decltype(&::ASN1_STRING_get0_data) asn1_string_data;
+  decltype(&::ASN1_STRING_length) asn1_string_length;
+  decltype(&::OBJ_txt2obj) obj_txt2obj;
+  decltype(&::ASN1_OBJECT_free) asn1_object_free;
+  decltype(&::X509_get_ext_by_OBJ) get_ext_by_obj;
+  decltype(&::X509_get_ext) get_ext;
+  decltype(&::X509_EXTENSION_get_data) extension_data;
+  decltype(&::X509_get0_notBefore) not_before;
+  decltype(&::X509_get0_notAfter) not_after;
+  decltype(&::ASN1_TIME_to_tm) asn1_time_to_tm;
 };
 
 Crypto load_crypto() {
@@ -120,6 +137,22 @@ Crypto load_crypto() {
   library.bind("OPENSSL_sk_new_null", c.sk_new_null);
   library.bind("OPENSSL_sk_push", c.sk_push);
   library.bind("OPENSSL_sk_free", c.sk_free);
+  library.bind("OPENSSL_sk_num", c.sk_num);
+  library.bind("OPENSSL_sk_value", c.sk_value);
+  library.bind("d2i_PUBKEY", c.d2i_pubkey);
+  library.bind("X509_STORE_CTX_set_time", c.store_ctx_set_time);
+  library.bind("X509_get_ext_d2i", c.get_ext_d2i);
+  library.bind("GENERAL_NAMES_free", c.general_names_free);
+  library.bind("ASN1_STRING_get0_data", c.asn1_string_data);
+  library.bind("ASN1_STRING_length", c.asn1_string_length);
+  library.bind("OBJ_txt2obj", c.obj_txt2obj);
+  library.bind("ASN1_OBJECT_free", c.asn1_object_free);
+  library.bind("X509_get_ext_by_OBJ", c.get_ext_by_obj);
+  library.bind("X509_get_ext", c.get_ext);
+  library.bind("X509_EXTENSION_get_data", c.extension_data);
+  library.bind("X509_get0_notBefore", c.not_before);
+  library.bind("X509_get0_notAfter", c.not_after);
+  library.bind("ASN1_TIME_to_tm", c.asn1_time_to_tm);
   return c;
 }
 
@@ -242,6 +275,18 @@ PublicKey PublicKey::from_pem(std::string_view pem, const std::string& file) {
   return key;
 }
 
+std::optional<PublicKey> PublicKey::from_der(std::string_view spki) {
+  const Crypto& c = crypto();
+  if (spki.size() > (1u << 20)) return std::nullopt;
+  const auto* p = reinterpret_cast<const unsigned char*>(spki.data());
+  EVP_PKEY* pkey = c.d2i_pubkey(nullptr, &p, static_cast<long>(spki.size()));
+  c.err_clear();
+  if (pkey == nullptr) return std::nullopt;
+  PublicKey key{own_pkey(pkey)};
+  if (p != reinterpret_cast<const unsigned char*>(spki.data()) + spki.size() || curve_of(pkey).empty()) return std::nullopt;
+  return key;
+}
+
 bool PublicKey::verifies(std::string_view message, std::string_view signature) const {
   return verify_with(pkey.get(), digest_for(pkey.get()), message, signature);
 }
@@ -347,6 +392,56 @@ PublicKey Certificate::public_key() const {
   return key;
 }
 
+std::vector<std::string> Certificate::san_identities() const {
+  const Crypto& c = crypto();
+  auto* names = static_cast<GENERAL_NAMES*>(c.get_ext_d2i(x509.get(), NID_subject_alt_name, nullptr, nullptr));
+  c.err_clear();
+  std::vector<std::string> out;
+  if (names == nullptr) return out;
+  const auto* stack = reinterpret_cast<const OPENSSL_STACK*>(names);
+  for (int i = 0; i < c.sk_num(stack); ++i) {
+    const auto* name = static_cast<const GENERAL_NAME*>(c.sk_value(stack, i));
+    if (name->type != GEN_EMAIL && name->type != GEN_URI) continue;
+    const ASN1_STRING* text = name->d.ia5;
+    out.emplace_back(reinterpret_cast<const char*>(c.asn1_string_data(text)),
+                     static_cast<size_t>(std::max(0, c.asn1_string_length(text))));
+  }
+  c.general_names_free(names);
+  return out;
+}
+
+std::optional<std::string> Certificate::extension_value(const std::string& oid) const {
+  const Crypto& c = crypto();
+  std::unique_ptr<ASN1_OBJECT, void (*)(ASN1_OBJECT*)> object(c.obj_txt2obj(oid.c_str(), 1), c.asn1_object_free);
+  c.err_clear();
+  if (!object) throw Error(ErrorKind::Internal, "OpenSSL does not read the OID " + oid);
+  const int at = c.get_ext_by_obj(x509.get(), object.get(), -1);
+  if (at < 0) return std::nullopt;
+  const ASN1_OCTET_STRING* data = c.extension_data(c.get_ext(x509.get(), at));
+  if (data == nullptr) return std::nullopt;
+  return std::string(reinterpret_cast<const char*>(c.asn1_string_data(data)),
+                     static_cast<size_t>(std::max(0, c.asn1_string_length(data))));
+}
+
+namespace {
+
+std::optional<int64_t> epoch_seconds(const ASN1_TIME* time) {
+  struct tm parts {};
+  if (time == nullptr || crypto().asn1_time_to_tm(time, &parts) != 1) return std::nullopt;
+  return static_cast<int64_t>(timegm(&parts));
+}
+
+}  // namespace
+
+std::pair<int64_t, int64_t> Certificate::validity() const {
+  const Crypto& c = crypto();
+  const std::optional<int64_t> start = epoch_seconds(c.not_before(x509.get()));
+  const std::optional<int64_t> end = epoch_seconds(c.not_after(x509.get()));
+  c.err_clear();
+  if (!start || !end) throw_signature_invalid("a certificate's validity cannot be read");
+  return {*start, *end};
+}
+
 std::vector<Certificate> certificates_from_pem(std::string_view pem, const std::string& file) {
   const Crypto& c = crypto();
   auto bio = memory_bio(pem);
@@ -358,7 +453,7 @@ std::vector<Certificate> certificates_from_pem(std::string_view pem, const std::
 }
 
 std::string chain_problem(const Certificate& leaf, const std::vector<Certificate>& intermediates,
-                          const std::vector<Certificate>& roots) {
+                          const std::vector<Certificate>& roots, std::optional<int64_t> at) {
   const Crypto& c = crypto();
   std::unique_ptr<X509_STORE, void (*)(X509_STORE*)> store(c.store_new(), c.store_free);
   std::unique_ptr<X509_STORE_CTX, void (*)(X509_STORE_CTX*)> ctx(c.store_ctx_new(), c.store_ctx_free);
@@ -369,6 +464,7 @@ std::string chain_problem(const Certificate& leaf, const std::vector<Certificate
   if (c.store_ctx_init(ctx.get(), store.get(), leaf.x509.get(), reinterpret_cast<STACK_OF(X509)*>(untrusted.get())) != 1) {
     throw std::bad_alloc();
   }
+  if (at) c.store_ctx_set_time(ctx.get(), 0, static_cast<time_t>(*at));
   const int ok = c.verify_cert(ctx.get());
   c.err_clear();
   if (ok == 1) return {};

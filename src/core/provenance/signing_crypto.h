@@ -13,10 +13,12 @@
 // quotes a key's bytes or a password.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 struct evp_pkey_st;
@@ -32,6 +34,9 @@ class PublicKey {
   // From a PEM "PUBLIC KEY" (SubjectPublicKeyInfo) file's text; throws
   // Error(SignatureInvalid) naming `file` for anything else or another curve.
   static PublicKey from_pem(std::string_view pem, const std::string& file);
+  // From a DER SubjectPublicKeyInfo (a Sigstore trust root's log keys);
+  // nothing for anything that is not an accepted EC key.
+  static std::optional<PublicKey> from_der(std::string_view spki);
 
   // Whether `signature` (DER ECDSA) signs `message`, hashed by the curve's size.
   bool verifies(std::string_view message, std::string_view signature) const;
@@ -69,6 +74,13 @@ class Certificate {
   // May it sign code: key usage digitalSignature, or extended key usage codeSigning.
   bool may_sign() const;
   PublicKey public_key() const;  // throws Error(SignatureInvalid) for a key of another kind
+  // The subject alternative names that are an email address or a URI, as written.
+  std::vector<std::string> san_identities() const;
+  // The content of the extension `oid` ("1.3.6.1.4.1.57264.1.1"): the bytes of its
+  // OCTET STRING, or nothing when the certificate has none.
+  std::optional<std::string> extension_value(const std::string& oid) const;
+  // notBefore and notAfter, in seconds since the epoch (UTC).
+  std::pair<int64_t, int64_t> validity() const;
 
   std::shared_ptr<x509_st> x509;
 };
@@ -77,9 +89,10 @@ class Certificate {
 // Error(Usage) naming `file` when it holds none or one does not parse.
 std::vector<Certificate> certificates_from_pem(std::string_view pem, const std::string& file);
 
-// Why `leaf` does not chain to one of `roots` (through `intermediates`), at the
-// current time; empty when it does. OpenSSL's words ("certificate has expired").
+// Why `leaf` does not chain to one of `roots` (through `intermediates`), at
+// `at` (seconds since the epoch; the current time when not given); empty when
+// it does. OpenSSL's words ("certificate has expired").
 std::string chain_problem(const Certificate& leaf, const std::vector<Certificate>& intermediates,
-                          const std::vector<Certificate>& roots);
+                          const std::vector<Certificate>& roots, std::optional<int64_t> at = std::nullopt);
 
 }  // namespace tsarchive
