@@ -150,7 +150,8 @@ int run_inspect(const InspectOptions& opts, Context& ctx) {
   const InspectReport report = inspect_file(opts.path, opts.load);
   if (const std::string note = interrupted_edit_note(opts.path); !note.empty()) print_note(ctx.err, note);
   if (opts.json) {
-    ctx.out << inspect_json_text(report, ctx.json_indent) << '\n';
+    write_inspect_json(report, ctx.json_indent, ctx.out);
+    ctx.out << '\n';
   } else {
     write_text(ctx.out, [&](std::ostream& text) { render_inspect_text(report, InspectView{opts.records}, text); });
   }

@@ -30,6 +30,7 @@ struct StampOptions {
   bool no_host = false;
   bool no_git = false;
   bool keep_bytes = false;
+  bool in_place = false;
   bool json = false;
   double lock_timeout = 10;
   std::string sign_key, key_password_file;
@@ -113,6 +114,7 @@ int run_stamp(const StampOptions& opts, Context& ctx) {
   settings.host = !opts.no_host;
   settings.git = !opts.no_git;
   settings.keep_bytes = opts.keep_bytes;
+  settings.in_place = opts.in_place;
   settings.lock_timeout = opts.lock_timeout;
   if (opts.signer) settings.signer = &*opts.signer;
   settings.worker = opts.worker;
@@ -141,8 +143,14 @@ Runner setup_stamp(CLI::App& app, Context& ctx) {
   app.add_option("--field", opts->fields, "Add a string field KEY=VALUE to the stamp (repeatable)");
   app.add_flag("--no-host", opts->no_host, "Leave out the host name and user");
   app.add_flag("--no-git", opts->no_git, "Leave out the git checkout of the working directory");
-  app.add_flag("--keep-bytes", opts->keep_bytes,
+  CLI::Option* keep_bytes = app.add_flag("--keep-bytes", opts->keep_bytes,
                "Add the stamp without loading libtorch; every other record stays byte-identical");
+  CLI::Option* output = app.get_option("--output");
+  app.add_flag("--in-place", opts->in_place,
+               "With --keep-bytes: rewrite only the end of MODEL (the stamp, the directory), journaled, instead of "
+               "a new copy")
+      ->needs(keep_bytes)
+      ->excludes(output);
   app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.stamp/1) with the stamp written; JSON Lines for several");
   app.add_option("--lock-timeout", opts->lock_timeout, "Seconds to wait for another editor (default 10)")
       ->check(CLI::Range(0.0, 86400.0));

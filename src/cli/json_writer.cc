@@ -9,32 +9,18 @@ namespace {
 
 constexpr char kHex[] = "0123456789abcdef";
 
-// Bytes a JSON string cannot hold as they are: quote, backslash, control
-// characters; and the start of a multi-byte sequence, which is checked.
-bool plain(unsigned char c) { return c >= 0x20 && c != '"' && c != '\\' && c < 0x80; }
-
 }  // namespace
 
-void JsonWriter::newline_indent(size_t depth) {
-  out_ += '\n';
-  out_.append(depth * static_cast<size_t>(indent_), ' ');
-}
-
-void JsonWriter::before_value() {
-  if (after_key_) {
-    after_key_ = false;
-    return;
-  }
-  if (empty_.empty()) return;  // the document itself
-  if (!empty_.back()) out_ += ',';
-  empty_.back() = false;
-  if (indent_ >= 0) newline_indent(empty_.size());
+void JsonWriter::flush() {
+  if (sink_ == nullptr) return;
+  sink_->write(out_.data(), static_cast<std::streamsize>(out_.size()));
+  out_.clear();
 }
 
 void JsonWriter::open(char bracket) {
   before_value();
   out_ += bracket;
-  empty_.push_back(true);
+  empty_.push_back(1);
 }
 
 void JsonWriter::close(char bracket) {
@@ -42,19 +28,6 @@ void JsonWriter::close(char bracket) {
   empty_.pop_back();
   if (!was_empty && indent_ >= 0) newline_indent(empty_.size());
   out_ += bracket;
-}
-
-void JsonWriter::key(std::string_view name) {
-  before_value();
-  quoted(name);
-  out_ += indent_ >= 0 ? "\": " : "\":";
-  after_key_ = true;
-}
-
-void JsonWriter::value(std::string_view s) {
-  before_value();
-  quoted(s);
-  out_ += '"';
 }
 
 void JsonWriter::value(bool b) {
@@ -108,13 +81,11 @@ void JsonWriter::value(const nlohmann::ordered_json& j) {
   }
 }
 
-// The opening quote and `s` escaped; the caller closes it (a key adds ": ").
-void JsonWriter::quoted(std::string_view s) {
-  out_ += '"';
-  size_t i = 0;
+void JsonWriter::escaped(std::string_view s, size_t from) {
+  size_t i = from;
   while (i < s.size()) {
     size_t run = i;
-    while (run < s.size() && plain(static_cast<unsigned char>(s[run]))) ++run;
+    while (run < s.size() && plain_byte(static_cast<unsigned char>(s[run]))) ++run;
     out_.append(s.data() + i, run - i);
     if ((i = run) == s.size()) break;
     const auto c = static_cast<unsigned char>(s[i]);

@@ -5,6 +5,9 @@
 //                byte: nlohmann's layout and escapes, and each byte that is
 //                not part of valid UTF-8 as \udcXX. No document is built, so
 //                a report of thousands of tensors costs one pass over them.
+//                Given a stream, it hands the text on in chunks of about
+//                kChunk bytes (and the rest at flush()), so that the whole
+//                text is never held: a 2,000-tensor report is 1.4 MB.
 //   JsonBuilder  builds the nlohmann::ordered_json document.
 // A renderer written as a template over its back end gives both the text
 // (inspect --json) and the document (tests compare the two).
@@ -12,6 +15,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -25,15 +29,34 @@ class JsonWriter {
  public:
   // `indent` as json_text's: spaces per level, -1 for one line.
   JsonWriter(std::string& out, int indent) : out_(out), indent_(indent) {}
+  // Writes to `sink`, through `buffer`, in chunks; flush() writes the rest.
+  JsonWriter(std::string& buffer, int indent, std::ostream& sink) : out_(buffer), indent_(indent), sink_(&sink) {
+    out_.reserve(kChunk + kChunk / 4);
+  }
+  static constexpr size_t kChunk = 64 * 1024;
+  void flush();
 
   void begin_object() { open('{'); }
   void end_object() { close('}'); }
   void begin_array() { open('['); }
   void end_array() { close(']'); }
   // The next member's name, inside an object; its value follows.
-  void key(std::string_view name);
+  void key(std::string_view name) {
+    before_value();
+    quoted(name);
+    if (indent_ >= 0) {
+      out_.append("\": ", 3);
+    } else {
+      out_.append("\":", 2);
+    }
+    after_key_ = true;
+  }
 
-  void value(std::string_view s);
+  void value(std::string_view s) {
+    before_value();
+    quoted(s);
+    out_ += '"';
+  }
   void value(const std::string& s) { value(std::string_view(s)); }
   void value(const char* s) { value(std::string_view(s)); }
   void value(bool b);
@@ -53,14 +76,41 @@ class JsonWriter {
  private:
   void open(char bracket);
   void close(char bracket);
-  void before_value();  // the comma and the line break that come before an element
-  void newline_indent(size_t depth);
+  // The comma and the line break that come before an element (inline: it
+  // comes before every key and value).
+  void before_value() {
+    if (sink_ != nullptr && out_.size() >= kChunk) flush();
+    if (after_key_) {
+      after_key_ = false;
+      return;
+    }
+    if (empty_.empty()) return;  // the document itself
+    if (!empty_.back()) out_ += ',';
+    empty_.back() = false;
+    if (indent_ >= 0) newline_indent(empty_.size());
+  }
+  void newline_indent(size_t depth) {
+    out_ += '\n';
+    out_.append(depth * static_cast<size_t>(indent_), ' ');
+  }
   void integer(uint64_t magnitude_or_bits, bool negative);
-  void quoted(std::string_view s);
+  // The opening quote and `s` escaped; the caller closes it (a key adds ": ").
+  void quoted(std::string_view s) {
+    out_ += '"';
+    size_t plain = 0;
+    while (plain < s.size() && plain_byte(static_cast<unsigned char>(s[plain]))) ++plain;
+    out_.append(s.data(), plain);
+    if (plain < s.size()) escaped(s, plain);
+  }
+  // Bytes a JSON string holds as they are: not a quote, backslash or control
+  // character, nor the start of a multi-byte sequence (which is checked).
+  static bool plain_byte(unsigned char c) { return c >= 0x20 && c != '"' && c != '\\' && c < 0x80; }
+  void escaped(std::string_view s, size_t from);  // the rest of quoted(), from the first byte to escape
 
   std::string& out_;
   int indent_;
-  std::vector<bool> empty_;  // per open container: nothing in it yet
+  std::ostream* sink_ = nullptr;
+  std::vector<uint8_t> empty_;  // per open container: nothing in it yet
   bool after_key_ = false;
 };
 

@@ -375,4 +375,11 @@ std::string inspect_json_text(const InspectReport& r, int indent) {
   return text;
 }
 
+void write_inspect_json(const InspectReport& r, int indent, std::ostream& out) {
+  std::string buffer;
+  JsonWriter writer(buffer, indent, out);
+  write_inspect(writer, r);
+  writer.flush();
+}
+
 }  // namespace tsarchive::cli

@@ -19,6 +19,8 @@ void render_inspect_text(const InspectReport& report, const InspectView& view, s
 // without building it: json_text(inspect_to_json(report), indent), byte for byte.
 nlohmann::ordered_json inspect_to_json(const InspectReport& report);
 std::string inspect_json_text(const InspectReport& report, int indent);
+// The same text written to `out` as it is made, in chunks (inspect --json).
+void write_inspect_json(const InspectReport& report, int indent, std::ostream& out);
 
 // The .pt2 part of both (report_inspect_pt2.cc).
 void render_pt2_text(const Pt2Contents& pt2, std::ostream& out);

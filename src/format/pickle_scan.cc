@@ -18,25 +18,37 @@ constexpr size_t kMaxKeptText = 1024;   // of a string or a global's name; longe
 // keeps (PickleLimits::max_nodes), so that a small compressed pickle of
 // millions of EMPTY_DICTs or MARKs ends the scan instead of the memory.
 constexpr size_t kMaxValues = 4'000'000;
+constexpr size_t kMaxReservedSymbols = 1u << 20;
+// Memo keys below this live in a vector (picklers number them 0, 1, 2, ...);
+// others in a map.
+constexpr uint64_t kDenseMemoKeys = 1u << 20;
+constexpr uint32_t kNoMemo = UINT32_MAX;
 
 enum class SymKind : uint8_t { Other, None, Int, Str, Bytes, Global, Object, Dict, List, Tuple, Set, PersId };
 
+constexpr uint32_t kNoText = UINT32_MAX;
+
 // What one stack slot holds, as far as the loader's behaviour depends on it.
+// Small and without allocations of its own (a data.pkl of 2,000 tensors makes
+// 30,000 of them): its text and a tuple's items live in the Scanner's pools,
+// and an object made by calling a global shares the global's text.
 struct Symbol {
   SymKind kind = SymKind::Other;
-  int64_t integer = 0;
-  std::string text;                // Str: the value; Global: "module.name"; Object: what made it
   bool text_is_global = false;     // Object: made by calling a global
-  std::vector<uint32_t> items;     // Tuple: its first kMaxTupleItems items
-  size_t size = 0;                 // Tuple: its length
+  uint32_t text = kNoText;         // Str: the value; Global: "module.name"; Object: what made it
+  int64_t integer = 0;
+  uint32_t size = 0;               // Tuple: its length
+  uint32_t items_at = 0;           // Tuple: where its first kMaxTupleItems items start in the pool
+
+  size_t kept_items() const { return std::min<size_t>(size, kMaxTupleItems); }
 };
 
 // Containers a SETITEM may fill without running a class's __setitem__.
-bool dict_like(const Symbol& s) {
+bool dict_like(const Symbol& s, const std::string& text) {
   if (s.kind == SymKind::Dict) return true;
   return s.kind == SymKind::Object && s.text_is_global &&
-         (s.text == "collections.OrderedDict" || s.text == "collections.Counter" || s.text == "builtins.dict" ||
-          s.text == "collections.defaultdict" || s.text == "__builtin__.dict");
+         (text == "collections.OrderedDict" || text == "collections.Counter" || text == "builtins.dict" ||
+          text == "collections.defaultdict" || text == "__builtin__.dict");
 }
 
 std::string cut(std::string_view s) {
@@ -67,7 +79,12 @@ struct Stop {};  // the scan ended (error set)
 class Scanner {
  public:
   Scanner(std::string_view bytes, size_t max_findings)
-      : reader_(bytes, "pickle"), max_findings_(max_findings), text_budget_(bytes.size() + (64u << 20)) {}
+      : reader_(bytes, "pickle"), max_findings_(max_findings), text_budget_(bytes.size() + (64u << 20)) {
+    // An opcode adds at most one symbol and takes at least one byte; a
+    // PyTorch pickle adds about one per two bytes. Reserving that up front
+    // spares the table's copies as it grows (pages are touched only as used).
+    syms_.reserve(std::min<size_t>(bytes.size() / 2 + 16, kMaxReservedSymbols));
+  }
 
   PickleScan run() {
     try {
@@ -120,18 +137,26 @@ class Scanner {
   }
 
   uint32_t add(Symbol s) {
-    // Text is copied from globals into the objects they make: a few opcodes
-    // can copy a long name again and again. Kept text stays within the
-    // pickle's own size and 64 MiB.
-    text_bytes_ += s.text.size();
-    if (text_bytes_ > text_budget_) fail("its values name globals over and over, past what any PyTorch file holds");
-    syms_.push_back(std::move(s));
+    syms_.push_back(s);
     return static_cast<uint32_t>(syms_.size() - 1);
+  }
+  // A new text in the pool. Objects' texts are made from globals' ("<result
+  // of ...>"): a few opcodes can copy a long name again and again. Kept text
+  // stays within the pickle's own size and 64 MiB.
+  uint32_t new_text(std::string t) {
+    text_bytes_ += t.size();
+    if (text_bytes_ > text_budget_) fail("its values name globals over and over, past what any PyTorch file holds");
+    texts_.push_back(std::move(t));
+    return static_cast<uint32_t>(texts_.size() - 1);
+  }
+  const std::string& text(const Symbol& s) const {
+    static const std::string none;
+    return s.text == kNoText ? none : texts_[s.text];
   }
   uint32_t add(SymKind k) {
     Symbol s;
     s.kind = k;
-    return add(std::move(s));
+    return add(s);
   }
   void count_value() {
     if (++values_ > kMaxValues) {
@@ -153,22 +178,26 @@ class Scanner {
     if (stack_.size() <= base()) fail("reads the top of an empty stack");
     return stack_.back();
   }
-  // The items above the last MARK, popped with it.
-  std::vector<uint32_t> pop_mark() {
+  // The items above the last MARK, popped with it, in a buffer reused by the
+  // next call.
+  const std::vector<uint32_t>& pop_mark() {
     if (marks_.empty()) fail("no MARK on the stack");
-    std::vector<uint32_t> items(stack_.begin() + static_cast<std::ptrdiff_t>(marks_.back()), stack_.end());
+    marked_.assign(stack_.begin() + static_cast<std::ptrdiff_t>(marks_.back()), stack_.end());
     stack_.resize(marks_.back());
     marks_.pop_back();
-    return items;
+    return marked_;
   }
 
-  uint32_t tuple(const std::vector<uint32_t>& items) {
+  uint32_t tuple(const uint32_t* items, size_t count) {
     Symbol s;
     s.kind = SymKind::Tuple;
-    s.size = items.size();
-    s.items.assign(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(std::min(items.size(), kMaxTupleItems)));
-    return add(std::move(s));
+    s.size = static_cast<uint32_t>(count);  // count_value() keeps it under kMaxValues
+    s.items_at = static_cast<uint32_t>(tuple_items_.size());
+    tuple_items_.insert(tuple_items_.end(), items, items + s.kept_items());
+    return add(s);
   }
+  uint32_t tuple(const std::vector<uint32_t>& items) { return tuple(items.data(), items.size()); }
+  uint32_t tuple(std::initializer_list<uint32_t> items) { return tuple(items.begin(), items.size()); }
 
   uint32_t import(std::string module, std::string name, const char* opcode) {
     if (room()) {
@@ -181,26 +210,26 @@ class Scanner {
     }
     Symbol s;
     s.kind = SymKind::Global;
-    s.text = cut(module) + "." + cut(name);
-    return add(std::move(s));
+    s.text = new_text(cut(module) + "." + cut(name));
+    return add(s);
   }
 
   // Records the call of `fn_sym` and returns the object it makes.
   uint32_t call(uint32_t fn_sym, const char* opcode) {
-    const Symbol& fn = syms_[fn_sym];
+    const Symbol fn = syms_[fn_sym];
     Symbol result;
     result.kind = SymKind::Object;
     if (fn.kind == SymKind::Global) {
       result.text = fn.text;
       result.text_is_global = true;
     } else if (fn.kind == SymKind::Object) {
-      result.text = "<result of " + cut(fn.text) + ">";
+      result.text = new_text("<result of " + cut(text(fn)) + ">");
     } else {
       anomaly(std::string(opcode) + " calls a " + kind_word(fn.kind) + ", which is not callable");
-      result.text = "<a " + kind_word(fn.kind) + ">";
+      result.text = new_text("<a " + kind_word(fn.kind) + ">");
     }
-    record_call(result.text, result.text_is_global, opcode);
-    return add(std::move(result));
+    record_call(text(result), result.text_is_global, opcode);
+    return add(result);
   }
   void record_call(const std::string& callable, bool is_global, const char* opcode) {
     if (!room()) return;
@@ -215,13 +244,13 @@ class Scanner {
   // A method of an object run by APPEND(S), ADDITEMS, SETITEM(S) or BUILD.
   void method_call(uint32_t target, const char* method, const char* opcode) {
     const Symbol& t = syms_[target];
-    const std::string owner = t.kind == SymKind::Object ? t.text : kind_word(t.kind);
+    const std::string owner = t.kind == SymKind::Object ? text(t) : kind_word(t.kind);
     record_call(owner + "." + method, false, opcode);
   }
 
   void set_items(uint32_t target, const char* opcode) {
     const Symbol& t = syms_[target];
-    if (dict_like(t)) return;
+    if (dict_like(t, text(t))) return;
     if (t.kind == SymKind::Object) {
       method_call(target, "__setitem__", opcode);
       return;
@@ -245,13 +274,15 @@ class Scanner {
     if (s.kind == SymKind::Tuple) {
       p.tuple = true;
       p.size = s.size;
-      const auto item = [&](size_t i) -> const Symbol* { return i < s.items.size() ? &syms_[s.items[i]] : nullptr; };
-      if (const Symbol* first = item(0); first && first->kind == SymKind::Str) p.first = first->text;
-      if (const Symbol* type = item(1); type && type->kind == SymKind::Global) p.storage_type = type->text;
-      if (const Symbol* key = item(2); key && key->kind == SymKind::Str) p.key = key->text;
+      const auto item = [&](size_t i) -> const Symbol* {
+        return i < s.kept_items() ? &syms_[tuple_items_[s.items_at + i]] : nullptr;
+      };
+      if (const Symbol* first = item(0); first && first->kind == SymKind::Str) p.first = text(*first);
+      if (const Symbol* type = item(1); type && type->kind == SymKind::Global) p.storage_type = text(*type);
+      if (const Symbol* key = item(2); key && key->kind == SymKind::Str) p.key = text(*key);
       if (const Symbol* numel = item(4); numel && numel->kind == SymKind::Int) p.numel = numel->integer;
     } else if (s.kind == SymKind::Str) {
-      p.first = s.text;
+      p.first = text(s);
     }
     if (out_.persistent_ids.size() < max_findings_) out_.persistent_ids.push_back(std::move(p));
     push(add(SymKind::PersId));
@@ -260,14 +291,14 @@ class Scanner {
   uint32_t string(std::string_view s, SymKind kind = SymKind::Str) {
     Symbol sym;
     sym.kind = kind;
-    if (kind == SymKind::Str) sym.text = cut(s);
-    return add(std::move(sym));
+    if (kind == SymKind::Str) sym.text = new_text(cut(s));
+    return add(sym);
   }
   uint32_t integer(int64_t v) {
     Symbol s;
     s.kind = SymKind::Int;
     s.integer = v;
-    return add(std::move(s));
+    return add(s);
   }
   std::string_view sized(uint64_t n) {
     if (n > reader_.remaining()) fail("a " + std::to_string(n) + "-byte operand runs past the end");
@@ -296,10 +327,18 @@ class Scanner {
 
   void memo_put(uint64_t key) {
     count_value();
-    memo_[key] = top();
+    const uint32_t value = top();
+    if (key < kDenseMemoKeys) {
+      if (key >= dense_memo_.size()) dense_memo_.resize(std::max<size_t>(key + 1, 2 * dense_memo_.size()), kNoMemo);
+      if (dense_memo_[key] == kNoMemo) ++memo_size_;
+      dense_memo_[key] = value;
+      return;
+    }
+    if (memo_.insert_or_assign(key, value).second) ++memo_size_;
   }
   void memo_get(uint64_t key) {
-    const auto it = memo_.find(key);
+    if (key < dense_memo_.size() && dense_memo_[key] != kNoMemo) return push(dense_memo_[key]);
+    const auto it = key < kDenseMemoKeys ? memo_.end() : memo_.find(key);
     if (it == memo_.end()) fail("memo key " + std::to_string(key) + " was never stored");
     push(it->second);
   }
@@ -407,7 +446,7 @@ class Scanner {
         if (syms_[name].kind != SymKind::Str || syms_[module].kind != SymKind::Str) {
           fail("STACK_GLOBAL on values that are not two strings");
         }
-        push(import(syms_[module].text, syms_[name].text, "STACK_GLOBAL"));
+        push(import(text(syms_[module]), text(syms_[name]), "STACK_GLOBAL"));
         break;
       }
       case 'i': {  // INST module\nname\n, arguments above MARK
@@ -419,9 +458,10 @@ class Scanner {
         break;
       }
       case 'o': {  // OBJ: MARK cls args...
-        const std::vector<uint32_t> items = pop_mark();
+        const std::vector<uint32_t>& items = pop_mark();
         if (items.empty()) fail("OBJ without a class");
-        push(call(items[0], "OBJ"));
+        const uint32_t cls = items[0];
+        push(call(cls, "OBJ"));
         break;
       }
       case 0x82:
@@ -456,8 +496,8 @@ class Scanner {
         const uint32_t target = top();
         const Symbol& t = syms_[target];
         if (t.kind == SymKind::Global) {
-          anomaly("BUILD on the global " + t.text + " sets attributes of a module or class");
-          record_call(t.text + ".__setstate__", false, "BUILD");
+          anomaly("BUILD on the global " + text(t) + " sets attributes of a module or class");
+          record_call(text(t) + ".__setstate__", false, "BUILD");
         } else if (t.kind == SymKind::Object) {
           method_call(target, "__setstate__", "BUILD");
         } else if (t.kind != SymKind::PersId) {
@@ -472,7 +512,7 @@ class Scanner {
       case 'p': memo_put(static_cast<uint64_t>(text_int(reader_.line()))); break;
       case 'q': memo_put(reader_.u8()); break;
       case 'r': memo_put(reader_.u32()); break;
-      case 0x94: memo_put(memo_.size()); break;  // MEMOIZE: key len(memo)
+      case 0x94: memo_put(memo_size_); break;  // MEMOIZE: key len(memo)
       case 'g': memo_get(static_cast<uint64_t>(text_int(reader_.line()))); break;
       case 'h': memo_get(reader_.u8()); break;
       case 'j': memo_get(reader_.u32()); break;
@@ -485,9 +525,14 @@ class Scanner {
   size_t text_budget_;  // text_bytes_ may reach this
   PickleScan out_;
   std::vector<Symbol> syms_;
+  std::vector<std::string> texts_;       // Symbol::text
+  std::vector<uint32_t> tuple_items_;    // Symbol::items_at
   std::vector<uint32_t> stack_;
   std::vector<size_t> marks_;
-  std::unordered_map<uint64_t, uint32_t> memo_;
+  std::vector<uint32_t> marked_;  // pop_mark()'s result
+  std::vector<uint32_t> dense_memo_;  // memo keys below kDenseMemoKeys; kNoMemo where none
+  std::unordered_map<uint64_t, uint32_t> memo_;  // the other keys
+  size_t memo_size_ = 0;  // keys stored, in both
   size_t values_ = 0;  // count_value()
   size_t text_bytes_ = 0;
   bool seen_[256] = {};

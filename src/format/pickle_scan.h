@@ -22,7 +22,8 @@
 //
 // Safety: each opcode reads its operands through ByteReader (bounds-checked),
 // pushes at most one symbol, and symbols keep at most kMaxTupleItems items;
-// memory is linear in the input and the scan never throws for content (a
+// memory is linear in the input (the memo's dense keys add at most 4 MiB)
+// and the scan never throws for content (a
 // malformed pickle is a result, `complete` false, with the reason).
 #pragma once
 

@@ -19,6 +19,8 @@ namespace tsarchive {
 namespace {
 
 constexpr const char* kRefusal = "cannot stamp this file";
+// --in-place rewrites at most this many bytes of the existing file, as extra set --in-place.
+constexpr uint64_t kInPlaceLimit = 64ull << 20;
 
 struct Written {
   WriteResult result;
@@ -39,7 +41,13 @@ void write_stamp(ArchiveFile& file, const TorchArchive& archive, const StampPlac
     edits.push_back(std::move(signature.edit));
   }
   const ExtraEditPlan plan = plan_extra_edits(archive, edits, false);
-  written.result = opts.output.empty() ? file.replace(plan.zip) : file.write_new(plan.zip, opts.output);
+  if (!opts.output.empty()) {
+    written.result = file.write_new(plan.zip, opts.output);
+  } else if (opts.in_place) {
+    written.result = file.write_in_place(plan.zip, kInPlaceLimit);
+  } else {
+    written.result = file.replace(plan.zip);
+  }
 }
 
 // Through libtorch and its export hook; see the top of this file.
@@ -149,8 +157,13 @@ StampResult stamp_archive(const StampSettings& opts, const NoteSink& notes) {
   context_options.git = opts.git;
   content.context = collect_producer_context(context_options);
 
-  OpenedArchive opened(opts.model, opts.output.empty() ? FileAccess::Edit : FileAccess::Read, opts.lock_timeout, kRefusal,
-                       notes, true);
+  if (opts.in_place && (!opts.keep_bytes || !opts.output.empty())) {
+    throw_usage("--in-place rewrites the end of the model itself: it needs --keep-bytes and no -o");
+  }
+  const FileAccess access = !opts.output.empty() ? FileAccess::Read
+                            : opts.in_place      ? FileAccess::EditInPlace
+                                                 : FileAccess::Edit;
+  OpenedArchive opened(opts.model, access, opts.lock_timeout, kRefusal, notes, true);
   ArchiveFile& file = opened.file();
   const TorchArchive& archive = opened.archive();
   bool keep_bytes = opts.keep_bytes;

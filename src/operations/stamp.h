@@ -34,6 +34,9 @@ struct StampSettings {
   bool host = true;    // the host name and user in the stamp
   bool git = true;     // the working directory's git checkout in the stamp
   bool keep_bytes = false;
+  // With keep_bytes and no output: rewrite only the end of the model, journaled
+  // (ArchiveFile::write_in_place), instead of a whole new copy and its fsync.
+  bool in_place = false;
   double lock_timeout = 10;
   const SignerKeys* signer = nullptr;  // --sign-key: also sign (embedded), in the same write
   WorkerSettings worker;

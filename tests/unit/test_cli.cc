@@ -310,6 +310,29 @@ TEST_CASE("cli: --color always and never as they say; auto only on a terminal wi
   CHECK_THAT(run_cli({"inspect", testdata("nope.pt")}).err, Catch::StartsWith("tsarchive: error: no such file"));
 }
 
+TEST_CASE("cli: stamp --keep-bytes --in-place rewrites only the end of the archive, and stamps it again") {
+  TempDir dir;
+  const std::string a = dir.file("a.pt");
+  std::filesystem::copy_file(testdata("mlp_scripted.pt"), a);
+  const std::string before = slurp(a);
+  CHECK(run_cli({"stamp", "--keep-bytes", "--in-place", "--no-host", "--no-git", a}).code == 0);
+  const std::string once = slurp(a);
+  CHECK(run_cli({"verify", "--require-stamp", a}).code == 0);
+  // The records stay where they were: only what follows them (the new stamp,
+  // the directory) is written.
+  const size_t directory = before.find(std::string("PK\x01\x02", 4));
+  REQUIRE(directory != std::string::npos);
+  CHECK(once.size() > before.size());
+  CHECK(once.compare(0, directory, before, 0, directory) == 0);
+  // A second stamp replaces the first, which is now the last record.
+  CHECK(run_cli({"stamp", "--keep-bytes", "--in-place", "--no-host", "--no-git", "--field", "run=2", a}).code == 0);
+  CHECK(run_cli({"verify", "--require-stamp", a}).code == 0);
+  CHECK(slurp(a).compare(0, 1000, once, 0, 1000) == 0);
+  // It needs --keep-bytes (a re-save writes a whole new file) and excludes -o.
+  CHECK(run_cli({"stamp", "--in-place", a}).code == 2);
+  CHECK(run_cli({"stamp", "--keep-bytes", "--in-place", a, "-o", dir.file("b.pt")}).code == 2);
+}
+
 TEST_CASE("cli: stamp --keep-bytes of several archives stamps each; -o takes one") {
   TempDir dir;
   const std::string a = dir.file("a.pt"), b = dir.file("b.ptl");

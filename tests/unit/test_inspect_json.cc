@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -19,16 +20,25 @@ using namespace tsarchive;
 using tsarchive::cli::inspect_json_text;
 using tsarchive::cli::inspect_to_json;
 using tsarchive::cli::json_text;
+using tsarchive::cli::write_inspect_json;
 
 namespace {
 
-// Whether the streamed text equals the built document's, in both layouts
-// inspect writes (indent 2; -1 for JSON Lines).
+std::string written(const InspectReport& r, int indent) {
+  std::ostringstream out;
+  write_inspect_json(r, indent, out);
+  return out.str();
+}
+
+// Whether the streamed text (whole, and written to a stream in chunks) equals
+// the built document's, in both layouts inspect writes (indent 2; -1 for JSON Lines).
 void check_same(const InspectReport& r) {
   const nlohmann::ordered_json doc = inspect_to_json(r);
   for (const int indent : {2, -1}) {
     INFO(r.path << ", indent " << indent);
-    CHECK(inspect_json_text(r, indent) == json_text(doc, indent));
+    const std::string expected = json_text(doc, indent);
+    CHECK(inspect_json_text(r, indent) == expected);
+    CHECK(written(r, indent) == expected);
   }
 }
 
@@ -94,6 +104,20 @@ TEST_CASE("inspect --json: the streamed text is the document's json_text, hostil
   CHECK(text.find("\"storage_offset\": -5") != std::string::npos);
   CHECK(text.find("\"tensors\": [],\n") == std::string::npos);               // tensors there: not empty
   CHECK(inspect_json_text(InspectReport{}, 2) == json_text(inspect_to_json(InspectReport{}), 2));
+}
+
+TEST_CASE("inspect --json: a report of several chunks is written whole, in order") {
+  InspectReport r = hostile_report();
+  const TensorInfo t = r.tensors.front();
+  r.tensors.clear();
+  for (int i = 0; i < 3000; ++i) {
+    r.tensors.push_back(t);
+    r.tensors.back().path = "layer" + std::to_string(i) + ".weight";
+  }
+  const std::string text = written(r, 2);
+  CHECK(text.size() > 4 * cli::JsonWriter::kChunk);
+  CHECK(text.find("\"layer2999.weight\"") != std::string::npos);
+  check_same(r);
 }
 
 TEST_CASE("inspect --json: streamed and built agree on every archive of testdata") {
