@@ -44,6 +44,21 @@ std::string headline(const VerifyReport& r) {
   return "";
 }
 
+// The first line when the signature fails: the records may still be whole.
+std::string headline_signature_fails(const VerifyReport& r) {
+  switch (r.outcome()) {
+    case VerifyOutcome::Intact:
+      return r.stamp && r.stamp->stamp.has_digests ? "SIGNATURE FAILS; the records are intact and match their stamp"
+                                                   : "SIGNATURE FAILS; the records are intact";
+    case VerifyOutcome::Unreadable:
+      return "SIGNATURE FAILS; the records are " + headline(r);
+    case VerifyOutcome::Mismatch:
+    case VerifyOutcome::Malformed:
+      break;
+  }
+  return headline(r);
+}
+
 }  // namespace
 
 std::string_view verify_outcome_id(VerifyOutcome outcome) {
@@ -56,8 +71,8 @@ std::string_view verify_outcome_id(VerifyOutcome outcome) {
   return "malformed";
 }
 
-void render_verify_text(const VerifyReport& r, bool loaded, std::ostream& out) {
-  out << shown(r.path) << ": " << headline(r) << '\n';
+void render_verify_text(const VerifyReport& r, bool loaded, std::ostream& out, bool signature_fails) {
+  out << shown(r.path) << ": " << (signature_fails ? headline_signature_fails(r) : headline(r)) << '\n';
   size_t crc_ok = 0;
   for (const RecordDigest& d : r.records) crc_ok += d.crc_ok ? 1 : 0;
   out << "  records   " << r.records.size() << ", " << human_size(r.bytes_hashed) << " hashed; " << crc_ok << " of "
