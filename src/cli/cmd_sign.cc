@@ -40,8 +40,8 @@ void render_embedded(const SignSettings& settings, const SignOutcome& result, bo
     return;
   }
   const size_t n = signed_records.statement.files.size();
-  ctx.out << "signed " << shown(result.written) << " (" << n << (n == 1 ? " record" : " records") << ", root sha256:"
-          << signed_records.statement.root_sha256.substr(0, 16) << "...) as " << shown(signed_records.signer) << '\n';
+  ctx.out << "signed " << printable(result.written) << " (" << n << (n == 1 ? " record" : " records") << ", root sha256:"
+          << signed_records.statement.root_sha256.substr(0, 16) << "...) as " << printable(signed_records.signer) << '\n';
   ctx.out << "signature stored in the archive as " << kEmbeddedSignatureRecord
           << (result.replaced_previous ? " (replacing the previous embedded signature)" : "") << '\n';
 }
@@ -63,9 +63,9 @@ void render_detached(const SignSettings& settings, const SignOutcome& result, bo
                             : result.model_is_directory   ? "outside the model directory"
                                                           : "beside the model";
   const size_t n = signed_files.statement.files.size();
-  ctx.out << "signed " << shown(settings.model) << " (" << n << (n == 1 ? " file" : " files") << ", root sha256:"
-          << signed_files.statement.root_sha256.substr(0, 16) << "...) as " << shown(signed_files.signer) << '\n';
-  ctx.out << "signature written to " << shown(result.written) << " (" << where << ")\n";
+  ctx.out << "signed " << printable(settings.model) << " (" << n << (n == 1 ? " file" : " files") << ", root sha256:"
+          << signed_files.statement.root_sha256.substr(0, 16) << "...) as " << printable(signed_files.signer) << '\n';
+  ctx.out << "signature written to " << printable(result.written) << " (" << where << ")\n";
 }
 
 int run_sign(const SignOptions& opts, Context& ctx) {

@@ -126,7 +126,7 @@ void render_load_safety_only(const VerifyResult& r, bool json, Context& ctx) {
     return;
   }
   write_verdict_block(ctx, r.unsafe ? "31" : "32", [&](std::ostream& block) {
-    block << shown(r.model) << ": " << (r.unsafe ? "UNSAFE to load" : "safe to load") << " ("
+    block << printable(r.model) << ": " << (r.unsafe ? "UNSAFE to load" : "safe to load") << " ("
           << file_kind_name(r.kind) << ")\n";
     render_load_safety_text(r.safety, block);
     render_signature_text(r.signature, block);
