@@ -42,10 +42,10 @@ void print_build(std::ostream& out) {
 // found and where.
 void print_runtime(std::ostream& out) {
   const TorchLayerLocation where = locate_torch_layer();
-  out << "torch layer  " << (where.path.empty() ? "not found" : shown(where.path));
+  out << "torch layer  " << (where.path.empty() ? "not found" : printable(where.path));
   if (where.path.empty() || where.from_environment) {
     out << " (" << (where.from_environment ? "TSARCHIVE_TORCH_LIBRARY" : "looked for");
-    for (const std::string& path : where.tried) out << ' ' << shown(path);
+    for (const std::string& path : where.tried) out << ' ' << printable(path);
     out << ')';
   }
   out << '\n';
@@ -54,14 +54,14 @@ void print_runtime(std::ostream& out) {
     const auto info = in_worker<TorchRuntimeInfo>(worker_job_without_archive("reading its version"),
                                                   [](TorchBackend& torch) { return torch.runtime_info(); });
     out << "in use       libtorch " << info.libtorch_version;
-    if (!info.library_path.empty()) out << " (" << shown(info.library_path) << ")";
+    if (!info.library_path.empty()) out << " (" << printable(info.library_path) << ")";
     out << '\n';
     out << "in use       cuda " << (info.cuda_built ? "built in" : "not built in (CPU-only libtorch)");
     if (info.cuda_built) out << ", " << info.cuda_device_count << " device(s) visible";
     out << '\n';
-    for (size_t i = 0; i < info.cuda_devices.size(); ++i) out << "  cuda:" << i << "  " << shown(info.cuda_devices[i]) << '\n';
+    for (size_t i = 0; i < info.cuda_devices.size(); ++i) out << "  cuda:" << i << "  " << printable(info.cuda_devices[i]) << '\n';
   } catch (const Error& e) {
-    out << "libtorch unavailable: " << shown(e.what()) << '\n';
+    out << "libtorch unavailable: " << printable(e.what()) << '\n';
   }
 }
 

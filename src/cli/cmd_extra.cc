@@ -269,9 +269,9 @@ int run_list(const ListOptions& opts, Context& ctx) {
                                   {"extra_files", extra_files_to_json(files)}};
     ctx.out << json_text(doc, ctx.json_indent) << '\n';
   } else if (files.empty()) {
-    ctx.out << shown(opts.model) << ": no extra files\n";
+    ctx.out << printable(opts.model) << ": no extra files\n";
   } else {
-    if (ctx.many_files) ctx.out << shown(opts.model) << ":\n";
+    if (ctx.many_files) ctx.out << printable(opts.model) << ":\n";
     write_text(ctx.out, [&](std::ostream& text) { render_extra_table(files, text); });
   }
   return 0;
@@ -383,7 +383,7 @@ int run_export(const ExportOptions& opts, Context& ctx) {
   TextTable t({"PATH", "SIZE"}, {TextTable::Align::Left, TextTable::Align::Right});
   for (const ExportedFile& f : files) t.add_row({f.path, human_size(f.size)});
   t.print(ctx.out, 0);
-  ctx.out << "exported " << files.size() << " extra file" << (files.size() == 1 ? "" : "s") << " to " << shown(dir)
+  ctx.out << "exported " << files.size() << " extra file" << (files.size() == 1 ? "" : "s") << " to " << printable(dir)
           << '\n';
   return 0;
 }

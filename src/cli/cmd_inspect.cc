@@ -2,30 +2,23 @@
 //                        [--graph [--inlined] [--method NAME] [--format text|dot]] [--ops]
 //
 // Everything but --graph and --ops reads the archive with the core alone.
-// Those two load libtorch, after the archive passes verify's checks (gate.h).
-#include <unistd.h>
-
-#include <algorithm>
-#include <iostream>
-
+// Those two are operations (operations/jit_views.h): libtorch answers, after
+// the archive passes the gate.
 #include <CLI/CLI.hpp>
 
+#include "base/bounded_json.h"
+#include "base/error.h"
 #include "base/utf8.h"
 #include "cli/commands.h"
-#include "operations/gate.h"
 #include "cli/load_options.h"
 #include "cli/many_files.h"
-#include "operations/opened_archive.h"
 #include "cli/output.h"
 #include "cli/report_inspect.h"
 #include "cli/report_jit.h"
-#include "base/bounded_json.h"
-#include "base/error.h"
+#include "cli/worker_options.h"
 #include "core/edit/file_edit.h"
 #include "core/inspect/inspect.h"
-#include "core/inspect/pt2_graph.h"
-#include "contract/torch_backend.h"
-#include "cli/worker_options.h"
+#include "operations/jit_views.h"
 
 namespace tsarchive::cli {
 namespace {
@@ -68,44 +61,16 @@ void print_ops(const OpsReport& ops, const InspectOptions& opts, Context& ctx) {
 
 // --graph and --ops: libtorch, after the core's checks (a .pt2's graph: the core).
 int print_jit_view(const InspectOptions& opts, Context& ctx) {
-  const OpenedArchive opened(opts.path, FileAccess::Read, kReaderLockTimeout,
-                             opts.graph ? "cannot show the graph of this file" : "cannot list the operators of this file",
-                             notes_on(ctx.err), /*accept_pt2=*/true);
-  const TorchArchive* archive = &opened.archive();
-  if (archive->kind() == FileKind::ExportedProgram) {
-    // A .pt2's graph is data (its program's JSON): the core reads it, no libtorch.
-    if (opts.ops) {
-      print_ops(pt2_operators(*archive, opts.method), opts, ctx);
-    } else {
-      print_graph(pt2_method_graph(*archive, opts.method), opts, ctx);
-    }
-    return 0;
-  }
-  const CheckedArchive checked = pass_gate(opened, opts.worker, "nothing was loaded", notes_on(ctx.err));
-  GraphRequest request;
-  request.archive = checked.libtorch_path();
-  request.display_name = opts.path;
-  request.method = opts.method;
-  request.inlined = opts.inlined || opts.format == "dot";
-  request.lite = archive->kind() == FileKind::LiteInterpreter;
-  // _save_for_lite_interpreter keeps code/ beside the bytecode, and
-  // torch::jit::load (what graph_of calls) reads it: only a bytecode-only
-  // archive has no graph to give.
-  const bool has_code = std::any_of(archive->records().begin(), archive->records().end(),
-                                    [](const Record& r) { return r.kind == RecordKind::Code; });
-  if (opts.graph && request.lite && !has_code) {
-    throw Error(ErrorKind::Usage, "a lite-interpreter archive holds bytecode, not graphs", opts.path,
-                "use --ops for its operators, or --graph on the .pt it was made from");
-  }
+  JitViewSettings settings;
+  settings.path = opts.path;
+  settings.method = opts.method;
+  settings.inlined = opts.inlined || opts.format == "dot";
+  settings.worker = opts.worker;
   if (opts.ops) {
-    print_ops(in_worker<OpsReport>(worker_job(opts.worker, checked, "listing the operators", notes_on(ctx.err)),
-                                   [&](TorchBackend& torch) { return torch.operators(request); }),
-              opts, ctx);
-    return 0;
+    print_ops(list_root_operators(settings, notes_on(ctx.err)), opts, ctx);
+  } else {
+    print_graph(read_method_graph(settings, notes_on(ctx.err)), opts, ctx);
   }
-  print_graph(in_worker<MethodGraph>(worker_job(opts.worker, checked, "reading the graph", notes_on(ctx.err)),
-                                     [&](TorchBackend& torch) { return torch.graph(request); }),
-              opts, ctx);
   return 0;
 }
 

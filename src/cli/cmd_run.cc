@@ -9,34 +9,22 @@
 // The core checks the archive first (gate.h) and reads every input and
 // expected-output file (host_value.h); only then does the torch layer load
 // the module, from the descriptor of the file that was checked, in a worker
-// process (worker.h). A .pt2 runs its AOTInductor model (core/inputs/pt2_run.h)
+// process (worker.h). A .pt2 runs its AOTInductor model (core/inputs/aoti_model.h)
 // the same way, with libtorch 2.x's AOTIModelPackageLoader.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <cstdio>
 
-#include "base/build_info.h"
 #include "base/strings.h"
 #include "cli/commands.h"
-#include "operations/gate.h"
 #include "cli/many_files.h"
-#include "operations/opened_archive.h"
 #include "cli/output.h"
 #include "cli/report_run.h"
 #include "operations/run.h"
 #include "cli/run_options.h"
 #include "base/error.h"
-#include "core/edit/extra.h"
-#include "core/edit/file_edit.h"
 #include "contract/host_value.h"
 #include "core/inputs/input_values.h"
-#include "core/provenance/producer_info.h"
-#include "core/inputs/pt2_run.h"
-#include "core/provenance/verify.h"
-#include "contract/profile.h"
-#include "core/inputs/run_check.h"
-#include "contract/torch_backend.h"
 #include "cli/worker_options.h"
 
 namespace tsarchive::cli {

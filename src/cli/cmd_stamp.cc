@@ -86,7 +86,7 @@ void print_stamp_report(const StampOptions& opts, const StampResult& outcome, Co
     ctx.out << json_text(doc, ctx.json_indent) << '\n';
     return;
   }
-  ctx.out << "stamped " << shown(output) << " ("
+  ctx.out << "stamped " << printable(output) << " ("
           << (outcome.keep_bytes ? "keep-bytes" : "libtorch re-save with the export hook") << "): "
           << stamp.digests.size() + 1 << " records (the stamp and the " << stamp.digests.size()
           << " it digests), root " << stamp.root.substr(0, 16) << "...\n";  // verify counts the stamp too
@@ -97,7 +97,7 @@ void print_stamp_report(const StampOptions& opts, const StampResult& outcome, Co
   if (outcome.replaced_previous) ctx.out << "  replaced the previous stamp (its digest is kept under \"previous\")\n";
   if (raised) ctx.out << "  " << raised_line << '\n';
   if (!outcome.signer.empty()) {
-    ctx.out << "  signed as " << shown(outcome.signer) << " (embedded: " << kEmbeddedSignatureRecord << ")\n";
+    ctx.out << "  signed as " << printable(outcome.signer) << " (embedded: " << kEmbeddedSignatureRecord << ")\n";
   }
 }
 

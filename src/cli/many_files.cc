@@ -21,7 +21,7 @@ int for_each_file(const std::vector<std::string>& paths, bool json, Context& ctx
     } catch (...) {
       ctx.out.flush();  // the error line follows what the file printed
       code = report_current_exception(ctx.err, ctx.verbose, json ? &ctx.out : nullptr, ctx.json_indent);
-      if (!json) ctx.out << shown(paths[i]) << ": failed (exit " << code << ")\n";
+      if (!json) ctx.out << printable(paths[i]) << ": failed (exit " << code << ")\n";
     }
     ++by_code[code];
   }

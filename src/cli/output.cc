@@ -48,20 +48,20 @@ std::string painted(std::string_view text, const char* sgr) {
 }
 
 void print_error(std::ostream& err, const Error& e) {
-  err << paint("tsarchive: error:", "1;31") << ' ' << shown(e.what());
-  if (!e.file().empty()) err << " (" << shown(e.file()) << ")";
-  if (!e.hint().empty()) err << ": " << shown(e.hint());
+  err << paint("tsarchive: error:", "1;31") << ' ' << printable(e.what());
+  if (!e.file().empty()) err << " (" << printable(e.file()) << ")";
+  if (!e.hint().empty()) err << ": " << printable(e.hint());
   err << '\n';
 }
 
 void print_warning(std::ostream& err, std::string_view what, std::string_view file) {
-  err << paint("tsarchive: warning:", "1;33") << ' ' << shown(what);
-  if (!file.empty()) err << " (" << shown(file) << ")";
+  err << paint("tsarchive: warning:", "1;33") << ' ' << printable(what);
+  if (!file.empty()) err << " (" << printable(file) << ")";
   err << '\n';
 }
 
 void print_note(std::ostream& err, std::string_view note) {
-  err << paint("tsarchive: note:", "1;36") << ' ' << shown(note) << '\n';
+  err << paint("tsarchive: note:", "1;36") << ' ' << printable(note) << '\n';
 }
 
 NoteSink notes_on(std::ostream& err) {
@@ -134,7 +134,7 @@ void write_content(Context& ctx, std::string_view bytes, const std::string& what
     return;
   }
   if (!is_printable_utf8(bytes)) {
-    throw_usage(shown(what) + " is binary (" + std::to_string(bytes.size()) + " bytes); not printing it to a terminal",
+    throw_usage(printable(what) + " is binary (" + std::to_string(bytes.size()) + " bytes); not printing it to a terminal",
                 raw_hint);
   }
   if (needs_escape(bytes, TextEscape::Block)) {
@@ -221,7 +221,7 @@ TextTable::TextTable(std::vector<std::string> headers, std::vector<Align> align)
 }
 
 void TextTable::add_cell(std::string cell) {
-  if (needs_escape(cell, TextEscape::Line)) cell = shown(cell);
+  if (needs_escape(cell, TextEscape::Line)) cell = printable(cell);
   widths_.push_back(display_width(cell));
   cells_.push_back(std::move(cell));
 }

@@ -22,7 +22,7 @@ struct Context;
 
 // Text from an archive or a model as one field of a line: control, C1 and
 // bidi characters and bytes that are not UTF-8 escaped (terminal_text.h).
-inline std::string shown(std::string_view text) { return escape_text(text, TextEscape::Line); }
+inline std::string printable(std::string_view text) { return escape_text(text, TextEscape::Line); }
 
 namespace detail {
 // A string buffer whose text can be seen without the copy str() makes (C++17
@@ -61,7 +61,7 @@ template <class Json>
 std::string json_text(const Json& doc, int indent = 2);
 
 // The one place the program's own lines on stderr are formatted, every part
-// escaped as one field (shown()), since messages quote names and text from
+// escaped as one field (printable()), since messages quote names and text from
 // archives:
 //   tsarchive: error: <what> (<file>): <hint>
 //   tsarchive: warning: <what> (<file>)
@@ -129,7 +129,7 @@ class TextTable {
  public:
   enum class Align { Left, Right };
   explicit TextTable(std::vector<std::string> headers, std::vector<Align> align = {});
-  // Each cell is escaped as one field (shown()): a name with a line feed
+  // Each cell is escaped as one field (printable()): a name with a line feed
   // cannot fake a row. Missing cells are empty.
   void add_row(std::vector<std::string> cells);
   // The same from views, each copied once into the table (a braced list of

@@ -59,7 +59,7 @@ std::string summary_line(const ArchiveDiff& d) {
 }
 
 void render_summary(const ArchiveDiff& d, std::ostream& out) {
-  out << shown(d.old_side.path) << " -> " << shown(d.new_side.path) << ": " << (d.same() ? "same" : "different") << '\n';
+  out << printable(d.old_side.path) << " -> " << printable(d.new_side.path) << ": " << (d.same() ? "same" : "different") << '\n';
   if (d.same()) {
     out << "  " << plural(d.records_compared, "record") << " compared, all equal";
     if (d.tensors_compared) out << "; " << plural(d.tensors_matched, "tensor");
@@ -67,7 +67,7 @@ void render_summary(const ArchiveDiff& d, std::ostream& out) {
   } else {
     out << "  " << summary_line(d) << '\n';
   }
-  for (const std::string& note : d.notes) out << "  note: " << shown(note) << '\n';
+  for (const std::string& note : d.notes) out << "  note: " << printable(note) << '\n';
   if (d.records_equal_by_crc > 0) {
     out << "  note: " << plural(d.records_equal_by_crc, "record") << " (" << human_size(d.bytes_equal_by_crc)
         << ") taken as equal by size and CRC-32 without reading " << (d.records_equal_by_crc == 1 ? "it" : "them")
@@ -76,7 +76,7 @@ void render_summary(const ArchiveDiff& d, std::ostream& out) {
   if (!d.records_ignored.empty()) {
     std::string names;
     for (const std::string& name : d.records_ignored) names += (names.empty() ? "" : ", ") + name;
-    out << "  note: not compared, as asked: " << shown(names) << '\n';
+    out << "  note: not compared, as asked: " << printable(names) << '\n';
   }
 }
 
@@ -155,7 +155,7 @@ void render_tensors(const ArchiveDiff& d, std::ostream& out) {
     if (!v.note.empty()) details.push_back(tc.path + ": " + v.note);
   }
   t.print(out);
-  for (const std::string& line : details) out << "  " << shown(line) << '\n';
+  for (const std::string& line : details) out << "  " << printable(line) << '\n';
 }
 
 void render_code(const ArchiveDiff& d, std::ostream& out) {
@@ -163,9 +163,9 @@ void render_code(const ArchiveDiff& d, std::ostream& out) {
   out << "\nCode (" << plural(d.code.size(), "file") << ")\n";
   for (const CodeChange& c : d.code) {
     if (!c.text) {
-      out << shown(c.record) << ": " << change_id(c.change) << "; not UTF-8 text, so not shown\n";
+      out << printable(c.record) << ": " << change_id(c.change) << "; not UTF-8 text, so not shown\n";
     } else if (!c.diff.computed) {
-      out << shown(c.record) << ": " << change_id(c.change) << "; too different to show as a diff (" << with_commas(c.diff.old_lines)
+      out << printable(c.record) << ": " << change_id(c.change) << "; too different to show as a diff (" << with_commas(c.diff.old_lines)
           << " -> " << with_commas(c.diff.new_lines) << " lines)\n";
     } else {
       out << c.diff.unified;

@@ -14,7 +14,7 @@ namespace {
 using Align = TextTable::Align;
 
 void field(std::ostream& out, const std::string& name, const std::string& value) {
-  out << "  " << name << std::string(name.size() < 16 ? 16 - name.size() : 1, ' ') << shown(value) << '\n';
+  out << "  " << name << std::string(name.size() < 16 ? 16 - name.size() : 1, ' ') << printable(value) << '\n';
 }
 
 void render_archive_fields(const InspectReport& r, std::ostream& out);
@@ -27,8 +27,8 @@ std::string headline(const InspectReport& r) {
 }
 
 void render_summary(const InspectReport& r, std::ostream& out) {
-  out << shown(r.path) << ": " << headline(r) << '\n';
-  for (const std::string& note : r.notes) out << "  note: " << shown(note) << '\n';
+  out << printable(r.path) << ": " << headline(r) << '\n';
+  for (const std::string& note : r.notes) out << "  note: " << printable(note) << '\n';
   field(out, "file size", human_size(r.file_size) + " (" + with_commas(r.file_size) + " bytes)");
   if (r.onnx) {
     field(out, "ir version", std::to_string(r.onnx->ir_version));
@@ -187,15 +187,15 @@ void render_modules(const InspectReport& r, std::ostream& out) {
 void render_methods(const InspectReport& r, std::ostream& out) {
   for (const CodeClass& c : r.classes) {
     if (c.qualified_name != r.root_type) continue;
-    out << "\nMethods of " << shown(c.qualified_name) << " (--code prints the source)\n";
-    for (const CodeMethod& m : c.methods) out << "  " << shown(m.signature()) << '\n';
+    out << "\nMethods of " << printable(c.qualified_name) << " (--code prints the source)\n";
+    for (const CodeMethod& m : c.methods) out << "  " << printable(m.signature()) << '\n';
   }
 }
 
 void render_problems(const InspectReport& r, std::ostream& out) {
   if (r.problems.empty()) return;
   out << "\nProblems (" << r.problems.size() << ")\n";
-  for (const std::string& p : r.problems) out << "  ! " << shown(p) << '\n';
+  for (const std::string& p : r.problems) out << "  ! " << printable(p) << '\n';
 }
 
 template <class W>

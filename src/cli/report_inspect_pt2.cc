@@ -57,7 +57,7 @@ void render_program(const Pt2Program& p, std::ostream& out) {
   if (!p.torch_version.empty()) about += ", torch " + p.torch_version;
   if (p.schema_major) about += ", schema " + std::to_string(*p.schema_major) + "." + std::to_string(p.schema_minor.value_or(0));
   for (const auto& [name, version] : p.opsets) about += ", " + name + " opset " + std::to_string(version);
-  out << "\nProgram " << shown(p.name) << " (" << shown(about) << "; " << plural(p.nodes, "node") << ", "
+  out << "\nProgram " << printable(p.name) << " (" << printable(about) << "; " << plural(p.nodes, "node") << ", "
       << plural(p.operators.size(), "distinct target") << ")\n";
   // Inputs: what the caller passes (parameters, buffers and constants are
   // listed below); outputs: all of them, a mutated buffer named as such.

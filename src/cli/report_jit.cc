@@ -42,7 +42,7 @@ std::string node_label(const MethodGraph& g, const GraphNode& n) {
 }  // namespace
 
 void render_convert_text(const ConvertReport& r, const ConvertOutcome& o, std::ostream& out) {
-  out << shown(o.file) << " -> " << shown(o.output) << ": " << shown(r.schema) << '\n';
+  out << printable(o.file) << " -> " << printable(o.output) << ": " << printable(r.schema) << '\n';
   out << "  steps       " << steps_text(r.steps) << '\n';
   out << "  graph       " << with_commas(r.nodes_before) << " -> " << with_commas(r.nodes_after)
       << " nodes (inlined)\n";
@@ -62,7 +62,7 @@ void render_convert_text(const ConvertReport& r, const ConvertOutcome& o, std::o
   }
   if (!r.warnings.empty()) {
     out << "\nThe trace may not generalise\n";
-    for (const TraceWarning& w : r.warnings) out << "  " << w.kind << ": " << shown(w.message) << '\n';
+    for (const TraceWarning& w : r.warnings) out << "  " << w.kind << ": " << printable(w.message) << '\n';
   }
   out << '\n';
   if (o.written) {
@@ -165,7 +165,7 @@ nlohmann::ordered_json graph_to_json(const MethodGraph& g, const std::string& fi
 void render_ops_yaml(const OpsReport& ops, const std::string& file, std::ostream& out) {
   out << "# Root operators of " << file << " (" << ops.source << "), " << plural(ops.operators.size(), "operator")
       << ",\n# as PyTorch's selective build takes them (SELECTED_OP_LIST, like torch.jit.export_opnames).\n";
-  for (const std::string& op : ops.operators) out << "- " << shown(op) << '\n';
+  for (const std::string& op : ops.operators) out << "- " << printable(op) << '\n';
 }
 
 nlohmann::ordered_json ops_to_json(const OpsReport& ops, const std::string& file) {

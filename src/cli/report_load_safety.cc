@@ -27,15 +27,15 @@ std::string load_safety_summary(const LoadSafety& s) {
 }
 
 void render_load_safety_text(const LoadSafety& s, std::ostream& out) {
-  out << "\nLoading (what each loader would run; allowlists of PyTorch " << shown(s.torch_version) << ")\n";
+  out << "\nLoading (what each loader would run; allowlists of PyTorch " << printable(s.torch_version) << ")\n";
   size_t width = 0;
   for (const LoaderVerdict& v : s.loaders) width = std::max(width, v.loader.size());
   for (const LoaderVerdict& v : s.loaders) {
-    out << "  " << v.loader << std::string(width + 2 - v.loader.size(), ' ') << shown(v.outcome) << ": " << shown(v.why)
+    out << "  " << v.loader << std::string(width + 2 - v.loader.size(), ' ') << printable(v.outcome) << ": " << printable(v.why)
         << '\n';
   }
   if (s.findings.empty()) {
-    out << "  verdict" << std::string(width > 5 ? width - 5 : 2, ' ') << "safe: " << shown(load_safety_summary(s)) << '\n';
+    out << "  verdict" << std::string(width > 5 ? width - 5 : 2, ' ') << "safe: " << printable(load_safety_summary(s)) << '\n';
     return;
   }
   out << "  verdict" << std::string(width > 5 ? width - 5 : 2, ' ') << "UNSAFE ("
@@ -45,8 +45,8 @@ void render_load_safety_text(const LoadSafety& s, std::ostream& out) {
   std::stable_sort(sorted.begin(), sorted.end(), [](const LoadFinding* a, const LoadFinding* b) { return a->risk > b->risk; });
   for (size_t i = 0; i < sorted.size() && i < kShownFindings; ++i) {
     const LoadFinding& f = *sorted[i];
-    out << "  ! " << load_risk_id(f.risk) << ": " << shown(f.where) << ": " << shown(f.what) << '\n';
-    if (!f.attacks.empty()) out << "      attacks: " << shown(f.attacks) << '\n';
+    out << "  ! " << load_risk_id(f.risk) << ": " << printable(f.where) << ": " << printable(f.what) << '\n';
+    if (!f.attacks.empty()) out << "      attacks: " << printable(f.attacks) << '\n';
   }
   if (sorted.size() > kShownFindings) out << "  ... " << sorted.size() - kShownFindings << " more (--json lists all)\n";
 }

@@ -150,11 +150,11 @@ std::string first_nonfinite(const RunReport& r) {
 }  // namespace
 
 void render_run_text(const RunReport& r, const std::string& file, const RunVerdict& verdict, std::ostream& out) {
-  out << shown(file) << ": " << shown(r.schema) << '\n';
+  out << printable(file) << ": " << printable(r.schema) << '\n';
   out << "  device      " << r.device << " (" << r.device_name << "), " << plural(static_cast<uint64_t>(r.threads), "thread") << ", libtorch "
       << r.libtorch_version << '\n';
   out << "  first call  " << ms_text(r.first_call_ms) << " ms\n";
-  for (const std::string& note : r.notes) out << "  note: " << shown(note) << '\n';
+  for (const std::string& note : r.notes) out << "  note: " << printable(note) << '\n';
   render_values("Inputs", r.inputs, out);
   render_values("Outputs", r.outputs, out);
   render_checks(r, verdict, out);
@@ -214,7 +214,7 @@ int report_run_failures(const RunReport& r, const std::string& file, const RunVe
 
 void render_top_text(const TopReport& top, std::ostream& out) {
   out << "\nTop " << top.classes.size() << " of out"
-      << (top.labels_from.empty() ? std::string(" (no labels)") : " (labels: " + shown(top.labels_from) + ")") << '\n';
+      << (top.labels_from.empty() ? std::string(" (no labels)") : " (labels: " + printable(top.labels_from) + ")") << '\n';
   TextTable table({"rank", "class", "label", "score", "probability"},
                   {TextTable::Align::Right, TextTable::Align::Right, TextTable::Align::Left, TextTable::Align::Right,
                    TextTable::Align::Right});

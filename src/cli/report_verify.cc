@@ -11,7 +11,7 @@ std::string short_hex(const std::string& hex) { return hex.size() > 16 ? hex.sub
 void print_names(std::ostream& out, const char* label, const std::vector<std::string>& names) {
   constexpr size_t kShown = 20;
   const std::string padded = std::string(label) + std::string(10 - std::string_view(label).size(), ' ');
-  for (size_t i = 0; i < names.size() && i < kShown; ++i) out << "  " << padded << shown(names[i]) << '\n';
+  for (size_t i = 0; i < names.size() && i < kShown; ++i) out << "  " << padded << printable(names[i]) << '\n';
   if (names.size() > kShown) out << "  " << padded << "... and " << names.size() - kShown << " more\n";
 }
 
@@ -44,6 +44,21 @@ std::string headline(const VerifyReport& r) {
   return "";
 }
 
+// The first line when the signature fails: the records may still be whole.
+std::string headline_signature_fails(const VerifyReport& r) {
+  switch (r.outcome()) {
+    case VerifyOutcome::Intact:
+      return r.stamp && r.stamp->stamp.has_digests ? "SIGNATURE FAILS; the records are intact and match their stamp"
+                                                   : "SIGNATURE FAILS; the records are intact";
+    case VerifyOutcome::Unreadable:
+      return "SIGNATURE FAILS; the records are " + headline(r);
+    case VerifyOutcome::Mismatch:
+    case VerifyOutcome::Malformed:
+      break;
+  }
+  return headline(r);
+}
+
 }  // namespace
 
 std::string_view verify_outcome_id(VerifyOutcome outcome) {
@@ -56,8 +71,8 @@ std::string_view verify_outcome_id(VerifyOutcome outcome) {
   return "malformed";
 }
 
-void render_verify_text(const VerifyReport& r, bool loaded, std::ostream& out) {
-  out << shown(r.path) << ": " << headline(r) << '\n';
+void render_verify_text(const VerifyReport& r, bool loaded, std::ostream& out, bool signature_fails) {
+  out << printable(r.path) << ": " << (signature_fails ? headline_signature_fails(r) : headline(r)) << '\n';
   size_t crc_ok = 0;
   for (const RecordDigest& d : r.records) crc_ok += d.crc_ok ? 1 : 0;
   out << "  records   " << r.records.size() << ", " << human_size(r.bytes_hashed) << " hashed; " << crc_ok << " of "
@@ -68,18 +83,18 @@ void render_verify_text(const VerifyReport& r, bool loaded, std::ostream& out) {
     if (r.readable) out << " (libtorch " << r.readable->libtorch << " reads " << r.readable->min_format << " to " << r.readable->max_format << ")";
     out << '\n';
   }
-  for (const std::string& p : r.problems) out << "  problem   " << shown(p) << '\n';
+  for (const std::string& p : r.problems) out << "  problem   " << printable(p) << '\n';
   if (r.producer_info) out << "  producer  extra/" << kStampName << " (the producer's own; tsarchive leaves it as it is)\n";
   const char* reader = r.kind == FileKind::ExportedProgram ? "  pytorch   cannot read it: " : "  libtorch  cannot read it: ";
-  for (const std::string& u : r.unreadable) out << reader << shown(u) << '\n';
+  for (const std::string& u : r.unreadable) out << reader << printable(u) << '\n';
   if (r.stamp) {
     const StampCheck& s = *r.stamp;
     if (r.stamp_record != kStampRecord) out << "  stamp in  " << r.stamp_record << '\n';
     if (!s.problem.empty()) {
-      out << "  stamp     unreadable: " << shown(s.problem) << '\n';
+      out << "  stamp     unreadable: " << printable(s.problem) << '\n';
     } else {
-      out << "  stamp     " << (s.stamp.created_at.empty() ? "undated" : shown(s.stamp.created_at)) << " by "
-          << shown(s.stamp.producer) << '\n';
+      out << "  stamp     " << (s.stamp.created_at.empty() ? "undated" : printable(s.stamp.created_at)) << " by "
+          << printable(s.stamp.producer) << '\n';
       if (s.stamp.has_digests) {
         out << "  root      " << short_hex(s.stamp.root) << (s.root_matches ? " (matches)" : " (differs)") << '\n';
       }
@@ -91,7 +106,7 @@ void render_verify_text(const VerifyReport& r, bool loaded, std::ostream& out) {
     }
   }
   if (loaded) out << "  libtorch  loads it\n";
-  for (const std::string& n : r.notes) out << "  note      " << shown(n) << '\n';
+  for (const std::string& n : r.notes) out << "  note      " << printable(n) << '\n';
 }
 
 nlohmann::ordered_json stamp_summary_to_json(const ParsedStamp& s) {

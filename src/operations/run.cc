@@ -7,7 +7,7 @@
 #include "core/edit/extra.h"
 #include "core/edit/file_edit.h"
 #include "core/provenance/producer_info.h"
-#include "core/inputs/pt2_run.h"
+#include "core/inputs/aoti_model.h"
 #include "core/inputs/run_check.h"
 #include "core/provenance/signing_embedded.h"
 #include "operations/gate.h"

@@ -32,7 +32,7 @@
 #include "base/bounded_json.h"
 #include "base/error.h"
 #include "contract/run.h"
-#include "core/inputs/pt2_run.h"
+#include "core/inputs/aoti_model.h"
 #include "format/byte_source.h"
 #include "tsarchive/operator_observer.h"
 

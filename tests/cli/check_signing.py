@@ -276,6 +276,13 @@ renamed = data.replace(b"data.pkl", b"data.pkz")
 open("renamed.pt", "wb").write(renamed)
 r = ts("verify", "renamed.pt", "--key", "p256.pub", "--signature", "model.pt.sig")
 check(r.returncode in (1, 3), f"record renamed: exit {r.returncode}: {r.stderr}")
+# An intact archive that is not the one signed: the first line leads with the failed signature.
+shutil.copy("model.pt", "edited.pt")
+expect(ts("extra", "set", "edited.pt", "note.txt=hello"), 0, "extra set on a copy of the signed archive")
+r = expect(ts("verify", "edited.pt", "--key", "p256.pub", "--signature", "model.pt.sig"), 1,
+           "an intact archive that differs from its detached signature", ["differs from what was signed"])
+check(r.stdout.splitlines()[0] == "edited.pt: SIGNATURE FAILS; the records are intact",
+      f"the first line does not vouch for an archive whose signature fails: {r.stdout}")
 
 bundle = json.load(open("t/model.sig"))
 stmt = json.loads(base64.b64decode(bundle["dsseEnvelope"]["payload"]))
@@ -516,8 +523,10 @@ def flip_record(name, data):
 
 
 rezip("emb.pt", "t-changed.pt", flip_record)
-expect(ts("verify", "t-changed.pt", "--key", "p256.pub"), 7, "a record changed (CRC valid)",
-       ["does not cover", "'data/0' changed"])
+r = expect(ts("verify", "t-changed.pt", "--key", "p256.pub"), 7, "a record changed (CRC valid)",
+           ["does not cover", "'data/0' changed"])
+check(r.stdout.splitlines()[0].startswith("t-changed.pt: SIGNATURE FAILS; the records are intact"),
+      f"the first line does not vouch for an archive whose embedded signature fails: {r.stdout}")
 rezip("emb.pt", "t-added.pt", lambda n, d: [(n, d)] + ([(f"{top}/extra/added.txt", b"x")] if n == data0 else []))
 expect(ts("verify", "t-added.pt", "--key", "p256.pub"), 7, "a record added", ["'extra/added.txt' added"])
 rezip("emb.pt", "t-removed.pt", lambda n, d: [] if n.endswith("extra/labels.txt") else [(n, d)])

@@ -12,7 +12,7 @@
   check_manual.py exit-codes TSARCHIVE MANUAL SOURCE_DIR
       The table under "# EXIT STATUS" has one row per exit status and no
       other: each ErrorKind of src/base/error.h with the JSON kind name that
-      src/cli/output.cc gives it, and 128 plus each signal src/core/edit/file_edit.cc
+      src/cli/output.cc gives it, and 128 plus each signal src/base/temp_files_and_locks.cc
       holds off while it writes. `tsarchive --help`'s footer and README.md's
       "## Exit codes" summary name the same codes.
 
@@ -203,14 +203,15 @@ def check_exit_codes(tsarchive, manual_path, source_dir):
     kinds = {name: int(value) for name, value in re.findall(r"^\s*(\w+)\s*=\s*(\d+)", enum.group(1), re.M)}
     output_cc = open(f"{source_dir}/src/cli/output.cc", encoding="utf-8").read()
     json_names = dict(re.findall(r"case ErrorKind::(\w+):\s*return \"(\w+)\"", output_cc))
-    file_edit = open(f"{source_dir}/src/core/edit/file_edit.cc", encoding="utf-8").read()
+    cleanup = "".join(open(f"{source_dir}/src/base/temp_files_and_locks.{ext}", encoding="utf-8").read()
+                      for ext in ("h", "cc"))
     signal_numbers = {"SIGHUP": 1, "SIGINT": 2, "SIGTERM": 15}
-    held = sorted({s for s in re.findall(r"\b(SIG[A-Z]+)\b", file_edit) if s in signal_numbers})
+    held = sorted({s for s in re.findall(r"\b(SIG[A-Z]+)\b", cleanup) if s in signal_numbers})
     problems = []
     if not kinds:
         problems.append("found no ErrorKind values in src/base/error.h")
-    if "_exit(128 + sig)" not in file_edit or not held:
-        problems.append("src/core/edit/file_edit.cc no longer exits 128 + the signal: update check_exit_codes")
+    if "_exit(128 + sig)" not in cleanup or not held:
+        problems.append("src/base/temp_files_and_locks.cc no longer exits 128 + the signal: update check_exit_codes")
     expected = {0: ("", "success")}
     for name, code in kinds.items():
         if name not in json_names:

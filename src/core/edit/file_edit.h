@@ -1,4 +1,6 @@
-// Changing an archive on disk without ever losing it.
+// Changing an archive on disk without ever losing it. The temp files,
+// staging folders, signal cleanup and locks it is built on are
+// base/temp_files_and_locks.h; this is what they mean for an archive.
 //
 // ArchiveFile opens a file for an edit, or to read it:
 //  1. It locks it, waiting up to a timeout: editors take flock(2) LOCK_EX, so
@@ -63,6 +65,7 @@
 #include <string>
 #include <vector>
 
+#include "base/temp_files_and_locks.h"  // StagingFolder, remove_leftovers_next_to: every writer's
 #include "format/byte_source.h"
 #include "format/zip_writer.h"
 
@@ -162,43 +165,6 @@ class InPlaceEdit {
   std::string old_tail_;
   std::string new_tail_;
 };
-
-// A private folder ".<name>.tsarchive-<pid>-XXXXXX" next to a file, for files
-// that a library writes by name (torch::jit::save) before they are checked and
-// moved into place. Locked (flock) while it lives, removed with its files when
-// destroyed; one a killed run left behind is removed by the next writer of
-// that file, like a temp file. Making one first removes such leftovers, then
-// refuses (Error(Io)) unless the disk has room for two files of `copy_bytes`
-// (the library's copy and the final temp file) and the file size limit for
-// one: libtorch 1.13 cannot report a failed write (see file_edit.cc).
-class StagingFolder {
- public:
-  StagingFolder(const std::string& next_to, uint64_t copy_bytes);
-  ~StagingFolder();
-  StagingFolder(const StagingFolder&) = delete;
-  StagingFolder& operator=(const StagingFolder&) = delete;
-  const std::string& path() const { return path_; }
-
-  // SIGINT, SIGTERM and SIGHUP while a staging folder lives: the child given
-  // here (a worker writing into the folder; 0: none) is killed, the folder
-  // and any temp file are removed, one line "tsarchive: error: interrupted by
-  // SIGxxx ..." is printed, and the process exits 128 + the signal (130, 143,
-  // 129).
-  static void watch_child(pid_t pid);
-
- private:
-  std::string parent_;
-  std::string path_;
-  int fd_ = -1;  // holds the folder's flock while it is in use
-  bool armed_ = false;  // owns the signal handlers (one staging folder per process)
-  struct sigaction saved_[3] {};
-};
-
-// Removes the temp files and staging folders that killed writers left next to
-// `path` (".<name>.tsarchive-<pid>-XXXXXX", and older ".<name>.tsarchive-XXXXXX"):
-// only those whose lock nobody holds and whose pid is not a live process.
-// Returns how many it removed. Every writer calls it before it writes.
-int remove_leftovers_next_to(const std::string& path);
 
 // The note a reader prints when an interrupted --in-place edit left a journal
 // next to `path` (which it never applies: see the trust model above), or "".

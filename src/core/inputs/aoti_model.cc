@@ -1,4 +1,4 @@
-#include "core/inputs/pt2_run.h"
+#include "core/inputs/aoti_model.h"
 
 #include <sys/utsname.h>
 

@@ -1,8 +1,10 @@
-// `run` on a .pt2, the core's part: which AOTInductor model of the package
-// runs (data/aotinductor/<model>/), on which device, and the package's own
-// sample inputs (data/sample_inputs/<model>.pt) as run's inputs. The compiled
-// code itself is loaded only by the torch layer, in a worker, after the
-// archive passed the gate.
+// A .pt2's AOTInductor model, as `run` needs it and without running it:
+// which model of the package runs (data/aotinductor/<model>/), whether its
+// compiled code suits this machine (platform, CPU ISA; the GPU and libtorch,
+// asked by the torch layer), on which device, and the package's own sample
+// inputs (data/sample_inputs/<model>.pt) as run's inputs. The compiled code
+// itself is loaded only by the torch layer, in a worker, after the archive
+// passed the gate.
 #pragma once
 
 #include <map>

@@ -1,4 +1,4 @@
-// run on a .pt2, the core's part (core/inputs/pt2_run.h): which AOTInductor model
+// run on a .pt2, the core's part (core/inputs/aoti_model.h): which AOTInductor model
 // runs, on which device, and the package's own sample inputs, from packages
 // PyTorch 2.13 wrote (testdata/pt2/, testdata/pt2/run/). The runs themselves
 // are compared with Python's aoti_load_package in tests/pytorch/check_pt2_run.py.
@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
-#include "core/inputs/pt2_run.h"
+#include "core/inputs/aoti_model.h"
 #include "format/byte_source.h"
 #include "helpers.h"
 

@@ -1,0 +1,306 @@
+#include "operations/verify.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <future>
+#include <memory>
+
+#include "contract/torch_backend.h"
+#include "core/edit/file_edit.h"
+#include "core/provenance/checked_archive.h"
+#include "core/provenance/signing_embedded.h"
+#include "worker/worker.h"
+
+namespace tsarchive {
+namespace {
+
+bool is_directory(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// Whether `path` starts as a ZIP archive does (a local file header).
+bool looks_like_zip(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return true;  // let the archive reader say why
+  char magic[4] = {};
+  const ssize_t n = ::read(fd, magic, sizeof magic);
+  ::close(fd);
+  return n == 4 && std::string_view(magic, 4) == std::string_view("PK\x03\x04", 4);
+}
+
+bool signature_asked(const VerifySettings& s) { return s.trusts_a_signer(); }
+
+// The archive's embedded signature, when the opened file is an archive that
+// has one: only the kinds verify_archive_file checks (the records are compared
+// there; a record planted in a torch.save file is not a signature). Read from
+// the opened file, so the records checked and the signature are of one file.
+std::optional<std::string> embedded_bundle(const ArchiveFile* file) {
+  if (file == nullptr || is_standard_stream(file->path())) return std::nullopt;
+  try {
+    const TorchArchive archive(file->source());
+    const FileKind kind = archive.kind();
+    if (kind != FileKind::TorchScript && kind != FileKind::LiteInterpreter && kind != FileKind::ExportedProgram) {
+      return std::nullopt;
+    }
+    if (const Record* record = find_embedded_signature(archive)) return archive.read(*record, kMaxBundleBytes);
+  } catch (const Error&) {
+    // Not an archive verify reads: its own checks say why; a detached signature may still apply.
+  }
+  return std::nullopt;
+}
+
+SignatureTrust read_trust(const VerifySettings& s) {
+  SignatureTrust trust;
+  if (!s.key.empty()) {
+    trust.public_key_file = s.key;
+    trust.public_key_pem = read_signing_file(s.key, "the public key");
+  }
+  for (const std::string& root : s.roots) {
+    trust.root_files.push_back(root);
+    trust.root_pems.push_back(read_signing_file(root, "the certificate roots"));
+  }
+  if (!s.trust_root.empty()) {
+    trust.trust_root_file = s.trust_root;
+    trust.trust_root_json = read_signing_file(s.trust_root, "the Sigstore trust root");
+    trust.identity = s.identity;
+    trust.oidc_issuer = s.issuer;
+  }
+  return trust;
+}
+
+// --signature first, then the archive's own (from `file`, when it is open),
+// then MODEL.sig beside it.
+SignatureOutcome check_signature(const VerifySettings& s, const ArchiveFile* file) {
+  SignatureOutcome out;
+  out.asked = signature_asked(s);
+  if (!out.asked) return out;
+  if (s.signature.empty()) {
+    if (const std::optional<std::string> bundle = embedded_bundle(file)) {
+      out.check = check_embedded_bundle(*bundle, read_trust(s), s.model);
+      out.records_pending = true;
+      return out;
+    }
+  }
+  const std::string path = s.signature.empty() ? default_signature_path(s.model) : s.signature;
+  if (s.signature.empty() && !exists(path)) {
+    out.looked_for = path;
+    if (s.require_signature) {
+      throw_signature_invalid("the model is not signed: no " + path + " and no embedded " + kEmbeddedSignatureRecord,
+                              s.model, "sign it with 'tsarchive sign', or give its signature with --signature SIG");
+    }
+    return out;
+  }
+  const SignatureTrust trust = read_trust(s);
+  const std::string bundle = read_signing_file(path, "the signature");
+  ModelFilesOptions files;
+  for (const std::string& p : s.ignore_paths) files.ignore_paths.push_back(p);
+  files.threads = s.threads;
+  out.check = check_model_signature(s.model, path, bundle, trust, files);
+  return out;
+}
+
+// One line naming the first difference and how many more.
+std::string differences(const SignatureCheck& c) {
+  std::string first;
+  if (c.changed.size() == 1 && c.changed.front() == ".") return "its SHA-256 is not the one signed (the file changed)";
+  if (!c.changed.empty()) first = "'" + c.changed.front() + "' changed";
+  else if (!c.missing.empty()) first = "'" + c.missing.front() + "' missing";
+  else first = "'" + c.added.front() + "' added (not signed)";
+  const size_t more = c.changed.size() + c.missing.size() + c.added.size() - 1;
+  return first + (more > 0 ? " and " + std::to_string(more) + " more" : std::string());
+}
+
+Error signed_model_differs(const char* what, const SignatureCheck& check, const std::string& model) {
+  return Error(ErrorKind::CheckFailed, std::string(what) + " differs from what was signed: " + differences(check), model,
+               "do not deploy it; fetch the signed model again");
+}
+
+// A directory, or a file that is not an archive: the signature is the whole check.
+VerifyResult verify_signature_only(const VerifySettings& s) {
+  if (!signature_asked(s)) {
+    throw Error(ErrorKind::Usage,
+                is_directory(s.model) ? "a directory is verified by its signature" : "not a ZIP archive", s.model,
+                "give --key PUBLIC.pem or --certificate-chain ROOTS.pem to check its signature");
+  }
+  VerifyResult result;
+  result.by = VerifiedBy::Signature;
+  result.model = s.model;
+  result.signature = check_signature(s, nullptr);
+  if (!result.signature.check) {
+    throw_signature_invalid("the model is not signed: no " + result.signature.looked_for, s.model,
+                            "give its signature with --signature SIG");
+  }
+  if (!result.signature.check->matches()) {
+    result.findings.push_back(signed_model_differs("the model", *result.signature.check, s.model));
+    result.exit_code = verify_exit_code(VerifyOutcome::Mismatch);
+  }
+  return result;
+}
+
+// torch.save files (ZIP or legacy) and plain pickles: the load-safety verdict
+// is the check. Nothing when the file is an archive that verify's own checks take.
+std::optional<VerifyResult> verify_load_safety_only(const VerifySettings& s, const ArchiveFile& file,
+                                                    std::future<SignatureOutcome>& pending) {
+  if (is_standard_stream(s.model)) return std::nullopt;
+  const auto source = file.source();
+  VerifyResult result;
+  result.by = VerifiedBy::LoadSafety;
+  result.model = s.model;
+  result.kind = detect_file_kind(*source);
+  if (result.kind == FileKind::OtherZip) {
+    const TorchArchive archive(borrow_source(*source));  // the ZIP checks' refusal stands
+    if (archive.kind() != FileKind::TorchSave) return std::nullopt;
+    result.kind = FileKind::TorchSave;
+    result.safety = assess_archive_load_safety(archive, s.load_safety);
+  } else if (result.kind == FileKind::LegacyTorchSave ||
+             (result.kind == FileKind::NotAModel && looks_like_pickle(*source))) {
+    if (result.kind == FileKind::NotAModel) result.kind = FileKind::Pickle;
+    result.safety = assess_load_safety(*source, s.load_safety);
+  } else {
+    return std::nullopt;
+  }
+  result.unsafe = result.safety.unsafe();
+  result.signature = pending.get();
+  const bool changed = result.signature.check && !result.signature.check->matches();
+  if (changed) result.findings.push_back(signed_model_differs("the file", *result.signature.check, s.model));
+  if (result.unsafe) {
+    result.exit_code = static_cast<int>(ErrorKind::UnsafeToLoad);
+  } else if (changed) {
+    result.exit_code = verify_exit_code(VerifyOutcome::Mismatch);
+  }
+  return result;
+}
+
+// An embedded signature's records are the ones verify digested (a damaged
+// archive's are not compared: the damage is the answer).
+void match_embedded(SignatureOutcome& s, const VerifyReport& report, const std::string& model) {
+  if (!s.records_pending || report.outcome() == VerifyOutcome::Malformed) return;
+  match_embedded_records(*s.check, report.records, model);
+  s.records_pending = false;
+}
+
+// An embedded signature that does not list exactly the archive's other records.
+bool embedded_uncovered(const SignatureOutcome& s) {
+  return s.check && s.check->embedded && !s.records_pending && !s.check->matches();
+}
+
+// libtorch loads the archive in a worker: only once the core found nothing wrong with it.
+bool load_in_worker(const VerifySettings& s, const ArchiveFile& file, const TorchArchive& archive,
+                    const VerifyResult& result, const NoteSink& notes) {
+  const VerifyOutcome outcome = result.report->outcome();
+  if (!s.load || result.unsafe || outcome == VerifyOutcome::Malformed || outcome == VerifyOutcome::Unreadable) {
+    return false;
+  }
+  const CheckedArchive checked = admit_verified(file, archive, *result.report, "nothing was loaded");
+  in_worker<std::string>(worker_job(s.worker, checked, "loading the module", notes), [&](TorchBackend& torch) {
+    torch.load(checked.libtorch_path(), s.model);
+    return std::string();
+  });
+  return true;
+}
+
+// The errors after an archive's report, and its exit status.
+void judge_archive(const VerifySettings& s, VerifyResult& result) {
+  const VerifyReport& report = *result.report;
+  const bool pt2 = report.kind == FileKind::ExportedProgram;
+  const auto found = [&](Error error) { result.findings.push_back(std::move(error)); };
+  if (report.outcome() == VerifyOutcome::Malformed) {
+    found(Error(ErrorKind::BadInput, "the archive is damaged: " + report.problems.front(), s.model,
+                "do not deploy it; re-export it or fetch it again"));
+  }
+  if (report.outcome() == VerifyOutcome::Unreadable) {
+    found(Error(ErrorKind::BadInput, report.unreadable.front(), s.model,
+                pt2 ? "load it with the PyTorch that wrote it" : newer_libtorch_hint()));
+  }
+  const SignatureOutcome& signature = result.signature;
+  if (embedded_uncovered(signature)) {
+    found(Error(ErrorKind::SignatureInvalid,
+                "the embedded signature (" + std::string(kEmbeddedSignatureRecord) +
+                    ") does not cover the archive: " + differences(*signature.check),
+                s.model, "do not deploy it; sign it again, or fetch the signed model again"));
+    result.exit_code = static_cast<int>(ErrorKind::SignatureInvalid);
+    return;
+  }
+  const bool signature_changed = signature.check && !signature.check->embedded && !signature.check->matches() &&
+                                 report.outcome() != VerifyOutcome::Malformed;
+  if (signature_changed) found(signed_model_differs("the archive", *signature.check, s.model));
+  if (result.unsafe) {
+    result.exit_code = static_cast<int>(ErrorKind::UnsafeToLoad);
+  } else if (signature_changed) {
+    result.exit_code = verify_exit_code(VerifyOutcome::Mismatch);
+  } else if (report.outcome() == VerifyOutcome::Intact && s.require_stamp && !report.stamp) {
+    found(Error(ErrorKind::CheckFailed,
+                "not stamped by tsarchive" +
+                    (report.producer_info ? " (extra/" + std::string(kStampName) + " is the producer's own)"
+                                          : std::string()),
+                s.model, "stamp it with 'tsarchive stamp', or leave out --require-stamp"));
+    result.exit_code = verify_exit_code(VerifyOutcome::Mismatch);
+  } else {
+    result.exit_code = verify_exit_code(report.outcome());
+  }
+}
+
+// An archive: the core's checks, and the signature's verdict from `pending`.
+VerifyResult verify_archive_file(const VerifySettings& s, const ArchiveFile& file,
+                                 std::future<SignatureOutcome>& pending, const NoteSink& notes) {
+  const std::unique_ptr<TorchArchive> archive = open_torchscript_archive(file.source(), "cannot verify this file", true);
+  if (s.load && archive->kind() == FileKind::ExportedProgram) {
+    // A package's compiled code is code: only `run` loads it, on request.
+    throw Error(ErrorKind::Usage, "--load does not load a .pt2 (an AOTInductor package's compiled code is code)",
+                s.model, "leave out --load; the core's checks need no libtorch");
+  }
+  VerifyResult result;
+  result.model = s.model;
+  result.report = verify_archive(*archive, VerifyOptions{s.threads, built_libtorch_versions()});
+  const VerifyReport& report = *result.report;
+  result.signature = pending.get();
+  match_embedded(result.signature, report, s.model);
+  result.signature.embedded_unchecked = !result.signature.asked && find_embedded_signature(*archive) != nullptr;
+  // The verdict reads the pickles again: only once verify found them whole
+  // (a damaged record is the answer already, named in the report).
+  if (report.problems.empty()) result.safety = assess_archive_load_safety(*archive, s.load_safety);
+  result.unsafe = result.safety.unsafe() && report.outcome() == VerifyOutcome::Intact;
+  result.loaded = load_in_worker(s, file, *archive, result, notes);
+  judge_archive(s, result);
+  result.signature_fails = embedded_uncovered(result.signature) ||
+                           (result.signature.check && !result.signature.check->matches() &&
+                            report.outcome() != VerifyOutcome::Malformed);
+  return result;
+}
+
+}  // namespace
+
+VerifyResult verify_model(const VerifySettings& s, const NoteSink& notes) {
+  if (is_directory(s.model) || (signature_asked(s) && !looks_like_zip(s.model))) return verify_signature_only(s);
+  std::unique_ptr<ArchiveFile> file;
+  try {
+    file = std::make_unique<ArchiveFile>(s.model, FileAccess::Read, s.lock_timeout);
+  } catch (...) {
+    check_signature(s, nullptr);  // the signature's verdict (exit 7) comes first
+    throw;
+  }
+  for (const std::string& note : file->notes()) notes(note);
+  // The signature's hash of the whole file and the core's checks of its
+  // records read the same bytes: side by side, so that with a core to spare
+  // verify costs about one pass, not two. Its verdict (exit 7) comes first,
+  // even when the archive cannot be read.
+  std::future<SignatureOutcome> pending =
+      std::async(std::launch::async, [&s, &file] { return check_signature(s, file.get()); });
+  try {
+    if (std::optional<VerifyResult> result = verify_load_safety_only(s, *file, pending)) return std::move(*result);
+    return verify_archive_file(s, *file, pending, notes);
+  } catch (...) {
+    if (pending.valid()) pending.get();  // throws the signature's error, if it has one
+    throw;
+  }
+}
+
+}  // namespace tsarchive

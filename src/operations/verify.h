@@ -1,0 +1,84 @@
+// `verify` as an operation: one model checked three ways, by what it is.
+//  - A directory, or (with a key or roots) a file that is not a ZIP archive:
+//    its signature alone (core/provenance/signing.h).
+//  - A torch.save file (ZIP or legacy) or a plain pickle: the load-safety
+//    verdict (core/inspect/load_safety.h), and its detached signature.
+//  - An archive (.pt, .ptl, .pt2): the core's checks and the stamp
+//    (core/provenance/verify.h), the load-safety verdict, the signature
+//    (embedded or detached), and with `load` libtorch's load in a worker.
+// The file is opened and locked once: the embedded signature is read from the
+// file whose records are checked, never from the path again.
+//
+// The result is report data; what the front end prints after the report
+// (one error line each) is in `findings`, and the exit status in `exit_code`.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "core/inspect/load_safety.h"
+#include "core/provenance/signing.h"
+#include "core/provenance/verify.h"
+#include "operations/notes.h"
+#include "operations/worker_settings.h"
+
+namespace tsarchive {
+
+struct VerifySettings {
+  std::string model;
+  bool load = false;           // also load it with libtorch, after the checks pass
+  bool require_stamp = false;  // exit 1 when the archive carries no tsarchive stamp
+  unsigned threads = 0;        // hashing threads (0: one per core)
+  LoadSafetyOptions load_safety;
+  WorkerSettings worker;
+  // The signature: checked when a key or roots are given.
+  std::string signature;  // the signature file (default: embedded, else MODEL.sig beside it)
+  std::string key;        // PUBLIC.pem
+  std::vector<std::string> roots;  // ROOTS.pem
+  std::string trust_root, identity, issuer;  // Sigstore keyless: trusted_root.json and who must have signed
+  std::vector<std::string> ignore_paths;  // of a model directory
+  bool require_signature = false;
+  double lock_timeout = 10;
+
+  // Whether a signer to trust was named: a key, roots or a Sigstore trust root.
+  bool trusts_a_signer() const { return !key.empty() || !roots.empty() || !trust_root.empty(); }
+};
+
+// The signature's part of verify: no check when no signer to trust was given,
+// or no signature was found (without require_signature).
+struct SignatureOutcome {
+  bool asked = false;
+  std::optional<SignatureCheck> check;
+  std::string looked_for;  // the signature path tried, when none was found
+  bool records_pending = false;  // embedded: the statement not compared with the records (a damaged archive)
+  bool embedded_unchecked = false;  // no key or roots, and the archive carries a signature
+};
+
+enum class VerifiedBy { Signature, LoadSafety, Archive };
+
+struct VerifyResult {
+  VerifiedBy by = VerifiedBy::Archive;
+  std::string model;
+  SignatureOutcome signature;
+  bool signature_fails = false;  // an archive's signature does not cover it (the report must not vouch for it)
+  // LoadSafety: the file's kind (TorchSave, LegacyTorchSave, Pickle) and its verdict.
+  FileKind kind = FileKind::NotAModel;
+  LoadSafety safety;  // also of an Archive whose records verify found whole
+  bool unsafe = false;
+  // Archive:
+  std::optional<VerifyReport> report;
+  bool loaded = false;
+  // To print after the report, in order, and the exit status. Exit 8 (unsafe
+  // to load) has no finding here: the front end words it from `safety`, last.
+  std::vector<Error> findings;
+  int exit_code = 0;
+};
+
+// Throws Error for what stops verify before a report (a usage error, a file
+// that cannot be read, a signature that does not verify or is missing with
+// require_signature: that one first, even when the archive cannot be read).
+VerifyResult verify_model(const VerifySettings& settings, const NoteSink& notes);
+
+}  // namespace tsarchive

@@ -1,0 +1,70 @@
+// verify as an operation (operations/verify.h): the file is opened once, so an
+// archive swapped at its path while verify runs cannot have its records
+// checked in one file and its embedded signature read from another.
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "core/edit/file_edit.h"
+#include "core/provenance/signing_embedded.h"
+#include "helpers.h"
+#include "operations/verify.h"
+
+using namespace tsarchive;
+
+namespace {
+
+// A P-256 key pair made by the openssl command: `dir`/k.key and `dir`/k.pub.
+bool make_key(const std::filesystem::path& dir) {
+  const std::string key = (dir / "k.key").string(), pub = (dir / "k.pub").string();
+  const std::string command = "openssl ecparam -name prime256v1 -genkey -noout -out '" + key +
+                              "' 2>/dev/null && openssl ec -in '" + key + "' -pubout -out '" + pub + "' 2>/dev/null";
+  return std::system(command.c_str()) == 0;
+}
+
+void sign_embedded(const std::string& archive_path, const std::string& key_file) {
+  const SignerKeys keys = read_signer_keys(key_file, "", "", {});
+  ArchiveFile file(archive_path, FileAccess::Edit, 10);
+  const auto archive = open_torchscript_archive(file.source(), "cannot sign this file");
+  embed_signature(file, *archive, keys, "", 1);
+}
+
+}  // namespace
+
+TEST_CASE("verify: the embedded signature is read from the file whose records were checked") {
+  TempDir dir;
+  if (!make_key(dir.path)) {
+    WARN("no openssl command: skipped");
+    return;
+  }
+  const std::string signed_path = (dir.path / "m.pt").string(), unsigned_path = (dir.path / "other.pt").string();
+  std::filesystem::copy_file(testdata("mlp_scripted.pt"), signed_path);
+  std::filesystem::copy_file(testdata("mlp_scripted.pt"), unsigned_path);
+  sign_embedded(signed_path, (dir.path / "k.key").string());
+  // A journal beside the archive makes opening it say so: the note comes once
+  // the file is open, and then the path is given another (unsigned) archive.
+  std::ofstream(dir.path / ".m.pt.tsarchive-journal") << "planted";
+
+  VerifySettings settings;
+  settings.model = signed_path;
+  settings.key = (dir.path / "k.pub").string();
+  settings.threads = 1;
+  bool swapped = false;
+  const NoteSink swap_on_note = [&](const std::string&) {
+    if (!swapped) swapped = ::rename(unsigned_path.c_str(), signed_path.c_str()) == 0;
+  };
+  const VerifyResult result = verify_model(settings, swap_on_note);
+  REQUIRE(swapped);
+  REQUIRE(result.signature.check);
+  CHECK(result.signature.check->embedded);
+  CHECK(result.signature.check->matches());
+  CHECK_FALSE(result.signature_fails);
+  CHECK(result.exit_code == 0);
+
+  // The path now names the unsigned archive: verified again, it has no signature.
+  const VerifyResult after = verify_model(settings, [](const std::string&) {});
+  CHECK_FALSE(after.signature.check);
+  CHECK(after.exit_code == 0);
+}
