@@ -202,6 +202,40 @@ std::vector<std::string> files_below(const std::vector<std::string>& paths) {
   return out;
 }
 
+// Whom to trust (a key, certificate roots or a Sigstore trust root) and where the signature is.
+void add_signer_options(CLI::App& app, VerifySettings& settings) {
+  CLI::Option* key = app.add_option("--key", settings.key,
+                 "Check the model's signature (OpenSSF model signing) against this public key (PEM, EC P-256/384/521)")
+      ->type_name("PUBLIC.pem");
+  CLI::Option* roots = app.add_option("--certificate-chain", settings.roots,
+                 "Check the model's signature against these root certificates (model_signing's certificate method)")
+      ->type_name("ROOTS.pem")
+      ->excludes(key);
+  CLI::Option* trust_root =
+      app.add_option("--trust-root", settings.trust_root,
+                     "Check a Sigstore keyless signature offline against this trust root (trusted_root.json); "
+                     "needs --identity and --issuer")
+          ->type_name("trusted_root.json")
+          ->excludes(key)
+          ->excludes(roots);
+  app.add_option("--identity", settings.identity,
+                 "With --trust-root: the signer's email or URI, exactly as in its certificate")
+      ->type_name("ID")
+      ->needs(trust_root);
+  app.add_option("--issuer", settings.issuer, "With --trust-root: the OIDC issuer URL of the signer's identity, exactly")
+      ->type_name("URL")
+      ->needs(trust_root);
+  app.add_option("--signature", settings.signature,
+                 "The signature file (default: the archive's embedded signature, else MODEL.sig beside a file, "
+                 "MODEL/model.sig in a directory)")
+      ->type_name("SIG");
+  app.add_flag("--require-signature", settings.require_signature,
+               "Exit 7 when no signature is found, embedded or not (with --key, --certificate-chain or --trust-root)");
+  app.add_option("--ignore-paths", settings.ignore_paths,
+                 "Files of a model directory that are not checked against the signature (relative to it)")
+      ->type_name("PATH");
+}
+
 }  // namespace
 
 Runner setup_verify(CLI::App& app, Context& ctx) {
@@ -239,36 +273,7 @@ Runner setup_verify(CLI::App& app, Context& ctx) {
   app.add_flag("--require-stamp", opts->settings.require_stamp,
                "Exit 1 when the archive carries no tsarchive stamp (a producer's own producer_info.json is not one)");
   app.add_option("--threads", opts->settings.threads, "Hashing threads (default: one per core)")->check(CLI::Range(1u, 256u));
-  CLI::Option* key = app.add_option("--key", opts->settings.key,
-                 "Check the model's signature (OpenSSF model signing) against this public key (PEM, EC P-256/384/521)")
-      ->type_name("PUBLIC.pem");
-  CLI::Option* roots = app.add_option("--certificate-chain", opts->settings.roots,
-                 "Check the model's signature against these root certificates (model_signing's certificate method)")
-      ->type_name("ROOTS.pem")
-      ->excludes(key);
-  CLI::Option* trust_root =
-      app.add_option("--trust-root", opts->settings.trust_root,
-                     "Check a Sigstore keyless signature offline against this trust root (trusted_root.json); "
-                     "needs --identity and --issuer")
-          ->type_name("trusted_root.json")
-          ->excludes(key)
-          ->excludes(roots);
-  app.add_option("--identity", opts->settings.identity,
-                 "With --trust-root: the signer's email or URI, exactly as in its certificate")
-      ->type_name("ID")
-      ->needs(trust_root);
-  app.add_option("--issuer", opts->settings.issuer, "With --trust-root: the OIDC issuer URL of the signer's identity, exactly")
-      ->type_name("URL")
-      ->needs(trust_root);
-  app.add_option("--signature", opts->settings.signature,
-                 "The signature file (default: the archive's embedded signature, else MODEL.sig beside a file, "
-                 "MODEL/model.sig in a directory)")
-      ->type_name("SIG");
-  app.add_flag("--require-signature", opts->settings.require_signature,
-               "Exit 7 when no signature is found, embedded or not (with --key, --certificate-chain or --trust-root)");
-  app.add_option("--ignore-paths", opts->settings.ignore_paths,
-                 "Files of a model directory that are not checked against the signature (relative to it)")
-      ->type_name("PATH");
+  add_signer_options(app, opts->settings);
   add_load_safety_options(app, opts->settings.load_safety);
   add_worker_options(app, opts->settings.worker, false, "With --load: ");  // verify never skips its checks
   return [opts, &ctx] {

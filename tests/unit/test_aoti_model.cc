@@ -17,6 +17,15 @@ using namespace tsarchive;
 
 namespace {
 
+// A target by field, not by position: Pt2RunTarget grows.
+Pt2RunTarget aoti_target(const std::string& device, std::map<std::string, std::string> metadata) {
+  Pt2RunTarget target;
+  target.model = "model";
+  target.device = device;
+  target.metadata = std::move(metadata);
+  return target;
+}
+
 struct Opened {
   explicit Opened(const std::string& name) : archive(open_file_source(testdata(name))), contents(read_pt2(archive)) {}
   TorchArchive archive;
@@ -57,14 +66,14 @@ TEST_CASE("run picks a .pt2's AOTInductor model and refuses a program without on
 }
 
 TEST_CASE("run refuses a device the AOTInductor model was not compiled for", "[pt2][run]") {
-  const Pt2RunTarget cpu{"model", "cpu", {}};
+  const Pt2RunTarget cpu = aoti_target("cpu", {});
   CHECK_NOTHROW(check_aoti_device(cpu, "cpu", "p.pt2"));
   const Error e = error_of([&] { check_aoti_device(cpu, "cuda:1", "p.pt2"); });
   CHECK(e.kind() == ErrorKind::Usage);
   CHECK(std::string(e.what()) == "AOTInductor model 'model' was compiled for cpu, not cuda");
   CHECK(e.file() == "p.pt2");
   CHECK(e.hint().find("--device cpu") != std::string::npos);
-  CHECK_NOTHROW(check_aoti_device(Pt2RunTarget{"model", "cuda", {}}, "cuda:1", "p.pt2"));
+  CHECK_NOTHROW(check_aoti_device(aoti_target("cuda", {}), "cuda:1", "p.pt2"));
 }
 
 TEST_CASE("run --sample-inputs reads the package's (args, kwargs), kwargs in the program's order", "[pt2][run]") {
@@ -97,7 +106,7 @@ TEST_CASE("run --sample-inputs reads the package's (args, kwargs), kwargs in the
 TEST_CASE("run refuses an AOTInductor model compiled for another platform, machine or CPU", "[pt2][run]") {
   const AotiHost avx2_host{"linux", "x86_64", {"avx2", "fma"}};
   const auto target = [](std::map<std::string, std::string> metadata) {
-    return Pt2RunTarget{"model", "cpu", std::move(metadata)};
+    return aoti_target("cpu", std::move(metadata));
   };
   // What testdata's portable packages record, and what a package compiled on
   // this kind of machine records.
@@ -133,7 +142,7 @@ TEST_CASE("run refuses an AOTInductor model compiled for another platform, machi
 
 TEST_CASE("run refuses a CUDA AOTInductor model whose kernels this GPU or libtorch cannot run", "[pt2][run]") {
   // AOTI_COMPUTE_CAPABILITY is major * 10 + minor, as a package compiled on an H100 records it ("90").
-  Pt2RunTarget h100{"model", "cuda", {{"AOTI_DEVICE_KEY", "cuda"}, {"AOTI_COMPUTE_CAPABILITY", "90"}}};
+  Pt2RunTarget h100 = aoti_target("cuda", {{"AOTI_DEVICE_KEY", "cuda"}, {"AOTI_COMPUTE_CAPABILITY", "90"}});
   CHECK(aoti_gpu_mismatch(h100, 9, 0) == "");
   CHECK(aoti_gpu_mismatch(h100, 8, 0) ==
         "its GPU kernels were compiled for compute capability 9.0 (AOTI_COMPUTE_CAPABILITY 90), and this GPU has 8.0");
@@ -143,13 +152,13 @@ TEST_CASE("run refuses a CUDA AOTInductor model whose kernels this GPU or libtor
   Pt2RunTarget a100 = h100;
   a100.metadata["AOTI_COMPUTE_CAPABILITY"] = "80";
   CHECK(aoti_gpu_mismatch(a100, 8, 6) == "");  // a .cubin runs on a newer minor of its family
-  CHECK(aoti_gpu_mismatch(Pt2RunTarget{"model", "cuda", {{"AOTI_COMPUTE_CAPABILITY", "86"}}}, 8, 0) != "");
+  CHECK(aoti_gpu_mismatch(aoti_target("cuda", {{"AOTI_COMPUTE_CAPABILITY", "86"}}), 8, 0) != "");
   a100.ptx = true;
   CHECK(aoti_gpu_mismatch(a100, 9, 0) == "");  // PTX is compiled for the newer GPU by the driver
   // A CPU package records "", a ROCm one its gfx name: no reason here.
-  CHECK(aoti_gpu_mismatch(Pt2RunTarget{"model", "cpu", {{"AOTI_COMPUTE_CAPABILITY", ""}}}, 8, 0) == "");
-  CHECK(aoti_gpu_mismatch(Pt2RunTarget{"model", "cuda", {{"AOTI_COMPUTE_CAPABILITY", "gfx90a"}}}, 8, 0) == "");
-  CHECK(aoti_gpu_mismatch(Pt2RunTarget{"model", "cuda", {}}, 8, 0) == "");
+  CHECK(aoti_gpu_mismatch(aoti_target("cpu", {{"AOTI_COMPUTE_CAPABILITY", ""}}), 8, 0) == "");
+  CHECK(aoti_gpu_mismatch(aoti_target("cuda", {{"AOTI_COMPUTE_CAPABILITY", "gfx90a"}}), 8, 0) == "");
+  CHECK(aoti_gpu_mismatch(aoti_target("cuda", {}), 8, 0) == "");
 
   CHECK(aoti_torch_mismatch("2.11.0+cu130", 2, 13) == "");
   CHECK(aoti_torch_mismatch("2.13.0", 2, 13) == "");
