@@ -7,8 +7,9 @@
 # Models: bench/out/big-<MB>mb.pt (~1 GiB archive, made by make_big_archive.py
 # when missing) and bench/out/sign-dir/, a directory of DIR_FILES files of
 # DIR_MB MB each (random bytes) plus a few small ones. verify of an archive
-# also runs verify's own checks of the archive (every record's CRC-32 and
-# SHA-256), which model_signing does not: that pass is in its time.
+# also runs verify's own checks of the archive (every record's CRC-32, and its
+# SHA-256 where a stamp or an embedded signature compares it), which
+# model_signing does not: that pass is in its time, on the other core.
 # For the archive, two more rows: `sign --embed -o COPY` (digests every record
 # and writes the signed copy: a read and a write of the archive) and `verify
 # --key` of that copy (the embedded signature checked against the digests

@@ -294,6 +294,7 @@ Runner setup_verify(CLI::App& app, Context& ctx) {
                          [&](const std::string& model) {
       VerifySettings settings = opts->settings;
       settings.model = model;
+      settings.all_sha256 = opts->json;  // --json lists every record's SHA-256
       return run_verify(settings, opts->json, ctx);
     });
   };

@@ -259,7 +259,7 @@ VerifyResult verify_archive_file(const VerifySettings& s, const ArchiveFile& fil
   }
   VerifyResult result;
   result.model = s.model;
-  result.report = verify_archive(*archive, VerifyOptions{s.threads, built_libtorch_versions()});
+  result.report = verify_archive(*archive, VerifyOptions{s.threads, built_libtorch_versions(), true, s.all_sha256});
   const VerifyReport& report = *result.report;
   result.signature = pending.get();
   match_embedded(result.signature, report, s.model);

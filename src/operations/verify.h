@@ -31,6 +31,7 @@ struct VerifySettings {
   bool load = false;           // also load it with libtorch, after the checks pass
   bool require_stamp = false;  // exit 1 when the archive carries no tsarchive stamp
   unsigned threads = 0;        // hashing threads (0: one per core)
+  bool all_sha256 = false;     // every record's SHA-256, even with no stamp or embedded signature to compare
   LoadSafetyOptions load_safety;
   WorkerSettings worker;
   // The signature: checked when a key or roots are given.

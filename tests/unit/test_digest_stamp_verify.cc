@@ -262,6 +262,36 @@ TEST_CASE("verify: intact, changed, added and missing records, unreadable versio
   }
 }
 
+TEST_CASE("verify hashes records only where something compares the digests, unless asked for all") {
+  const std::string plain = slurp(testdata("mlp_scripted.pt"));
+  VerifyOptions options{0, ReadableVersions{"1.13", 1, 10, 4, 9}};
+  options.all_sha256 = false;
+  {  // unstamped, unsigned: CRC-32 alone, and the damage is still found
+    const VerifyReport r = verify_archive(*open_bytes(plain), options);
+    CHECK(r.outcome() == VerifyOutcome::Intact);
+    CHECK_FALSE(r.sha256);
+    for (const RecordDigest& d : r.records) CHECK(d.sha256.empty());
+    std::string damaged = plain;
+    const auto original = open_bytes(plain);
+    const Record* data = original->find("data/0");
+    REQUIRE(data != nullptr);
+    damaged[data->entry->data_offset + data->entry->compressed_size / 2] ^= 0x10;
+    CHECK(verify_archive(*open_bytes(damaged), options).outcome() == VerifyOutcome::Malformed);
+  }
+  {  // stamped: the stamp's digests are compared, so they are computed
+    const VerifyReport r = verify_archive(*open_bytes(stamped_copy(plain)), options);
+    CHECK(r.sha256);
+    REQUIRE(r.stamp.has_value());
+    CHECK(r.stamp->matches());
+  }
+  {  // asked for all (verify --json): every record's digest, stamp or not
+    options.all_sha256 = true;
+    const VerifyReport r = verify_archive(*open_bytes(plain), options);
+    CHECK(r.sha256);
+    for (const RecordDigest& d : r.records) CHECK(d.sha256.size() == 64);
+  }
+}
+
 TEST_CASE("verify names the tensors behind a changed record") {
   // mlp_scripted_v2.pt carrying the stamp of mlp_scripted.pt: its tensor
   // records changed, and each is named by the tensors of the archive verified.

@@ -173,9 +173,13 @@ VerifyReport verify_archive(const TorchArchive& archive, const VerifyOptions& op
   // A .pt2 is not read by torch::jit::load: its versions are checked against torch.export.load's (check_pt2_versions).
   if (archive.kind() != FileKind::ExportedProgram) report.readable = options.readable;
 
+  // SHA-256 costs as much as reading the file: only where something compares it.
+  const StampPlace place = locate_stamp(archive);
+  report.sha256 =
+      options.digests && (options.all_sha256 || place.stamp || find_embedded_signature(archive) != nullptr);
   DigestOptions digest_options;
   digest_options.threads = options.threads;
-  digest_options.sha256 = options.digests;
+  digest_options.sha256 = report.sha256;
   report.records = digest_records(archive, digest_options);
   for (const RecordDigest& d : report.records) {
     report.bytes_hashed += d.size;
@@ -214,7 +218,6 @@ VerifyReport verify_archive(const TorchArchive& archive, const VerifyOptions& op
 
   if (!options.digests) return report;
 
-  const StampPlace place = locate_stamp(archive);
   report.stamp_record = place.record();
   report.producer_info = place.producer != nullptr;
   if (const Record* stamp = place.stamp) {

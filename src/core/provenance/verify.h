@@ -56,6 +56,10 @@ struct VerifyOptions {
   // false: the structural checks alone (what the gate before libtorch needs,
   // checked_archive.h): CRC-32 without SHA-256, and no stamp check.
   bool digests = true;
+  // Every record's SHA-256 even when the archive carries nothing to compare
+  // them with (verify --json lists them). false: only when it carries a stamp
+  // or an embedded signature; an unstamped archive's records get CRC-32 alone.
+  bool all_sha256 = true;
 };
 
 struct StampCheck {
@@ -87,6 +91,7 @@ struct VerifyReport {
   std::optional<ReadableVersions> readable;  // what the versions were checked against
   std::vector<RecordDigest> records;  // archive order
   uint64_t bytes_hashed = 0;
+  bool sha256 = false;  // the records carry their SHA-256 (else CRC-32 alone)
   std::vector<std::string> problems;  // damage: Malformed
   // Intact, but its format or bytecode version is outside what the linked
   // libtorch reads ("written by a newer PyTorch: ..."): Unreadable.
