@@ -1,6 +1,7 @@
 // Small POSIX helpers the core shares: an owning file descriptor, errno as text.
 #pragma once
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -31,5 +32,11 @@ class Fd {
 };
 
 inline std::string errno_text() { return std::strerror(errno); }
+
+// Whether `path` names a directory (following symbolic links); false when it cannot be stat'ed.
+inline bool is_directory(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
 
 }  // namespace tsarchive

@@ -5,6 +5,8 @@
 //                 [--header-timeout MS] [--read-timeout MS] [--max-connections N]
 //                 [--memory-limit SIZE] [--time-limit S]
 //                 [--no-validate] [--load-library LIB]...
+//                 [--key PUBLIC.pem | --certificate-chain ROOTS.pem... | --trust-root trusted_root.json
+//                  --identity ID --issuer URL] [--signature SIG] [--require-signature] [--require-stamp]
 //
 // The options, and the log lines of the service (serve/service.h): notes
 // and warnings on stderr, the start line on stdout.
@@ -13,6 +15,7 @@
 
 #include "cli/commands.h"
 #include "cli/output.h"
+#include "cli/signer_options.h"
 #include "cli/worker_options.h"
 #include "serve/service.h"
 
@@ -66,6 +69,9 @@ Runner setup_serve(CLI::App& app, Context& ctx) {
       "worker processes that take requests from the model's queue; a worker that dies fails its requests\n"
       "with 500 and is restarted with back-off (readiness is false until it is back). The tsarchive process\n"
       "itself never loads libtorch.\n"
+      "With --key, --certificate-chain or --trust-root (and --require-signature, --require-stamp), each\n"
+      "archive also passes verify with those options on the descriptor it is served from, or nothing is\n"
+      "served (exit 1 changed, 3 damaged, 7 not signed by that signer, 8 unsafe to load).\n"
       "\n"
       "Endpoints: GET /v2/health/live, /v2/health/ready, /v2, /v2/models/NAME, /v2/models/NAME/ready;\n"
       "POST /v2/models/NAME/infer with JSON tensors (BOOL, UINT8, INT8, INT16, INT32, INT64, FP16, BF16,\n"
@@ -124,7 +130,16 @@ Runner setup_serve(CLI::App& app, Context& ctx) {
                "fails ends the command (exit 1); one without a check is served and a line says so");
   add_limit_options(app, *opts);
   add_worker_options(app, opts->worker, true);
-  return [opts, &ctx] { return serve::serve_models(*opts, service_log(ctx)); };
+  auto verify = std::make_shared<VerifySettings>();
+  add_signer_options(app, *verify, false);
+  app.add_flag("--require-stamp", verify->require_stamp,
+               "Serve nothing unless every archive is stamped by tsarchive and unchanged since (exit 1)");
+  return [opts, verify, &ctx] {
+    // A signer to trust or --require-stamp: verify each archive on the descriptor it is served from.
+    check_signer_options(*verify, opts->models.size());
+    if (verify->trusts_a_signer() || verify->require_stamp) opts->verify = *verify;
+    return serve::serve_models(*opts, service_log(ctx));
+  };
 }
 
 }  // namespace tsarchive::cli

@@ -21,6 +21,7 @@
 #include "cli/output.h"
 #include "cli/report_load_safety.h"
 #include "cli/report_verify.h"
+#include "cli/signer_options.h"
 #include "cli/worker_options.h"
 #include "core/provenance/signing_embedded.h"
 #include "operations/verify.h"
@@ -51,15 +52,8 @@ void render_signature_text(const SignatureOutcome& s, std::ostream& out) {
   } else {
     out << (c.matches() ? "valid" : "valid, but the model differs") << ", ";
   }
-  if (c.method == "key") {
-    out << "signed by key sha256:" << c.key_fingerprint << " (" << c.curve << ")\n";
-  } else if (c.method == "keyless") {
-    out << "signed by " << c.subject << ", issued by " << c.issuer << " (Sigstore keyless, " << c.curve << ")\n"
-        << "  logged   " << c.transparency << '\n';
-  } else {
-    out << "signed by " << c.subject << ", issued by " << c.issuer << " (key sha256:" << c.key_fingerprint.substr(0, 16)
-        << "..., " << c.curve << ")\n";
-  }
+  out << "signed by " << printable(signer_text(c)) << '\n';
+  if (c.method == "keyless") out << "  logged   " << c.transparency << '\n';
   out << (c.embedded ? "  records  " : "  files    ") << c.statement.files.size() << " signed";
   if (c.v02_encoding) out << " (model_signing 0.2 encoding)";
   if (c.predicate_type != kPredicateV1) out << " (predicate " << c.predicate_type << ")";
@@ -202,40 +196,6 @@ std::vector<std::string> files_below(const std::vector<std::string>& paths) {
   return out;
 }
 
-// Whom to trust (a key, certificate roots or a Sigstore trust root) and where the signature is.
-void add_signer_options(CLI::App& app, VerifySettings& settings) {
-  CLI::Option* key = app.add_option("--key", settings.key,
-                 "Check the model's signature (OpenSSF model signing) against this public key (PEM, EC P-256/384/521)")
-      ->type_name("PUBLIC.pem");
-  CLI::Option* roots = app.add_option("--certificate-chain", settings.roots,
-                 "Check the model's signature against these root certificates (model_signing's certificate method)")
-      ->type_name("ROOTS.pem")
-      ->excludes(key);
-  CLI::Option* trust_root =
-      app.add_option("--trust-root", settings.trust_root,
-                     "Check a Sigstore keyless signature offline against this trust root (trusted_root.json); "
-                     "needs --identity and --issuer")
-          ->type_name("trusted_root.json")
-          ->excludes(key)
-          ->excludes(roots);
-  app.add_option("--identity", settings.identity,
-                 "With --trust-root: the signer's email or URI, exactly as in its certificate")
-      ->type_name("ID")
-      ->needs(trust_root);
-  app.add_option("--issuer", settings.issuer, "With --trust-root: the OIDC issuer URL of the signer's identity, exactly")
-      ->type_name("URL")
-      ->needs(trust_root);
-  app.add_option("--signature", settings.signature,
-                 "The signature file (default: the archive's embedded signature, else MODEL.sig beside a file, "
-                 "MODEL/model.sig in a directory)")
-      ->type_name("SIG");
-  app.add_flag("--require-signature", settings.require_signature,
-               "Exit 7 when no signature is found, embedded or not (with --key, --certificate-chain or --trust-root)");
-  app.add_option("--ignore-paths", settings.ignore_paths,
-                 "Files of a model directory that are not checked against the signature (relative to it)")
-      ->type_name("PATH");
-}
-
 }  // namespace
 
 Runner setup_verify(CLI::App& app, Context& ctx) {
@@ -273,21 +233,11 @@ Runner setup_verify(CLI::App& app, Context& ctx) {
   app.add_flag("--require-stamp", opts->settings.require_stamp,
                "Exit 1 when the archive carries no tsarchive stamp (a producer's own producer_info.json is not one)");
   app.add_option("--threads", opts->settings.threads, "Hashing threads (default: one per core)")->check(CLI::Range(1u, 256u));
-  add_signer_options(app, opts->settings);
+  add_signer_options(app, opts->settings, true);
   add_load_safety_options(app, opts->settings.load_safety);
   add_worker_options(app, opts->settings.worker, false, "With --load: ");  // verify never skips its checks
   return [opts, &ctx] {
-    if ((!opts->settings.signature.empty() || opts->settings.require_signature) && !opts->settings.trusts_a_signer()) {
-      throw_usage("--signature and --require-signature need --key PUBLIC.pem, --certificate-chain ROOTS.pem or --trust-root",
-                  "say whom you trust: the signer's public key, the roots of its certificate, or Sigstore's trust root");
-    }
-    if (!opts->settings.trust_root.empty() && (opts->settings.identity.empty() || opts->settings.issuer.empty())) {
-      throw_usage("--trust-root needs --identity ID and --issuer URL",
-                  "say who must have signed: the certificate's email or URI, and its OIDC issuer");
-    }
-    if (!opts->settings.signature.empty() && opts->models.size() > 1) {
-      throw_usage("--signature names one signature, and several models are given", "verify them one at a time");
-    }
+    check_signer_options(opts->settings, opts->models.size());
     // A directory with a signer to trust is a signed model; without, the files below it.
     const bool signed_models = opts->settings.trusts_a_signer();
     return for_each_file(signed_models ? opts->models : files_below(opts->models), opts->json, ctx,

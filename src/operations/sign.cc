@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include "base/error.h"
+#include "base/posix_fd.h"
 #include "base/strings.h"
 #include "core/edit/file_edit.h"
 #include "core/edit/output_paths.h"
@@ -11,11 +12,6 @@
 
 namespace tsarchive {
 namespace {
-
-bool is_directory(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
 
 // --ignore-paths as model_signing takes them: a path from here that lies in
 // the model, or else a path relative to the model directory.

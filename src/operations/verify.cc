@@ -1,12 +1,11 @@
 #include "operations/verify.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <future>
 #include <memory>
 
+#include "base/posix_fd.h"
 #include "contract/torch_backend.h"
 #include "core/edit/file_edit.h"
 #include "core/provenance/checked_archive.h"
@@ -16,24 +15,16 @@
 namespace tsarchive {
 namespace {
 
-bool is_directory(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 bool exists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0;
 }
 
-// Whether `path` starts as a ZIP archive does (a local file header).
-bool looks_like_zip(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return true;  // let the archive reader say why
-  char magic[4] = {};
-  const ssize_t n = ::read(fd, magic, sizeof magic);
-  ::close(fd);
-  return n == 4 && std::string_view(magic, 4) == std::string_view("PK\x03\x04", 4);
+// Whether the opened file starts as a ZIP archive does (a local file header).
+bool looks_like_zip(const ArchiveFile& file) {
+  const std::unique_ptr<ByteSource> source = file.source();
+  if (source->size() < 4) return false;
+  return source->read_string(0, 4) == std::string_view("PK\x03\x04", 4);
 }
 
 bool signature_asked(const VerifySettings& s) { return s.trusts_a_signer(); }
@@ -77,7 +68,8 @@ SignatureTrust read_trust(const VerifySettings& s) {
 }
 
 // --signature first, then the archive's own (from `file`, when it is open),
-// then MODEL.sig beside it.
+// then MODEL.sig beside it. A model file is hashed from `file` when it is open:
+// the bytes the signature covers are the bytes verify checks.
 SignatureOutcome check_signature(const VerifySettings& s, const ArchiveFile* file) {
   SignatureOutcome out;
   out.asked = signature_asked(s);
@@ -103,6 +95,8 @@ SignatureOutcome check_signature(const VerifySettings& s, const ArchiveFile* fil
   ModelFilesOptions files;
   for (const std::string& p : s.ignore_paths) files.ignore_paths.push_back(p);
   files.threads = s.threads;
+  const std::unique_ptr<ByteSource> opened = file != nullptr ? file->source() : nullptr;
+  files.opened = opened.get();
   out.check = check_model_signature(s.model, path, bundle, trust, files);
   return out;
 }
@@ -123,8 +117,8 @@ Error signed_model_differs(const char* what, const SignatureCheck& check, const 
                "do not deploy it; fetch the signed model again");
 }
 
-// A directory, or a file that is not an archive: the signature is the whole check.
-VerifyResult verify_signature_only(const VerifySettings& s) {
+// A directory (`file` null), or a file that is not an archive: the signature is the whole check.
+VerifyResult verify_signature_only(const VerifySettings& s, const ArchiveFile* file) {
   if (!signature_asked(s)) {
     throw Error(ErrorKind::Usage,
                 is_directory(s.model) ? "a directory is verified by its signature" : "not a ZIP archive", s.model,
@@ -133,7 +127,7 @@ VerifyResult verify_signature_only(const VerifySettings& s) {
   VerifyResult result;
   result.by = VerifiedBy::Signature;
   result.model = s.model;
-  result.signature = check_signature(s, nullptr);
+  result.signature = check_signature(s, file);
   if (!result.signature.check) {
     throw_signature_invalid("the model is not signed: no " + result.signature.looked_for, s.model,
                             "give its signature with --signature SIG");
@@ -279,7 +273,7 @@ VerifyResult verify_archive_file(const VerifySettings& s, const ArchiveFile& fil
 }  // namespace
 
 VerifyResult verify_model(const VerifySettings& s, const NoteSink& notes) {
-  if (is_directory(s.model) || (signature_asked(s) && !looks_like_zip(s.model))) return verify_signature_only(s);
+  if (is_directory(s.model)) return verify_signature_only(s, nullptr);
   std::unique_ptr<ArchiveFile> file;
   try {
     file = std::make_unique<ArchiveFile>(s.model, FileAccess::Read, s.lock_timeout);
@@ -288,15 +282,23 @@ VerifyResult verify_model(const VerifySettings& s, const NoteSink& notes) {
     throw;
   }
   for (const std::string& note : file->notes()) notes(note);
+  return verify_opened(s, *file, notes);
+}
+
+VerifyResult verify_opened(const VerifySettings& s, const ArchiveFile& file, const NoteSink& notes) {
+  // Which checks apply is decided on the opened file, not on a second open of its path.
+  if (signature_asked(s) && !is_standard_stream(s.model) && !looks_like_zip(file)) {
+    return verify_signature_only(s, &file);
+  }
   // The signature's hash of the whole file and the core's checks of its
   // records read the same bytes: side by side, so that with a core to spare
   // verify costs about one pass, not two. Its verdict (exit 7) comes first,
   // even when the archive cannot be read.
   std::future<SignatureOutcome> pending =
-      std::async(std::launch::async, [&s, &file] { return check_signature(s, file.get()); });
+      std::async(std::launch::async, [&s, &file] { return check_signature(s, &file); });
   try {
-    if (std::optional<VerifyResult> result = verify_load_safety_only(s, *file, pending)) return std::move(*result);
-    return verify_archive_file(s, *file, pending, notes);
+    if (std::optional<VerifyResult> result = verify_load_safety_only(s, file, pending)) return std::move(*result);
+    return verify_archive_file(s, file, pending, notes);
   } catch (...) {
     if (pending.valid()) pending.get();  // throws the signature's error, if it has one
     throw;

@@ -26,6 +26,8 @@
 
 namespace tsarchive {
 
+class ArchiveFile;
+
 struct VerifySettings {
   std::string model;
   bool load = false;           // also load it with libtorch, after the checks pass
@@ -81,5 +83,10 @@ struct VerifyResult {
 // that cannot be read, a signature that does not verify or is missing with
 // require_signature: that one first, even when the archive cannot be read).
 VerifyResult verify_model(const VerifySettings& settings, const NoteSink& notes);
+
+// verify_model of a file the caller already holds open and locked (serve
+// verifies the descriptor it goes on to serve): the same checks, the same
+// verdict, and no second open of settings.model.
+VerifyResult verify_opened(const VerifySettings& settings, const ArchiveFile& file, const NoteSink& notes);
 
 }  // namespace tsarchive

@@ -102,6 +102,26 @@ bool run_ready_check(const CheckedArchive& checked, const ServiceSettings& opts,
   return true;
 }
 
+// settings.verify: verify's checks and verdict on the descriptor the model is
+// served from (no window between the check and the load, as a `verify` run
+// before `serve` would leave). Anything but a pass stops serve with verify's
+// first finding and its exit status.
+void verify_served(VerifySettings settings, const std::string& name, const std::string& path, const ArchiveFile& file,
+                   const ServiceLog& log) {
+  settings.model = path;
+  settings.load_safety = {};  // the gate has judged it
+  const VerifyResult result = verify_opened(settings, file, log.note);
+  if (result.exit_code != 0) {
+    if (!result.findings.empty()) throw result.findings.front();
+    throw Error(static_cast<ErrorKind>(result.exit_code), "verify refused the model", path,
+                "see 'tsarchive verify " + path + "'");
+  }
+  const std::optional<SignatureCheck>& signature = result.signature.check;
+  log.status("model '" + name + "' verified" +
+             (signature ? ": signed by " + signer_text(*signature) : std::string(": intact")) +
+             (result.report && result.report->stamp ? ", matches its stamp" : ""));
+}
+
 // One served model from its argument (NAME=PATH, or PATH served under its
 // file's stem): opened, locked and kept open in `files`, past the gate, and
 // with --ready-check its recorded check replayed.
@@ -126,6 +146,7 @@ ModelSpec model_spec(const std::string& arg, const ServiceSettings& opts, const 
   const OpenedArchive& opened = *files.back();
   const TorchArchive* archive = &opened.archive();
   const CheckedArchive checked = pass_gate(opened, opts.worker, "nothing was served", log.note);
+  if (opts.verify) verify_served(*opts.verify, name, path, opened.file(), log);
   ModelSpec spec;
   spec.name = name;
   spec.job = worker_job(opts.worker, checked, "serving " + opts.method, log.note);

@@ -8,10 +8,12 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "operations/notes.h"
+#include "operations/verify.h"
 #include "operations/worker_settings.h"
 #include "serve/server.h"
 
@@ -36,6 +38,10 @@ struct ServiceSettings {
   double sample = 0;
   bool ready_check = false;
   WorkerSettings worker;
+  // A signer to trust (--key, --certificate-chain, --trust-root) or
+  // --require-stamp: each model passes verify on the descriptor it is served
+  // from, before anything is served, or nothing is (verify's exit status).
+  std::optional<VerifySettings> verify;
 };
 
 // Where the service's lines go.

@@ -699,6 +699,42 @@ with tempfile.TemporaryDirectory() as tmp:
         server.wait()
 
 
+# --key, --require-signature, --require-stamp: verify's checks on the descriptor
+# serve goes on to load (no window between a separate `verify` and `serve`); a
+# model that fails any of them serves nothing, with verify's exit status.
+with tempfile.TemporaryDirectory() as tmp:
+    key, model = os.path.join(tmp, "k"), os.path.join(tmp, "m.pt")
+    subprocess.run(["openssl", "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", key + ".pem"], check=True)
+    subprocess.run(["openssl", "ec", "-in", key + ".pem", "-pubout", "-out", key + ".pub"], check=True,
+                   capture_output=True)
+    subprocess.run(["openssl", "ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", key + "2.pem"], check=True)
+    subprocess.run(["openssl", "ec", "-in", key + "2.pem", "-pubout", "-out", key + "2.pub"], check=True,
+                   capture_output=True)
+    shutil.copy(MLP, model)
+    required = ["--key", key + ".pub", "--require-signature", "--require-stamp"]
+    p = harness.tsarchive(TSARCHIVE, "serve", model, "--port", "0", *required, want=7, timeout=60)
+    check("not signed" in p.stderr and p.stdout == "", f"an unsigned model: {p.stderr!r}")
+    p = harness.tsarchive(TSARCHIVE, "serve", model, "--port", "0", "--require-stamp", want=1, timeout=60)
+    check("not stamped by tsarchive" in p.stderr, f"an unstamped model with --require-stamp: {p.stderr!r}")
+    harness.tsarchive(TSARCHIVE, "serve", model, "--port", "0", "--require-signature", want=2, timeout=60)
+    harness.tsarchive(TSARCHIVE, "stamp", "-q", "--keep-bytes", model, timeout=60)
+    harness.tsarchive(TSARCHIVE, "sign", "-q", "--embed", "--key", key + ".pem", model, timeout=60)
+    server, url, log = start(model, *required)
+    try:
+        check(http("GET", url + "/v2/health/ready")[0] == 200, "a signed, stamped model is served")
+        time.sleep(0.2)
+        text = "".join(log)
+        check("model 'm' verified: signed by key sha256:" in text and "matches its stamp" in text,
+              f"serve --key's line: {text!r}")
+    finally:
+        server.kill()
+        server.wait()
+    p = harness.tsarchive(TSARCHIVE, "serve", model, "--port", "0", "--key", key + "2.pub", want=7, timeout=60)
+    check("not signed by the key given" in p.stderr, f"another key: {p.stderr!r}")
+    harness.tsarchive(TSARCHIVE, "extra", "set", "-q", model, "note.txt=changed after signing", timeout=60)
+    p = harness.tsarchive(TSARCHIVE, "serve", model, "--port", "0", *required, want=7, timeout=60)
+    check("does not cover the archive" in p.stderr and p.stdout == "", f"a model changed after signing: {p.stderr!r}")
+
 # The gate: a damaged archive is refused before any worker sees it.
 with tempfile.TemporaryDirectory() as tmp:
     damaged = os.path.join(tmp, "damaged.pt")
@@ -713,4 +749,4 @@ if not PROMTOOL:
     print("note: promtool (Debian's prometheus package) is not installed; /metrics was checked without it")
 finish("serve: health, metadata, infer (alone, curl, batched) equal torch.jit; hostile requests refused; "
        "a killed worker restarts; /metrics; 503/504; SIGTERM with --grace; --instances; recorded shapes; --ready-check; "
-       "non-tensor parameters")
+       "non-tensor parameters; --key/--require-signature/--require-stamp")

@@ -68,3 +68,45 @@ TEST_CASE("verify: the embedded signature is read from the file whose records we
   CHECK_FALSE(after.signature.check);
   CHECK(after.exit_code == 0);
 }
+
+TEST_CASE("verify: a detached signature is checked against the file whose records were checked") {
+  TempDir dir;
+  if (!make_key(dir.path)) {
+    WARN("no openssl command: skipped");
+    return;
+  }
+  // The path first names an unsigned archive; once verify has it open, the
+  // signed one is renamed over it. Hashing the path again would find the
+  // signed bytes and vouch for the unsigned archive verify checked.
+  const std::string path = (dir.path / "m.pt").string(), signed_path = (dir.path / "signed.pt").string();
+  const std::string signature = (dir.path / "signed.pt.sig").string();
+  std::filesystem::copy_file(testdata("mlp_scripted.pt"), signed_path);
+  std::filesystem::copy_file(testdata("convnet_traced.pt"), path);
+  SignRequest request;
+  request.model = signed_path;
+  request.signature_path = signature;
+  request.keys = read_signer_keys((dir.path / "k.key").string(), "", "", {});
+  std::ofstream(signature) << sign_model(request).bundle;
+  std::ofstream(dir.path / ".m.pt.tsarchive-journal") << "planted";
+
+  VerifySettings settings;
+  settings.model = path;
+  settings.key = (dir.path / "k.pub").string();
+  settings.signature = signature;
+  settings.threads = 1;
+  bool swapped = false;
+  const VerifyResult result = verify_model(settings, [&](const std::string&) {
+    if (!swapped) swapped = ::rename(signed_path.c_str(), path.c_str()) == 0;
+  });
+  REQUIRE(swapped);
+  REQUIRE(result.signature.check);
+  CHECK_FALSE(result.signature.check->matches());
+  CHECK(result.signature_fails);
+  CHECK(result.exit_code == 1);
+
+  // Verified again, the path names the signed archive, and it passes.
+  const VerifyResult after = verify_model(settings, [](const std::string&) {});
+  REQUIRE(after.signature.check);
+  CHECK(after.signature.check->matches());
+  CHECK(after.exit_code == 0);
+}

@@ -18,6 +18,7 @@
 #include <memory>
 
 #include "base/error.h"
+#include "base/posix_fd.h"
 #include "base/strings.h"
 #include "core/inputs/image.h"
 #include "format/byte_source.h"
@@ -55,11 +56,6 @@ struct ImageInputOptions {
 bool exists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0;
-}
-
-bool is_directory(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 // The options start at the first ':' followed by NAME= (letters); a path that

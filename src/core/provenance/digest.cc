@@ -176,4 +176,16 @@ std::string sha256_fd_hex(int fd, const std::string& path) {
   return sha.hex();
 }
 
+std::string sha256_source_hex(const ByteSource& source) {
+  Sha256 sha;
+  std::vector<char> buffer(1 << 20);
+  for (uint64_t offset = 0, size = source.size(); offset < size;) {
+    const auto n = static_cast<size_t>(std::min<uint64_t>(buffer.size(), size - offset));
+    source.read_at(offset, buffer.data(), n);
+    sha.update(buffer.data(), n);
+    offset += n;
+  }
+  return sha.hex();
+}
+
 }  // namespace tsarchive

@@ -55,4 +55,7 @@ std::string sha256_hex(std::string_view bytes);
 // time); throws Error(Io) naming `path` when a read fails.
 std::string sha256_fd_hex(int fd, const std::string& path);
 
+// SHA-256 hex of all of `source`, 1 MiB at a time.
+std::string sha256_source_hex(const ByteSource& source);
+
 }  // namespace tsarchive

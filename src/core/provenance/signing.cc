@@ -23,11 +23,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool is_directory(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
-}
-
 // Whether the relative path `name` is `ignored` or lies under it (by components).
 bool under(const std::string& name, const std::string& ignored) {
   if (ignored.empty() || ignored == ".") return false;
@@ -257,6 +252,7 @@ std::string default_signature_path(const std::string& model) {
 }
 
 std::vector<SignedFile> hash_model_files(const std::string& model, const ModelFilesOptions& options) {
+  if (options.opened != nullptr) return {SignedFile{".", sha256_source_hex(*options.opened)}};
   struct stat st {};
   if (::lstat(model.c_str(), &st) != 0) throw_io("cannot read the model: " + errno_text(), model);
   if (S_ISLNK(st.st_mode)) {
@@ -341,6 +337,13 @@ SignResult sign_model(const SignRequest& request) {
   return sign_statement(std::move(statement), request.keys);
 }
 
+std::string signer_text(const SignatureCheck& c) {
+  if (c.method == "key") return "key sha256:" + c.key_fingerprint + " (" + c.curve + ")";
+  if (c.method == "keyless") return c.subject + ", issued by " + c.issuer + " (Sigstore keyless, " + c.curve + ")";
+  return c.subject + ", issued by " + c.issuer + " (key sha256:" + c.key_fingerprint.substr(0, 16) + "..., " + c.curve +
+         ")";
+}
+
 SignatureCheck check_signature_bundle(const std::string& signature_path, const std::string& bundle_text,
                                       const SignatureTrust& trust) {
   SignatureCheck check;
@@ -410,13 +413,14 @@ SignatureCheck check_model_signature(const std::string& model, const std::string
       if (!listed) options.ignore_paths.push_back(git);
     }
   }
-  if (is_directory(model)) {
+  const bool directory = options.opened == nullptr && is_directory(model);
+  if (directory) {
     if (auto inside = path_inside_model(model, signature_path)) options.ignore_paths.push_back(*inside);
   }
   options.allow_symlinks = files.allow_symlinks || check.statement.allow_symlinks;
 
   const bool one_file = check.statement.files.size() == 1 && check.statement.files.front().name == ".";
-  if (one_file == is_directory(model)) {
+  if (one_file == directory) {
     throw_signature_invalid(one_file ? "the signature is of one file, and the model is a directory"
                                      : "the signature is of a directory, and the model is one file",
                             signature_path, "this is the signature of another model");

@@ -24,11 +24,17 @@
 
 namespace tsarchive {
 
+class ByteSource;
+
 struct ModelFilesOptions {
   std::vector<std::string> ignore_paths;  // relative to the model directory
   bool ignore_git_paths = true;
   bool allow_symlinks = false;
   unsigned threads = 0;  // 0: one per core
+  // The model is one file the caller holds open (verify's locked descriptor):
+  // hashed from it, never reopened by its path, so that the bytes the
+  // signature covers are the bytes the caller checks.
+  const ByteSource* opened = nullptr;
 };
 
 // Every file of `model` with its SHA-256, sorted (sort_signed_files); "." for a
@@ -112,6 +118,11 @@ struct SignatureCheck {
 SignatureCheck check_model_signature(const std::string& model, const std::string& signature_path,
                                      const std::string& bundle_text, const SignatureTrust& trust,
                                      const ModelFilesOptions& files);
+
+// Who signed, in words: "key sha256:HEX (P-256)", or the certificate's
+// subject and issuer ("S, issued by I (key sha256:HEX16..., P-256)"; keyless:
+// "S, issued by I (Sigstore keyless, P-256)").
+std::string signer_text(const SignatureCheck& check);
 
 // The first half of check_model_signature: `bundle_text` parsed, its signer
 // trusted and its signature checked, its statement parsed (Error(SignatureInvalid)
