@@ -17,12 +17,15 @@
 #                         (no venv, no pip), e.g. a CUDA PyTorch already installed.
 # Any other libtorch: CMAKE_PREFIX_PATH=/path/to/libtorch BUILD_DIR=build-x scripts/dev.sh build
 # (add -DTSARCHIVE_PYTHON=... through CMAKE_ARGS for a Python with the same torch).
-# Environment: BUILD_DIR (default build, build-asan for sanitize, build-torch2 for torch2),
+# Environment: BUILD_TYPE (default Release: -O2 without debug info, which halves
+# the compile time of the libtorch layer; RelWithDebInfo for a debugger; sanitize
+# is always Debug), BUILD_DIR (default build, build-asan for sanitize, build-torch2 for torch2),
 # JOBS (default: number of cores), CMAKE_ARGS (more cmake arguments), VENV (default .venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 JOBS=${JOBS:-$(nproc)}
+BUILD_TYPE=${BUILD_TYPE:-Release}
 
 # Debian packages only. python3-torch (with python3-numpy) makes test data and
 # checks our answers against PyTorch: without it the pytorch.* tests would skip,
@@ -136,13 +139,13 @@ case $mode in
     # The tests are built (and their packages installed) by `test`, not here:
     # a first run shows the tool as soon as it can.
     timed "install build packages" install_packages "${BUILD_PACKAGES[@]}"
-    timed "build tsarchive + torch layer" configure_and_build RelWithDebInfo -DTSARCHIVE_BUILD_TESTS=OFF -- tsarchive tsarchive_torch
+    timed "build tsarchive + torch layer" configure_and_build "$BUILD_TYPE" -DTSARCHIVE_BUILD_TESTS=OFF -- tsarchive tsarchive_torch
     timed "demo" demo
     printf 'demo step times:\n'
     printf '  %s\n' "${step_times[@]}"
     ;;
   test)
-    build RelWithDebInfo
+    build "$BUILD_TYPE"
     if [ -n "${torch2:-}" ]; then
       ctest --test-dir "$BUILD_DIR" -j "$JOBS" --output-on-failure -R "$TORCH_TESTS"
     else
@@ -160,10 +163,10 @@ case $mode in
     ctest --test-dir "$BUILD_DIR" -j "$JOBS" --output-on-failure
     ;;
   build)
-    build RelWithDebInfo
+    build "$BUILD_TYPE"
     ;;
   fast)
-    build RelWithDebInfo
+    build "$BUILD_TYPE"
     ctest --test-dir "$BUILD_DIR" -j "$JOBS" --output-on-failure -L fast
     ;;
   *)
