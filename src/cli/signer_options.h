@@ -58,7 +58,8 @@ inline void check_signer_options(const VerifySettings& settings, size_t models) 
                 "say who must have signed: the certificate's email or URI, and its OIDC issuer");
   }
   if (!settings.signature.empty() && models > 1) {
-    throw_usage("--signature names one signature, and several models are given", "verify them one at a time");
+    throw_usage("--signature names one signature, and several models are given",
+                "leave it out (each model's embedded signature, else MODEL.sig beside it, is used), or give one model");
   }
 }
 

@@ -1,0 +1,1 @@
+serve testdata/mlp_scripted.pt --require-signature
