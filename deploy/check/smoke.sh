@@ -82,6 +82,6 @@ stop || fail "serve exited $? after SIGTERM, wanted 0"
 status=0
 TSARCHIVE_VERIFY_KEY=$check/key.pub tsarchive-entrypoint "$check/tampered" > /tmp/serve.out 2> /tmp/serve.err || status=$?
 [ $status -eq 1 ] || fail "an archive changed after signing: exit $status, wanted 1 ($(cat /tmp/serve.err))"
-grep -q 'refused the model (exit 1): nothing is served' /tmp/serve.err || fail "refusal: $(cat /tmp/serve.err)"
+grep -q '^tsarchive: error: the archive differs from what was signed' /tmp/serve.err || fail "refusal: $(cat /tmp/serve.err)"
 ! grep -q '^tsarchive serve:' /tmp/serve.out || fail "a refused model was served"
 echo "TSARCHIVE_VERIFY_KEY: the signed archive served, the one changed after signing refused (exit 1)"
