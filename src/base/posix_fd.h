@@ -26,12 +26,20 @@ class Fd {
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
   int get() const { return fd_; }
+  // Hands the descriptor over: this object no longer closes it.
+  int release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_;
 };
 
 inline std::string errno_text() { return std::strerror(errno); }
+
+// Whether `path` names anything (following symbolic links).
+inline bool exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
 
 // Whether `path` names a directory (following symbolic links); false when it cannot be stat'ed.
 inline bool is_directory(const std::string& path) {

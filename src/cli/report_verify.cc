@@ -75,8 +75,8 @@ void render_verify_text(const VerifyReport& r, bool loaded, std::ostream& out, b
   out << printable(r.path) << ": " << (signature_fails ? headline_signature_fails(r) : headline(r)) << '\n';
   size_t crc_ok = 0;
   for (const RecordDigest& d : r.records) crc_ok += d.crc_ok ? 1 : 0;
-  out << "  records   " << r.records.size() << ", " << human_size(r.bytes_hashed) << (r.sha256 ? " hashed; " : " read; ") << crc_ok << " of "
-      << r.records.size() << " match their CRC-32\n";
+  out << "  records   " << r.records.size() << ", " << human_size(r.bytes_hashed) << (r.sha256 ? " hashed; " : " read; ")
+      << crc_ok << " of " << r.records.size() << " match their CRC-32\n";
   if (r.format_version) {
     out << "  version   " << *r.format_version;
     if (r.bytecode_version) out << ", bytecode " << *r.bytecode_version;

@@ -15,11 +15,6 @@
 namespace tsarchive {
 namespace {
 
-bool exists(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
-}
-
 // Whether the opened file starts as a ZIP archive does (a local file header).
 bool looks_like_zip(const ArchiveFile& file) {
   const std::unique_ptr<ByteSource> source = file.source();
@@ -253,7 +248,11 @@ VerifyResult verify_archive_file(const VerifySettings& s, const ArchiveFile& fil
   }
   VerifyResult result;
   result.model = s.model;
-  result.report = verify_archive(*archive, VerifyOptions{s.threads, built_libtorch_versions(), true, s.all_sha256});
+  VerifyOptions options;
+  options.threads = s.threads;
+  options.readable = built_libtorch_versions();
+  options.all_sha256 = s.all_sha256;
+  result.report = verify_archive(*archive, options);
   const VerifyReport& report = *result.report;
   result.signature = pending.get();
   match_embedded(result.signature, report, s.model);

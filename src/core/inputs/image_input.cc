@@ -53,11 +53,6 @@ struct ImageInputOptions {
   throw_usage("bad image spec \"@" + spec.substr(0, 200) + "\": " + why, kOptionsHint);
 }
 
-bool exists(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
-}
-
 // The options start at the first ':' followed by NAME= (letters); a path that
 // names an existing file is taken whole.
 size_t options_start(const std::string& text) {

@@ -161,21 +161,6 @@ std::string sha256_hex(std::string_view bytes) {
   return sha.hex();
 }
 
-std::string sha256_fd_hex(int fd, const std::string& path) {
-  Sha256 sha;
-  std::vector<char> buffer(1 << 20);
-  for (;;) {
-    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
-    if (n == 0) break;
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw_io("cannot read: " + errno_text(), path);
-    }
-    sha.update(buffer.data(), static_cast<size_t>(n));
-  }
-  return sha.hex();
-}
-
 std::string sha256_source_hex(const ByteSource& source) {
   Sha256 sha;
   std::vector<char> buffer(1 << 20);

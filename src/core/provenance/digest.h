@@ -51,10 +51,6 @@ std::string root_digest(std::vector<std::pair<std::string, std::string>> digests
 
 std::string sha256_hex(std::string_view bytes);
 
-// SHA-256 hex of everything readable from `fd` (read() to its end, 1 MiB at a
-// time); throws Error(Io) naming `path` when a read fails.
-std::string sha256_fd_hex(int fd, const std::string& path);
-
 // SHA-256 hex of all of `source`, 1 MiB at a time.
 std::string sha256_source_hex(const ByteSource& source);
 

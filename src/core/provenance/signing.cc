@@ -17,6 +17,7 @@
 #include "core/provenance/digest.h"
 #include "core/provenance/signing_crypto.h"
 #include "core/provenance/sigstore_keyless.h"
+#include "format/byte_source.h"
 
 namespace tsarchive {
 namespace {
@@ -80,12 +81,13 @@ std::vector<FileToHash> list_directory(const std::string& model, const std::vect
 }
 
 std::string hash_file(const std::string& path) {
-  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) throw_io("cannot open: " + errno_text(), path);
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  struct stat st {};
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0) throw_io("cannot open: " + errno_text(), path);
 #ifdef POSIX_FADV_SEQUENTIAL
   ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
 #endif
-  return sha256_fd_hex(fd.get(), path);
+  return sha256_source_hex(*make_fd_source(fd.release(), static_cast<uint64_t>(st.st_size), path));
 }
 
 // SHA-256 of every file, largest first on one thread per core.
