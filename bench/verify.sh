@@ -24,7 +24,9 @@
 #
 # Environment: TSARCHIVE (default build/tsarchive), SIZES_MB (default
 # "200 1074"), ONE_MB (default 200; empty: skip), N (default 5), PY (default /usr/bin/python3, with torch),
-# OUT (default bench/out: where the archives are made and kept, and the work copies written).
+# OUT (default bench/out: where the archives are made and kept, and the work copies written),
+# PARTS (default "verify stamp": which tables), BEFORE (another tsarchive binary, e.g. a build of
+# main before a change: its stamp re-save gets a row of its own beside this one's).
 # Peak memory is each command's maxrss with its children's (wait4's rusage:
 # tsarchive's worker process and Python alike), the median over the runs.
 # Exit: 0 measured (read the verdicts), 2 setup error, 3 a command failed.
@@ -48,11 +50,15 @@ big_archives $SIZES_MB
 ONE_ARCHIVE=
 [[ -z $ONE_MB ]] || one_record_archive "$ONE_MB"
 
-export TSARCHIVE N OUT PY ONE_ARCHIVE
+PARTS=${PARTS:-verify stamp}
+BEFORE=${BEFORE:-}
+[[ -z $BEFORE || -x $BEFORE ]] || die "BEFORE=$BEFORE is not an executable"
+export TSARCHIVE N OUT PY ONE_ARCHIVE PARTS BEFORE
 "$PY" - "${ARCHIVES[@]}" <<'PYEOF'
 import os, shutil, statistics, subprocess, sys, time
 
 TS, N, OUT, PY = os.environ["TSARCHIVE"], int(os.environ["N"]), os.environ["OUT"], os.environ["PY"]
+PARTS, BEFORE = os.environ["PARTS"].split(), os.environ["BEFORE"]
 RESAVE = "import sys, torch\ntorch.jit.save(torch.jit.load(sys.argv[1]), sys.argv[2])"
 # The same made durable as stamp's atomic replace is (fsync of the file before it counts as written).
 RESAVE_FSYNC = RESAVE + "\nimport os\nfd = os.open(sys.argv[2], os.O_RDONLY)\nos.fsync(fd)"
@@ -107,7 +113,7 @@ def stamped_copy(archive):
     subprocess.run([TS, "stamp", "--keep-bytes", "--no-git", stamped], check=True, capture_output=True)
     return stamped
 
-if os.environ["ONE_ARCHIVE"]:
+if os.environ["ONE_ARCHIVE"] and "verify" in PARTS:
     one = os.environ["ONE_ARCHIVE"]
     stamped = stamped_copy(one)
     verify_table(one, f"{os.path.basename(one)}: {os.path.getsize(one) / 2**20:,.0f} MiB, weights in one record", stamped)
@@ -117,19 +123,26 @@ for archive in sys.argv[1:]:
     size = os.path.getsize(archive)
     name = f"{os.path.basename(archive)}: {size / 2**20:,.0f} MiB"
     stamped = stamped_copy(archive)
-    verify_table(archive, name, stamped)
+    if "verify" in PARTS:
+        verify_table(archive, name, stamped)
+    if "stamp" not in PARTS:
+        os.remove(stamped)
+        continue
 
-    work = {k: os.path.join(OUT, f"work-{k}.pt") for k in ("cp", "set", "keep", "hook", "py")}
-    for k in ("set", "keep", "hook"):
+    work = {k: os.path.join(OUT, f"work-{k}.pt") for k in ("cp", "set", "keep", "hook", "before", "py")}
+    for k in ("set", "keep", "hook", "before"):
         shutil.copyfile(archive, work[k])
-    med = table(f"stamp, {name}", {
+    cmds = {
         "cp": lambda i: ["/bin/cp", archive, work["cp"]],
         "tsarchive extra set": lambda i: [TS, "extra", "set", work["set"], f"note.txt=run {i}"],
         "tsarchive stamp --keep-bytes": lambda i: [TS, "stamp", "--keep-bytes", "--no-git", "--field", f"run={i}", work["keep"]],
         "tsarchive stamp (libtorch re-save)": lambda i: [TS, "stamp", "--no-git", "--field", f"run={i}", work["hook"]],
         "python torch.jit load+save": lambda i: [PY, "-c", RESAVE, archive, work["py"]],
         "python load+save, fsync": lambda i: [PY, "-c", RESAVE_FSYNC, archive, work["py"]],
-    }, ["cp", "tsarchive extra set", "python torch.jit load+save"])
+    }
+    if BEFORE:
+        cmds["BEFORE stamp (re-save)"] = lambda i: [BEFORE, "stamp", "--no-git", "--field", f"run={i}", work["before"]]
+    med = table(f"stamp, {name}", cmds, ["cp", "tsarchive extra set", "python torch.jit load+save"])
     r = med["tsarchive stamp --keep-bytes"] / med["cp"]
     h = med["tsarchive stamp (libtorch re-save)"] / med["python torch.jit load+save"]
     print(f"  verdict: stamp --keep-bytes / cp = {r:.2f} (target <= 1.2): {'met' if r <= 1.2 else 'MISSED'}; "

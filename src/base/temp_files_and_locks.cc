@@ -272,6 +272,18 @@ TempFile::TempFile(const std::string& dir, const std::string& base, const std::s
              err == EACCES || err == EROFS ? std::string("the folder must be writable; ") + elsewhere
                                            : std::string("check the folder and the disk"));
   }
+  arm();
+}
+
+TempFile::TempFile(Adopt, int fd, std::string path, std::string shown_name)
+    : path_(std::move(path)), shown_(std::move(shown_name)) {
+  if (path_.size() >= sizeof g_temp_path) throw_io("the path is too long", shown_);
+  fd_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (fd_ < 0) throw_io("cannot keep the file open: " + errno_text(), shown_, "check the process's file limit (ulimit -n)");
+  arm();
+}
+
+void TempFile::arm() {
   ::flock(fd_, LOCK_EX);  // tells the next editor this temp file is in use (see remove_leftovers)
   std::memcpy(g_temp_path, path_.c_str(), path_.size() + 1);
   g_temp_armed = 1;

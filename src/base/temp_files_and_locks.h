@@ -52,6 +52,11 @@ class TempFile {
   // `elsewhere`: how to write elsewhere instead, for the hint when the folder is not writable.
   TempFile(const std::string& dir, const std::string& base, const std::string& shown_name,
            const char* elsewhere = "or write elsewhere with -o");
+  // A file already written at `path` (open as `fd`, which is duplicated), in
+  // a private folder on the final path's file system: committed like one
+  // made here, removed unless committed.
+  struct Adopt {};
+  TempFile(Adopt, int fd, std::string path, std::string shown_name);
   ~TempFile();
   TempFile(const TempFile&) = delete;
   TempFile& operator=(const TempFile&) = delete;
@@ -63,6 +68,8 @@ class TempFile {
   void commit(const std::string& final_path, const std::string& dir);
 
  private:
+  void arm();  // the lock, the signal handlers that remove the file, SIGXFSZ ignored
+
   std::string path_;
   std::string shown_;
   int fd_ = -1;

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "base/error.h"
+#include "base/temp_files_and_locks.h"
 #include "format/crc32.h"
 #include "format/zip_format.h"
 
@@ -447,6 +448,28 @@ void write_plan(const ZipRewritePlan& plan, int source_fd, int dest_fd, const st
       write_all(dest_fd, p.bytes.data(), p.bytes.size(), dest_name);
     }
   }
+}
+
+bool plan_keeps_offsets(const ZipRewritePlan& plan, uint64_t source_size) {
+  if (plan.size != source_size) return false;
+  uint64_t offset = 0;
+  for (const ZipPiece& p : plan.pieces) {
+    if (p.from_source && p.source_offset != offset) return false;
+    offset += p.length;
+  }
+  return offset == plan.size;
+}
+
+uint64_t write_plan_over_source(const ZipRewritePlan& plan, int fd, const std::string& name) {
+  uint64_t offset = 0, written = 0;
+  for (const ZipPiece& p : plan.pieces) {
+    if (!p.from_source) {
+      posix::pwrite_all(fd, p.bytes, offset, name);
+      written += p.length;
+    }
+    offset += p.length;
+  }
+  return written;
 }
 
 }  // namespace tsarchive

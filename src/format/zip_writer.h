@@ -85,6 +85,14 @@ std::string render_plan(const ZipRewritePlan& plan, uint64_t offset, const Sourc
 // on filesystems with reflinks). Throws Error(Io) naming `dest_name`.
 void write_plan(const ZipRewritePlan& plan, int source_fd, int dest_fd, const std::string& dest_name);
 
+// Whether the plan, written over its own source of `source_size` bytes, leaves
+// every byte it copies where it is: the same size, each source range at its
+// own offset (an entry's data replaced by as many bytes, its CRC-32 changed).
+bool plan_keeps_offsets(const ZipRewritePlan& plan, uint64_t source_size);
+// Writes only the bytes the plan makes, over the source file itself, at their
+// offsets (plan_keeps_offsets must hold); returns how many. Throws Error(Io).
+uint64_t write_plan_over_source(const ZipRewritePlan& plan, int fd, const std::string& name);
+
 // The 64-byte alignment PyTorch gives record data.
 inline constexpr uint64_t kRecordAlignment = 64;
 

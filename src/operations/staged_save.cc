@@ -2,15 +2,20 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <map>
+#include <optional>
 
 #include "core/provenance/checked_archive.h"
 #include "format/archive.h"
 #include "base/error.h"
 #include "core/edit/extra.h"
 #include "core/provenance/signing_embedded.h"
+#include "format/zip_writer.h"
+#include "worker/sandbox.h"
 
 namespace tsarchive {
 
@@ -26,13 +31,35 @@ std::vector<std::pair<std::string, std::string>> digests_without_stamp(const std
   return out;
 }
 
+namespace {
+
+// Whether the copy libtorch wrote may itself become the archive, patched in
+// place and renamed, instead of being copied: nothing but this process can
+// still write it or reach it by another name, and it carries nothing the
+// worker gave it besides its bytes (the mode and owner are set again).
+bool copy_may_become_the_file(int fd) {
+  const SandboxSupport& sandbox = sandbox_support();
+  if (sandbox.disabled || !sandbox.seccomp) return false;  // a process the worker started may hold it open
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != ::geteuid()) return false;
+  const ssize_t attributes = ::flistxattr(fd, nullptr, 0);
+  return attributes == 0 || (attributes < 0 && errno == ENOTSUP);
+}
+
+}  // namespace
+
 StagedStamp write_staged_with_stamp(ArchiveFile& file, const std::string& staged, StampContent content,
                                     const std::string& output, const std::string& expected_top, const std::string& display,
                                     const StagedExtras& extras) {
   struct stat st {};
-  const int fd = open_regular_file(staged, O_RDONLY | O_CLOEXEC, &st);
+  const int fd = open_regular_file(staged, O_RDWR | O_CLOEXEC, &st);
   const int source_fd = ::dup(fd);
   try {
+    const bool stamp_only = extras.carried.empty() && extras.sign == nullptr;
+    const bool may_become_the_file = stamp_only && copy_may_become_the_file(source_fd);
+    // Its bytes go to disk while they are checked and digested, so the fsync
+    // before the rename has little left to wait for.
+    if (may_become_the_file) ::sync_file_range(source_fd, 0, 0, SYNC_FILE_RANGE_WRITE);
     const TorchArchive copy(make_fd_source(fd, static_cast<uint64_t>(st.st_size), staged));
     if (copy.top_folder() != expected_top) {
       throw Error(ErrorKind::Torch, "libtorch named the top folder '" + copy.top_folder() + "', not '" + expected_top + "'",
@@ -56,6 +83,12 @@ StagedStamp write_staged_with_stamp(ArchiveFile& file, const std::string& staged
     digests.erase(kEmbeddedSignatureRecord);
     content.digests.emplace(digests.begin(), digests.end());
     StagedStamp written{{}, render_stamp(content), gate.format_version, {}};
+    // The hook's stamp reserved room for this one (pad_stamp): the same
+    // length keeps every other byte of the copy where it is.
+    const Record* hooks = copy.find(stamp_record);
+    if (stamp_only && hooks != nullptr && written.stamp.size() < hooks->entry->uncompressed_size) {
+      written.stamp = pad_stamp(std::move(written.stamp), hooks->entry->uncompressed_size);
+    }
     std::vector<ExtraEdit> edits = extras.carried;
     edits.push_back(ExtraEdit{extras.stamp_name, written.stamp});
     if (extras.sign != nullptr) {
@@ -64,7 +97,15 @@ StagedStamp write_staged_with_stamp(ArchiveFile& file, const std::string& staged
       edits.push_back(std::move(signature.edit));
     }
     const ExtraEditPlan plan = plan_extra_edits(copy, edits, false);
-    written.result = output.empty() ? file.replace(plan.zip, source_fd) : file.write_new(plan.zip, output, source_fd);
+    std::optional<WriteResult> taken;
+    if (may_become_the_file && plan_keeps_offsets(plan.zip, static_cast<uint64_t>(st.st_size))) {
+      // The final stamp, its CRC-32 and the central directory, written over the copy.
+      const StagedFile patched{source_fd, staged, write_plan_over_source(plan.zip, source_fd, display)};
+      taken = output.empty() ? file.replace(patched) : file.write_new(patched, output);
+    }
+    written.result = taken ? *taken
+                     : output.empty() ? file.replace(plan.zip, source_fd)
+                                      : file.write_new(plan.zip, output, source_fd);
     ::close(source_fd);
     return written;
   } catch (...) {

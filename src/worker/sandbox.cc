@@ -158,6 +158,15 @@ constexpr long kDenied[] = {
     __NR_finit_module, __NR_delete_module, __NR_kexec_load, __NR_reboot, __NR_swapon, __NR_swapoff, __NR_acct,
     __NR_open_by_handle_at, __NR_settimeofday, __NR_clock_settime, __NR_adjtimex, __NR_sethostname,
     __NR_setdomainname, __NR_syslog, __NR_quotactl,
+    // Extended attributes travel with a file the worker wrote (stamp's copy
+    // becomes the user's archive): an ACL or a user.* attribute set here would too.
+    __NR_setxattr, __NR_lsetxattr, __NR_fsetxattr,
+#ifdef __NR_setxattrat
+    __NR_setxattrat,
+#endif
+#if defined(__x86_64__)
+    __NR_fork, __NR_vfork,  // see clone below
+#endif
 #ifdef __NR_io_uring_setup
     __NR_io_uring_setup, __NR_io_uring_enter, __NR_io_uring_register,
 #endif
@@ -204,12 +213,16 @@ void enter_seccomp() {
     f.push_back(statement(BPF_RET | BPF_K, deny));
   }
   // clone3's flags are behind a pointer a filter cannot read: ENOSYS makes
-  // glibc use clone, whose flags (first argument) are checked.
+  // glibc use clone, whose flags (first argument) are checked. Threads only:
+  // a process the worker started would outlive it (its own session escapes
+  // the worker's process group), holding what the worker had open, such as
+  // the copy stamp writes and then renames over the user's archive.
   f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1));
   f.push_back(statement(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS));
-  f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 3));
+  f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 4));
   f.push_back(statement(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0])));  // low half (little-endian)
-  f.push_back(jump(BPF_JMP | BPF_JSET | BPF_K, kNewNamespaces, 0, 1));
+  f.push_back(jump(BPF_JMP | BPF_JSET | BPF_K, kNewNamespaces, 1, 0));                // to deny
+  f.push_back(jump(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 1, 0));                  // to allow
   f.push_back(statement(BPF_RET | BPF_K, deny));
   f.push_back(statement(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
 

@@ -20,8 +20,11 @@
 //     process_vm_*, new namespaces (unshare, setns, clone's CLONE_NEW*),
 //     mount and the new mount API, bpf, perf_event_open, userfaultfd,
 //     io_uring (its operations do not pass through seccomp), keyrings,
-//     modules, kexec and reboot fail with EPERM; clone3 with ENOSYS, so glibc
-//     falls back to clone, whose flags a filter can read. Every worker
+//     modules, kexec and reboot, setting extended attributes (an ACL would
+//     travel with a file the worker wrote), and new processes (fork, vfork,
+//     clone without CLONE_THREAD: a process would outlive the worker) fail
+//     with EPERM; clone3 with ENOSYS, so glibc falls back to clone, whose
+//     flags a filter can read. Every worker
 //     speaks over pipes; an AF_UNIX socket would reach daemons by path
 //     (Landlock does not see connect()), so no family is allowed (glibc's
 //     nscd client falls back to the files).

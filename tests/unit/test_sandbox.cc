@@ -7,13 +7,18 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "worker/sandbox.h"
 #include "worker/worker.h"
@@ -136,4 +141,33 @@ TEST_CASE("a worker writes in its own TMPDIR, which goes with it, and nowhere el
   CHECK_FALSE(exists(tmpdir.substr(0, tmpdir.size() - 3)));  // removed when the worker ended
   CHECK(exists(staging.path + "/saved.pt"));
   CHECK_FALSE(exists(outside.path + "/x"));
+}
+
+TEST_CASE("a worker starts threads but no process, and sets no extended attribute", "[sandbox][worker]") {
+  const SandboxSupport& s = sandbox_support();
+  if (s.disabled || !s.seccomp) {
+    WARN("sandbox on this kernel: " << describe_sandbox(s) << "; skipped");
+    return;
+  }
+  Folder staging;
+  WorkerJob job{"model.pt", "loading the module", {}, true, {}, {staging.path}};
+  const std::string seen = run_in_worker(job, [&] {
+    std::string out;
+    const pid_t child = ::fork();  // glibc's fork: clone(SIGCHLD), no CLONE_THREAD
+    if (child == 0) ::_exit(0);
+    out += child < 0 && errno == EPERM ? "fork refused" : "fork allowed";
+    const long vfork = ::syscall(SYS_clone, CLONE_VM | CLONE_VFORK | SIGCHLD, nullptr, nullptr, nullptr, nullptr);
+    if (vfork == 0) ::_exit(0);
+    out += vfork < 0 && errno == EPERM ? ", spawn refused" : ", spawn allowed";
+    int answer = 0;
+    std::thread([&] { answer = 42; }).join();
+    out += answer == 42 ? ", thread ran" : ", no thread";
+    const std::string file = staging.path + "/saved.pt";
+    ::close(::open(file.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+    const bool xattr = ::setxattr(file.c_str(), "user.tsarchive", "x", 1, 0) == 0;
+    out += xattr ? ", xattr set" : (errno == EPERM ? ", xattr refused" : ", xattr failed otherwise");
+    return out;
+  });
+  CHECK_THAT(seen, Catch::StartsWith("fork refused, spawn refused, thread ran, xattr "));
+  CHECK_THAT(seen, !Catch::EndsWith("xattr set"));
 }

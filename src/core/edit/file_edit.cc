@@ -26,6 +26,7 @@
 #include <climits>
 #include <cstring>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -261,8 +262,19 @@ WriteResult ArchiveFile::replace(const ZipRewritePlan& plan, int plan_source_fd)
     return WriteResult{false, false, 0, plan.size};
   }
   TempFile temp(dir_, base_, path_);
-  temp.set_mode(opened_.st_mode, &opened_);
   write_plan(plan, plan_source_fd < 0 ? fd_ : plan_source_fd, temp.fd(), path_);
+  return commit_over_this(temp, WriteResult{true, false, plan.size, plan.size});
+}
+
+std::optional<WriteResult> ArchiveFile::replace(const StagedFile& staged) {
+  struct stat st {};
+  if (::fstat(staged.fd, &st) != 0 || st.st_dev != opened_.st_dev) return std::nullopt;
+  TempFile temp(TempFile::Adopt{}, staged.fd, staged.path, path_);
+  return commit_over_this(temp, WriteResult{true, false, staged.bytes_written, static_cast<uint64_t>(st.st_size)});
+}
+
+WriteResult ArchiveFile::commit_over_this(TempFile& temp, WriteResult result) {
+  temp.set_mode(opened_.st_mode, &opened_);
   struct stat now {};
   if (::stat(target_.c_str(), &now) != 0 || !unchanged(now, opened_)) {
     throw_io("the file changed while it was being edited; nothing was written", path_,
@@ -270,32 +282,49 @@ WriteResult ArchiveFile::replace(const ZipRewritePlan& plan, int plan_source_fd)
   }
   temp.commit(target_, dir_);
   ::fstat(fd_, &opened_);
-  return WriteResult{true, false, plan.size, plan.size};
+  return result;
 }
 
-WriteResult ArchiveFile::write_new(const ZipRewritePlan& plan, const std::string& out_path, int plan_source_fd) const {
+ArchiveFile::Output ArchiveFile::open_output(const std::string& out_path) const {
   refuse_link_output(out_path);  // -o used to be written through (realpath, then rename over the target)
-  struct stat existing {};
-  const bool exists = ::stat(out_path.c_str(), &existing) == 0;
-  if (exists && S_ISDIR(existing.st_mode)) throw_usage("-o names a folder: " + out_path, "give a file path");
-  std::unique_ptr<ArchiveFile> out_lock;
-  std::string target = out_path;
-  if (exists) {
-    if (same_file(existing, opened_)) throw_usage("-o names the input file", "leave out -o to edit it in place");
-    out_lock = std::make_unique<ArchiveFile>(out_path, FileAccess::Edit, 0);  // also cleans its stale temp files
-    target = out_lock->target_;
+  Output out;
+  out.exists = ::stat(out_path.c_str(), &out.existing) == 0;
+  if (out.exists && S_ISDIR(out.existing.st_mode)) throw_usage("-o names a folder: " + out_path, "give a file path");
+  out.target = out_path;
+  if (out.exists) {
+    if (same_file(out.existing, opened_)) throw_usage("-o names the input file", "leave out -o to edit it in place");
+    out.lock = std::make_unique<ArchiveFile>(out_path, FileAccess::Edit, 0);  // also cleans its stale temp files
+    out.target = out.lock->target_;
   }
-  const auto [dir, base] = split_path(target);
-  if (!exists) remove_leftovers(dir, base);  // out_lock did it for an existing file
-  TempFile temp(dir, base, out_path);
-  if (exists) {
-    temp.set_mode(existing.st_mode, &existing);
+  std::tie(out.dir, out.base) = split_path(out.target);
+  if (!out.exists) remove_leftovers(out.dir, out.base);  // the lock did it for an existing file
+  return out;
+}
+
+void ArchiveFile::commit_output(TempFile& temp, const Output& out) const {
+  if (out.exists) {
+    temp.set_mode(out.existing.st_mode, &out.existing);
   } else {
     temp.set_mode(opened_.st_mode & ~current_umask(), nullptr);
   }
+  temp.commit(out.target, out.dir);
+}
+
+WriteResult ArchiveFile::write_new(const ZipRewritePlan& plan, const std::string& out_path, int plan_source_fd) const {
+  const Output out = open_output(out_path);
+  TempFile temp(out.dir, out.base, out_path);
   write_plan(plan, plan_source_fd < 0 ? fd_ : plan_source_fd, temp.fd(), out_path);
-  temp.commit(target, dir);
+  commit_output(temp, out);
   return WriteResult{true, false, plan.size, plan.size};
+}
+
+std::optional<WriteResult> ArchiveFile::write_new(const StagedFile& staged, const std::string& out_path) const {
+  const Output out = open_output(out_path);
+  struct stat st {}, dir {};
+  if (::fstat(staged.fd, &st) != 0 || ::stat(out.dir.c_str(), &dir) != 0 || st.st_dev != dir.st_dev) return std::nullopt;
+  TempFile temp(TempFile::Adopt{}, staged.fd, staged.path, out_path);
+  commit_output(temp, out);
+  return WriteResult{true, false, staged.bytes_written, static_cast<uint64_t>(st.st_size)};
 }
 
 WriteResult ArchiveFile::write_stream(const ZipRewritePlan& plan,

@@ -62,6 +62,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,13 @@ struct WriteResult {
 };
 
 class InPlaceEdit;
+
+// A file written elsewhere, open as `fd`, to put in an archive's place.
+struct StagedFile {
+  int fd = -1;
+  std::string path;
+  uint64_t bytes_written = 0;  // by this process, for WriteResult
+};
 
 class ArchiveFile {
  public:
@@ -103,6 +111,13 @@ class ArchiveFile {
   // plan was made over another file (a staged copy); default this file.
   WriteResult replace(const ZipRewritePlan& plan, int plan_source_fd = -1);
   WriteResult write_new(const ZipRewritePlan& plan, const std::string& out_path, int plan_source_fd = -1) const;
+  // A whole archive the caller has written and checked (the copy libtorch
+  // saved in a StagingFolder next to the destination, patched there) takes
+  // the destination's place as the temp file above would: the same mode and
+  // owner, fsync, rename, folder fsync. std::nullopt, with nothing done, when
+  // it is on another file system than the destination (copy it instead).
+  std::optional<WriteResult> replace(const StagedFile& staged);
+  std::optional<WriteResult> write_new(const StagedFile& staged, const std::string& out_path) const;
   // The planned archive handed to `write` in pieces of at most 4 MiB (-o -:
   // standard output). Not atomic: a reader of the stream sees the bytes
   // written before an error.
@@ -124,6 +139,17 @@ class ArchiveFile {
     uint32_t new_crc = 0;
     std::string old_tail;
   };
+
+  // Where write_new() writes: the output locked when it exists, its target and folder.
+  struct Output {
+    std::unique_ptr<ArchiveFile> lock;
+    std::string target, dir, base;
+    bool exists = false;
+    struct stat existing {};
+  };
+  Output open_output(const std::string& out_path) const;
+  void commit_output(TempFile& temp, const Output& out) const;
+  WriteResult commit_over_this(TempFile& temp, WriteResult result);
 
   void open_and_lock(double lock_timeout_seconds);
   template <class TryLock>

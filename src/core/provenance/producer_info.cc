@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -386,6 +387,21 @@ std::string render_stamp(const StampContent& c) {
     doc["previous"] = previous;
   }
   return doc.dump();  // std::map keys: sorted; no spaces
+}
+
+size_t stamp_size_with_digests(const std::string& stamp, const TorchArchive& source) {
+  // "entries":{"algorithm":"sha256","records":{...},"root":"<64 hex>"} and "formatVersion":N.
+  constexpr size_t kFixed = 256;
+  size_t records = 0;
+  for (const Record& r : source.records()) records += r.name.size() + 70;  // "name":"<64 hex>",
+  return stamp.size() + kFixed + records + std::min<size_t>(records / 4, 1u << 20);
+}
+
+std::string pad_stamp(std::string stamp, size_t size) {
+  if (stamp.size() >= size) return stamp;
+  stamp.append(size - stamp.size() - 1, ' ');
+  stamp.push_back('\n');
+  return stamp;
 }
 
 bool is_tsarchive_stamp(const std::string& bytes) {

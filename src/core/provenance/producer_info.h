@@ -33,6 +33,8 @@
 
 namespace tsarchive {
 
+class TorchArchive;
+
 inline constexpr const char* kStampName = "producer_info.json";  // under extra/
 inline constexpr const char* kStampRecord = "extra/producer_info.json";
 inline constexpr const char* kStampType = "https://tsarchive.dev/producer-info/v1";
@@ -117,6 +119,19 @@ std::optional<std::string> stamp_field_problem(const std::string& key);
 // The canonical JSON text. Throws Error(Usage) for a bad field or a value
 // that is not UTF-8.
 std::string render_stamp(const StampContent& content);
+
+// Room for a stamp's digests. libtorch's save (the export hook) writes the
+// stamp first, before the records whose digests it will hold exist; the core
+// then writes the final stamp over it in place (operations/staged_save.h)
+// when it fits, and otherwise writes the whole copy again. So the hook's stamp
+// is the stamp without digests, padded (pad_stamp) to the size this returns:
+// `stamp` plus, for each record of `source` (the archive being re-saved, whose
+// copy will hold about as many records, named alike), its entry in the
+// digests, a quarter more (at most 1 MiB), and the fields the copy adds.
+size_t stamp_size_with_digests(const std::string& stamp, const TorchArchive& source);
+// `stamp` followed by spaces and a newline to `size` bytes (JSON allows
+// whitespace after the document); as it is when it is that long already.
+std::string pad_stamp(std::string stamp, size_t size);
 
 // A stamp read back from an archive.
 struct ParsedStamp {

@@ -1,0 +1,195 @@
+// The second half of a libtorch save (operations/staged_save.h): the copy
+// libtorch wrote with the export hook's stamp, given its final stamp and put
+// in the archive's place. The copies here are made as libtorch makes them (the
+// hook's stamp is an extra file written the way PyTorchStreamWriter writes
+// one), without libtorch; tests/pytorch/test_stamp_verify.sh does it for real.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <memory>
+
+#include "base/temp_files_and_locks.h"
+#include "core/edit/extra.h"
+#include "core/edit/file_edit.h"
+#include "core/provenance/producer_info.h"
+#include "core/provenance/verify.h"
+#include "format/zip_writer.h"
+#include "helpers.h"
+#include "operations/staged_save.h"
+#include "worker/sandbox.h"
+
+using namespace tsarchive;
+
+namespace {
+
+std::unique_ptr<TorchArchive> open_bytes(const std::string& bytes) {
+  return std::make_unique<TorchArchive>(make_memory_source(bytes, "<test>"));
+}
+
+// `bytes` with `stamp` as its extra/producer_info.json, in memory.
+std::string with_stamp(const std::string& bytes, const std::string& stamp) {
+  const auto archive = open_bytes(bytes);
+  const ExtraEditPlan plan = plan_extra_edits(*archive, {ExtraEdit{kStampName, stamp}}, false);
+  const ByteSource& source = archive->zip().source();
+  return render_plan(plan.zip, 0, [&](uint64_t offset, char* out, size_t n) { source.read_at(offset, out, n); });
+}
+
+StampContent hook_content(const TorchArchive& archive) {
+  StampContent content;
+  content.context.created_at = "1970-01-01T00:00:00Z";
+  content.producer_version = "9.9";
+  content.method = "export-hook";
+  content.libtorch_version = "1.13.1";
+  content.archive_name = archive.top_folder();
+  return content;
+}
+
+ino_t inode_of(const std::string& path) {
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  return st.st_ino;
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+// The stamp in `path` checks against every record, and nothing else changed.
+void require_stamped(const std::string& path, const std::string& original) {
+  const std::string written = slurp(path);
+  const auto archive = open_bytes(written);
+  const VerifyReport report = verify_archive(*archive, VerifyOptions{});
+  CHECK(report.outcome() == VerifyOutcome::Intact);
+  REQUIRE(report.stamp);
+  CHECK(report.stamp->problem.empty());
+  CHECK(report.stamp->root_matches);
+  CHECK(report.stamp->changed.empty());
+  CHECK(report.stamp->missing.empty());
+  CHECK(report.stamp->added.empty());
+  const auto before = open_bytes(original);
+  for (const Record& r : before->records()) {
+    if (r.kind == RecordKind::Extra) continue;
+    const Record* now = archive->find(r.name);
+    REQUIRE(now != nullptr);
+    CHECK(archive->read(*now, 1 << 20) == before->read(r, 1 << 20));
+  }
+}
+
+bool copies_may_be_renamed() {
+  const SandboxSupport& s = sandbox_support();
+  return !s.disabled && s.seccomp;
+}
+
+}  // namespace
+
+TEST_CASE("a plan that keeps offsets is written over its source: only the bytes it makes") {
+  const std::string original = slurp(testdata("mlp_scripted.pt"));
+  const std::string padded = with_stamp(original, pad_stamp("{}", 4096));
+  const auto archive = open_bytes(padded);
+  const std::string same_size = pad_stamp("{\"a\":1}", 4096);
+  const ExtraEditPlan plan = plan_extra_edits(*archive, {ExtraEdit{kStampName, same_size}}, false);
+  CHECK(plan_keeps_offsets(plan.zip, padded.size()));
+  // Longer or shorter: everything after the stamp moves.
+  CHECK_FALSE(plan_keeps_offsets(plan_extra_edits(*archive, {ExtraEdit{kStampName, "{}"}}, false).zip, padded.size()));
+  CHECK_FALSE(plan_keeps_offsets(plan_extra_edits(*archive, {ExtraEdit{"more.txt", "x"}}, false).zip, padded.size()));
+
+  TempDir dir;
+  const std::string path = dir.file("m.pt");
+  write_file(path, padded);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+  REQUIRE(fd >= 0);
+  const uint64_t written = write_plan_over_source(plan.zip, fd, path);
+  ::close(fd);
+  const ByteSource& source = archive->zip().source();
+  const std::string expected =
+      render_plan(plan.zip, 0, [&](uint64_t offset, char* out, size_t n) { source.read_at(offset, out, n); });
+  CHECK(slurp(path) == expected);
+  CHECK(written < 8192);  // the stamp's entry and the central directory
+  CHECK(open_bytes(slurp(path))->read(*open_bytes(slurp(path))->find("extra/producer_info.json"), 1 << 20) == same_size);
+}
+
+TEST_CASE("the hook's stamp reserves room for the digests of a copy of its archive") {
+  for (const char* name : {"mlp_scripted.pt", "convnet_traced.pt", "dtypes.pt"}) {
+    const std::string original = slurp(testdata(name));
+    const auto archive = open_bytes(original);
+    StampContent content = hook_content(*archive);
+    const std::string hook = render_stamp(content);
+    const size_t room = stamp_size_with_digests(hook, *archive);
+    std::vector<std::pair<std::string, std::string>> digests;
+    for (const Record& r : archive->records()) digests.emplace_back(r.name, std::string(64, 'f'));
+    content.digests = digests;
+    content.format_version = 10;
+    INFO(name);
+    CHECK(render_stamp(content).size() <= room);
+    CHECK(room < render_stamp(content).size() * 2);
+    const std::string padded = pad_stamp(hook, room);
+    CHECK(padded.size() == room);
+    CHECK(padded.back() == '\n');
+    CHECK(parse_stamp(padded, name).created_at == "1970-01-01T00:00:00Z");  // JSON with whitespace after it
+  }
+  CHECK(pad_stamp("{\"a\":1}", 3) == "{\"a\":1}");
+}
+
+TEST_CASE("staged save: a final stamp that fits the hook's room is written over the copy, which takes the file's place") {
+  TempDir dir;
+  const std::string model = dir.copy("mlp_scripted.pt");
+  const std::string original = slurp(model);
+  const auto source = open_bytes(original);
+  const std::string top = source->top_folder();
+  StampContent content = hook_content(*source);
+  const std::string hook = render_stamp(content);
+
+  SECTION("replacing the archive") {
+    ArchiveFile file(model, FileAccess::Edit, 10);
+    const StagingFolder stage(model, original.size());
+    const std::string staged = stage.path() + "/" + top + ".pt";
+    write_file(staged, with_stamp(original, pad_stamp(hook, stamp_size_with_digests(hook, *source))));
+    const ino_t copy = inode_of(staged);
+    const StagedStamp out = write_staged_with_stamp(file, staged, content, "", top, model);
+    require_stamped(model, original);
+    if (copies_may_be_renamed()) {
+      CHECK(inode_of(model) == copy);  // renamed, not copied
+      CHECK(out.result.bytes_written < 64 * 1024);
+    } else {
+      WARN("no seccomp sandbox here: the copy is copied");
+    }
+    CHECK(out.result.size == slurp(model).size());
+  }
+  SECTION("to another file (-o)") {
+    ArchiveFile file(model, FileAccess::Read, 10);
+    const std::string output = dir.file("out.pt");
+    const StagingFolder stage(output, original.size());
+    const std::string staged = stage.path() + "/" + top + ".pt";
+    write_file(staged, with_stamp(original, pad_stamp(hook, stamp_size_with_digests(hook, *source))));
+    const ino_t copy = inode_of(staged);
+    write_staged_with_stamp(file, staged, content, output, top, model);
+    require_stamped(output, original);
+    CHECK(slurp(model) == original);
+    if (copies_may_be_renamed()) CHECK(inode_of(output) == copy);
+  }
+  SECTION("a hook's stamp without room: the copy is copied with the stamp") {
+    ArchiveFile file(model, FileAccess::Edit, 10);
+    const StagingFolder stage(model, original.size());
+    const std::string staged = stage.path() + "/" + top + ".pt";
+    write_file(staged, with_stamp(original, hook));
+    const ino_t copy = inode_of(staged);
+    const StagedStamp out = write_staged_with_stamp(file, staged, content, "", top, model);
+    require_stamped(model, original);
+    CHECK(inode_of(model) != copy);
+    CHECK(out.result.bytes_written == out.result.size);
+    CHECK(out.stamp.back() == '}');  // not padded: nothing to fill
+  }
+  SECTION("a copy with a second name is copied, not renamed") {
+    ArchiveFile file(model, FileAccess::Edit, 10);
+    const StagingFolder stage(model, original.size());
+    const std::string staged = stage.path() + "/" + top + ".pt";
+    write_file(staged, with_stamp(original, pad_stamp(hook, stamp_size_with_digests(hook, *source))));
+    REQUIRE(::link(staged.c_str(), (stage.path() + "/other").c_str()) == 0);
+    const ino_t copy = inode_of(staged);
+    write_staged_with_stamp(file, staged, content, "", top, model);
+    require_stamped(model, original);
+    CHECK(inode_of(model) != copy);
+  }
+}
