@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -102,6 +103,10 @@ const char* kind_name(ErrorKind kind) {
 }
 
 }  // namespace
+
+nlohmann::ordered_json number_or_null(const std::optional<double>& x) {
+  return x && std::isfinite(*x) ? nlohmann::ordered_json(*x) : nlohmann::ordered_json(nullptr);
+}
 
 nlohmann::ordered_json error_to_json(const Error& e) {
   return {{"schema", "tsarchive.error/1"}, {"kind", kind_name(e.kind())}, {"file", e.file()},

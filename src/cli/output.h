@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <string>
@@ -81,6 +82,9 @@ Error current_error();
 // every key always there ("" when the error has no file or hint). With
 // --json, a command that fails writes it on stdout besides the line on stderr.
 nlohmann::ordered_json error_to_json(const Error& e);
+
+// A measurement as JSON: null when there is none or it is not finite.
+nlohmann::ordered_json number_or_null(const std::optional<double>& x);
 
 // The one catch (cli.cc): prints the line for the exception in flight and
 // returns its exit code (current_error()), adding its detail() when

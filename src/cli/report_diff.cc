@@ -189,8 +189,6 @@ json side_json(const DiffSide& s) {
           {"size", s.file_size}, {"records", s.records},       {"tensors", s.tensors}};
 }
 
-json optional_number(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
-
 json tensor_json(const TensorInfo& t) {
   return {{"dtype", t.dtype},   {"shape", t.shape},           {"stride", t.stride}, {"storage_offset", t.storage_offset},
           {"device", t.device}, {"storage", t.storage_record}, {"role", tensor_role_id(t.role)}};
@@ -214,10 +212,10 @@ json tensor_change_json(const TensorChange& t) {
                    {"elements", v.elements},
                    {"differing", v.differing},
                    {"nonfinite", v.nonfinite},
-                   {"max_abs_diff", optional_number(v.max_abs_diff)},
+                   {"max_abs_diff", number_or_null(v.max_abs_diff)},
                    {"max_index", v.max_abs_diff ? json(v.max_index) : json(nullptr)},
-                   {"old_value", optional_number(v.old_value)},
-                   {"new_value", optional_number(v.new_value)},
+                   {"old_value", number_or_null(v.old_value)},
+                   {"new_value", number_or_null(v.new_value)},
                    {"note", v.note}};
   }
   return j;
@@ -247,7 +245,7 @@ json diff_to_json(const ArchiveDiff& d) {
                   {"tensors_added", tensors.added},
                   {"tensors_removed", tensors.removed},
                   {"tensors_matched", d.tensors_matched},
-                  {"max_abs_diff", optional_number(d.max_abs_diff())},
+                  {"max_abs_diff", number_or_null(d.max_abs_diff())},
                   {"code_compared", d.code_compared},
                   {"code_files_changed", d.code.size()},
                   {"extra_changed", extra.changed},

@@ -5,6 +5,8 @@
 #include "cli/output.h"
 
 namespace tsarchive::cli {
+
+using json = nlohmann::ordered_json;
 namespace {
 
 constexpr size_t kShownFindings = 12;
@@ -52,7 +54,6 @@ void render_load_safety_text(const LoadSafety& s, std::ostream& out) {
 }
 
 nlohmann::ordered_json load_safety_to_json(const LoadSafety& s) {
-  using json = nlohmann::ordered_json;
   json loaders = json::array();
   for (const LoaderVerdict& v : s.loaders) loaders.push_back({{"loader", v.loader}, {"outcome", v.outcome}, {"why", v.why}});
   json findings = json::array();

@@ -72,10 +72,6 @@ void render_timings(const RunReport& r, std::ostream& out) {
   table.print(out);
 }
 
-nlohmann::ordered_json number_or_null(const std::optional<double>& x) {
-  return x && std::isfinite(*x) ? nlohmann::ordered_json(*x) : nlohmann::ordered_json(nullptr);
-}
-
 }  // namespace
 
 nlohmann::ordered_json values_to_json(const std::vector<ValueSummary>& values) {
