@@ -70,8 +70,13 @@ def venv_python():
                 sys.exit(1)
         installed = subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", *REQUIREMENTS])
         if installed.returncode != 0:
-            print(f"FAIL: pip could not install {' '.join(REQUIREMENTS)} into {VENV}: the interop test needs it")
-            sys.exit(1)
+            # As tests/pytorch/harness.py: a machine without PyPI skips; CI sets TSARCHIVE_PIP_REQUIRED.
+            why = f"pip could not install {' '.join(REQUIREMENTS)} into {VENV} (no network?): the interop test needs it"
+            if os.environ.get("TSARCHIVE_PIP_REQUIRED"):
+                print(f"FAIL: {why}; TSARCHIVE_PIP_REQUIRED is set")
+                sys.exit(1)
+            print(f"SKIP: {why}")
+            sys.exit(77)
     return python
 
 
