@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "archive_bytes.h"
 #include "helpers.h"
 #include "core/inspect/inspect.h"
 #include "core/provenance/digest.h"
@@ -23,10 +24,6 @@ using namespace tsarchive;
 
 namespace {
 
-std::unique_ptr<TorchArchive> open_bytes(const std::string& bytes) {
-  return std::make_unique<TorchArchive>(make_memory_source(bytes, "<test>"));
-}
-
 EnvLookup env_of(std::map<std::string, std::string> vars) {
   return [vars](const std::string& name) -> std::optional<std::string> {
     const auto it = vars.find(name);
@@ -41,14 +38,6 @@ ContextOptions quiet_context(std::map<std::string, std::string> vars) {
   options.git = false;
   options.host = false;
   return options;
-}
-
-// Writes `stamp` with the extra/ writer, in memory.
-std::string with_stamp(const std::string& bytes, const std::string& stamp) {
-  const auto archive = open_bytes(bytes);
-  const ExtraEditPlan plan = plan_extra_edits(*archive, {ExtraEdit{kStampName, stamp}}, false);
-  const ByteSource& source = archive->zip().source();
-  return render_plan(plan.zip, 0, [&](uint64_t offset, char* out, size_t n) { source.read_at(offset, out, n); });
 }
 
 std::string stamped_copy(const std::string& bytes, const std::string& epoch = "0") {

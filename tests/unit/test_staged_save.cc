@@ -16,6 +16,7 @@
 #include "core/provenance/producer_info.h"
 #include "core/provenance/verify.h"
 #include "format/zip_writer.h"
+#include "archive_bytes.h"
 #include "helpers.h"
 #include "operations/staged_save.h"
 #include "worker/sandbox.h"
@@ -23,18 +24,6 @@
 using namespace tsarchive;
 
 namespace {
-
-std::unique_ptr<TorchArchive> open_bytes(const std::string& bytes) {
-  return std::make_unique<TorchArchive>(make_memory_source(bytes, "<test>"));
-}
-
-// `bytes` with `stamp` as its extra/producer_info.json, in memory.
-std::string with_stamp(const std::string& bytes, const std::string& stamp) {
-  const auto archive = open_bytes(bytes);
-  const ExtraEditPlan plan = plan_extra_edits(*archive, {ExtraEdit{kStampName, stamp}}, false);
-  const ByteSource& source = archive->zip().source();
-  return render_plan(plan.zip, 0, [&](uint64_t offset, char* out, size_t n) { source.read_at(offset, out, n); });
-}
 
 StampContent hook_content(const TorchArchive& archive) {
   StampContent content;
