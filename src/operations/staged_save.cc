@@ -52,7 +52,9 @@ StagedStamp write_staged_with_stamp(ArchiveFile& file, const std::string& staged
                                     const std::string& output, const std::string& expected_top, const std::string& display,
                                     const StagedExtras& extras) {
   struct stat st {};
-  const int fd = open_regular_file(staged, O_RDWR | O_CLOEXEC, &st);
+  // Not through a link the worker left at that name: it would have us read,
+  // patch and rename whatever file the link names.
+  const int fd = open_regular_file(staged, O_RDWR | O_NOFOLLOW | O_CLOEXEC, &st);
   const int source_fd = ::dup(fd);
   try {
     const bool stamp_only = extras.carried.empty() && extras.sign == nullptr;
@@ -85,9 +87,9 @@ StagedStamp write_staged_with_stamp(ArchiveFile& file, const std::string& staged
     StagedStamp written{{}, render_stamp(content), gate.format_version, {}};
     // The hook's stamp reserved room for this one (pad_stamp): the same
     // length keeps every other byte of the copy where it is.
-    const Record* hooks = copy.find(stamp_record);
-    if (stamp_only && hooks != nullptr && written.stamp.size() < hooks->entry->uncompressed_size) {
-      written.stamp = pad_stamp(std::move(written.stamp), hooks->entry->uncompressed_size);
+    const Record* hook_stamp = copy.find(stamp_record);
+    if (stamp_only && hook_stamp != nullptr) {
+      written.stamp = pad_stamp(std::move(written.stamp), hook_stamp->entry->uncompressed_size);
     }
     std::vector<ExtraEdit> edits = extras.carried;
     edits.push_back(ExtraEdit{extras.stamp_name, written.stamp});

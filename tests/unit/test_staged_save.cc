@@ -181,4 +181,16 @@ TEST_CASE("staged save: a final stamp that fits the hook's room is written over 
     require_stamped(model, original);
     CHECK(inode_of(model) != copy);
   }
+  SECTION("a link the worker left at the copy's name is refused; the file it names is not touched") {
+    ArchiveFile file(model, FileAccess::Edit, 10);
+    const StagingFolder stage(model, original.size());
+    const std::string elsewhere = dir.file("users-other-model.pt");
+    const std::string planted = with_stamp(original, pad_stamp(hook, stamp_size_with_digests(hook, *source)));
+    write_file(elsewhere, planted);
+    const std::string staged = stage.path() + "/" + top + ".pt";
+    REQUIRE(::symlink(elsewhere.c_str(), staged.c_str()) == 0);
+    CHECK_THROWS_AS(write_staged_with_stamp(file, staged, content, "", top, model), Error);
+    CHECK(slurp(elsewhere) == planted);
+    CHECK(slurp(model) == original);
+  }
 }
