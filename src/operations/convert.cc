@@ -132,8 +132,7 @@ ConvertResult convert_archive(ConvertSettings settings, const NoteSink& notes) {
   ConvertResult result;
   result.report = in_worker<ConvertReport>(job, [&](TorchBackend& torch) {
     content.libtorch_version = torch.runtime_info().libtorch_version;
-    const std::string stamp = render_stamp(content);  // what the hook writes: everything but the digests
-    request.stamp = pad_stamp(stamp, stamp_size_with_digests(stamp, checked.archive()));
+    request.stamp = render_hook_stamp(content, checked.archive());  // everything but the digests
     return torch.convert(request);
   });
   content.libtorch_version = result.report.libtorch_version;

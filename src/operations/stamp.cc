@@ -77,10 +77,7 @@ Written stamp_by_resave(ArchiveFile& file, const CheckedArchive& checked, const 
   content.libtorch_version = in_worker<std::string>(job, [&](TorchBackend& torch) {
     content.libtorch_version = torch.runtime_info().libtorch_version;
     // What the hook writes: everything but the digests (empty: no hook).
-    if (place.producer == nullptr) {
-      const std::string stamp = render_stamp(content);
-      request.stamp = pad_stamp(stamp, stamp_size_with_digests(stamp, archive));
-    }
+    if (place.producer == nullptr) request.stamp = render_hook_stamp(content, archive);
     torch.resave_with_stamp(request);       // and loads the copy back to compare
     return content.libtorch_version;
   });

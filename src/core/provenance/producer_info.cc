@@ -404,6 +404,12 @@ std::string pad_stamp(std::string stamp, size_t size) {
   return stamp;
 }
 
+std::string render_hook_stamp(const StampContent& content, const TorchArchive& source) {
+  std::string stamp = render_stamp(content);
+  const size_t room = stamp_size_with_digests(stamp, source);
+  return pad_stamp(std::move(stamp), room);
+}
+
 bool is_tsarchive_stamp(const std::string& bytes) {
   const std::string base = std::string(kStampType).substr(0, std::string(kStampType).rfind('/') + 1);
   // Not JSON, or JSON past the limits (bounded_json.h): ours only if it names our schema.

@@ -132,6 +132,9 @@ size_t stamp_size_with_digests(const std::string& stamp, const TorchArchive& sou
 // `stamp` followed by spaces and a newline to `size` bytes (JSON allows
 // whitespace after the document); as it is when it is that long already.
 std::string pad_stamp(std::string stamp, size_t size);
+// What the export hook writes when libtorch re-saves `source`: the stamp
+// (without digests) padded to stamp_size_with_digests.
+std::string render_hook_stamp(const StampContent& content, const TorchArchive& source);
 
 // A stamp read back from an archive.
 struct ParsedStamp {
