@@ -159,7 +159,7 @@ ratio() {  # model a b conc
   awk -v m="$1" -v a="$2" -v b="$3" -v c="$4" '
     $1 == m && $2 == a && $3 == c { ra = $4; pa = $6 }
     $1 == m && $2 == b && $3 == c { rb = $4; pb = $6 }
-    END { if (rb > 0 && pb > 0) printf "  %-5s c=%-3s %-10s / %-10s throughput %5.2fx  p99 %5.2fx\n", m, c, a, b, ra / rb, pa / pb }
+    END { if (ra > 0 && rb > 0 && pb > 0) printf "  %-5s c=%-3s %-10s / %-10s throughput %5.2fx  p99 %5.2fx\n", m, c, a, b, ra / rb, pa / pb }
   ' "$results"
 }
 for m in $MODELS; do

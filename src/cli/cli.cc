@@ -51,8 +51,9 @@ void print_runtime(std::ostream& out) {
   out << '\n';
   out << "sandbox      " << describe_sandbox(sandbox_support()) << '\n';
   try {
-    const auto info = in_worker<TorchRuntimeInfo>(worker_job_without_archive("reading its version"),
-                                                  [](TorchBackend& torch) { return torch.runtime_info(); });
+    WorkerJob job = worker_job_without_archive("reading its version");
+    job.cuda = true;  // to count the devices (sandbox.h: CUDA starts before the sandbox)
+    const auto info = in_worker<TorchRuntimeInfo>(job, [](TorchBackend& torch) { return torch.runtime_info(); });
     out << "in use       libtorch " << info.libtorch_version;
     if (!info.library_path.empty()) out << " (" << printable(info.library_path) << ")";
     out << '\n';

@@ -114,7 +114,7 @@ nlohmann::ordered_json profile_to_json(const ProfileReport& profile) {
 }  // namespace
 
 void render_profile_text(const RunReport& r, std::ostream& out) {
-  if (r.profile) render_operators(*r.profile, r.method, r.device.rfind("cuda", 0) == 0, out);
+  if (r.profile) render_operators(*r.profile, r.method, is_cuda_device(r.device), out);
   if (r.api_usage) {
     out << "\nAPI usage (keys libtorch fired, each once per process)\n";
     if (r.api_usage->empty()) out << "  (none)\n";

@@ -56,7 +56,7 @@ void render_timings(const RunReport& r, std::ostream& out) {
   if (r.timings.empty()) return;
   const LatencySummary& first = r.timings.front().timing;
   out << "\nTiming (" << first.warmup << " warmup calls, then " << with_commas(first.iterations) << " timed"
-      << (r.device.rfind("cuda", 0) == 0 ? ", each synchronized" : "") << ")\n";
+      << (is_cuda_device(r.device) ? ", each synchronized" : "") << ")\n";
   TextTable table({"batch", "calls", "min ms", "mean ms", "p50 ms", "p90 ms", "p99 ms", "max ms", "throughput"},
                   {Align::Right, Align::Right, Align::Right, Align::Right, Align::Right, Align::Right, Align::Right,
                    Align::Right, Align::Right});

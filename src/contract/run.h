@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "contract/device.h"
 #include "contract/host_value.h"
 #include "contract/profile.h"
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "contract/device.h"
 #include "contract/host_value.h"
 #include "tsarchive/operator_events.h"
 

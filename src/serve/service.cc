@@ -87,6 +87,7 @@ bool run_ready_check(const CheckedArchive& checked, const ServiceSettings& opts,
   request.tolerance = recorded.tolerance;
   request.tolerance_by_path = recorded.tolerance_by_path;
   WorkerJob job = worker_job(opts.worker, checked, "running its recorded check", notes);
+  job.cuda = is_cuda_device(request.device);
   const RunReport report = in_worker<RunReport>(job, [&](TorchBackend& torch) { return torch.run(request); });
   for (const OutputCheck& c : report.checks) {
     if (c.passed) continue;

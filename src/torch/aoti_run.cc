@@ -153,7 +153,7 @@ std::vector<at::Tensor> tensor_inputs(const RunRequest& request, RunReport& repo
                 "give one --input per tensor input in order (e.g. --input 2x4), or --sample-inputs for the "
                 "package's own when it has them");
   }
-  torch::manual_seed(request.seed);  // generated inputs are the same as for a TorchScript run with this seed
+  seed_generators(request.seed, request.device);  // generated inputs are the same as for a TorchScript run with this seed
   std::vector<c10::IValue> leaves;
   torch_call(file, "make the inputs", [&] {
     for (const HostValue& v : request.inputs) host_leaves(v, leaves);

@@ -85,11 +85,12 @@ bool confined() {
 Error no_cuda_device(const std::string& text, const std::string& file) {
   constexpr int kCudaErrorOperatingSystem = 304;
   if (loaded_cuda_driver().init_result == kCudaErrorOperatingSystem && confined()) {
-    // Seen with NVIDIA driver 580: cuInit fails under the worker's Landlock
-    // and seccomp rules, for a reason not yet pinned down.
+    // The worker starts the driver before its sandbox (worker/sandbox.h),
+    // where with driver 580 cuInit fails with 304; when it fails even so, the
+    // sandbox is still the first suspect.
     return Error(ErrorKind::Torch,
-                 "CUDA did not start inside the libtorch worker's sandbox: the NVIDIA driver's cuInit failed with "
-                 "error 304 (an operating-system call it needs was refused) (--device " + text + ")",
+                 "CUDA did not start in the libtorch worker: the NVIDIA driver's cuInit failed with error 304 (an "
+                 "operating-system call it needs failed or was refused, e.g. by the worker's sandbox) (--device " + text + ")",
                  file, "on a model you trust, TSARCHIVE_NO_SANDBOX=1 runs the worker without its sandbox; --device cpu keeps it");
   }
   return Error(ErrorKind::Torch, "no CUDA device is visible (--device " + text + ")", file,

@@ -4,11 +4,13 @@
 // commands.
 #include "values.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <torch/csrc/jit/serialization/pickle.h>
 
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <mutex>
 #include <sstream>
 
 #include "torch_errors.h"
@@ -307,7 +309,7 @@ Arguments build_arguments(const LoadedModel& model, const RunRequest& request, i
                 "a float; it is declared as " + model.signature());
   }
 
-  torch::manual_seed(request.seed);  // generated inputs are the same on every device and run
+  seed_generators(request.seed, request.device);  // generated inputs are the same on every device and run
   Converter converter(model.method(), file);
   Arguments args;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -328,6 +330,16 @@ Arguments build_arguments(const LoadedModel& model, const RunRequest& request, i
     args.names.push_back(params[i].name);
   }
   return args;
+}
+
+void seed_generators(uint64_t seed, const std::string& device) {
+  if (is_cuda_device(device)) {
+    torch::manual_seed(seed);
+    return;
+  }
+  at::Generator cpu = at::detail::getDefaultCPUGenerator();
+  const std::lock_guard<std::mutex> lock(cpu.mutex());
+  cpu.set_current_seed(seed);
 }
 
 c10::IValue to_device(const c10::IValue& v, const c10::Device& device) {

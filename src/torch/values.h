@@ -188,6 +188,13 @@ struct Arguments {
 
 
 Arguments build_arguments(const LoadedModel& model, const RunRequest& request, int64_t batch);
+
+// Seeds what generated inputs draw from (they are made on the CPU, then moved):
+// the CPU generator, and for a run on CUDA torch::manual_seed's CUDA generators
+// as well. torch::manual_seed asks CUDA for its devices even on a CPU run; on
+// a GPU machine that starts the driver inside the worker's sandbox, where it
+// cannot start (worker/sandbox.h), and libtorch warns about it.
+void seed_generators(uint64_t seed, const std::string& device);
 c10::IValue to_device(const c10::IValue& v, const c10::Device& device);
 
 // "%.9g"

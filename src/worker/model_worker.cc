@@ -258,12 +258,12 @@ int model_worker_main(int in_fd, int out_fd, const char* temp) {
   if (!read_frame(in_fd, frame)) return 1;
   std::unique_ptr<ServedModel> model;
   try {
+    const ServeModelRequest request = decode_result<ServeModelRequest>(frame);
     if (temp != nullptr) {
       // Right after the exec: one thread, libtorch not loaded yet (sandbox.h).
       ::setenv("TMPDIR", temp, 1);
-      enter_sandbox(SandboxPolicy{{temp}});
+      enter_sandbox(SandboxPolicy{{temp}, is_cuda_device(request.device)});
     }
-    const ServeModelRequest request = decode_result<ServeModelRequest>(frame);
     TorchBackend& torch = load_torch_backend();
     WorkerJob job;
     job.file = request.display_name;

@@ -2,6 +2,7 @@
 #include "worker/sandbox.h"
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <linux/audit.h>
@@ -232,6 +233,15 @@ void enter_seccomp() {
   }
 }
 
+// The NVIDIA driver, started before the sandbox (sandbox.h). Where there is
+// no libcuda, or cuInit fails here too, libtorch finds out again and says so.
+void start_cuda_driver() {
+  void* cuda = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (cuda == nullptr) return;
+  using CuInit = int (*)(unsigned);
+  if (const auto cu_init = reinterpret_cast<CuInit>(::dlsym(cuda, "cuInit"))) cu_init(0);
+}
+
 bool pid_alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
 
 int remove_entry(const char* path, const struct stat*, int type, FTW*) {
@@ -312,6 +322,7 @@ std::string sandbox_note(const SandboxSupport& s) {
 void enter_sandbox(const SandboxPolicy& policy) {
   const SandboxSupport& s = sandbox_support();
   if (s.disabled) return;
+  if (policy.cuda) start_cuda_driver();
   // Needed by both without privileges, and no setuid program may gain any after.
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("PR_SET_NO_NEW_PRIVS", errno);
   if (s.landlock_abi > 0) enter_landlock(s.landlock_abi, policy);

@@ -34,6 +34,20 @@
 // Linux 5.13 and the LSM enabled; seccomp filters: 3.5) the worker runs with
 // what there is and the CLI prints one note. TSARCHIVE_NO_SANDBOX=1 turns it
 // off; TSARCHIVE_IN_PROCESS=1 has no worker to confine.
+//
+// CUDA is the exception. The NVIDIA driver's cuInit fails with error 304
+// ("OS call failed") inside the sandbox, and with either layer alone (strace
+// on an H100, driver 580): Landlock refuses its threads' writes of their
+// names to /proc/PID/task/TID/comm (opened with O_TRUNC), and the filter
+// refuses its socket(AF_UNIX, SOCK_SEQPACKET). Allowing both for the worker's
+// whole life would hand a model's code a socket to any local daemon. So a
+// worker whose job uses a CUDA device (SandboxPolicy::cuda) starts the driver
+// first, loading libcuda and calling cuInit before it confines itself;
+// libtorch has not read the archive by then. What that leaves: the threads
+// cuInit started are under the seccomp filter (it is installed on every
+// thread) but not under Landlock, which binds only the thread that enters it
+// and those it starts later. The model's code runs on the worker's main
+// thread and the threads it starts, under both.
 #pragma once
 
 #include <string>
@@ -60,10 +74,12 @@ std::string sandbox_note(const SandboxSupport& support);
 
 struct SandboxPolicy {
   std::vector<std::string> writable;  // folders (and what is below them) the worker may write
+  bool cuda = false;                  // the job uses a CUDA device: start the driver first (above)
 };
 
 // Confines the calling process for good (see above), with what
-// sandbox_support() found. Call it while the process has one thread. Throws
+// sandbox_support() found. Call it while the process has one thread (with
+// policy.cuda, it has the driver's threads after). Throws
 // Error(Torch) when a step the kernel offers fails: a worker never goes on
 // unconfined by surprise.
 void enter_sandbox(const SandboxPolicy& policy);

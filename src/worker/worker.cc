@@ -61,7 +61,7 @@ void write_all(int fd, const std::string& bytes) {
     if (temp != nullptr) {
       // Before libtorch loads, while this process has one thread (sandbox.h).
       ::setenv("TMPDIR", temp->path().c_str(), 1);
-      SandboxPolicy policy{job.writable};
+      SandboxPolicy policy{job.writable, job.cuda};
       policy.writable.push_back(temp->path());
       enter_sandbox(policy);
     }

@@ -63,6 +63,9 @@ struct WorkerJob {
   // An AOTInductor package runs: code compiled for one GPU, CUDA and PyTorch,
   // which a crash's message names as the likely cause.
   bool compiled_package = false;
+  // The job uses a CUDA device: the worker starts the NVIDIA driver before it
+  // enters the sandbox (sandbox.h says why and what that leaves).
+  bool cuda = false;
 };
 
 // Runs `work` in a worker process, sandboxed (sandbox.h) with TMPDIR set to

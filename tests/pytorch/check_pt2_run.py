@@ -23,7 +23,9 @@ another device, no sample inputs); and copies of a package edited to claim
 CUDA kernels for compute capability 1.0 or a program exported by a newer
 PyTorch, each refused in one line before libtorch loads the package's code,
 by what the build reports (no CUDA in it, no device visible, or a device of
-another family): never a crash.
+another family): never a crash. A package of testdata/ exported by a PyTorch
+newer than the libtorch tsarchive is built against (a GPU machine's older
+PyTorch) is checked as that refusal instead of being run.
 """
 
 import base64
@@ -51,6 +53,37 @@ except ImportError:
 
 TSARCHIVE, TESTDATA = sys.argv[1], sys.argv[2]
 PT2 = os.path.join(TESTDATA, "pt2")
+LIBTORCH = (0, 0)  # the (major, minor) tsarchive is built against; set in main()
+
+
+def major_minor(version):
+    m = re.match(r"(\d+)\.(\d+)", version)
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
+
+
+def exported_by_newer(path):
+    """The PyTorch version that exported the package's program when it is newer
+    (major.minor) than the libtorch tsarchive is built against, else None: `run`
+    refuses such a package in one line (exit 3) before libtorch loads its code,
+    so a package this tree's PyTorch wrote is refused by an older libtorch
+    (a GPU machine's own PyTorch, say)."""
+    with zipfile.ZipFile(path) as z:
+        for name in z.namelist():
+            if re.search(r"/models/[^/]+\.json$", name):
+                version = json.loads(z.read(name)).get("torch_version") or ""
+                if major_minor(version) > LIBTORCH:
+                    return version
+    return None
+
+
+def refused_as_newer(path, *args):
+    version = exported_by_newer(path)
+    if version is None:
+        return False
+    p = tsarchive(TSARCHIVE, "run", path, *args, want=3)
+    check(f"exported by PyTorch {version}, newer than this libtorch" in p.stderr and len(p.stderr.strip().splitlines()) == 1,
+          f"{os.path.basename(path)} exported by {version}: {p.stderr}")
+    return True
 
 
 def inputs_of(name):
@@ -93,6 +126,8 @@ def check_package(path, tmp):
     # Inputs from a torch.save file of a tuple: one tensor per input, in order.
     in_file, out_file = os.path.join(tmp, "in.pt"), os.path.join(tmp, "out.pt")
     torch.save(inputs, in_file)
+    if refused_as_newer(path, "--input", "@" + in_file):
+        return
     doc = run_json(path, "--input", "@" + in_file, "--save-outputs", out_file)
     if doc is None:
         return
@@ -217,6 +252,8 @@ def check_sample_inputs(path, tmp):
         record = [n for n in z.namelist() if n.endswith("/data/sample_inputs/model.pt")][0]
         args, kwargs = torch.load(io.BytesIO(z.read(record)), weights_only=True)
     check(len(kwargs) > 0, f"{name}: the sample inputs have no kwargs to order")
+    if refused_as_newer(path, "--sample-inputs"):
+        return
     out_file = os.path.join(tmp, "sample_out.pt")
     doc = run_json(path, "--sample-inputs", "--save-outputs", out_file)
     if doc is None:
@@ -290,6 +327,8 @@ def main():
     if m.group(1) == "1":
         print("tsarchive is built against libtorch 1.x, which cannot run a .pt2; skipping")
         sys.exit(77)
+    global LIBTORCH
+    LIBTORCH = major_minor(re.search(r"^libtorch (\S+)", built, re.M).group(1))
 
     tmp = tempfile.mkdtemp(prefix="tsarchive-pt2-run-")
     try:

@@ -20,6 +20,7 @@
 #include <string>
 #include <thread>
 
+#include "contract/device.h"
 #include "worker/sandbox.h"
 #include "worker/worker.h"
 
@@ -51,15 +52,18 @@ enum : int {
   kTcpRefused = 8,
   kReadAllowed = 16,
   kEntered = 32,
+  kUnixRefused = 64,
 };
 
-int in_sandbox(const std::string& inside, const std::string& outside) {
+// `cuda`: as a job on a CUDA device enters it, starting the NVIDIA driver
+// first where there is one (sandbox.h); the sandbox around the job's code is the same.
+int in_sandbox(const std::string& inside, const std::string& outside, bool cuda = false) {
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
     int ok = 0;
     try {
-      enter_sandbox(SandboxPolicy{{inside}});
+      enter_sandbox(SandboxPolicy{{inside}, cuda});
       ok |= kEntered;
     } catch (...) {
       ::_exit(0);
@@ -77,6 +81,9 @@ int in_sandbox(const std::string& inside, const std::string& outside) {
     if (errno == EACCES || errno == EPERM) ok |= kExecRefused;
     const int tcp = ::socket(AF_INET, SOCK_STREAM, 0);
     if (tcp < 0 && (errno == EACCES || errno == EPERM)) ok |= kTcpRefused;
+    // The socket the NVIDIA driver asks for in cuInit, refused after it (sandbox.h).
+    const int unix_socket = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (unix_socket < 0 && errno == EPERM) ok |= kUnixRefused;
     const int read = ::open((outside + "/existing").c_str(), O_RDONLY | O_CLOEXEC);
     if (read >= 0) ok |= kReadAllowed;
     ::_exit(ok);
@@ -89,15 +96,17 @@ int in_sandbox(const std::string& inside, const std::string& outside) {
 
 }  // namespace
 
-TEST_CASE("the sandbox: writes only in the allowed folder, no exec, no TCP", "[sandbox]") {
+TEST_CASE("the sandbox: writes only in the allowed folder, no exec, no sockets", "[sandbox]") {
   const SandboxSupport& s = sandbox_support();
   if (s.disabled || s.landlock_abi == 0 || !s.seccomp) {
     WARN("sandbox on this kernel: " << describe_sandbox(s) << "; skipped");
     return;
   }
+  const bool cuda = GENERATE(false, true);
+  INFO("a job on a CUDA device: " << cuda);
   Folder inside, outside;
   { const int fd = ::open((outside.path + "/existing").c_str(), O_CREAT | O_WRONLY, 0600); ::close(fd); }
-  const int ok = in_sandbox(inside.path, outside.path);
+  const int ok = in_sandbox(inside.path, outside.path, cuda);
   CHECK((ok & kEntered) != 0);
   CHECK((ok & kOutsideRefused) != 0);
   CHECK_FALSE(exists(outside.path + "/written"));
@@ -105,7 +114,15 @@ TEST_CASE("the sandbox: writes only in the allowed folder, no exec, no TCP", "[s
   CHECK(exists(inside.path + "/written"));
   CHECK((ok & kExecRefused) != 0);
   CHECK((ok & kTcpRefused) != 0);
+  CHECK((ok & kUnixRefused) != 0);
   CHECK((ok & kReadAllowed) != 0);
+}
+
+TEST_CASE("the sandbox: which --device values start CUDA before it", "[sandbox]") {
+  CHECK(is_cuda_device("cuda"));
+  CHECK(is_cuda_device("cuda:1"));
+  CHECK_FALSE(is_cuda_device("cpu"));
+  CHECK_FALSE(is_cuda_device(""));
 }
 
 TEST_CASE("the sandbox: described for --version --verbose, a note only when it is partial", "[sandbox]") {
