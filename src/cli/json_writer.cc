@@ -1,5 +1,6 @@
 #include "cli/json_writer.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include "base/utf8.h"
@@ -12,45 +13,59 @@ constexpr char kHex[] = "0123456789abcdef";
 }  // namespace
 
 void JsonWriter::flush() {
-  if (sink_ == nullptr) return;
-  sink_->write(out_.data(), static_cast<std::streamsize>(out_.size()));
-  out_.clear();
+  if (sink_ == nullptr) {
+    out_.resize(used_);
+    return;
+  }
+  sink_->write(out_.data(), static_cast<std::streamsize>(used_));
+  used_ = 0;
+}
+
+void JsonWriter::grow(size_t n) {
+  if (sink_ != nullptr && used_ >= kChunk) flush();
+  if (used_ + n > out_.size()) out_.resize(std::max(used_ + n, 2 * out_.size() + 256));
 }
 
 void JsonWriter::open(char bracket) {
   before_value();
-  out_ += bracket;
+  put(bracket);
   empty_.push_back(1);
 }
 
 void JsonWriter::close(char bracket) {
   const bool was_empty = empty_.back();
   empty_.pop_back();
-  if (!was_empty && indent_ >= 0) newline_indent(empty_.size());
-  out_ += bracket;
+  if (!was_empty && indent_ >= 0) line_break(empty_.size(), 1);
+  put(bracket);
 }
 
 void JsonWriter::value(bool b) {
   before_value();
-  out_ += b ? "true" : "false";
+  if (b) {
+    put("true", 4);
+  } else {
+    put("false", 5);
+  }
 }
 
 void JsonWriter::value(std::nullptr_t) {
   before_value();
-  out_ += "null";
+  put("null", 4);
 }
 
 void JsonWriter::value(double d) {
   before_value();
-  out_ += nlohmann::ordered_json(d).dump();  // nlohmann's shortest round-trip form ("1e-05", "0.5")
+  const std::string text = nlohmann::ordered_json(d).dump();  // nlohmann's shortest round-trip form ("1e-05", "0.5")
+  put(text.data(), text.size());
 }
 
 void JsonWriter::integer(uint64_t bits, bool negative) {
   before_value();
-  char digits[24];
-  const auto end = negative ? std::to_chars(digits, digits + sizeof digits, static_cast<int64_t>(bits)).ptr
-                            : std::to_chars(digits, digits + sizeof digits, bits).ptr;
-  out_.append(digits, static_cast<size_t>(end - digits));
+  constexpr size_t kDigits = 24;
+  char* to = room(kDigits);
+  const auto end = negative ? std::to_chars(to, to + kDigits, static_cast<int64_t>(bits)).ptr
+                            : std::to_chars(to, to + kDigits, bits).ptr;
+  used_ += static_cast<size_t>(end - to);
 }
 
 void JsonWriter::value(const nlohmann::ordered_json& j) {
@@ -74,10 +89,12 @@ void JsonWriter::value(const nlohmann::ordered_json& j) {
     case Type::number_integer: return value(j.get<int64_t>());
     case Type::number_unsigned: return value(j.get<uint64_t>());
     case Type::number_float: return value(j.get<double>());
-    default:  // null, and the binary and discarded values no report holds
+    default: {  // null, and the binary and discarded values no report holds
       before_value();
-      out_ += j.dump();
+      const std::string text = j.dump();
+      put(text.data(), text.size());
       return;
+    }
   }
 }
 
@@ -86,7 +103,7 @@ void JsonWriter::escaped(std::string_view s, size_t from) {
   while (i < s.size()) {
     size_t run = i;
     while (run < s.size() && plain_byte(static_cast<unsigned char>(s[run]))) ++run;
-    out_.append(s.data() + i, run - i);
+    put(s.data() + i, run - i);
     if ((i = run) == s.size()) break;
     const auto c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
@@ -94,25 +111,25 @@ void JsonWriter::escaped(std::string_view s, size_t from) {
       const size_t len = utf8_sequence_at(s, i, cp);
       if (len == 0) {  // not UTF-8: Python's surrogateescape, as json_text
         const char escape[] = {'\\', 'u', 'd', 'c', kHex[c >> 4], kHex[c & 15]};
-        out_.append(escape, sizeof escape);
+        put(escape, sizeof escape);
         ++i;
       } else {
-        out_.append(s.data() + i, len);
+        put(s.data() + i, len);
         i += len;
       }
       continue;
     }
     switch (c) {
-      case '"': out_ += "\\\""; break;
-      case '\\': out_ += "\\\\"; break;
-      case '\b': out_ += "\\b"; break;
-      case '\t': out_ += "\\t"; break;
-      case '\n': out_ += "\\n"; break;
-      case '\f': out_ += "\\f"; break;
-      case '\r': out_ += "\\r"; break;
+      case '"': put("\\\"", 2); break;
+      case '\\': put("\\\\", 2); break;
+      case '\b': put("\\b", 2); break;
+      case '\t': put("\\t", 2); break;
+      case '\n': put("\\n", 2); break;
+      case '\f': put("\\f", 2); break;
+      case '\r': put("\\r", 2); break;
       default: {
         const char escape[] = {'\\', 'u', '0', '0', kHex[c >> 4], kHex[c & 15]};
-        out_.append(escape, sizeof escape);
+        put(escape, sizeof escape);
       }
     }
     ++i;

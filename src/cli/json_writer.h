@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -27,13 +28,17 @@ namespace tsarchive::cli {
 
 class JsonWriter {
  public:
-  // `indent` as json_text's: spaces per level, -1 for one line.
-  JsonWriter(std::string& out, int indent) : out_(out), indent_(indent) {}
+  // `indent` as json_text's: spaces per level, -1 for one line. The text is
+  // in `out` after flush().
+  JsonWriter(std::string& out, int indent) : out_(out), indent_(indent), breaks_(",\n") { out_.clear(); }
   // Writes to `sink`, through `buffer`, in chunks; flush() writes the rest.
-  JsonWriter(std::string& buffer, int indent, std::ostream& sink) : out_(buffer), indent_(indent), sink_(&sink) {
-    out_.reserve(kChunk + kChunk / 4);
+  JsonWriter(std::string& buffer, int indent, std::ostream& sink)
+      : out_(buffer), indent_(indent), sink_(&sink), breaks_(",\n") {
+    out_.assign(kChunk + kChunk / 4, '\0');
   }
   static constexpr size_t kChunk = 64 * 1024;
+  // With a sink, writes what is not written yet; without one, cuts `out` to
+  // the text.
   void flush();
 
   void begin_object() { open('{'); }
@@ -44,18 +49,14 @@ class JsonWriter {
   void key(std::string_view name) {
     before_value();
     quoted(name);
-    if (indent_ >= 0) {
-      out_.append("\": ", 3);
-    } else {
-      out_.append("\":", 2);
-    }
+    put("\": ", indent_ >= 0 ? 3 : 2);
     after_key_ = true;
   }
 
   void value(std::string_view s) {
     before_value();
     quoted(s);
-    out_ += '"';
+    put('"');
   }
   void value(const std::string& s) { value(std::string_view(s)); }
   void value(const char* s) { value(std::string_view(s)); }
@@ -74,32 +75,58 @@ class JsonWriter {
   void value(const nlohmann::ordered_json& j);
 
  private:
+  // The text is out_[0, used_); what follows is room already allocated, so
+  // that most writes are a bounds check and a copy.
+  char* room(size_t n) {
+    if (used_ + n > out_.size()) grow(n);
+    return out_.data() + used_;
+  }
+  void grow(size_t n);  // with a sink, hands a full chunk on first
+  void put(const char* p, size_t n) {
+    std::memcpy(room(n), p, n);
+    used_ += n;
+  }
+  void put(char c) {
+    *room(1) = c;
+    ++used_;
+  }
   void open(char bracket);
   void close(char bracket);
   // The comma and the line break that come before an element (inline: it
   // comes before every key and value).
   void before_value() {
-    if (sink_ != nullptr && out_.size() >= kChunk) flush();
     if (after_key_) {
       after_key_ = false;
       return;
     }
     if (empty_.empty()) return;  // the document itself
-    if (!empty_.back()) out_ += ',';
-    empty_.back() = false;
-    if (indent_ >= 0) newline_indent(empty_.size());
+    const bool first = empty_.back() != 0;
+    empty_.back() = 0;
+    if (indent_ < 0) {
+      if (!first) put(',');
+    } else {
+      line_break(empty_.size(), first ? 1 : 0);
+    }
   }
-  void newline_indent(size_t depth) {
-    out_ += '\n';
-    out_.append(depth * static_cast<size_t>(indent_), ' ');
+  // ",\n" and the indentation of `depth` in one copy, from breaks_ (from its
+  // `from`th byte: 1 leaves the comma out).
+  void line_break(size_t depth, size_t from) {
+    const size_t end = 2 + depth * static_cast<size_t>(indent_);
+    if (breaks_.size() < end) breaks_.resize(end + 16 * static_cast<size_t>(indent_), ' ');
+    put(breaks_.data() + from, end - from);
   }
   void integer(uint64_t magnitude_or_bits, bool negative);
   // The opening quote and `s` escaped; the caller closes it (a key adds ": ").
+  // The bytes that need no escape are copied as they are scanned.
   void quoted(std::string_view s) {
-    out_ += '"';
+    char* to = room(1 + s.size());
+    *to++ = '"';
     size_t plain = 0;
-    while (plain < s.size() && plain_byte(static_cast<unsigned char>(s[plain]))) ++plain;
-    out_.append(s.data(), plain);
+    while (plain < s.size() && plain_byte(static_cast<unsigned char>(s[plain]))) {
+      to[plain] = s[plain];
+      ++plain;
+    }
+    used_ += 1 + plain;
     if (plain < s.size()) escaped(s, plain);
   }
   // Bytes a JSON string holds as they are: not a quote, backslash or control
@@ -108,10 +135,12 @@ class JsonWriter {
   void escaped(std::string_view s, size_t from);  // the rest of quoted(), from the first byte to escape
 
   std::string& out_;
+  size_t used_ = 0;
   int indent_;
   std::ostream* sink_ = nullptr;
   std::vector<uint8_t> empty_;  // per open container: nothing in it yet
   bool after_key_ = false;
+  std::string breaks_;  // ",\n" and spaces, as deep as the document has gone
 };
 
 class JsonBuilder {

@@ -372,6 +372,7 @@ std::string inspect_json_text(const InspectReport& r, int indent) {
   text.reserve(4096 + 320 * r.tensors.size() + 256 * r.records.size());
   JsonWriter writer(text, indent);
   write_inspect(writer, r);
+  writer.flush();
   return text;
 }
 
