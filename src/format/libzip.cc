@@ -1,5 +1,11 @@
 #include "format/libzip.h"
 
+#include <pthread.h>
+
+#include <mutex>
+#include <system_error>
+#include <thread>
+
 #include "base/runtime_library.h"
 
 #ifndef TSARCHIVE_LIBZIP_SONAME
@@ -31,12 +37,52 @@ LibZip load() {
   return z;
 }
 
+const LibZip& loaded() {
+  // A failed load throws out of the initialiser, so the next call tries again.
+  static const LibZip library = load();
+  return library;
+}
+
+// The thread start_loading_libzip() starts; joined by the first wait(), and
+// at the latest at exit.
+struct Loader {
+  std::mutex mutex;
+  std::thread thread;
+  bool started = false;
+  ~Loader() { wait(); }
+  void wait() {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (thread.joinable()) thread.join();
+  }
+};
+
+Loader& loader() {
+  static Loader instance;
+  return instance;
+}
+
 }  // namespace
 
 const LibZip& libzip() {
-  // A failed load throws out of the initialiser, so the next call tries again.
-  static const LibZip loaded = load();
-  return loaded;
+  loader().wait();
+  return loaded();
+}
+
+void start_loading_libzip() {
+  Loader& l = loader();
+  const std::lock_guard<std::mutex> lock(l.mutex);
+  if (l.started) return;
+  l.started = true;
+  ::pthread_atfork([] { loader().wait(); }, nullptr, nullptr);
+  try {
+    l.thread = std::thread([] {
+      try {
+        loaded();
+      } catch (...) {  // libzip() loads it again and reports why it cannot
+      }
+    });
+  } catch (const std::system_error&) {  // no thread: libzip() loads it
+  }
 }
 
 }  // namespace tsarchive

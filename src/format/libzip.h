@@ -1,8 +1,10 @@
 // libzip, bound at run time (base/runtime_library.h).
 //
-// The binary does not link libzip: the first ZipArchive::cross_check() in the
-// process loads it, so commands that read no archive (--version, help, a
-// usage error) never do.
+// The binary does not link libzip: a ZipArchive starts loading it on a thread
+// of its own while it reads the central directory (the loader's work, libzip
+// and the libcrypto it links, is about 1.1 ms), and the first cross_check()
+// waits for it; commands that open no archive (--version, help, a usage
+// error) never load it.
 #pragma once
 
 #include <zip.h>
@@ -32,5 +34,11 @@ struct LibZip {
 // Throws Error(Io) naming the library when it cannot be loaded or lacks one of
 // the functions.
 const LibZip& libzip();
+
+// Starts loading libzip on another thread, once per process; libzip() waits
+// for it. Before any fork() the process waits for it too (a pthread_atfork
+// handler), so that no child starts with the dynamic loader's lock held by a
+// thread it does not have. Where no thread can be started, libzip() loads it.
+void start_loading_libzip();
 
 }  // namespace tsarchive

@@ -176,10 +176,16 @@ LibzipView::LibzipView(const ByteSource& source) {
   z.error_fini(&error);
 }
 
+// Our reading of the central directory, while libzip loads for the cross-check.
+ZipLayout read_layout_while_libzip_loads(const ByteSource& source) {
+  start_loading_libzip();
+  return read_zip_layout(source);
+}
+
 }  // namespace
 
 ZipArchive::ZipArchive(std::unique_ptr<ByteSource> source)
-    : source_(std::move(source)), layout_(read_zip_layout(*source_)) {}
+    : source_(std::move(source)), layout_(read_layout_while_libzip_loads(*source_)) {}
 
 ZipArchive::~ZipArchive() = default;
 
