@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "helpers.h"
 #include "serve/arguments.h"
 #include "serve/http.h"
 #include "serve/metrics.h"
@@ -22,15 +23,6 @@ std::vector<T> values_of(const HostTensor& t) {
   std::vector<T> out(t.bytes->size() / sizeof(T));
   std::memcpy(out.data(), t.bytes->data(), out.size() * sizeof(T));
   return out;
-}
-
-HostTensor float_tensor(std::vector<int64_t> shape, std::vector<float> values) {
-  HostTensor t;
-  t.dtype = "float32";
-  t.shape = std::move(shape);
-  t.stride = contiguous_strides(t.shape);
-  t.bytes = std::make_shared<const std::string>(reinterpret_cast<const char*>(values.data()), values.size() * 4);
-  return t;
 }
 
 }  // namespace
