@@ -5,19 +5,35 @@
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
 #include "base/error.h"
 #include "cli/cli.h"
+#include "contract/host_value.h"
+#include "contract/serve.h"
 #include "format/archive.h"
 #include "format/byte_source.h"
 #include "format/zip_writer.h"
 
 inline std::string testdata(const std::string& name) { return std::string(TSARCHIVE_TESTDATA_DIR) + "/" + name; }
+
+// Runs `f`, which must throw a tsarchive::Error; returns it.
+template <typename F>
+tsarchive::Error error_of(F&& f) {
+  try {
+    f();
+  } catch (const tsarchive::Error& e) {
+    return e;
+  }
+  FAIL("no tsarchive::Error was thrown");
+  throw;  // unreachable
+}
 
 // Runs `f`, which must throw tsarchive::Error of `kind` whose message contains `text`; returns it.
 template <typename F>
@@ -32,6 +48,16 @@ tsarchive::Error error_of(F&& f, tsarchive::ErrorKind kind, const std::string& t
   }
   FAIL("no error; expected one containing: " << text);
   throw;  // unreachable
+}
+
+// A contiguous float32 tensor of `shape` holding `values`.
+inline tsarchive::HostTensor float_tensor(std::vector<int64_t> shape, const std::vector<float>& values) {
+  tsarchive::HostTensor t;
+  t.dtype = "float32";
+  t.shape = std::move(shape);
+  t.stride = tsarchive::contiguous_strides(t.shape);
+  t.bytes = std::make_shared<const std::string>(reinterpret_cast<const char*>(values.data()), values.size() * 4);
+  return t;
 }
 
 // Bytes written as numbers and characters: a pickle or a header by hand.
@@ -53,7 +79,8 @@ struct TempDir {
   std::filesystem::path path;
   TempDir() {
     char tmpl[] = "/tmp/tsarchive-test-XXXXXX";
-    path = ::mkdtemp(tmpl);
+    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    path = tmpl;
   }
   ~TempDir() { std::filesystem::remove_all(path); }
   TempDir(const TempDir&) = delete;

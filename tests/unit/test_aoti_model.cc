@@ -32,17 +32,6 @@ struct Opened {
   Pt2Contents contents;
 };
 
-template <typename F>
-Error error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  FAIL("no error");
-  return Error(ErrorKind::Internal, "");
-}
-
 }  // namespace
 
 TEST_CASE("run picks a .pt2's AOTInductor model and refuses a program without one", "[pt2][run]") {

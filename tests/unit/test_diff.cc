@@ -83,7 +83,7 @@ std::string apply_patch(const std::string& old_text, const std::string& patch) {
 }
 
 // Fewest inserted + deleted lines, by dynamic programming (small inputs).
-size_t edit_distance(const std::string& a, const std::string& b) {
+size_t line_edit_distance(const std::string& a, const std::string& b) {
   const auto x = lines_of(a), y = lines_of(b);
   std::vector<std::vector<size_t>> lcs(x.size() + 1, std::vector<size_t>(y.size() + 1, 0));
   for (size_t i = x.size(); i-- > 0;) {
@@ -190,7 +190,7 @@ TEST_CASE("text diff: minimal, and the patch turns old into new (random texts)")
     INFO("old: " << a << "\nnew: " << b);
     const TextDiff d = diff_text(a, b, "a", "b");
     REQUIRE(d.computed);
-    CHECK(d.lines_added + d.lines_removed == edit_distance(a, b));
+    CHECK(d.lines_added + d.lines_removed == line_edit_distance(a, b));
     if (a != b) CHECK(apply_patch(a, d.unified) == b);
   }
 }

@@ -196,9 +196,9 @@ TEST_CASE("deep JSON in an archive: listed, inspected and verified, never a cras
   CHECK(list.code == 0);
   CHECK_THAT(list.out, Catch::Contains("deep.json"));
 
-  const CliResult json = run_cli({"extra", "list", "--json", deep});
-  REQUIRE(json.code == 0);
-  const auto doc = nlohmann::json::parse(json.out);
+  const CliResult listed_json = run_cli({"extra", "list", "--json", deep});
+  REQUIRE(listed_json.code == 0);
+  const auto doc = nlohmann::json::parse(listed_json.out);
   CHECK(doc["extra_files"].back()["json"] == false);
   CHECK(doc["extra_files"].back()["json_problem"] == "JSON nested deeper than 512 levels");
 
@@ -257,9 +257,9 @@ TEST_CASE("control characters in entry names are escaped in every view and in er
     CHECK_THAT(r.out + r.err, Catch::Contains("two\\nlines"));
   }
   // JSON stays exact: the names are the bytes, in JSON's own escapes.
-  const CliResult json = run_cli({"extra", "list", "--json", file});
-  REQUIRE(json.code == 0);
-  const auto doc = nlohmann::json::parse(json.out);
+  const CliResult listed_json = run_cli({"extra", "list", "--json", file});
+  REQUIRE(listed_json.code == 0);
+  const auto doc = nlohmann::json::parse(listed_json.out);
   CHECK(doc["extra_files"][3]["name"] == "red\x1b[31mtext");
   CHECK(doc["extra_files"][5]["name"] == "two\nlines");
 }
@@ -295,8 +295,8 @@ TEST_CASE("control, C1 and bidi characters in a file's content: exact bytes to a
   const CliResult list = run_cli({"extra", "list", file});
   CHECK(list.code == 0);
   CHECK_THAT(list.out, Catch::Contains("cat ..."));  // a preview ends at the first CR or LF
-  const CliResult json = run_cli({"extra", "get", "--json", file, "notes.txt"});
-  CHECK(nlohmann::json::parse(json.out)["text"] == content);
+  const CliResult got_json = run_cli({"extra", "get", "--json", file, "notes.txt"});
+  CHECK(nlohmann::json::parse(got_json.out)["text"] == content);
 
   // A JSON value's compact preview keeps its UTF-8; the table escapes it.
   TempDir dir;

@@ -26,7 +26,7 @@ namespace {
 
 std::string input(const std::string& name) { return testdata("inputs/" + name); }
 
-const json& expected() {
+const json& expected_inputs() {
   static const json j = json::parse(slurp(input("expected.json")));
   return j;
 }
@@ -327,7 +327,7 @@ TEST_CASE("input: @FILE errors") {
 
 TEST_CASE("npy: every readable file decodes to what NumPy reads") {
   size_t checked = 0;
-  for (const auto& [name, want] : expected().items()) {
+  for (const auto& [name, want] : expected_inputs().items()) {
     if (name.size() < 4 || name.substr(name.size() - 4) != ".npy") continue;
     const HostValue v = read_file(name);
     check_value(v, want, name);
@@ -450,7 +450,7 @@ TEST_CASE("npy: write_npy is numpy.save's layout, and round-trips") {
     HostValue bv;
     bv.kind = Kind::Tensor;
     bv.tensor = b;
-    check_value(bv, expected()[name], name);
+    check_value(bv, expected_inputs()[name], name);
   }
 }
 
@@ -512,7 +512,7 @@ TEST_CASE("npy: types NumPy lacks are refused with a way out") {
 
 TEST_CASE("torch.save: every readable file decodes to what torch.load reads") {
   size_t checked = 0;
-  for (const auto& [name, want] : expected().items()) {
+  for (const auto& [name, want] : expected_inputs().items()) {
     if (name.size() < 3 || name.substr(name.size() - 3) != ".pt") continue;
     ++checked;
     const HostValue v = read_file(name);
@@ -654,7 +654,7 @@ std::string with_byteorder(const std::string& name, const std::string& order, bo
 // A big-endian file's values were read byte-swapped.
 TEST_CASE("torch.save: the byteorder record is honoured as torch.load honours it") {
   size_t checked = 0;
-  for (const auto& [name, want] : expected().items()) {
+  for (const auto& [name, want] : expected_inputs().items()) {
     if (name.size() < 3 || name.substr(name.size() - 3) != ".pt") continue;
     INFO(name);
     ++checked;

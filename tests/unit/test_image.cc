@@ -18,16 +18,6 @@ namespace {
 
 std::string picture(const std::string& name) { return testdata("images/" + name); }
 
-HostTensor float_tensor(std::vector<int64_t> shape, const std::vector<float>& values) {
-  HostTensor t;
-  t.dtype = "float32";
-  t.shape = std::move(shape);
-  t.stride.assign(t.shape.size(), 1);
-  for (size_t i = t.shape.size() - 1; i > 0; --i) t.stride[i - 1] = t.stride[i] * t.shape[i];
-  t.bytes = std::make_shared<std::string>(reinterpret_cast<const char*>(values.data()), values.size() * 4);
-  return t;
-}
-
 float element(const HostTensor& t, size_t i) {
   float f;
   std::memcpy(&f, t.bytes->data() + i * 4, 4);

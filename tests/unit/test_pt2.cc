@@ -21,7 +21,7 @@ using nlohmann::json;
 
 namespace {
 
-const json& expected() {
+const json& expected_pt2() {
   static const json doc = json::parse(slurp(testdata("pt2/expected.json")));
   return doc;
 }
@@ -49,7 +49,7 @@ void check_tensor(const Pt2Tensor& t, const json& fact) {
 }  // namespace
 
 TEST_CASE("pt2: programs, signatures and payloads match torch.export.load", "[pt2]") {
-  for (const auto& [file, facts] : expected()["files"].items()) {
+  for (const auto& [file, facts] : expected_pt2()["files"].items()) {
     INFO(file);
     const InspectReport r = inspect_file(testdata("pt2/" + file));
     CHECK(r.kind == FileKind::ExportedProgram);
@@ -133,7 +133,7 @@ TEST_CASE("pt2: programs, signatures and payloads match torch.export.load", "[pt
 
 TEST_CASE("pt2: inspect --ops lists the operators as their OpOverload.name() does", "[pt2]") {
   size_t programs = 0;
-  for (const auto& [file, facts] : expected()["files"].items()) {
+  for (const auto& [file, facts] : expected_pt2()["files"].items()) {
     if (!facts.contains("models")) continue;
     INFO(file);
     const TorchArchive archive(open_file_source(testdata("pt2/" + file)));

@@ -158,9 +158,9 @@ TEST_CASE("a recorded check round-trips through its JSON", "[run]") {
   c.created_at = "2026-11-21T10:00:00Z";
   c.inputs = {"x: Tensor float32 [2, 8]"};
   c.outputs = {"out: Tensor float32 [2, 3]"};
-  const std::string json = render_run_check(c);
-  CHECK(json.rfind("{\"_type\":\"https://tsarchive.dev/run-check/v1\"", 0) == 0);
-  const RunCheck back = parse_run_check(json, "m.pt");
+  const std::string rendered = render_run_check(c);
+  CHECK(rendered.rfind("{\"_type\":\"https://tsarchive.dev/run-check/v1\"", 0) == 0);
+  const RunCheck back = parse_run_check(rendered, "m.pt");
   CHECK(back.method == "scaled");
   CHECK(back.tolerance.atol == 1e-4);
   CHECK(back.tolerance_by_path.at("out[1]").rtol == 0.25);

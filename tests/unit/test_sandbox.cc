@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "contract/device.h"
+#include "helpers.h"
 #include "worker/sandbox.h"
 #include "worker/worker.h"
 
@@ -28,18 +29,9 @@ using namespace tsarchive;
 
 namespace {
 
-// A folder of the test's own, removed after it.
-struct Folder {
-  std::string path;
-  Folder() {
-    const char* tmp = std::getenv("TMPDIR");
-    path = std::string(tmp != nullptr && *tmp == '/' ? tmp : "/tmp") + "/tsarchive-sandbox-test-XXXXXX";
-    REQUIRE(::mkdtemp(path.data()) != nullptr);
-  }
-  ~Folder() { std::system(("rm -rf '" + path + "'").c_str()); }
-};
-
-bool exists(const std::string& path) {
+// Whether `path` names anything, a symbolic link itself included (base/posix_fd.h's
+// exists follows links).
+bool lexists(const std::string& path) {
   struct stat st {};
   return ::lstat(path.c_str(), &st) == 0;
 }
@@ -104,14 +96,14 @@ TEST_CASE("the sandbox: writes only in the allowed folder, no exec, no sockets",
   }
   const bool cuda = GENERATE(false, true);
   INFO("a job on a CUDA device: " << cuda);
-  Folder inside, outside;
-  { const int fd = ::open((outside.path + "/existing").c_str(), O_CREAT | O_WRONLY, 0600); ::close(fd); }
-  const int ok = in_sandbox(inside.path, outside.path, cuda);
+  TempDir inside, outside;
+  { const int fd = ::open(outside.file("existing").c_str(), O_CREAT | O_WRONLY, 0600); ::close(fd); }
+  const int ok = in_sandbox(inside.path.string(), outside.path.string(), cuda);
   CHECK((ok & kEntered) != 0);
   CHECK((ok & kOutsideRefused) != 0);
-  CHECK_FALSE(exists(outside.path + "/written"));
+  CHECK_FALSE(lexists(outside.file("written")));
   CHECK((ok & kInsideWritten) != 0);
-  CHECK(exists(inside.path + "/written"));
+  CHECK(lexists(inside.file("written")));
   CHECK((ok & kExecRefused) != 0);
   CHECK((ok & kTcpRefused) != 0);
   CHECK((ok & kUnixRefused) != 0);
@@ -142,22 +134,22 @@ TEST_CASE("a worker writes in its own TMPDIR, which goes with it, and nowhere el
     WARN("sandbox on this kernel: " << describe_sandbox(s) << "; skipped");
     return;
   }
-  Folder outside, staging;
-  WorkerJob job{"model.pt", "loading the module", {}, true, {}, {staging.path}};
+  TempDir outside, staging;
+  WorkerJob job{"model.pt", "loading the module", {}, true, {}, {staging.path.string()}};
   // TMPDIR is the worker's own folder, writable; the job's folder too; others not.
   const std::string tmpdir = run_in_worker(job, [&] {
     const std::string tmp = std::getenv("TMPDIR");
     const bool in_tmp = ::close(::open((tmp + "/scratch").c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600)) == 0;
-    const bool in_staging = ::close(::open((staging.path + "/saved.pt").c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600)) == 0;
-    const bool outside_refused = ::open((outside.path + "/x").c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600) < 0;
+    const bool in_staging = ::close(::open(staging.file("saved.pt").c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600)) == 0;
+    const bool outside_refused = ::open(outside.file("x").c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600) < 0;
     return tmp + (in_tmp && in_staging && outside_refused ? " ok" : " failed");
   });
   REQUIRE(tmpdir.size() > 3);
   CHECK(tmpdir.substr(tmpdir.size() - 3) == " ok");
   CHECK_THAT(tmpdir, Catch::Contains("/tsarchive-worker-"));
-  CHECK_FALSE(exists(tmpdir.substr(0, tmpdir.size() - 3)));  // removed when the worker ended
-  CHECK(exists(staging.path + "/saved.pt"));
-  CHECK_FALSE(exists(outside.path + "/x"));
+  CHECK_FALSE(lexists(tmpdir.substr(0, tmpdir.size() - 3)));  // removed when the worker ended
+  CHECK(lexists(staging.file("saved.pt")));
+  CHECK_FALSE(lexists(outside.file("x")));
 }
 
 TEST_CASE("a worker starts threads but no process, and sets no extended attribute", "[sandbox][worker]") {
@@ -166,8 +158,8 @@ TEST_CASE("a worker starts threads but no process, and sets no extended attribut
     WARN("sandbox on this kernel: " << describe_sandbox(s) << "; skipped");
     return;
   }
-  Folder staging;
-  WorkerJob job{"model.pt", "loading the module", {}, true, {}, {staging.path}};
+  TempDir staging;
+  WorkerJob job{"model.pt", "loading the module", {}, true, {}, {staging.path.string()}};
   const std::string seen = run_in_worker(job, [&] {
     std::string out;
     const pid_t child = ::fork();  // glibc's fork: clone(SIGCHLD), no CLONE_THREAD
@@ -179,7 +171,7 @@ TEST_CASE("a worker starts threads but no process, and sets no extended attribut
     int answer = 0;
     std::thread([&] { answer = 42; }).join();
     out += answer == 42 ? ", thread ran" : ", no thread";
-    const std::string file = staging.path + "/saved.pt";
+    const std::string file = staging.file("saved.pt");
     ::close(::open(file.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
     const bool xattr = ::setxattr(file.c_str(), "user.tsarchive", "x", 1, 0) == 0;
     out += xattr ? ", xattr set" : (errno == EPERM ? ", xattr refused" : ", xattr failed otherwise");

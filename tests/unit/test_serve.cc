@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "helpers.h"
 #include "serve/arguments.h"
 #include "serve/http.h"
 #include "serve/metrics.h"
@@ -22,15 +23,6 @@ std::vector<T> values_of(const HostTensor& t) {
   std::vector<T> out(t.bytes->size() / sizeof(T));
   std::memcpy(out.data(), t.bytes->data(), out.size() * sizeof(T));
   return out;
-}
-
-HostTensor float_tensor(std::vector<int64_t> shape, std::vector<float> values) {
-  HostTensor t;
-  t.dtype = "float32";
-  t.shape = std::move(shape);
-  t.stride = contiguous_strides(t.shape);
-  t.bytes = std::make_shared<const std::string>(reinterpret_cast<const char*>(values.data()), values.size() * 4);
-  return t;
 }
 
 }  // namespace
@@ -394,7 +386,7 @@ std::vector<HostValue> arguments_of(const std::string& body) {
   return method_arguments("m", scaled_info(), request);
 }
 
-std::string refusal(const std::string& body) {
+std::string arguments_refusal(const std::string& body) {
   try {
     arguments_of(body);
   } catch (const ApiError& e) {
@@ -438,7 +430,7 @@ TEST_CASE("arguments: non-tensor parameters from the request's parameters and fr
   args = arguments_of("{\"inputs\": [" + x_input() + R"(, {"name": "scale", "datatype": "BYTES", "shape": [1], "data": ["s"]}]})");
   CHECK(args[1].kind == HostValue::Kind::String);
   CHECK(args[1].string == "s");
-  CHECK(refusal(R"({"inputs": [{"name": "x", "datatype": "BYTES", "shape": [1], "data": ["s"]}]})")
+  CHECK(arguments_refusal(R"({"inputs": [{"name": "x", "datatype": "BYTES", "shape": [1], "data": ["s"]}]})")
             .find("'x' is a Tensor, which holds numbers") != std::string::npos);
 }
 
@@ -450,28 +442,30 @@ TEST_CASE("arguments: a method whose parameters are all non-tensor takes an empt
   REQUIRE(args.size() == 1);
   CHECK(args[0].kind == HostValue::Kind::Dict);
   // A method that takes a tensor still says which input is missing.
-  CHECK(refusal(R"({"inputs": [], "parameters": {"scale": 0.5}})") ==
+  CHECK(arguments_refusal(R"({"inputs": [], "parameters": {"scale": 0.5}})") ==
         "input 'x' is missing; model 'm' takes x, scale (float), flags (List[int]), n (Optional[int])");
 }
 
 TEST_CASE("arguments: wrong or misplaced parameters are 400 naming them") {
   const std::string x = "{\"inputs\": [" + x_input() + "]";
-  CHECK(refusal(x + "}") == "parameter 'scale' is missing; model 'm' takes x, scale (float), flags (List[int]), n (Optional[int])");
-  CHECK(refusal(x + R"(, "parameters": {"scale": 1, "scales": 2}})").find("has no parameter 'scales'") != std::string::npos);
-  CHECK(refusal(x + R"(, "parameters": {"scale": 1, "x": [1]}})").find("'x' is a Tensor") != std::string::npos);
-  CHECK(refusal(x + R"(, "parameters": {"scale": 1, "n": 3}})").find("after one with a default that was left out") !=
+  CHECK(arguments_refusal(x + "}") ==
+        "parameter 'scale' is missing; model 'm' takes x, scale (float), flags (List[int]), n (Optional[int])");
+  CHECK(arguments_refusal(x + R"(, "parameters": {"scale": 1, "scales": 2}})").find("has no parameter 'scales'") !=
         std::string::npos);
-  CHECK(refusal(x + R"(, "parameters": {"scale": 18446744073709551615}})") ==
+  CHECK(arguments_refusal(x + R"(, "parameters": {"scale": 1, "x": [1]}})").find("'x' is a Tensor") != std::string::npos);
+  CHECK(arguments_refusal(x + R"(, "parameters": {"scale": 1, "n": 3}})").find("after one with a default that was left out") !=
+        std::string::npos);
+  CHECK(arguments_refusal(x + R"(, "parameters": {"scale": 18446744073709551615}})") ==
         "parameter 'scale' (float): bad json input: integer 18446744073709551615 does not fit in 64 bits (int64)");
-  CHECK(refusal("{\"inputs\": [" + x_input() + R"(, {"name": "scale", "datatype": "FP64", "shape": [2], "data": [1, 2]}]})")
+  CHECK(arguments_refusal("{\"inputs\": [" + x_input() + R"(, {"name": "scale", "datatype": "FP64", "shape": [2], "data": [1, 2]}]})")
             .find("input 'scale' (float) takes one value (shape [] or [1])") != std::string::npos);
-  CHECK(refusal("{\"inputs\": [" + x_input() + R"(, {"name": "scale", "datatype": "FP64", "shape": [1], "data": [1]}],
+  CHECK(arguments_refusal("{\"inputs\": [" + x_input() + R"(, {"name": "scale", "datatype": "FP64", "shape": [1], "data": [1]}],
                    "parameters": {"scale": 1}})")
             .find("'scale' is given both") != std::string::npos);
-  CHECK(refusal("{\"inputs\": [" + x_input() + R"(, {"name": "flags", "datatype": "INT64", "shape": [1, 1], "data": [1]}],
+  CHECK(arguments_refusal("{\"inputs\": [" + x_input() + R"(, {"name": "flags", "datatype": "INT64", "shape": [1, 1], "data": [1]}],
                    "parameters": {"scale": 1}})")
             .find("input 'flags' (List[int]) takes a 1-D tensor") != std::string::npos);
-  CHECK(refusal("{\"inputs\": [" + x_input() + R"(, {"name": "scale", "datatype": "FP16", "shape": [1], "data": [1]}]})")
+  CHECK(arguments_refusal("{\"inputs\": [" + x_input() + R"(, {"name": "scale", "datatype": "FP16", "shape": [1], "data": [1]}]})")
             .find("datatype FP16 cannot give a non-tensor value") != std::string::npos);
   // A parameter named as one of the protocol's keys comes only as an input.
   ServedModelInfo timed;
@@ -540,12 +534,12 @@ TEST_CASE("metadata: non-tensor inputs an input can give have a datatype, others
 TEST_CASE("v2: binary inputs after the JSON header, binary outputs after the JSON answer") {
   const std::vector<float> x = {1.5f, -2.0f, 3.25f, 4.0f};
   const std::vector<int64_t> ids = {7, -9};
-  const std::string json = R"({"inputs": [
+  const std::string header_json = R"({"inputs": [
       {"name": "x", "shape": [2, 2], "datatype": "FP32", "parameters": {"binary_data_size": 16}},
       {"name": "ids", "shape": [2], "datatype": "INT64", "data": [7, -9]}],
     "outputs": [{"name": "out", "parameters": {"binary_data": true}}, {"name": "n"}]})";
-  const std::string body = json + std::string(reinterpret_cast<const char*>(x.data()), 16);
-  const InferRequest r = parse_infer_request(body, json.size());
+  const std::string body = header_json + std::string(reinterpret_cast<const char*>(x.data()), 16);
+  const InferRequest r = parse_infer_request(body, header_json.size());
   REQUIRE(r.inputs.size() == 2);
   CHECK(r.inputs[0].tensor.shape == std::vector<int64_t>{2, 2});
   CHECK(values_of<float>(r.inputs[0].tensor) == x);
@@ -554,10 +548,10 @@ TEST_CASE("v2: binary inputs after the JSON header, binary outputs after the JSO
 
   // Sizes that do not add up, bytes nobody claims, a header past the body,
   // binary_data_size without the header, BYTES.
-  CHECK_THROWS_AS(parse_infer_request(body.substr(0, body.size() - 1), json.size()), ApiError);
-  CHECK_THROWS_AS(parse_infer_request(body + "x", json.size()), ApiError);
+  CHECK_THROWS_AS(parse_infer_request(body.substr(0, body.size() - 1), header_json.size()), ApiError);
+  CHECK_THROWS_AS(parse_infer_request(body + "x", header_json.size()), ApiError);
   CHECK_THROWS_AS(parse_infer_request(body, body.size() + 1), ApiError);
-  CHECK_THROWS_AS(parse_infer_request(json), ApiError);
+  CHECK_THROWS_AS(parse_infer_request(header_json), ApiError);
   try {
     parse_infer_request(R"({"inputs": [{"name": "s", "shape": [1, 2], "datatype": "BYTES", "data": [["a", "b"]]}]})");
     FAIL("two BYTES strings were accepted");

@@ -13,7 +13,7 @@ using namespace tsarchive;
 
 namespace {
 
-std::string refusal(std::string_view text) {
+std::string bundle_refusal(std::string_view text) {
   try {
     parse_bundle(text);
   } catch (const Error& e) {
@@ -98,14 +98,14 @@ TEST_CASE("signing: a bundle round-trips; malformed ones are refused with the re
   CHECK(back.signature == "sig");
   CHECK(back.key_hint == b.key_hint);
 
-  CHECK(refusal("[[[[") .find("not a Sigstore bundle") != std::string::npos);
-  CHECK(refusal(std::string(100, '[') + std::string(100, ']')).find("nested deeper") != std::string::npos);
-  CHECK(refusal("{\"mediaType\": \"x\"}").find("media type") != std::string::npos);
+  CHECK(bundle_refusal("[[[[") .find("not a Sigstore bundle") != std::string::npos);
+  CHECK(bundle_refusal(std::string(100, '[') + std::string(100, ']')).find("nested deeper") != std::string::npos);
+  CHECK(bundle_refusal("{\"mediaType\": \"x\"}").find("media type") != std::string::npos);
   std::string text = bundle_json(b);
-  CHECK(refusal(text.replace(text.find("\"tlogEntries\":[]"), 16, "\"tlogEntries\":[{}]")).find("transparency-log") !=
+  CHECK(bundle_refusal(text.replace(text.find("\"tlogEntries\":[]"), 16, "\"tlogEntries\":[{}]")).find("transparency-log") !=
         std::string::npos);
   text = bundle_json(b);
-  CHECK(refusal(text.replace(text.find("\"keyid\""), 0, "\"x\":1,\"sig\":\"@@@@\",")).find("base64") != std::string::npos);
+  CHECK(bundle_refusal(text.replace(text.find("\"keyid\""), 0, "\"x\":1,\"sig\":\"@@@@\",")).find("base64") != std::string::npos);
 }
 
 TEST_CASE("signing: an embedded statement must list exactly the other records") {

@@ -39,7 +39,7 @@ SignatureCheck check_fake(const std::string& bundle, const SignatureTrust& trust
 }
 
 // Why the fake bundle is refused ("accepted" when it is not).
-std::string refusal(const std::string& bundle, const SignatureTrust& trust = keyless_trust()) {
+std::string fake_bundle_refusal(const std::string& bundle, const SignatureTrust& trust = keyless_trust()) {
   try {
     check_fake(bundle, trust);
   } catch (const Error& e) {
@@ -145,22 +145,24 @@ TEST_CASE("sigstore: a fake Sigstore's keyless bundles in each form") {
 }
 
 TEST_CASE("sigstore: keyless bundles refused for each tampering") {
-  CHECK(says(refusal("good.sigstore.json", keyless_trust("sigstore/trusted_root.json", "x@example.com")),
+  CHECK(says(fake_bundle_refusal("good.sigstore.json", keyless_trust("sigstore/trusted_root.json", "x@example.com")),
              "the signer is 'signer@example.com', not 'x@example.com'"));
-  CHECK(says(refusal("good.sigstore.json", keyless_trust("sigstore/trusted_root.json", kIdentity, "https://other.example")),
+  CHECK(says(fake_bundle_refusal("good.sigstore.json",
+                                 keyless_trust("sigstore/trusted_root.json", kIdentity, "https://other.example")),
              "issued by 'https://issuer.example', not 'https://other.example'"));
-  CHECK(says(refusal("time_outside_certificate.sigstore.json"), "outside the signing certificate's validity"));
-  CHECK(says(refusal("set_other_key.sigstore.json"), "signed entry timestamp does not verify"));
-  CHECK(says(refusal("body_modified.sigstore.json"), "signed entry timestamp does not verify"));
-  CHECK(says(refusal("body_other_payload.sigstore.json"), "its body names another payload"));
-  CHECK(says(refusal("proof_wrong_hash.sigstore.json"), "inclusion proof does not lead to the root hash"));
-  CHECK(says(refusal("statement_changed.sigstore.json"), "does not verify with the signing certificate's key"));
-  CHECK(says(refusal("good.sigstore.json", keyless_trust("sigstore/trusted_root_other_ca.json")),
+  CHECK(says(fake_bundle_refusal("time_outside_certificate.sigstore.json"), "outside the signing certificate's validity"));
+  CHECK(says(fake_bundle_refusal("set_other_key.sigstore.json"), "signed entry timestamp does not verify"));
+  CHECK(says(fake_bundle_refusal("body_modified.sigstore.json"), "signed entry timestamp does not verify"));
+  CHECK(says(fake_bundle_refusal("body_other_payload.sigstore.json"), "its body names another payload"));
+  CHECK(says(fake_bundle_refusal("proof_wrong_hash.sigstore.json"), "inclusion proof does not lead to the root hash"));
+  CHECK(says(fake_bundle_refusal("statement_changed.sigstore.json"), "does not verify with the signing certificate's key"));
+  CHECK(says(fake_bundle_refusal("good.sigstore.json", keyless_trust("sigstore/trusted_root_other_ca.json")),
              "does not chain to a certificate authority of the trust root"));
-  CHECK(says(refusal("good.sigstore.json", keyless_trust("sigstore/trusted_root_ca_expired.json")),
+  CHECK(says(fake_bundle_refusal("good.sigstore.json", keyless_trust("sigstore/trusted_root_ca_expired.json")),
              "no certificate authority of the trust root was valid at 2025-01-01T00:01:00Z"));
   // A log that is not the trust root's: the production root does not know the fake Rekor.
-  CHECK(says(refusal("good.sigstore.json", keyless_trust("sigstore/production/trusted_root.json")), "is not in the trust root"));
+  CHECK(says(fake_bundle_refusal("good.sigstore.json", keyless_trust("sigstore/production/trusted_root.json")),
+             "is not in the trust root"));
 }
 
 TEST_CASE("sigstore: a keyless bundle without --trust-root, and a key bundle with it") {

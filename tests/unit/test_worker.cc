@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "helpers.h"
 #include "operations/worker_settings.h"
 #include "contract/jit.h"
 #include "contract/run.h"
@@ -24,16 +25,6 @@ namespace {
 
 WorkerJob job(uint64_t memory_bytes = 0, double time_s = 0) {
   return WorkerJob{"model.pt", "running forward", WorkerLimits{memory_bytes, time_s}, true, {}, {}};
-}
-
-Error error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e;
-  }
-  FAIL("no Error was thrown");
-  return Error(ErrorKind::Usage, "unreachable");
 }
 
 }  // namespace

@@ -12,11 +12,12 @@
 using namespace tsarchive;
 
 namespace {
-ZipArchive open_bytes(std::string bytes) { return ZipArchive(make_memory_source(std::move(bytes), "mem.pt")); }
+// The ZIP layer alone over `bytes` (archive_bytes.h's open_bytes opens a whole TorchArchive).
+ZipArchive open_zip_bytes(std::string bytes) { return ZipArchive(make_memory_source(std::move(bytes), "mem.pt")); }
 }  // namespace
 
 TEST_CASE("zip: PyTorch's layout is read: ZIP64 end, FB padding, 64-byte alignment") {
-  const ZipArchive zip = open_bytes(slurp(testdata("mlp_scripted.pt")));
+  const ZipArchive zip = open_zip_bytes(slurp(testdata("mlp_scripted.pt")));
   CHECK(zip.layout().zip64);
   REQUIRE_FALSE(zip.entries().empty());
   for (const ZipEntry& e : zip.entries()) {
@@ -31,7 +32,7 @@ TEST_CASE("zip: PyTorch's layout is read: ZIP64 end, FB padding, 64-byte alignme
 }
 
 TEST_CASE("zip: deflated code records are inflated") {
-  const ZipArchive zip = open_bytes(slurp(testdata("mlp_scripted.pt")));
+  const ZipArchive zip = open_zip_bytes(slurp(testdata("mlp_scripted.pt")));
   const ZipEntry* code = zip.find("mlp_scripted/code/__torch__/models.py");
   REQUIRE(code != nullptr);
   CHECK(code->method == 8);
@@ -42,16 +43,16 @@ TEST_CASE("zip: deflated code records are inflated") {
 
 TEST_CASE("zip: a flipped data byte fails the CRC check") {
   std::string bytes = slurp(testdata("mlp_scripted.pt"));
-  const ZipArchive good = open_bytes(bytes);
+  const ZipArchive good = open_zip_bytes(bytes);
   const ZipEntry* pkl = good.find("mlp_scripted/data.pkl");
   REQUIRE(pkl != nullptr);
   bytes[pkl->data_offset + 10] ^= 0x01;
-  const ZipArchive bad = open_bytes(bytes);
+  const ZipArchive bad = open_zip_bytes(bytes);
   CHECK_THROWS_WITH(bad.read(*bad.find("mlp_scripted/data.pkl"), 1 << 20), Catch::Contains("data.pkl"));
 }
 
 TEST_CASE("zip: a declared size above the limit is refused before reading") {
-  const ZipArchive zip = open_bytes(slurp(testdata("mlp_scripted.pt")));
+  const ZipArchive zip = open_zip_bytes(slurp(testdata("mlp_scripted.pt")));
   const ZipEntry* pkl = zip.find("mlp_scripted/data.pkl");
   CHECK_THROWS_WITH(zip.read(*pkl, 10), Catch::Contains("above the 10-byte limit"));
 }
@@ -60,7 +61,7 @@ TEST_CASE("zip: truncation anywhere is an error, never a crash") {
   const std::string bytes = slurp(testdata("mlp_scripted.pt"));
   for (size_t cut = 0; cut < bytes.size(); cut += 97) {
     INFO("cut at " << cut);
-    CHECK_THROWS_AS(open_bytes(bytes.substr(0, cut)), Error);
+    CHECK_THROWS_AS(open_zip_bytes(bytes.substr(0, cut)), Error);
   }
 }
 
@@ -73,16 +74,16 @@ TEST_CASE("zip: an end record that claims more entries than fit is refused") {
   for (size_t field : {24u, 32u}) bytes[z64 + field + 5] = '\x01';  // 2^40 entries
   // The classic counts say "see ZIP64" (0xFFFF), or the two records would disagree.
   for (size_t field : {8u, 9u, 10u, 11u}) bytes[bytes.size() - 22 + field] = '\xff';
-  CHECK_THROWS_WITH(open_bytes(bytes), Catch::Contains("more than the"));
+  CHECK_THROWS_WITH(open_zip_bytes(bytes), Catch::Contains("more than the"));
 }
 
 TEST_CASE("zip: an entry whose offset points outside the archive is refused") {
   std::string bytes = slurp(testdata("mlp_scripted.pt"));
-  const ZipArchive good = open_bytes(bytes);
+  const ZipArchive good = open_zip_bytes(bytes);
   // Corrupt the first central header's local header offset (at +42).
   const size_t cd = good.layout().central_directory_offset;
   bytes[cd + 42] = bytes[cd + 43] = bytes[cd + 44] = '\x7f';
-  CHECK_THROWS_WITH(open_bytes(bytes), Catch::Contains("invalid ZIP archive"));
+  CHECK_THROWS_WITH(open_zip_bytes(bytes), Catch::Contains("invalid ZIP archive"));
 }
 
 TEST_CASE("zip: signature sniffing") {
@@ -109,7 +110,7 @@ std::string with_comment(const std::string& comment) {
 
 std::string what_of(const std::string& bytes) {
   try {
-    open_bytes(bytes);
+    open_zip_bytes(bytes);
   } catch (const Error& e) {
     CHECK(e.kind() == ErrorKind::BadInput);
     return e.what();
@@ -120,7 +121,7 @@ std::string what_of(const std::string& bytes) {
 }  // namespace
 
 TEST_CASE("zip: an honest archive comment is read") {
-  const ZipArchive zip = open_bytes(with_comment("release 3, signed off"));
+  const ZipArchive zip = open_zip_bytes(with_comment("release 3, signed off"));
   CHECK(zip.layout().comment == "release 3, signed off");
   CHECK(zip.read(*zip.find("mlp_scripted/version"), 100) == "3\n");
 }
@@ -168,14 +169,14 @@ TEST_CASE("zip: the ZIP64 end record must end at its locator and agree with the 
   set32(disks, locator + 16, 0);  // total disks 0: miniz refuses, Python reads it
   CHECK_THAT(what_of(disks), Catch::Contains("multi-disk"));
   std::string count = good;
-  const uint16_t n = static_cast<uint16_t>(open_bytes(good).entries().size());
+  const uint16_t n = static_cast<uint16_t>(open_zip_bytes(good).entries().size());
   set16(count, end + 8, static_cast<uint16_t>(n - 1));
   set16(count, end + 10, static_cast<uint16_t>(n - 1));
   CHECK_THAT(what_of(count), Catch::Contains("end record and the ZIP64 end record disagree"));
   std::string placeholder = good;  // 0xFFFF stands for "see ZIP64": fine
   set16(placeholder, end + 8, 0xFFFF);
   set16(placeholder, end + 10, 0xFFFF);
-  CHECK(open_bytes(placeholder).entries().size() == n);
+  CHECK(open_zip_bytes(placeholder).entries().size() == n);
   CHECK_THAT(what_of(slurp(testdata("hostile/zip64_locator_elsewhere.pt"))),
              Catch::Contains("does not end where its locator starts"));
   CHECK_THAT(what_of(slurp(testdata("hostile/gap_before_end_records.pt"))),
@@ -195,7 +196,7 @@ TEST_CASE("zip: names that differ only in ASCII case are refused, naming both") 
 
 TEST_CASE("zip: local headers must agree with the central directory") {
   const std::string good = slurp(testdata("mlp_scripted.pt"));
-  const ZipArchive zip = open_bytes(good);
+  const ZipArchive zip = open_zip_bytes(good);
   const ZipEntry& pkl = *zip.find("mlp_scripted/data.pkl");
   const size_t at = static_cast<size_t>(pkl.local_header_offset);
   // PyTorch 1.13 writes bit 3 and zero CRC and sizes locally: accepted.
@@ -212,7 +213,7 @@ TEST_CASE("zip: local headers must agree with the central directory") {
   set32(real, at + 14, pkl.crc32);
   set32(real, at + 18, static_cast<uint32_t>(pkl.compressed_size));
   set32(real, at + 22, static_cast<uint32_t>(pkl.uncompressed_size));
-  CHECK(open_bytes(real).read(*open_bytes(real).find("mlp_scripted/data.pkl"), 1 << 20).size() == 1096);
+  CHECK(open_zip_bytes(real).read(*open_zip_bytes(real).find("mlp_scripted/data.pkl"), 1 << 20).size() == 1096);
   std::string crc = real;
   set32(crc, at + 14, pkl.crc32 ^ 1);
   CHECK_THAT(what_of(crc), Catch::Contains("local header's CRC-32 differs"));
@@ -235,14 +236,14 @@ TEST_CASE("zip: every real archive in testdata opens and reads (no false refusal
                            "tensor.pt", "inputs/short_storage.pt", "hostile/ok_rebuilt.pt",
                            "hostile/junk_after_in_comment.pt", "hostile/plain_zip.zip"}) {
     INFO(file);
-    const ZipArchive zip = open_bytes(slurp(testdata(file)));
+    const ZipArchive zip = open_zip_bytes(slurp(testdata(file)));
     for (const ZipEntry& e : zip.entries()) CHECK(zip.read(e, 1 << 24).size() == e.uncompressed_size);
   }
 }
 
 TEST_CASE("zip: ZipEntryReader streams exactly the layout's bytes, bounded and CRC-checked") {
   const std::string bytes = slurp(testdata("mlp_scripted.pt"));
-  const ZipArchive zip = open_bytes(bytes);
+  const ZipArchive zip = open_zip_bytes(bytes);
   ZipEntryReader reader(zip.source());
   for (const ZipEntry& e : zip.entries()) {
     INFO(e.name);
@@ -273,7 +274,7 @@ TEST_CASE("zip: ZipEntryReader streams exactly the layout's bytes, bounded and C
 }
 
 TEST_CASE("zip: libzip's view is cross-checked once and agrees on real archives") {
-  const ZipArchive zip = open_bytes(slurp(testdata("gru_scripted.pt")));
+  const ZipArchive zip = open_zip_bytes(slurp(testdata("gru_scripted.pt")));
   CHECK_NOTHROW(zip.cross_check());
   CHECK_NOTHROW(zip.cross_check());
 }
@@ -329,7 +330,7 @@ TEST_CASE("zip: a local extra field longer than PyTorch's padding is read whole"
   put32(zip, static_cast<uint32_t>(cd_offset));
   put16(zip, 0);  // comment length
 
-  const ZipArchive archive = open_bytes(zip);
+  const ZipArchive archive = open_zip_bytes(zip);
   const ZipEntry* e = archive.find(name);
   REQUIRE(e != nullptr);
   CHECK(e->local_extra_length == extra.size());
@@ -455,7 +456,7 @@ TEST_CASE("zip: a big stored record read with its CRC on a second thread gives t
   for (size_t i = 0; i < weights.size(); ++i) weights[i] = static_cast<char>((i * 40503u) >> 7);
   std::string bytes = archive_with_record(testdata("mlp_scripted.pt"), "data/0", weights);
   auto read_all = [](const std::string& zip_bytes, bool beside) {
-    const ZipArchive zip = open_bytes(zip_bytes);
+    const ZipArchive zip = open_zip_bytes(zip_bytes);
     const ZipEntry* e = zip.find("mlp_scripted/data/0");
     REQUIRE(e != nullptr);
     REQUIRE(e->method == 0);
@@ -482,7 +483,7 @@ TEST_CASE("zip: a big stored record read with its CRC on a second thread gives t
 
   // A sink that throws mid-record: the exception comes out once the CRC
   // thread is done with the buffers, and the reader reads the next one whole.
-  const ZipArchive zip = open_bytes(bytes);
+  const ZipArchive zip = open_zip_bytes(bytes);
   const ZipEntry* e = zip.find("mlp_scripted/data/0");
   REQUIRE(e != nullptr);
   ZipEntryReader reader(zip.source());
