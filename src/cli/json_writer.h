@@ -30,10 +30,10 @@ class JsonWriter {
  public:
   // `indent` as json_text's: spaces per level, -1 for one line. The text is
   // in `out` after flush().
-  JsonWriter(std::string& out, int indent) : out_(out), indent_(indent), breaks_(",\n") { out_.clear(); }
+  JsonWriter(std::string& out, int indent) : out_(out), indent_(indent) { out_.clear(); }
   // Writes to `sink`, through `buffer`, in chunks; flush() writes the rest.
   JsonWriter(std::string& buffer, int indent, std::ostream& sink)
-      : out_(buffer), indent_(indent), sink_(&sink), breaks_(",\n") {
+      : out_(buffer), indent_(indent), sink_(&sink) {
     out_.assign(kChunk + kChunk / 4, '\0');
   }
   static constexpr size_t kChunk = 64 * 1024;
@@ -140,7 +140,7 @@ class JsonWriter {
   std::ostream* sink_ = nullptr;
   std::vector<uint8_t> empty_;  // per open container: nothing in it yet
   bool after_key_ = false;
-  std::string breaks_;  // ",\n" and spaces, as deep as the document has gone
+  std::string breaks_ = ",\n";  // and spaces, as deep as the document has gone
 };
 
 class JsonBuilder {
