@@ -145,12 +145,15 @@ case $mode in
     printf '  %s\n' "${step_times[@]}"
     ;;
   test)
-    build "$BUILD_TYPE"
+    timed "install packages" install_packages "${PACKAGES[@]}"
+    timed "build everything" configure_and_build "$BUILD_TYPE" -DTSARCHIVE_BUILD_TESTS=ON
     if [ -n "${torch2:-}" ]; then
-      ctest --test-dir "$BUILD_DIR" -j "$JOBS" --output-on-failure -R "$TORCH_TESTS"
+      timed "test suite" ctest --test-dir "$BUILD_DIR" -j "$JOBS" --output-on-failure -R "$TORCH_TESTS"
     else
-      ctest --test-dir "$BUILD_DIR" -j "$JOBS" --output-on-failure
+      timed "test suite" ctest --test-dir "$BUILD_DIR" -j "$JOBS" --output-on-failure
     fi
+    printf 'test step times:\n'
+    printf '  %s\n' "${step_times[@]}"
     ;;
   sanitize)
     # Our code is built with -fno-sanitize-recover=undefined, so a UBSan report
