@@ -20,8 +20,12 @@ install_packages() {
 }
 
 # timed NAME COMMAND...: runs it and adds "NAME  M min SS s" to step_times,
-# which the caller prints at the end.
+# which print_step_times WHAT prints at the end.
 step_times=()
+print_step_times() {
+  printf '%s step times:\n' "$1"
+  printf '  %s\n' "${step_times[@]}"
+}
 timed() {
   local name=$1 start=$SECONDS
   shift

@@ -54,8 +54,8 @@ PACKAGES=("${BUILD_PACKAGES[@]}" catch2 graphviz python3 python3-torch python3-n
 
 # build BUILD_TYPE [CMAKE_ARGS...]: everything, tests included
 build() {
-  install_packages "${PACKAGES[@]}"
-  configure_and_build "$@" -DTSARCHIVE_BUILD_TESTS=ON
+  timed "install packages" install_packages "${PACKAGES[@]}"
+  timed "build everything" configure_and_build "$@" -DTSARCHIVE_BUILD_TESTS=ON
 }
 
 # configure_and_build BUILD_TYPE [CMAKE_ARGS...] [-- TARGET...]
@@ -141,19 +141,16 @@ case $mode in
     timed "install build packages" install_packages "${BUILD_PACKAGES[@]}"
     timed "build tsarchive + torch layer" configure_and_build "$BUILD_TYPE" -DTSARCHIVE_BUILD_TESTS=OFF -- tsarchive tsarchive_torch
     timed "demo" demo
-    printf 'demo step times:\n'
-    printf '  %s\n' "${step_times[@]}"
+    print_step_times demo
     ;;
   test)
-    timed "install packages" install_packages "${PACKAGES[@]}"
-    timed "build everything" configure_and_build "$BUILD_TYPE" -DTSARCHIVE_BUILD_TESTS=ON
+    build "$BUILD_TYPE"
     if [ -n "${torch2:-}" ]; then
       timed "test suite" ctest --test-dir "$BUILD_DIR" -j "$JOBS" --output-on-failure -R "$TORCH_TESTS"
     else
       timed "test suite" ctest --test-dir "$BUILD_DIR" -j "$JOBS" --output-on-failure
     fi
-    printf 'test step times:\n'
-    printf '  %s\n' "${step_times[@]}"
+    print_step_times test
     ;;
   sanitize)
     # Our code is built with -fno-sanitize-recover=undefined, so a UBSan report

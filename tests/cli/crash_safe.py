@@ -74,7 +74,7 @@ def fingerprint(path):
     with open(path, "rb") as f:
         while chunk := f.read(8 << 20):
             crc = zlib.crc32(chunk, crc)
-    return os.path.getsize(path), crc
+        return os.fstat(f.fileno()).st_size, crc
 
 
 def leftovers(folder, name):
