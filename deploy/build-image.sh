@@ -66,11 +66,21 @@ context() {
 
 podman_vfs() { podman --storage-driver vfs "$@"; }
 
+# The mode of the tarball's first entry, "./": the image's "/".
+base_root_mode() { tar -tvf "$base_tar" 2>/dev/null | head -1 | cut -c1-10; }
+
 base() {
+  # A root made before mktemp's 0700 was corrected: as uid 1000 nothing in the
+  # image could run (the check stage failed with "fork/exec /bin/sh: permission denied").
+  if [ -s "$base_tar" ] && [ "$(base_root_mode)" != drwxr-xr-x ]; then
+    echo "==> $base_tar: its / is $(base_root_mode), not drwxr-xr-x; making it again"
+    rm -f "$base_tar"
+  fi
   if [ ! -s "$base_tar" ]; then
     mkdir -p "$cache"
     local root
     root=$(mktemp -d)
+    chmod 755 "$root"  # mktemp's 0700 would become the image's "/"
     echo "==> debootstrap bookworm from $mirror (cached in $base_tar)"
     debootstrap --variant=minbase bookworm "$root" "$mirror" >"$cache/debootstrap.log" ||
       { tail -20 "$cache/debootstrap.log" >&2; rm -rf "$root"; fail "debootstrap failed (log: $cache/debootstrap.log)"; }
