@@ -16,6 +16,7 @@ them), so that the allowlist is tested on what real writers make.
     crafted/  shapes no writer makes, which attack a loader or a scanner
 """
 import io
+import json
 import os
 import pickle as P
 import shutil
@@ -23,6 +24,7 @@ import struct
 import sys
 import zipfile
 from collections import OrderedDict
+from typing import Tuple
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "testdata", "loadsafety")
 
@@ -70,10 +72,10 @@ def dict_of(*items):
     return P.EMPTY_DICT + P.MARK + b"".join(k + v for k, v in items) + P.SETITEMS
 
 
-def torch_save_zip(path, data_pkl, storages=None, top="archive"):
+def torch_save_zip(path, data_pkl, storages=None, top="archive", deflate=False):
     """A file in torch.save's ZIP layout around a hand-written data.pkl."""
     with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
-        z.writestr(top + "/data.pkl", data_pkl)
+        z.writestr(top + "/data.pkl", data_pkl, zipfile.ZIP_DEFLATED if deflate else zipfile.ZIP_STORED)
         z.writestr(top + "/byteorder", "little")
         for key, raw in (storages or {}).items():
             z.writestr(top + "/data/" + key, raw)
@@ -130,6 +132,16 @@ def make_evil():
     legacy = (magic + proto() + struct.pack("<cH", b"M", 1001) + P.STOP + proto() + P.EMPTY_DICT + P.STOP +
               proto() + call("os", "system", ustr("id")) + P.STOP + proto() + P.EMPTY_LIST + P.STOP)
     write("evil/legacy_system.pth", legacy)
+    # Only allowlisted-looking names: torch._utils._rebuild_tensor followed,
+    # as protocol 4's find_class does, through __builtins__ to get('exec');
+    # BUILD sets that as the OrderedDict's __setstate__, and a second BUILD
+    # calls it with the code.
+    prefix = (proto(4) + glob("collections", "OrderedDict") + P.EMPTY_TUPLE + P.REDUCE +
+              P.EMPTY_DICT + short_ustr("__setstate__") +
+              glob("torch._utils", "_rebuild_tensor.__builtins__.get") + short_ustr("exec") + P.TUPLE1 + P.REDUCE +
+              P.SETITEM + P.BUILD + short_ustr("import os; os.system('id')") + P.BUILD + P.STOP)
+    write("evil/rebuild_prefix.pkl", prefix)
+    torch_save_zip(os.path.join(ROOT, "evil/rebuild_prefix.pt"), prefix)
 
 
 def make_crafted():
@@ -147,6 +159,12 @@ def make_crafted():
     write("crafted/ends_early.pkl", good[:-3])
     write("crafted/after_stop.pkl", good + b"\xff\xfe junk")
     write("crafted/second_pickle.pkl", good + proto() + call("os", "system", ustr("id")) + P.STOP)
+    # 100,000 imports of one 2 KB name from two memoized strings, 6 bytes each:
+    # 2 KB deflated, and a scanner that keeps every import holds 200 MB.
+    a, b = "m" * 1000, "n" * 1000
+    flood = (proto(4) + ustr(a) + P.BINPUT + bytes([0]) + ustr(b) + P.BINPUT + bytes([1]) + P.POP + P.POP +
+             (P.BINGET + bytes([0]) + P.BINGET + bytes([1]) + P.STACK_GLOBAL + P.POP) * 100000 + P.NONE + P.STOP)
+    torch_save_zip(os.path.join(ROOT, "crafted/import_flood.pt"), flood, deflate=True)
 
 
 # ---- benign files from the running PyTorch ------------------------------------
@@ -174,6 +192,8 @@ def make_benign():
                out("checkpoint.pt"))
     torch.save(model.state_dict(), out("legacy.pth"), _use_new_zipfile_serialization=False)
     torch.save([torch.arange(3), (1, 2.5, "x"), {"k": None}], out("values.pt"))
+    # Protocol 2 pickles a bytearray as __builtin__.bytearray, which PyTorch 2 maps to builtins.bytearray.
+    torch.save({"w": torch.ones(2), "blob": bytearray(b"abc")}, out("bytearray.pt"))
     with open(out("plain.pkl"), "wb") as f:
         P.dump({"vocab": ["a", "b"], "sizes": (1, 2), "scale": 0.5}, f, protocol=2)
     with open(out("plain_p4.pickle"), "wb") as f:
@@ -204,6 +224,62 @@ def make_torchscript_attacks(scripted):
     torch.jit.script(Writer()).save(os.path.join(ROOT, "evil/from_file.pt"))
 
 
+def make_code_attacks():
+    import torch
+
+    class Saver(torch.nn.Module):
+        """Its __setstate__, which torch.jit.load runs, writes a file with torch.save (aten::save)."""
+
+        def __init__(self):
+            super().__init__()
+            self.w = torch.ones(2)
+
+        def forward(self, x):
+            return x + self.w
+
+        @torch.jit.export
+        def __getstate__(self):
+            return (self.w, self.training)
+
+        @torch.jit.export
+        def __setstate__(self, state: Tuple[torch.Tensor, bool]):
+            self.w = state[0]
+            self.training = state[1]
+            torch.save(self.w, "/tmp/tsarchive-never-written")
+
+    torch.jit.script(Saver()).save(os.path.join(ROOT, "evil/jit_save.pt"))
+
+    def rewrite_code(src, dst, old, new):
+        """A copy of src whose code/ says `new` where it said `old`: torch.jit.load compiles what it reads."""
+        with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_STORED) as zout:
+            changed = False
+            for info in zin.infolist():
+                data = zin.read(info.filename)
+                if "/code/" in info.filename and info.filename.endswith(".py") and old in data:
+                    data = data.replace(old, new)
+                    changed = True
+                if not info.filename.endswith(".debug_pkl"):
+                    zout.writestr(info.filename, data)
+            assert changed, src
+
+    # torch.from_file spelled with spaces and a line continuation, its arguments after a comment.
+    rewrite_code(os.path.join(ROOT, "evil/from_file.pt"), os.path.join(ROOT, "evil/from_file_spaced.pt"),
+                 b"torch.from_file(", b"torch . \\\n    from_file (  # a comment\n        ")
+    # getattr(torch, "save") instead of torch.save.
+    rewrite_code(os.path.join(ROOT, "evil/jit_save.pt"), os.path.join(ROOT, "evil/getattr_save.pt"),
+                 b"torch.save(", b'getattr(torch, "save")(')
+
+    class Relu(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(x)
+
+    # A custom operator, as the printer writes it (ops.<namespace>.<op>), not torch.ops.
+    plain = os.path.join(ROOT, "evil/.relu.pt")
+    torch.jit.script(Relu()).save(plain)
+    rewrite_code(plain, os.path.join(ROOT, "evil/custom_op.pt"), b"torch.relu(", b"ops.myns.evil(")
+    os.remove(plain)
+
+
 def make_pt2():
     # A .pt2 whose weight 'steps' is stored as a pickle that calls posix.system.
     src = os.path.join(ROOT, "..", "pt2", "buffers_consts.pt2")
@@ -218,6 +294,45 @@ def make_pt2():
                 data = proto() + call("posix", "system", ustr("id")) + P.STOP
             zout.writestr(info.filename, data)
 
+    # Pickles torch.export.load reads whatever the configs say.
+    system = proto() + call("posix", "system", ustr("id")) + P.STOP
+
+    def pt2_copy(name, change, add=None):
+        with zipfile.ZipFile(src) as zin, zipfile.ZipFile(os.path.join(ROOT, "evil/" + name), "w",
+                                                          zipfile.ZIP_STORED) as zout:
+            for info in zin.infolist():
+                zout.writestr(info.filename, change(info.filename, zin.read(info.filename)))
+            for record, data in (add or {}).items():
+                zout.writestr(zin.namelist()[0].split("/")[0] + "/" + record, data)
+
+    def sample_inputs(record, data):
+        # Sample inputs: torch.load(weights_only=True), then weights_only=False when that refuses.
+        if not record.endswith("data/sample_inputs/model.pt"):
+            return data
+        with zipfile.ZipFile(io.BytesIO(data)) as inner:
+            out = io.BytesIO()
+            with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as z:
+                for i in inner.infolist():
+                    d = inner.read(i)
+                    if i.filename.endswith("/data.pkl"):
+                        d = d[:2] + call("posix", "system", ustr("id")) + P.POP + d[2:]
+                    z.writestr(i, d)
+        return out.getvalue()
+
+    pt2_copy("pt2_sample_inputs.pt2", sample_inputs)
+
+    def opaque(record, data):
+        # A constant named opaque_obj_*: pickle.loads, though its config says use_pickle false.
+        if record.endswith("model_constants_config.json"):
+            config = json.loads(data)
+            config["config"]["extra"] = {"path_name": "opaque_obj_0", "is_param": False, "use_pickle": False}
+            return json.dumps(config).encode()
+        return data
+
+    pt2_copy("pt2_opaque_obj.pt2", opaque, {"data/constants/opaque_obj_0": system})
+    # A legacy weights file, which torch.export.load prefers to the weights config.
+    pt2_copy("pt2_legacy_weights.pt2", lambda record, data: data, {"data/weights/model.pt": system})
+
 
 def main():
     for sub in ("evil", "crafted", "benign"):
@@ -229,6 +344,8 @@ def main():
         scripted = make_benign()
         if not os.path.exists(os.path.join(ROOT, "evil/from_file.pt")):
             make_torchscript_attacks(scripted)
+        if not os.path.exists(os.path.join(ROOT, "evil/jit_save.pt")):
+            make_code_attacks()
 
 
 if __name__ == "__main__":

@@ -164,10 +164,18 @@ int run_verify(const VerifySettings& settings, bool json, Context& ctx) {
   }
   for (const Error& finding : result.findings) print_error(ctx.err, finding);
   if (result.exit_code == static_cast<int>(ErrorKind::UnsafeToLoad)) {
+    // --allow-global is the way out only for names the allowlist does not
+    // know; never for what is known to be dangerous or crafted.
+    const std::vector<LoadFinding>& findings = result.safety.findings;
+    const bool only_unlisted = std::all_of(findings.begin(), findings.end(), [](const LoadFinding& f) {
+      return f.risk == LoadRisk::Unlisted && !f.global.empty();
+    });
     print_error(ctx.err, Error(ErrorKind::UnsafeToLoad, "unsafe to load: " + load_safety_summary(result.safety),
                                result.model,
-                               "do not load it with torch.load or pickle.load; if every global it names is your own "
-                               "class, name it with --allow-global MODULE.NAME"));
+                               only_unlisted ? "do not load it; if every name it lists is your own class or operator "
+                                               "library, name it with --allow-global MODULE.NAME"
+                                             : "do not load it with torch.load, torch.jit.load or pickle.load: its "
+                                               "findings say what loading it would do"));
   }
   return result.exit_code;
 }

@@ -14,6 +14,10 @@ namespace {
 
 constexpr size_t kMaxTupleItems = 8;    // enough for a persistent id's shape
 constexpr size_t kMaxKeptText = 1024;   // of a string or a global's name; longer ones are cut
+// Persistent ids kept for the storage checks: one per storage in a real file
+// (a few short strings each); a flood of long ones stops being listed.
+constexpr size_t kMaxPersistentIds = 1'000'000;
+constexpr size_t kMaxPersistentIdText = 32u << 20;
 // Values pushed, MARKs and memo entries, together: the bound the pickle reader
 // keeps (PickleLimits::max_nodes), so that a small compressed pickle of
 // millions of EMPTY_DICTs or MARKs ends the scan instead of the memory.
@@ -79,7 +83,7 @@ struct Stop {};  // the scan ended (error set)
 class Scanner {
  public:
   Scanner(std::string_view bytes, size_t max_findings)
-      : reader_(bytes, "pickle"), max_findings_(max_findings), text_budget_(bytes.size() + (64u << 20)) {
+      : reader_(bytes, "pickle"), max_findings_(max_findings), text_budget_(bytes.size() + (16u << 20)) {
     // An opcode adds at most one symbol and takes at least one byte; a
     // PyTorch pickle adds about one per two bytes. Reserving that up front
     // spares the table's copies as it grows (pages are touched only as used).
@@ -131,7 +135,7 @@ class Scanner {
     if (out_.imports.size() + out_.calls.size() < max_findings_) return true;
     if (!truncated_) {
       truncated_ = true;
-      anomaly("more than " + std::to_string(max_findings_) + " imports and calls; the rest are not listed");
+      anomaly("more than " + std::to_string(max_findings_) + " distinct imports and calls; the rest are not listed");
     }
     return false;
   }
@@ -142,7 +146,7 @@ class Scanner {
   }
   // A new text in the pool. Objects' texts are made from globals' ("<result
   // of ...>"): a few opcodes can copy a long name again and again. Kept text
-  // stays within the pickle's own size and 64 MiB.
+  // stays within the pickle's own size and 16 MiB.
   uint32_t new_text(std::string t) {
     text_bytes_ += t.size();
     if (text_bytes_ > text_budget_) fail("its values name globals over and over, past what any PyTorch file holds");
@@ -199,8 +203,27 @@ class Scanner {
   uint32_t tuple(const std::vector<uint32_t>& items) { return tuple(items.data(), items.size()); }
   uint32_t tuple(std::initializer_list<uint32_t> items) { return tuple(items.begin(), items.size()); }
 
+  // A global, listed once per name and opcode (later imports of it count),
+  // its text made once: a pickle that imports one long name over and over
+  // costs the name once.
+  static constexpr size_t kNotListed = SIZE_MAX;
+  struct ImportedGlobal {
+    uint32_t sym;   // the Global's symbol
+    size_t listed;  // its index in out_.imports, or kNotListed
+  };
   uint32_t import(std::string module, std::string name, const char* opcode) {
-    if (room()) {
+    return import_global(std::move(module), std::move(name), opcode).sym;
+  }
+  ImportedGlobal import_global(std::string module, std::string name, const char* opcode) {
+    std::string full = cut(module) + "." + cut(name);
+    const std::string key = full + '\n' + opcode;
+    size_t listed = kNotListed;
+    if (const auto seen = import_index_.find(key); seen != import_index_.end()) {
+      listed = seen->second;
+      ++out_.imports[listed].count;
+    } else if (room()) {
+      listed = out_.imports.size();
+      import_index_.emplace(key, listed);
       PickleImport i;
       i.module = cut(module);
       i.name = cut(name);
@@ -210,8 +233,10 @@ class Scanner {
     }
     Symbol s;
     s.kind = SymKind::Global;
-    s.text = new_text(cut(module) + "." + cut(name));
-    return add(s);
+    const auto [text, fresh] = global_texts_.try_emplace(std::move(full), 0);
+    if (fresh) text->second = new_text(text->first);
+    s.text = text->second;
+    return {add(s), listed};
   }
 
   // Records the call of `fn_sym` and returns the object it makes.
@@ -231,8 +256,15 @@ class Scanner {
     record_call(text(result), result.text_is_global, opcode);
     return add(result);
   }
+  // Listed once per callable and opcode, as imports are.
   void record_call(const std::string& callable, bool is_global, const char* opcode) {
+    const std::string key = callable + (is_global ? "\ng\n" : "\no\n") + opcode;
+    if (const auto seen = call_index_.find(key); seen != call_index_.end()) {
+      ++out_.calls[seen->second].count;
+      return;
+    }
     if (!room()) return;
+    call_index_.emplace(key, out_.calls.size());
     PickleInvoke c;
     c.callable = cut(callable);
     c.callable_is_global = is_global;
@@ -284,7 +316,14 @@ class Scanner {
     } else if (s.kind == SymKind::Str) {
       p.first = text(s);
     }
-    if (out_.persistent_ids.size() < max_findings_) out_.persistent_ids.push_back(std::move(p));
+    const size_t bytes = p.first.size() + p.storage_type.size() + p.key.size();
+    if (out_.persistent_ids.size() < kMaxPersistentIds && (pid_text_bytes_ += bytes) <= kMaxPersistentIdText) {
+      out_.persistent_ids.push_back(std::move(p));
+    } else if (!pids_truncated_) {
+      pids_truncated_ = true;
+      anomaly("more persistent ids than " + std::to_string(out_.persistent_ids.size()) +
+              " (or longer), past what any PyTorch file holds; the rest are not checked");
+    }
     push(add(SymKind::PersId));
   }
 
@@ -446,7 +485,17 @@ class Scanner {
         if (syms_[name].kind != SymKind::Str || syms_[module].kind != SymKind::Str) {
           fail("STACK_GLOBAL on values that are not two strings");
         }
-        push(import(text(syms_[module]), text(syms_[name]), "STACK_GLOBAL"));
+        // The same two strings again (from the memo): the same global, without
+        // building its name again.
+        const uint64_t pair = (uint64_t{syms_[module].text} << 32) | syms_[name].text;
+        if (const auto known = stack_globals_.find(pair); known != stack_globals_.end()) {
+          if (known->second.listed != kNotListed) ++out_.imports[known->second.listed].count;
+          push(add(syms_[known->second.sym]));
+        } else {
+          const ImportedGlobal g = import_global(text(syms_[module]), text(syms_[name]), "STACK_GLOBAL");
+          stack_globals_.emplace(pair, g);
+          push(g.sym);
+        }
         break;
       }
       case 'i': {  // INST module\nname\n, arguments above MARK
@@ -537,6 +586,11 @@ class Scanner {
   size_t text_bytes_ = 0;
   bool seen_[256] = {};
   bool truncated_ = false;
+  std::unordered_map<std::string, size_t> import_index_, call_index_;  // listed once: key -> index in out_
+  std::unordered_map<std::string, uint32_t> global_texts_;             // "module.name" -> its text
+  std::unordered_map<uint64_t, ImportedGlobal> stack_globals_;  // STACK_GLOBAL's two texts -> the global
+  size_t pid_text_bytes_ = 0;
+  bool pids_truncated_ = false;
   size_t op_offset_ = 0;
 };
 

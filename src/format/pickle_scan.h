@@ -38,7 +38,8 @@ struct PickleImport {
   std::string module;
   std::string name;
   std::string opcode;   // "GLOBAL", "STACK_GLOBAL", "INST", "EXT1"...
-  uint64_t offset = 0;  // of the opcode, from the pickle's first byte
+  uint64_t offset = 0;  // of the first such opcode, from the pickle's first byte
+  uint64_t count = 1;   // how many times the pickle imports it so
   std::string full() const { return module + "." + name; }
 };
 
@@ -46,7 +47,8 @@ struct PickleInvoke {
   std::string callable;  // "posix.system", "collections.OrderedDict", or "<result of builtins.getattr>"
   bool callable_is_global = false;
   std::string opcode;    // "REDUCE", "NEWOBJ", "BUILD", "SETITEM"...
-  uint64_t offset = 0;
+  uint64_t offset = 0;   // of the first such call
+  uint64_t count = 1;    // how many times the pickle makes it
 };
 
 // A persistent id as the pickle states it.
@@ -73,9 +75,11 @@ struct PickleScan {
 };
 
 // Scans one pickle starting at `offset` of `bytes`; offsets in the result
-// count from `offset`. Stops after `max_findings` imports plus calls (what
-// follows is not listed; `truncated` says so in `anomalies`).
-PickleScan scan_pickle(std::string_view bytes, size_t offset = 0, size_t max_findings = 100000);
+// count from `offset`. Imports are listed once per global and opcode, calls
+// once per callable and opcode, each with the first offset and a count.
+// Stops listing after `max_findings` of them (an anomaly says so; real files
+// have a few dozen).
+PickleScan scan_pickle(std::string_view bytes, size_t offset = 0, size_t max_findings = 4096);
 
 // The opcode's name as pickletools spells it ("STACK_GLOBAL"), or "0xNN".
 std::string pickle_opcode_name(uint8_t op);

@@ -1,5 +1,8 @@
 #include "format/torchscript_code.h"
 
+#include <algorithm>
+#include <cctype>
+
 namespace tsarchive {
 namespace {
 
@@ -222,6 +225,116 @@ CodeFile parse_torchscript_code(std::string_view source, const std::string& reco
     }
   }
   return file;
+}
+
+namespace {
+
+struct CodeToken {
+  enum Kind { Name, String, Other } kind;
+  std::string_view text;  // a String's content, without quotes or prefix
+};
+
+bool name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// Python's tokens, as far as names go: names, string literals (any prefix,
+// triple-quoted or not), and single characters; numbers become Other, so the
+// dot of 1.5 is not an attribute access. Comments, whitespace and backslash
+// continuations are dropped.
+std::vector<CodeToken> code_tokens(std::string_view s) {
+  std::vector<CodeToken> out;
+  size_t i = 0;
+  const auto string_at = [&](size_t at) {  // s[at] is a quote; returns the index past the literal
+    const char q = s[at];
+    const bool triple = s.compare(at, 3, std::string(3, q)) == 0;
+    const size_t open = triple ? 3 : 1;
+    size_t j = at + open;
+    while (j < s.size()) {
+      if (s[j] == '\\') {
+        j += 2;
+      } else if (triple ? s.compare(j, 3, std::string(3, q)) == 0 : s[j] == q) {
+        break;
+      } else if (!triple && s[j] == '\n') {
+        break;  // unterminated: the line ends it
+      } else {
+        ++j;
+      }
+    }
+    const size_t end = std::min(j, s.size());
+    out.push_back({CodeToken::String, s.substr(at + open, end - at - open)});
+    return std::min(end + (j < s.size() && s[j] != '\n' ? open : 0), s.size());
+  };
+  while (i < s.size()) {
+    const char c = s[i];
+    if (c == '#') {
+      while (i < s.size() && s[i] != '\n') ++i;
+    } else if (c == '\'' || c == '"') {
+      i = string_at(i);
+    } else if (name_start(c)) {
+      size_t j = i;
+      while (j < s.size() && name_char(s[j])) ++j;
+      const std::string_view word = s.substr(i, j - i);
+      if (j < s.size() && (s[j] == '\'' || s[j] == '"') && word.size() <= 2 &&
+          word.find_first_not_of("rRbBuUfF") == std::string_view::npos) {
+        i = string_at(j);  // r"...", b'...', f"..."
+      } else {
+        out.push_back({CodeToken::Name, word});
+        i = j;
+      }
+    } else if (std::isdigit(static_cast<unsigned char>(c))) {
+      while (i < s.size() && (name_char(s[i]) || s[i] == '.')) ++i;
+      out.push_back({CodeToken::Other, {}});
+    } else if (std::isspace(static_cast<unsigned char>(c)) || c == '\\') {
+      ++i;
+    } else {
+      out.push_back({CodeToken::Other, s.substr(i, 1)});
+      ++i;
+    }
+  }
+  return out;
+}
+
+bool is_char(const std::vector<CodeToken>& t, size_t i, char c) {
+  return i < t.size() && t[i].kind == CodeToken::Other && t[i].text.size() == 1 && t[i].text[0] == c;
+}
+
+// The dotted name starting at token i (a name, or getattr(<dotted>, "literal")),
+// with the attributes after it; "" when there is none. *end: the token after it.
+std::string dotted_at(const std::vector<CodeToken>& t, size_t i, size_t* end, int depth = 0) {
+  std::string name;
+  if (i >= t.size() || t[i].kind != CodeToken::Name || depth > 64) return name;
+  size_t j = i + 1;
+  size_t inner_end = 0;
+  std::string inner;
+  if (t[i].text == "getattr" && is_char(t, i + 1, '(') &&
+      !(inner = dotted_at(t, i + 2, &inner_end, depth + 1)).empty() && is_char(t, inner_end, ',') &&
+      inner_end + 1 < t.size() && t[inner_end + 1].kind == CodeToken::String && is_char(t, inner_end + 2, ')')) {
+    name = inner + "." + std::string(t[inner_end + 1].text);
+    j = inner_end + 3;
+  } else {
+    name = std::string(t[i].text);
+  }
+  while (is_char(t, j, '.') && j + 1 < t.size() && t[j + 1].kind == CodeToken::Name) {
+    name += ".";
+    name += t[j + 1].text;
+    j += 2;
+  }
+  *end = j;
+  return name;
+}
+
+}  // namespace
+
+std::vector<std::string> code_dotted_names(std::string_view source) {
+  const std::vector<CodeToken> tokens = code_tokens(source);
+  std::vector<std::string> names;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (tokens[i].kind != CodeToken::Name || is_char(tokens, i - 1, '.')) continue;
+    size_t end = 0;
+    std::string name = dotted_at(tokens, i, &end);
+    if (!name.empty()) names.push_back(std::move(name));
+  }
+  return names;
 }
 
 }  // namespace tsarchive

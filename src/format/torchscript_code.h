@@ -73,4 +73,13 @@ std::string code_module_name(std::string_view record);
 // it does not understand are skipped.
 CodeFile parse_torchscript_code(std::string_view source, const std::string& record);
 
+// Every dotted name the code uses ("torch.ops.myns.op", "self.weight"), as
+// TorchScript's lexer reads it, not as the printer spells it: spaces, line
+// continuations and comments between the parts do not count, string literals
+// and comments are skipped, and getattr(x, "name") with a literal name (which
+// TorchScript resolves when it compiles) is x.name. Hand-edited code/ records
+// are compiled by torch.jit.load like printed ones, so a check of what code
+// calls reads these, never the raw text.
+std::vector<std::string> code_dotted_names(std::string_view source);
+
 }  // namespace tsarchive

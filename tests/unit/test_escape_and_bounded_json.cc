@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+
+#include <fstream>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -223,6 +225,17 @@ TEST_CASE("deep JSON in an archive: listed, inspected and verified, never a cras
   const CliResult stamp = run_cli({"verify", testdata("hostile/stamp_json_deep.pt")});
   CHECK(stamp.code == 0);
   CHECK_THAT(stamp.out, Catch::Contains("not stamped by tsarchive; producer info present"));
+
+  // Our stamp beside it (extra/tsarchive/), then made too deep: unreadable, by its own name.
+  TempDir dir;
+  const std::string model = dir.copy("hostile/stamp_json_deep.pt");
+  REQUIRE(run_cli({"stamp", "-q", "--keep-bytes", "--no-git", "--no-host", model}).code == 0);
+  const std::string deep_stamp = dir.file("deep_stamp.pt");
+  std::ofstream(deep_stamp, std::ios::binary) << archive_with_record(model, "extra/tsarchive/producer_info.json", nested(1000));
+  const CliResult unreadable = run_cli({"verify", deep_stamp});
+  CHECK(unreadable.code == 1);
+  CHECK_THAT(unreadable.out,
+             Catch::Contains("unreadable: extra/tsarchive/producer_info.json holds JSON nested deeper than 512 levels"));
 }
 
 TEST_CASE("extra set refuses a .json value it could not read back; other names store any bytes") {

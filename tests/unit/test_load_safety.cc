@@ -9,6 +9,7 @@
 #include "core/inspect/load_safety.h"
 #include "format/byte_source.h"
 #include "format/pickle_scan.h"
+#include "format/torchscript_code.h"
 #include "helpers.h"
 
 using namespace tsarchive;
@@ -211,4 +212,107 @@ TEST_CASE("load safety: weights_only allowlists differ by version") {
   CHECK(dangerous_category("posix.system") == "process execution");
   CHECK(dangerous_category("mymodel.Config").empty());
   CHECK_FALSE(is_benign_global("os.system"));
+}
+
+TEST_CASE("load safety: an allowlisted name followed by attributes is not allowlisted") {
+  // torch._utils._rebuild_tensor.__builtins__.get: protocol 4's find_class walks
+  // the dots from an allowed function to builtins.exec.
+  for (const char* f : {"evil/rebuild_prefix.pkl", "evil/rebuild_prefix.pt"}) {
+    const LoadSafety s = assess(f);
+    INFO(f << "\n" << describe(s));
+    CHECK(mentions(s, "torch._utils._rebuild_tensor.__builtins__.get", LoadRisk::Dangerous));
+    CHECK(s.worst() == LoadRisk::Dangerous);
+  }
+  CHECK_FALSE(is_benign_global("torch._utils._rebuild_tensor.__builtins__.get"));
+  CHECK_FALSE(is_benign_global("torch._utils._rebuild_anything"));
+  CHECK(is_benign_global("torch._utils._rebuild_tensor_v2"));
+}
+
+TEST_CASE("load safety: Python 2 names map as the unpicklers map them") {
+  // torch.save's protocol 2 writes bytearray as __builtin__.bytearray:
+  // PyTorch 2 maps it to builtins.bytearray and accepts it; 1.13 maps nothing.
+  CHECK(torch_weights_only_allows("__builtin__.bytearray", "2.13"));
+  CHECK_FALSE(torch_weights_only_allows("__builtin__.bytearray", "1.13"));
+  CHECK(is_benign_global("__builtin__.bytearray"));
+  CHECK(dangerous_category("cPickle.loads") == "code evaluation (a nested pickle)");
+  for (const char* f : {"benign/torch2_13/bytearray.pt", "benign/torch1_13/bytearray.pt"}) {
+    const LoadSafety s = assess(f);
+    INFO(f << "\n" << describe(s));
+    CHECK_FALSE(s.unsafe());
+    CHECK(outcome(s, "torch.load(weights_only=True)") == "accepts");
+  }
+  LoadSafetyOptions old;
+  old.torch_version = "1.13";
+  CHECK(outcome(assess("benign/torch1_13/bytearray.pt", old), "torch.load(weights_only=True)") == "refuses");
+}
+
+TEST_CASE("load safety: TorchScript code is read as its compiler reads it") {
+  const LoadSafety save = assess("evil/jit_save.pt");  // torch.save in __setstate__, which torch.jit.load runs
+  INFO(describe(save));
+  CHECK(mentions(save, "torch.save", LoadRisk::Dangerous));
+  CHECK(mentions(assess("evil/getattr_save.pt"), "torch.save", LoadRisk::Dangerous));
+  CHECK(mentions(assess("evil/from_file_spaced.pt"), "torch.from_file", LoadRisk::Dangerous));
+  const LoadSafety op = assess("evil/custom_op.pt");  // printed as ops.myns.evil(x), not torch.ops
+  CHECK(mentions(op, "torch.ops.myns", LoadRisk::Unlisted));
+  LoadSafetyOptions mine;
+  mine.allowed_globals = {"torch.ops.myns"};
+  CHECK_FALSE(assess("evil/custom_op.pt", mine).unsafe());
+
+  CHECK(code_dotted_names("x = torch . \\\n  from_file (  # c\n  p)") == std::vector<std::string>{"x", "torch.from_file", "p"});
+  CHECK(code_dotted_names("getattr(getattr(torch, 'ops'), \"myns\").evil(x)") ==
+        std::vector<std::string>{"torch.ops.myns.evil", "torch.ops", "torch", "x"});
+  // Strings and comments are not code; numbers have no attributes.
+  CHECK(code_dotted_names("s = 'torch.save(x)'  # torch.from_file\nf = 1.5\nr = r\"a.b\"\n") ==
+        std::vector<std::string>{"s", "f", "r"});
+  CHECK(code_dotted_names("'''torch.save\n''' + \"unterminated\n").empty());
+}
+
+TEST_CASE("load safety: every pickle torch.export.load reads is judged") {
+  for (const char* f : {"evil/pt2_sample_inputs.pt2", "evil/pt2_opaque_obj.pt2", "evil/pt2_legacy_weights.pt2"}) {
+    const LoadSafety s = assess(f);
+    INFO(f << "\n" << describe(s));
+    CHECK(mentions(s, "posix.system", LoadRisk::Dangerous));
+    CHECK(outcome(s, "torch.export.load") == "runs code");
+  }
+  for (const char* f : {"pt2/buffers_consts.pt2", "pt2/mlp_dynamic.pt2", "pt2/with_extra.pt2"}) {
+    const LoadSafety s = assess_load_safety(*open_file_source(testdata(f)));
+    INFO(f << "\n" << describe(s));
+    CHECK_FALSE(s.unsafe());
+  }
+}
+
+TEST_CASE("pickle scan: a name imported over and over is listed once, its memory once") {
+  // 100,000 STACK_GLOBALs of the same two 1,000-byte memoized strings.
+  const std::string a(1000, 'm'), b(1000, 'n');
+  const auto u4 = [](size_t n) { return std::string{char(n & 0xff), char((n >> 8) & 0xff), char(n >> 16), 0}; };
+  std::string p = "\x80\x04X"s + u4(a.size()) + a + "q\x00X"s + u4(b.size()) + b + "q\x01" "00";
+  for (int i = 0; i < 100000; ++i) p += "h\x00h\x01\x93" "0"s;
+  p += "N.";
+  const PickleScan scan = scan_pickle(p);
+  CHECK(scan.complete);
+  REQUIRE(scan.imports.size() == 1);
+  CHECK(scan.imports[0].count == 100000);
+  CHECK(scan.imports[0].full() == a + "." + b);
+
+  // The archive of it: one finding, within a few MB (it took 388 MB).
+  const LoadSafety flood = assess("crafted/import_flood.pt");
+  CHECK(flood.unsafe());
+  CHECK(flood.findings.size() == 1);
+}
+
+TEST_CASE("pickle scan: distinct calls are listed up to the limit, then an anomaly says so") {
+  std::string p = "\x80\x02";
+  for (int i = 0; i < 50; ++i) {
+    const std::string name = "f" + std::to_string(i);
+    p += "cm\n" + name + "\n)R0";
+  }
+  p += "N.";
+  const PickleScan all = scan_pickle(p);
+  CHECK(all.imports.size() == 50);
+  CHECK(all.calls.size() == 50);
+  CHECK(all.anomalies.empty());
+  const PickleScan cut = scan_pickle(p, 0, 10);
+  CHECK(cut.imports.size() + cut.calls.size() == 10);
+  REQUIRE(cut.anomalies.size() == 1);
+  CHECK(cut.anomalies[0].find("distinct imports and calls") != std::string::npos);
 }

@@ -12,6 +12,7 @@
 #include "base/strings.h"
 #include "format/model.h"
 #include "format/pt2.h"
+#include "format/torchscript_code.h"
 
 namespace tsarchive {
 namespace {
@@ -82,10 +83,27 @@ bool version_before(std::string_view v, int major, int minor) { return parse_ver
 // Globals that only rebuild tensors, storages, dtypes and plain containers:
 // what `run --input` may read.
 bool tensor_rebuilding_global(std::string_view g) {
-  if (g.rfind("torch._utils._rebuild_", 0) == 0) return g != "torch._utils._rebuild_device_tensor_from_numpy";
   if (legacy_type_class(g)) return true;
   if (torch_2_globals().count(g) && g.rfind("builtins.", 0) != 0 && g != "_codecs.encode") return true;
-  return g == "collections.OrderedDict" || g.rfind("torch.jit._pickle.", 0) == 0;
+  return g == "collections.OrderedDict" || g == "torch._utils._rebuild_sparse_csr_tensor" ||
+         g.rfind("torch.jit._pickle.", 0) == 0;
+}
+
+// Python 2 names, as pickle.Unpickler maps them for protocols 0-2
+// (_compat_pickle; fix_imports) and PyTorch 2's weights_only unpickler maps
+// them always: the ones that lead to a name of the allowlists.
+std::string compat_name(std::string_view g) {
+  static const std::map<std::string_view, std::string_view> kNames = {
+      {"__builtin__.xrange", "builtins.range"}, {"__builtin__.unicode", "builtins.str"},
+      {"__builtin__.long", "builtins.int"},     {"__builtin__.basestring", "builtins.str"},
+      {"__builtin__.unichr", "builtins.chr"},   {"__builtin__.reduce", "functools.reduce"},
+      {"__builtin__.intern", "sys.intern"}};
+  if (const auto it = kNames.find(g); it != kNames.end()) return std::string(it->second);
+  for (const auto& [py2, py3] : {std::pair<std::string_view, std::string_view>{"__builtin__.", "builtins."},
+                                 {"copy_reg.", "copyreg."}, {"cPickle.", "pickle."}}) {
+    if (g.rfind(py2, 0) == 0) return std::string(py3) + std::string(g.substr(py2.size()));
+  }
+  return std::string(g);
 }
 
 // Known dangerous modules and names: a naming aid only.
@@ -177,6 +195,12 @@ bool weights_only_opcode(uint8_t op, std::string_view torch_version) {
 
 // ---- the assessment -----------------------------------------------------------
 
+// What one file's verdict lists, whatever its pickles hold: a real file has a
+// handful of findings and a few dozen globals; a crafted one that names
+// thousands of long globals over many pickles is reported, not kept.
+constexpr size_t kMaxFindings = 1000;
+constexpr size_t kMaxListedNames = 4096;  // globals, callables, unlisted names, custom classes
+
 enum class PickleRole {
   TorchSave,       // data.pkl of a torch.save ZIP: torch.load
   Legacy,          // a pickle of a legacy torch.save stream: torch.load
@@ -218,6 +242,16 @@ class Assessor {
 
   void finding(LoadRisk risk, const std::string& where, std::string what, const std::string& global,
                const std::string& category, const std::string& attacks = {}) {
+    if (out_.findings.size() >= kMaxFindings) {
+      if (!findings_cut_) {
+        findings_cut_ = true;
+        out_.findings.push_back(LoadFinding{LoadRisk::Crafted, "the file",
+                                            "more than " + std::to_string(kMaxFindings) +
+                                                " findings, past what any PyTorch file holds; the rest are not listed",
+                                            {}, {}, "scanners and reports that keep every finding in memory"});
+      }
+      return;
+    }
     const std::string key = where + "\n" + what;
     if (!seen_findings_.insert(key).second) return;
     out_.findings.push_back(LoadFinding{risk, where, std::move(what), global, category, attacks});
@@ -297,32 +331,56 @@ class Assessor {
     }
   }
 
-  // code/: operators that touch files or processes, custom operators and classes.
+  // code/: operators that touch files, custom operators and classes. The
+  // names are read as TorchScript's compiler reads them (code_dotted_names),
+  // so spacing, comments and getattr(torch, "save") do not hide a call.
   void scan_code(const TorchArchive& archive) {
     for (const Record& r : archive.records()) {
       if (r.kind != RecordKind::Code || !ends_with(r.name, ".py")) continue;
       const std::string code = archive.read(r, ReadLimits::kCode);
-      for (const char* op : {"torch.from_file(", "ops.aten.from_file", "torch.ops.aten.from_file"}) {
-        if (code.find(op) != std::string::npos) {
-          finding(LoadRisk::Dangerous, r.name,
-                  "calls torch.from_file, which maps a file (shared=True writes to it) when the code runs", "torch.from_file",
-                  "file I/O");
-          break;
-        }
-      }
-      for (size_t at = code.find("torch.ops."); at != std::string::npos; at = code.find("torch.ops.", at + 1)) {
-        size_t end = at + 10;
-        while (end < code.size() && (std::isalnum(static_cast<unsigned char>(code[end])) || code[end] == '_')) ++end;
-        const std::string ns = code.substr(at + 10, end - at - 10);
-        if (ns.empty() || ns == "aten" || ns == "prim" || ns == "quantized" || ns == "_quantized" ||
-            ns == "prepacked" || ns == "_caffe2" || ns == "profiler" || ns == "_test") {
-          continue;
-        }
-        finding(LoadRisk::Unlisted, r.name, "calls operators of namespace '" + ns +
-                                                "', which a library outside libtorch defines (torch.ops.load_library)",
-                "torch.ops." + ns, "");
-      }
+      for (const std::string& name : code_dotted_names(code)) code_name(r.name, name);
     }
+  }
+  // torch.X and ops/torch.ops.NS.OP are operators (torch.X is aten::X);
+  // torch.classes.NS.C a custom class.
+  void code_name(const std::string& where, const std::string& name) {
+    std::vector<std::string_view> parts;
+    for (size_t at = 0; at <= name.size();) {
+      const size_t dot = std::min(name.find('.', at), name.size());
+      parts.push_back(std::string_view(name).substr(at, dot - at));
+      at = dot + 1;
+    }
+    std::string_view ns, op;
+    if (parts[0] == "torch" && parts.size() >= 2 && parts[1] != "ops" && parts[1] != "classes") {
+      ns = "aten";
+      op = parts[1];
+    } else if (parts[0] == "torch" && parts.size() >= 4 && parts[1] == "ops") {
+      ns = parts[2];
+      op = parts[3];
+    } else if (parts[0] == "ops" && parts.size() >= 3) {
+      ns = parts[1];
+      op = parts[2];
+    } else if (parts[0] == "torch" && parts.size() >= 4 && parts[1] == "classes") {
+      custom_class("torch.classes." + std::string(parts[2]) + "." + std::string(parts[3]), where);
+      return;
+    } else {
+      return;
+    }
+    if (ns == "aten" && (op == "from_file" || op == "save")) {
+      finding(LoadRisk::Dangerous, where,
+              op == "save" ? "calls torch.save (aten::save), which writes a file when the code runs"
+                           : "calls torch.from_file, which maps a file (shared=True writes to it) when the code runs",
+              "torch." + std::string(op), "file I/O");
+      return;
+    }
+    if (ns == "aten" || ns == "prim" || ns == "quantized" || ns == "_quantized" || ns == "prepacked" ||
+        ns == "_caffe2" || ns == "profiler" || ns == "_test" || allowed_by_user("torch.ops." + std::string(ns), o_)) {
+      return;
+    }
+    finding(LoadRisk::Unlisted, where,
+            "calls operators of namespace '" + std::string(ns) +
+                "', which a library outside libtorch defines (torch.ops.load_library)",
+            "torch.ops." + std::string(ns), "");
   }
 
   void pickle_loaders(const PickleScan& first, bool plain) {
@@ -370,21 +428,26 @@ class Assessor {
 
   void record(const PickleScan& scan, const std::string& where, PickleRole role) {
     if (role == PickleRole::TorchSave || role == PickleRole::Legacy || role == PickleRole::Plain) {
-      for (const PickleImport& i : scan.imports) wo_globals_.insert(i.full());
+      for (const PickleImport& i : scan.imports) {
+        if (wo_globals_.size() < kMaxListedNames) wo_globals_.insert(i.full());
+      }
     }
     for (const PickleImport& i : scan.imports) {
       const std::string g = i.full();
-      if (seen_globals_.insert(g).second) out_.globals.push_back(g);
+      if (out_.globals.size() < kMaxListedNames && seen_globals_.insert(g).second) out_.globals.push_back(g);
       if (!tensor_rebuilding_global(g)) out_.tensor_rebuilding_only = false;
       if (role == PickleRole::TorchScript && (g.rfind("__torch__.", 0) == 0 || g == "__torch__")) continue;
       if (role == PickleRole::TorchScript && g.rfind("torch.classes.", 0) == 0) {
         custom_class(g, where);
         continue;
       }
-      judge(g, where, i.opcode + " at offset " + std::to_string(i.offset), "imports ");
+      judge(g, where, i.opcode + " at offset " + std::to_string(i.offset), "imports ",
+            i.name.find('.') != std::string::npos);
     }
     for (const PickleInvoke& c : scan.calls) {
-      if (seen_callables_.insert(c.callable).second) out_.callables.push_back(c.callable);
+      if (out_.callables.size() < kMaxListedNames && seen_callables_.insert(c.callable).second) {
+        out_.callables.push_back(c.callable);
+      }
       if (c.callable_is_global) continue;  // judged as an import
       const std::string owner = c.callable.substr(0, c.callable.rfind('.'));
       // Methods of allowlisted objects (an OrderedDict's __setitem__, a Parameter's __setstate__).
@@ -423,10 +486,14 @@ class Assessor {
   const std::string& path() const { return path_; }
 
  private:
-  void judge(const std::string& g, const std::string& where, const std::string& how, const char* verb) {
+  // `dotted`: the name part holds a dot, which pickle.load (protocol 4 and
+  // later) follows attribute by attribute from the module: from an allowed
+  // function to its __globals__, __builtins__ and on to anything.
+  void judge(const std::string& g, const std::string& where, const std::string& how, const char* verb,
+             bool dotted = false) {
     if (is_benign_global(g) || allowed_by_user(g, o_)) return;
     note_unlisted(g);
-    const std::string category = dangerous_category(g);
+    const std::string category = dotted ? "attribute access (reaches any function)" : dangerous_category(g);
     if (!category.empty()) {
       finding(LoadRisk::Dangerous, where, std::string(verb) + g + " (" + how + "): " + category, g, category);
     } else {
@@ -438,7 +505,8 @@ class Assessor {
     if (ns == "quantized" || ns == "xnnpack" || ns == "mkldnn" || ns == "onednn" || ns == "rnn" || ns == "sparse") {
       return;  // built into libtorch
     }
-    if (std::find(custom_classes_.begin(), custom_classes_.end(), g) == custom_classes_.end()) {
+    if (custom_classes_.size() < kMaxListedNames &&
+        std::find(custom_classes_.begin(), custom_classes_.end(), g) == custom_classes_.end()) {
       custom_classes_.push_back(g);
     }
     if (allowed_by_user(g, o_)) return;
@@ -449,7 +517,7 @@ class Assessor {
             g, "native code");
   }
   void note_unlisted(const std::string& g) {
-    if (std::find(unlisted_.begin(), unlisted_.end(), g) == unlisted_.end()) unlisted_.push_back(g);
+    if (unlisted_.size() < kMaxListedNames && seen_unlisted_.insert(g).second) unlisted_.push_back(g);
   }
   std::string extension() const {
     const size_t slash = path_.rfind('/');
@@ -473,39 +541,69 @@ class Assessor {
   const LoadSafetyOptions& o_;
   std::string path_;
   LoadSafety out_;
-  std::set<std::string> seen_globals_, seen_callables_, seen_findings_;
+  std::set<std::string> seen_globals_, seen_callables_, seen_findings_, seen_unlisted_;
+  bool findings_cut_ = false;
   std::set<std::string> wo_globals_;  // globals torch.load's unpickler meets
   std::vector<std::string> unlisted_;
   std::vector<std::string> custom_classes_;
   bool memory_attack_ = false;
 };
 
+// Every pickle torch.export.load (PyTorch 2.13, torch/export/pt2_archive/
+// _package.py) unpickles, found by the names it reads them by, not by the
+// configs' use_pickle alone:
+//   data/sample_inputs/<model>.pt, and a legacy data/weights/<model>.pt or
+//     data/constants/<model>.pt: torch.load(weights_only=True), and on its
+//     failure torch.load(weights_only=False)
+//   weights and tensor_* constants with use_pickle: torch.load(weights_only=False)
+//   constants named opaque_obj_*: pickle.loads, whatever use_pickle says
+//   constants named custom_obj_*: torch._C._pickle_load_obj (TorchScript's unpickler)
 void assess_pt2(const TorchArchive& archive, Assessor& a) {
   const Pt2Contents pt2 = read_pt2(archive);
-  bool any = false;
+  std::set<std::string> scanned;
+  std::vector<std::string> read;  // what the loader's verdict names
+  const auto scan = [&](const std::string& name, PickleRole role, const char* how) {
+    const Record* r = archive.find(name);
+    if (r == nullptr || !scanned.insert(name).second) return;
+    read.push_back(name + " (" + how + ")");
+    const std::string bytes = archive.read(*r, ReadLimits::kPickle);
+    if (bytes.rfind("PK", 0) == 0 && role != PickleRole::Plain) {
+      // A torch.save file inside the archive.
+      const TorchArchive inner(make_memory_source(bytes, name));
+      if (const Record* data = inner.find("data.pkl")) {
+        a.pickle(inner.read(*data, ReadLimits::kPickle), name + ":data.pkl", role, true);
+      }
+    } else {
+      a.pickle(bytes, name, role, true);
+    }
+  };
+  const auto base_name = [](const std::string& record) { return record.substr(record.rfind('/') + 1); };
   for (const Pt2Program& p : pt2.programs) {
-    for (const auto* list : {&p.weights, &p.constants}) {
-      for (const Pt2Payload& w : *list) {
-        if (!w.use_pickle || !w.present) continue;
-        any = true;
-        const Record* r = archive.find(w.record);
-        if (r == nullptr) continue;
-        const std::string bytes = archive.read(*r, ReadLimits::kPickle);
-        if (bytes.rfind("PK", 0) == 0) {
-          // A torch.save file inside the archive.
-          const TorchArchive inner(make_memory_source(bytes, w.record));
-          if (const Record* data = inner.find("data.pkl")) {
-            a.pickle(inner.read(*data, ReadLimits::kPickle), w.record + ":data.pkl", PickleRole::Pt2Payload, true);
-          }
-        } else {
-          a.pickle(bytes, w.record, PickleRole::Pt2Payload, true);
-        }
+    scan("data/sample_inputs/" + p.name + ".pt", PickleRole::Pt2Payload, "torch.load, weights_only=False on refusal");
+    scan("data/weights/" + p.name + ".pt", PickleRole::Pt2Payload, "legacy weights: torch.load, weights_only=False on refusal");
+    scan("data/constants/" + p.name + ".pt", PickleRole::Pt2Payload,
+         "legacy constants: torch.load, weights_only=False on refusal");
+    for (const Pt2Payload& w : p.weights) {
+      if (w.use_pickle) scan(w.record, PickleRole::Pt2Payload, "torch.load(weights_only=False)");
+    }
+    for (const Pt2Payload& c : p.constants) {
+      const std::string file = base_name(c.record);
+      if (file.rfind("opaque_obj_", 0) == 0) {
+        scan(c.record, PickleRole::Plain, "pickle.loads");
+      } else if (file.rfind("custom_obj_", 0) == 0) {
+        scan(c.record, PickleRole::TorchScript, "torch._C._pickle_load_obj");
+      } else if (c.use_pickle) {
+        scan(c.record, PickleRole::Pt2Payload, "torch.load(weights_only=False)");
       }
     }
   }
-  a.add_loader("torch.export.load", a.has_unlisted() ? "runs code" : "accepts",
-               any ? "weights or constants stored as pickles are read with torch.load(weights_only=False)"
-                   : "weights and constants are raw tensors; no pickle is read");
+  std::string why = "weights and constants are raw tensors; no pickle is read";
+  if (!read.empty()) {
+    why = "unpickles " + std::to_string(read.size()) + " record(s): " + read.front();
+    for (size_t i = 1; i < read.size() && i < 4; ++i) why += "; " + read[i];
+    if (read.size() > 4) why += "; and " + std::to_string(read.size() - 4) + " more";
+  }
+  a.add_loader("torch.export.load", a.has_unlisted() ? "runs code" : "accepts", why);
   a.add_loader("torch.jit.load", "refuses", "a .pt2 is not a TorchScript archive");
 }
 
@@ -553,18 +651,25 @@ LoadRisk LoadSafety::worst() const {
 
 bool torch_weights_only_allows(std::string_view g, std::string_view torch_version) {
   if (legacy_type_class(g)) return true;
-  return version_before(torch_version, 2, 0) ? torch_113_globals().count(g) > 0 : torch_2_globals().count(g) > 0;
+  if (version_before(torch_version, 2, 0)) return torch_113_globals().count(g) > 0;  // 1.13 maps no names
+  return torch_2_globals().count(compat_name(g)) > 0;
 }
 
+// Exact names only: a prefix would let "module.allowed_name.__globals__..."
+// through, which protocol 4's find_class follows attribute by attribute.
 bool is_benign_global(std::string_view g) {
-  return legacy_type_class(g) || torch_2_globals().count(g) > 0 || torch_113_globals().count(g) > 0 ||
-         extra_benign_globals().count(g) > 0 || g.rfind("torch._utils._rebuild_", 0) == 0;
+  const auto listed = [](std::string_view n) {
+    return legacy_type_class(n) || torch_2_globals().count(n) > 0 || torch_113_globals().count(n) > 0 ||
+           extra_benign_globals().count(n) > 0;
+  };
+  return listed(g) || listed(compat_name(g));
 }
 
 std::string dangerous_category(std::string_view g) {
+  const std::string mapped = compat_name(g);
   for (const Danger& d : kDangers) {
     const std::string_view p = d.prefix;
-    if (g.rfind(p, 0) == 0) return d.category;
+    if (g.rfind(p, 0) == 0 || std::string_view(mapped).rfind(p, 0) == 0) return d.category;
   }
   return {};
 }

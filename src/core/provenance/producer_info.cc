@@ -422,9 +422,10 @@ bool is_tsarchive_stamp(const std::string& bytes) {
   return type != doc.end() && type->is_string() && type->get<std::string>().rfind(base, 0) == 0;
 }
 
-ParsedStamp parse_stamp(const std::string& bytes, const std::string& file) {
+ParsedStamp parse_stamp(const std::string& bytes, const std::string& file, const std::string& record) {
   const auto bad = [&](const std::string& what) -> void {
-    throw_bad_input(extra_record_name(kStampName) + " " + what, file, "re-stamp the archive with 'tsarchive stamp'");
+    throw_bad_input((record.empty() ? extra_record_name(kStampName) : record) + " " + what, file,
+                    "re-stamp the archive with 'tsarchive stamp'");
   };
   std::string problem;
   const std::optional<nlohmann::json> parsed = parse_bounded_json(bytes, &problem);

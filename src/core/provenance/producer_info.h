@@ -148,7 +148,8 @@ struct ParsedStamp {
 
 // Throws Error(BadInput) when `bytes` is not a producer_info.json this
 // version understands (not JSON, another _type, a newer major version,
-// malformed digests).
-ParsedStamp parse_stamp(const std::string& bytes, const std::string& file);
+// malformed digests). Messages name `record`, where the stamp was read from
+// (default: extra/producer_info.json).
+ParsedStamp parse_stamp(const std::string& bytes, const std::string& file, const std::string& record = {});
 
 }  // namespace tsarchive

@@ -59,7 +59,7 @@ StampCheck check_stamp(const TorchArchive& archive, const Record& record, const 
   const std::string& stamp_name = record.name;
   StampCheck check;
   try {
-    check.stamp = parse_stamp(archive.read(record, 16ull << 20), archive.path());
+    check.stamp = parse_stamp(archive.read(record, 16ull << 20), archive.path(), stamp_name);
   } catch (const Error& e) {
     check.problem = e.what();
     return check;
