@@ -173,12 +173,30 @@ std::optional<int> run_parsed(const std::vector<std::pair<CLI::App*, Runner>>& r
   return std::nullopt;
 }
 
+// CLI11's formatter, except that --help-all expands every level of commands:
+// `extra`'s own commands get their options too (CLI11 lists them by name only).
+class EveryLevelFormatter : public CLI::Formatter {
+ public:
+  std::string make_expanded(const CLI::App* sub) const override {
+    std::stringstream out;
+    out << sub->get_display_name(true) << "\n";
+    out << make_description(sub);
+    out << make_positionals(sub);
+    out << make_groups(sub, CLI::AppFormatMode::Sub);
+    out << make_subcommands(sub, CLI::AppFormatMode::All);
+    std::string text = CLI::detail::find_and_replace(out.str(), "\n\n", "\n");
+    text = text.substr(0, text.size() - 1);
+    return CLI::detail::find_and_replace(text, "\n", "\n  ") + "\n";  // indented below its name
+  }
+};
+
 int run_commands(int argc, const char* const* argv, std::ostream& out, std::ostream& err, CommandChoice chosen) {
   color_stderr(choose_color("auto", STDERR_FILENO));  // until --color is parsed
   std::ostream command_out(out.rdbuf());  // the commands' stdout, nowhere under -q
   NullBuffer nowhere;
   Context ctx{command_out, err, out};
   CLI::App app{"tsarchive: read, check, edit and run TorchScript and .pt2 (torch.export) archives", "tsarchive"};
+  app.formatter(std::make_shared<EveryLevelFormatter>());  // before the commands, which share it
   app.set_help_all_flag("--help-all", "Print help for every command");
   bool show_version = false, version_verbose = false;
   CLI::Option* version = app.add_flag(

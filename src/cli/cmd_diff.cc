@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/many_files.h"
 #include "cli/output.h"
 #include "cli/report_diff.h"
 #include "core/compare/diff.h"
@@ -33,6 +34,7 @@ int run_diff(const DiffCommandOptions& opts, Context& ctx) {
   if (opts.full) options.byte_compare_limit = UINT64_MAX;
   options.ignore_stamp = opts.ignore_stamp;
   options.ignore_extra = opts.ignore_extra;
+  check_stdin_named_once({opts.old_path, opts.new_path});
   const ArchiveDiff diff = diff_files(opts.old_path, opts.new_path, options);
   for (const std::string& path : {opts.old_path, opts.new_path}) {
     if (const std::string note = interrupted_edit_note(path); !note.empty()) print_note(ctx.err, note);

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <map>
 #include <set>
 
 #include <CLI/CLI.hpp>
@@ -22,6 +23,7 @@
 #include "core/edit/file_edit.h"
 #include "core/edit/output_paths.h"
 #include "core/provenance/digest.h"
+#include "core/provenance/producer_info.h"
 #include "core/inspect/inspect.h"
 #include "core/provenance/signing_embedded.h"
 #include "core/provenance/verify.h"
@@ -158,14 +160,24 @@ void print_notes(const ArchiveFile& file, Context& ctx) {
 void note_no_longer_covered(const StampPlace& stamp, const TorchArchive& archive, const ExtraEditPlan& plan,
                             const std::string& result, Context& ctx) {
   if (stamp.stamp != nullptr) {
+    // Removing a record the stamp does not list (added after it) leaves it covering the archive.
+    std::map<std::string, std::string> stamped;
+    try {
+      stamped = parse_stamp(archive.read(*stamp.stamp, 16ull << 20), archive.path(), stamp.stamp->name).digests;
+    } catch (const Error&) {
+      // An unreadable stamp: every change is named, as when it lists everything.
+    }
     for (const ExtraChangeInfo& c : plan.changes) {
-      if (c.change == ExtraChange::Unchanged || c.change == ExtraChange::Missing ||
-          extra_record_name(c.name) == stamp.stamp->name) {
+      const std::string record = extra_record_name(c.name);
+      if (c.change == ExtraChange::Unchanged || c.change == ExtraChange::Missing || record == stamp.stamp->name ||
+          (c.change == ExtraChange::Removed && !stamped.empty() && stamped.count(record) == 0)) {
         continue;
       }
-      print_note(ctx.err, "the stamp (" + stamp.stamp->name + ") no longer covers " + result +
-                              " ('verify' reports extra/" + c.name + " as changed); run 'tsarchive stamp' to stamp "
-                              "it again");
+      const char* as = c.change == ExtraChange::Added     ? "added"
+                       : c.change == ExtraChange::Removed ? "missing"
+                                                          : "changed";
+      print_note(ctx.err, "the stamp (" + stamp.stamp->name + ") no longer covers " + result + " ('verify' reports extra/" +
+                              c.name + " as " + as + "); run 'tsarchive stamp' to stamp it again");
       break;
     }
   }

@@ -69,7 +69,8 @@ SaveFormat format_for(const std::string& path) {
 
 HostValue read_expected(const std::string& text) {
   if (text.empty() || text[0] != '@') {
-    throw_usage("--expect '" + text.substr(0, 60) + "' is not a file", "write it as --expect @golden.pt or @golden.npy");
+    throw_usage("--expect takes a file as @FILE; '" + text.substr(0, 60) + "' has no @",
+                "write it as --expect @" + (text.empty() ? std::string("golden.pt") : text.substr(0, 60)));
   }
   // Any value: tensors, and scalars (torch.save(9.0), a str, a bool, None),
   // lists, tuples and dicts of them, compared leaf by leaf.

@@ -69,6 +69,12 @@ void render_detached(const SignSettings& settings, const SignOutcome& result, bo
 }
 
 int run_sign(const SignOptions& opts, Context& ctx) {
+  // A signature names the files it covers, and verify finds them by that name.
+  if (is_standard_stream(opts.settings.model)) {
+    throw_usage("sign needs the model as a file or directory, not standard input ('-'): its signature names "
+                "the files it covers",
+                "save the model to a file and sign that");
+  }
   SignSettings settings = opts.settings;
   settings.ignore_git_paths = !opts.no_ignore_git_paths;
   const SignOutcome result = sign_model_as_asked(settings, notes_on(ctx.err));

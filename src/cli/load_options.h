@@ -22,8 +22,8 @@ inline void add_load_safety_options(CLI::App& app, LoadSafetyOptions& load) {
           },
           "MAJOR.MINOR"));
   app.add_option("--allow-global", load.allowed_globals,
-                 "Treat MODULE.NAME (or MODULE.*) as benign when loading, like torch.serialization.add_safe_globals; "
-                 "repeatable")
+                 "Treat MODULE.NAME (or MODULE.*; torch.ops.NAMESPACE for custom operators) as benign when loading, "
+                 "like torch.serialization.add_safe_globals; repeatable")
       ->check(CLI::Validator(
           [](std::string& v) -> std::string {
             return v.find('.') == std::string::npos || v.front() == '.' || v.back() == '.'

@@ -1,14 +1,24 @@
 #include "cli/many_files.h"
 
+#include <algorithm>
 #include <map>
 #include <ostream>
 
+#include "base/error.h"
 #include "cli/output.h"
+#include "format/byte_source.h"
 
 namespace tsarchive::cli {
 
+void check_stdin_named_once(const std::vector<std::string>& paths) {
+  if (std::count_if(paths.begin(), paths.end(), [](const std::string& p) { return is_standard_stream(p); }) > 1) {
+    throw_usage("standard input ('-') is named more than once; it can be read once", "name it once");
+  }
+}
+
 int for_each_file(const std::vector<std::string>& paths, bool json, Context& ctx,
                   const std::function<int(const std::string& path)>& one) {
+  check_stdin_named_once(paths);
   if (paths.size() == 1) return one(paths.front());
   ctx.many_files = true;
   if (json) ctx.json_indent = -1;

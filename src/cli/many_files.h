@@ -22,7 +22,11 @@ namespace tsarchive::cli {
 // `one`'s error goes to the one catch as for any command; with several, each
 // file's error is reported (output.h, report_current_exception) and the next
 // file goes on. Sets ctx.many_files and, with `json`, ctx.json_indent = -1.
+// Refuses (exit 2) a standard input named more than once: it can be read once.
 int for_each_file(const std::vector<std::string>& paths, bool json, Context& ctx,
                   const std::function<int(const std::string& path)>& one);
+
+// Throws a usage error when standard input ('-') is among `paths` more than once.
+void check_stdin_named_once(const std::vector<std::string>& paths);
 
 }  // namespace tsarchive::cli

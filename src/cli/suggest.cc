@@ -65,6 +65,16 @@ std::optional<Error> first_unknown(const CLI::App& top, const std::vector<std::s
       const std::string name = word.substr(0, word.find('='));
       const bool is_long = starts_with(name, "--");
       const CLI::Option* opt = find_option(*app, is_long ? name : name.substr(0, 2));
+      if (opt == nullptr && app == &top) {
+        // `tsarchive -q inspect m.pt`: an option of the command, before it.
+        for (size_t j = i + 1; j < args.size(); ++j) {
+          const CLI::App* sub = find_command(top, args[j]);
+          if (sub == nullptr || find_option(*sub, is_long ? name : name.substr(0, 2)) == nullptr) continue;
+          const std::string command = command_path(*sub);
+          return Error(ErrorKind::Usage, "'" + name + "' is an option of '" + command + "': it goes after the command",
+                       {}, "write it as '" + command + " " + word + " ...'");
+        }
+      }
       if (opt == nullptr) {
         if (!is_long) return std::nullopt;  // CLI11's message names it; short names are too short to guess
         const std::optional<std::string> near = closest_match(name, long_option_names(*app));
@@ -92,16 +102,24 @@ std::optional<Error> first_unknown(const CLI::App& top, const std::vector<std::s
   return std::nullopt;
 }
 
+// The command `word` was likely meant for: another tool's name for it
+// (`ls`: `list`, one level down from the top: `extra list`), or the closest name.
+std::string meant_command(const CLI::App& app, const std::string& word) {
+  if (const auto alias = kCommandAliases.find(word); alias != kCommandAliases.end()) {
+    if (find_command(app, alias->second)) return alias->second;
+    if (!app.get_parent()) {
+      for (const CLI::App* sub : app.get_subcommands({})) {
+        if (find_command(*sub, alias->second)) return sub->get_name() + " " + alias->second;
+      }
+    }
+  }
+  return closest_match(word, command_names(app)).value_or("");
+}
+
 }  // namespace
 
 Error unknown_command(const CLI::App& app, const std::string& word) {
-  const std::vector<std::string> names = command_names(app);
-  std::string meant;
-  if (const auto alias = kCommandAliases.find(word); alias != kCommandAliases.end() && find_command(app, alias->second)) {
-    meant = alias->second;
-  } else if (const auto near = closest_match(word, names)) {
-    meant = *near;
-  }
+  const std::string meant = meant_command(app, word);
   const std::string path = command_path(app);
   const std::string what = "unknown command '" + word + "'" + (app.get_parent() ? " for '" + path + "'" : "");
   if (meant.empty()) return Error(ErrorKind::Usage, what, {}, "see '" + path + " --help'");

@@ -165,7 +165,9 @@ int open_regular_file(const std::string& path, int flags, struct stat* st) {
     }
     return open_stdin_file(st);
   }
-  const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO without a writer (or a device) returns at
+  // once, to be refused below, instead of waiting for ever.
+  const int fd = ::open(path.c_str(), flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
   if (fd < 0) {
     const int err = errno;
     if (err == ENOENT) throw_io("no such file", path, "check the path");
@@ -185,8 +187,10 @@ int open_regular_file(const std::string& path, int flags, struct stat* st) {
   }
   if (!S_ISREG(st->st_mode)) {
     ::close(fd);
-    throw_io("not a regular file", path, "give the path of a .pt or .ptl file");
+    throw_io(S_ISFIFO(st->st_mode) ? "a pipe, not a regular file" : "not a regular file", path,
+             "give the path of a model file, or '-' to read it from standard input");
   }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   return fd;
 }
 

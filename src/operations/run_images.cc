@@ -31,7 +31,7 @@ std::vector<std::string> read_labels(const std::string& from, const TorchArchive
     const std::string name = from.substr(6);
     if (archive.find(extra_record_name(name)) == nullptr) {
       throw_usage("--labels " + from.substr(0, 200) + ": the archive has no extra/" + name,
-                  "'tsarchive extra MODEL' lists its extra files");
+                  "'tsarchive extra list MODEL' lists its extra files");
     }
     named = "extra/" + name;
     return parse_labels(read_extra(archive, name, kMaxLabelsBytes), named);

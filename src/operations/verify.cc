@@ -9,6 +9,7 @@
 #include "contract/torch_backend.h"
 #include "core/edit/file_edit.h"
 #include "core/provenance/checked_archive.h"
+#include "core/provenance/signing_crypto.h"
 #include "core/provenance/signing_embedded.h"
 #include "worker/worker.h"
 
@@ -69,9 +70,14 @@ SignatureOutcome check_signature(const VerifySettings& s, const ArchiveFile* fil
   SignatureOutcome out;
   out.asked = signature_asked(s);
   if (!out.asked) return out;
+  // The trust given is read and parsed first: a mistyped --key or a file that
+  // is no key is an error even when the model turns out to carry no signature.
+  const SignatureTrust trust = read_trust(s);
+  if (!s.key.empty()) PublicKey::from_pem(trust.public_key_pem, s.key);
+  for (size_t i = 0; i < trust.root_pems.size(); ++i) certificates_from_pem(trust.root_pems[i], trust.root_files[i]);
   if (s.signature.empty()) {
     if (const std::optional<std::string> bundle = embedded_bundle(file)) {
-      out.check = check_embedded_bundle(*bundle, read_trust(s), s.model);
+      out.check = check_embedded_bundle(*bundle, trust, s.model);
       out.records_pending = true;
       return out;
     }
@@ -85,7 +91,6 @@ SignatureOutcome check_signature(const VerifySettings& s, const ArchiveFile* fil
     }
     return out;
   }
-  const SignatureTrust trust = read_trust(s);
   const std::string bundle = read_signing_file(path, "the signature");
   ModelFilesOptions files;
   for (const std::string& p : s.ignore_paths) files.ignore_paths.push_back(p);

@@ -1,6 +1,8 @@
 // The CLI driven in-process: argv in, exit code and both streams out.
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
+
 #include <optional>
 #include <sstream>
 
@@ -344,4 +346,64 @@ TEST_CASE("cli: stamp --keep-bytes of several archives stamps each; -o takes one
                         Catch::EndsWith("2 files: 2 ok\n"));
   CHECK(run_cli({"verify", "--require-stamp", a, b}).code == 0);
   CHECK(run_cli({"stamp", "--keep-bytes", a, b, "-o", dir.file("c.pt")}).code == 2);
+}
+
+TEST_CASE("cli: a pipe without a writer is refused at once, not waited on") {
+  TempDir dir;
+  const std::string fifo = dir.file("model.pt");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"inspect", fifo}, {"verify", fifo}, {"extra", "list", fifo},
+        {"verify", "--key", fifo, testdata("mlp_scripted.pt")}}) {
+    const CliResult r = run_cli(args);
+    INFO(args[0] << " " << args[1] << ": " << r.err);
+    CHECK(r.code == 4);
+    CHECK_THAT(r.err, Catch::Contains("not a regular file"));
+  }
+}
+
+TEST_CASE("cli: standard input named twice is a usage error") {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"inspect", "-", "-"},
+                                               {"verify", "--json", "-", "-"},
+                                               {"diff", "-", "-"}}) {
+    const CliResult r = run_cli(args);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains("standard input ('-') is named more than once"));
+  }
+}
+
+TEST_CASE("cli: verify --key reads the key even when the model carries no signature") {
+  const std::string model = testdata("mlp_scripted.pt");
+  const CliResult missing = run_cli({"verify", "--key", testdata("no-such-key.pub"), model});
+  CHECK(missing.code == 4);
+  CHECK_THAT(missing.err, Catch::Contains("cannot open the public key"));
+  const CliResult not_a_key = run_cli({"verify", "--key", model, model});
+  CHECK(not_a_key.code != 0);
+  CHECK_THAT(not_a_key.err, Catch::Contains("not a PEM public key"));
+}
+
+TEST_CASE("cli: other tools' names and options before the command point at the right place") {
+  const CliResult ls = run_cli({"ls", testdata("mlp_scripted.pt")});
+  CHECK(ls.code == 2);
+  CHECK_THAT(ls.err, Catch::Contains("did you mean 'tsarchive extra list'?"));
+  const CliResult early = run_cli({"-q", "inspect", testdata("mlp_scripted.pt")});
+  CHECK(early.code == 2);
+  CHECK_THAT(early.err, Catch::Contains("'-q' is an option of 'tsarchive inspect': it goes after the command"));
+  // --help-all expands extra's own commands, options included.
+  const CliResult all = run_cli({"--help-all"});
+  CHECK(all.code == 0);
+  for (const char* option : {"--prune", "--missing-ok", "--in-place", "--allow-damaged"}) {
+    CHECK_THAT(all.out, Catch::Contains(option));
+  }
+}
+
+TEST_CASE("cli: an edit's note names how verify will report it, and none when the stamp still covers") {
+  TempDir dir;
+  const std::string model = dir.copy("mlp_scripted.pt");
+  REQUIRE(run_cli({"stamp", "-q", "--keep-bytes", "--no-git", "--no-host", model}).code == 0);
+  const CliResult added = run_cli({"extra", "set", "-q", model, "foo=bar"});
+  CHECK_THAT(added.err, Catch::Contains("('verify' reports extra/foo as added)"));
+  const CliResult removed = run_cli({"extra", "rm", "-q", model, "foo"});  // not in the stamp: covered again
+  CHECK(removed.err.empty());
+  CHECK(run_cli({"verify", "-q", model}).code == 0);
 }

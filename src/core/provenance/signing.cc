@@ -214,10 +214,18 @@ PublicKey keyless_signer(const ModelBundle& bundle, const SignatureTrust& trust,
 }  // namespace
 
 std::string read_signing_file(const std::string& path, const char* what) {
-  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) throw_io(std::string("cannot open ") + what + ": " + errno_text(), path);
+  // O_NONBLOCK: a FIFO without a writer is refused below, not waited on.
+  const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  if (fd.get() < 0) {
+    const bool missing = errno == ENOENT;
+    throw_io(std::string("cannot open ") + what + ": " + errno_text(), path,
+             missing ? "check the path" : "check the file's permissions");
+  }
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) throw_io(std::string(what) + " is not a regular file", path);
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    throw_io(std::string(what) + " is not a regular file", path, "give the path of a file");
+  }
+  ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
   if (static_cast<uint64_t>(st.st_size) > kMaxBundleBytes) {
     throw_signature_invalid(std::string(what) + " is larger than 64 MiB", path);
   }
