@@ -294,6 +294,10 @@ std::vector<CodeToken> code_tokens(std::string_view s) {
   return out;
 }
 
+bool is_identifier(std::string_view s) {
+  return !s.empty() && name_start(s[0]) && std::all_of(s.begin(), s.end(), name_char);
+}
+
 bool is_char(const std::vector<CodeToken>& t, size_t i, char c) {
   return i < t.size() && t[i].kind == CodeToken::Other && t[i].text.size() == 1 && t[i].text[0] == c;
 }
@@ -308,7 +312,8 @@ std::string dotted_at(const std::vector<CodeToken>& t, size_t i, size_t* end, in
   std::string inner;
   if (t[i].text == "getattr" && is_char(t, i + 1, '(') &&
       !(inner = dotted_at(t, i + 2, &inner_end, depth + 1)).empty() && is_char(t, inner_end, ',') &&
-      inner_end + 1 < t.size() && t[inner_end + 1].kind == CodeToken::String && is_char(t, inner_end + 2, ')')) {
+      inner_end + 1 < t.size() && t[inner_end + 1].kind == CodeToken::String &&
+      is_identifier(t[inner_end + 1].text) && is_char(t, inner_end + 2, ')')) {
     name = inner + "." + std::string(t[inner_end + 1].text);
     j = inner_end + 3;
   } else {

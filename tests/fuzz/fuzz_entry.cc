@@ -15,6 +15,7 @@
 #include "core/provenance/sigstore_trust_root.h"
 #include "core/provenance/transparency_log.h"
 #include "format/pickle_scan.h"
+#include "format/torchscript_code.h"
 #include "core/inspect/pt2_graph.h"
 #include "format/pt2.h"
 #include "format/model.h"
@@ -206,6 +207,13 @@ void load_safety(const uint8_t* data, size_t size) {
   const std::string bytes = bytes_of(data, size);
   const PickleScan scan = scan_pickle(bytes, 0, 1000);
   if (!scan.complete && scan.error.empty()) std::abort();  // an incomplete scan says why
+  // The same bytes as a code/ record: names are whole words joined by dots.
+  for (const std::string& name : code_dotted_names(bytes)) {
+    if (name.empty() || name.front() == '.' || name.back() == '.' ||
+        name.find_first_of(" \t\r\n#'\"") != std::string::npos) {
+      std::abort();
+    }
+  }
   try {
     const auto source = make_memory_source(bytes, "fuzz.pkl");
     const LoadSafety verdict = assess_load_safety(*source);
