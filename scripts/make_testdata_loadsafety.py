@@ -268,6 +268,12 @@ def make_code_attacks():
     # getattr(torch, "save") instead of torch.save.
     rewrite_code(os.path.join(ROOT, "evil/jit_save.pt"), os.path.join(ROOT, "evil/getattr_save.pt"),
                  b"torch.save(", b'getattr(torch, "save")(')
+    # What TorchScript's compiler also makes aten::save of: autograd after any
+    # root, and a module bound to a name.
+    rewrite_code(os.path.join(ROOT, "evil/jit_save.pt"), os.path.join(ROOT, "evil/autograd_save.pt"),
+                 b"torch.save(", b"ops.prim.autograd.save(")
+    rewrite_code(os.path.join(ROOT, "evil/jit_save.pt"), os.path.join(ROOT, "evil/alias_save.pt"),
+                 b"torch.save(", b"t = torch\n    t.save(")
 
     class Relu(torch.nn.Module):
         def forward(self, x):
@@ -277,6 +283,9 @@ def make_code_attacks():
     plain = os.path.join(ROOT, "evil/.relu.pt")
     torch.jit.script(Relu()).save(plain)
     rewrite_code(plain, os.path.join(ROOT, "evil/custom_op.pt"), b"torch.relu(", b"ops.myns.evil(")
+    # A custom class constructed in code, never pickled.
+    rewrite_code(plain, os.path.join(ROOT, "evil/code_custom_class.pt"), b"torch.relu(",
+                 b"__torch__.torch.classes.myns.Evil().run(")
     os.remove(plain)
 
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <functional>
+#include <set>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -170,10 +171,17 @@ int run_verify(const VerifySettings& settings, bool json, Context& ctx) {
     const bool only_unlisted = std::all_of(findings.begin(), findings.end(), [](const LoadFinding& f) {
       return f.risk == LoadRisk::Unlisted && !f.global.empty();
     });
+    std::string allow;  // --allow-global NAME for the first few names found
+    std::set<std::string> named;
+    for (const LoadFinding& f : findings) {
+      if (!named.insert(f.global).second) continue;
+      allow += named.size() > 3 ? " ..." : " --allow-global " + f.global;
+      if (named.size() > 3) break;
+    }
     print_error(ctx.err, Error(ErrorKind::UnsafeToLoad, "unsafe to load: " + load_safety_summary(result.safety),
                                result.model,
-                               only_unlisted ? "do not load it; if every name it lists is your own class or operator "
-                                               "library, name it with --allow-global MODULE.NAME"
+                               only_unlisted ? "do not load it; if what it names is your own (a class, an operator "
+                                               "library, a model you compiled), accept it with" + allow
                                              : "do not load it with torch.load, torch.jit.load or pickle.load: its "
                                                "findings say what loading it would do"));
   }

@@ -258,13 +258,18 @@ class Scanner {
   }
   // Listed once per callable and opcode, as imports are.
   void record_call(const std::string& callable, bool is_global, const char* opcode) {
-    const std::string key = callable + (is_global ? "\ng\n" : "\no\n") + opcode;
-    if (const auto seen = call_index_.find(key); seen != call_index_.end()) {
-      ++out_.calls[seen->second].count;
-      return;
+    auto listed = calls_by_callable_.find(callable);
+    if (listed != calls_by_callable_.end()) {
+      for (const size_t i : listed->second) {  // a few opcodes at most
+        if (out_.calls[i].callable_is_global == is_global && out_.calls[i].opcode == opcode) {
+          ++out_.calls[i].count;
+          return;
+        }
+      }
     }
     if (!room()) return;
-    call_index_.emplace(key, out_.calls.size());
+    if (listed == calls_by_callable_.end()) listed = calls_by_callable_.emplace(callable, std::vector<size_t>{}).first;
+    listed->second.push_back(out_.calls.size());
     PickleInvoke c;
     c.callable = cut(callable);
     c.callable_is_global = is_global;
@@ -586,7 +591,8 @@ class Scanner {
   size_t text_bytes_ = 0;
   bool seen_[256] = {};
   bool truncated_ = false;
-  std::unordered_map<std::string, size_t> import_index_, call_index_;  // listed once: key -> index in out_
+  std::unordered_map<std::string, size_t> import_index_;  // "module.name\nOPCODE" -> index in out_.imports
+  std::unordered_map<std::string, std::vector<size_t>> calls_by_callable_;  // -> indices in out_.calls
   std::unordered_map<std::string, uint32_t> global_texts_;             // "module.name" -> its text
   std::unordered_map<uint64_t, ImportedGlobal> stack_globals_;  // STACK_GLOBAL's two texts -> the global
   size_t pid_text_bytes_ = 0;

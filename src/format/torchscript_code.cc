@@ -243,6 +243,7 @@ bool name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c
 // continuations are dropped.
 std::vector<CodeToken> code_tokens(std::string_view s) {
   std::vector<CodeToken> out;
+  out.reserve(s.size() / 4);  // printed code: about a token per four bytes
   size_t i = 0;
   const auto string_at = [&](size_t at) {  // s[at] is a quote; returns the index past the literal
     const char q = s[at];
@@ -335,9 +336,13 @@ std::vector<std::string> code_dotted_names(std::string_view source) {
   std::vector<std::string> names;
   for (size_t i = 0; i < tokens.size(); ++i) {
     if (tokens[i].kind != CodeToken::Name || is_char(tokens, i - 1, '.')) continue;
+    const bool root = tokens[i].text == "torch" || tokens[i].text == "ops";
+    if (!root && !is_char(tokens, i + 1, '.') && !(tokens[i].text == "getattr" && is_char(tokens, i + 1, '('))) {
+      continue;
+    }
     size_t end = 0;
     std::string name = dotted_at(tokens, i, &end);
-    if (!name.empty()) names.push_back(std::move(name));
+    if (root || name.find('.') != std::string::npos) names.push_back(std::move(name));
   }
   return names;
 }

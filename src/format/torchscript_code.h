@@ -73,7 +73,8 @@ std::string code_module_name(std::string_view record);
 // it does not understand are skipped.
 CodeFile parse_torchscript_code(std::string_view source, const std::string& record);
 
-// Every dotted name the code uses ("torch.ops.myns.op", "self.weight"), as
+// Every dotted name (of two parts or more, or the bare `torch` or `ops`) the
+// code uses ("torch.ops.myns.op", "self.weight"), as
 // TorchScript's lexer reads it, not as the printer spells it: spaces, line
 // continuations and comments between the parts do not count, string literals
 // and comments are skipped, and getattr(x, "name") with a literal name (which

@@ -258,13 +258,35 @@ TEST_CASE("load safety: TorchScript code is read as its compiler reads it") {
   mine.allowed_globals = {"torch.ops.myns"};
   CHECK_FALSE(assess("evil/custom_op.pt", mine).unsafe());
 
-  CHECK(code_dotted_names("x = torch . \\\n  from_file (  # c\n  p)") == std::vector<std::string>{"x", "torch.from_file", "p"});
+  CHECK(code_dotted_names("x = torch . \\\n  from_file (  # c\n  p)") == std::vector<std::string>{"torch.from_file"});
   CHECK(code_dotted_names("getattr(getattr(torch, 'ops'), \"myns\").evil(x)") ==
-        std::vector<std::string>{"torch.ops.myns.evil", "torch.ops", "torch", "x"});
+        std::vector<std::string>{"torch.ops.myns.evil", "torch.ops", "torch"});
+  CHECK(code_dotted_names("getattr(torch, 'not an attribute')(x)") == std::vector<std::string>{"torch"});
   // Strings and comments are not code; numbers have no attributes.
-  CHECK(code_dotted_names("s = 'torch.save(x)'  # torch.from_file\nf = 1.5\nr = r\"a.b\"\n") ==
-        std::vector<std::string>{"s", "f", "r"});
+  CHECK(code_dotted_names("s = 'torch.save(x)'  # torch.from_file\nf = 1.5\nr = r\"a.b\"\nself.w\n") ==
+        std::vector<std::string>{"self.w"});
   CHECK(code_dotted_names("'''torch.save\n''' + \"unterminated\n").empty());
+}
+
+TEST_CASE("load safety: autograd, aliases and classes in code are what the compiler makes of them") {
+  // ops.prim.autograd.save is aten::save; t = torch; t.save(...) hides the call behind a name.
+  const LoadSafety autograd = assess("evil/autograd_save.pt");
+  INFO(describe(autograd));
+  CHECK(mentions(autograd, "torch.save", LoadRisk::Dangerous));
+  CHECK(mentions(assess("evil/alias_save.pt"), "uses the module 'torch' as a value", LoadRisk::Crafted));
+  CHECK(mentions(assess("evil/code_custom_class.pt"), "torch.classes.myns.Evil", LoadRisk::Unlisted));
+  CHECK(code_dotted_names("o = ops.myns\no.evil(x)") == std::vector<std::string>{"ops.myns", "o.evil"});
+}
+
+TEST_CASE("load safety: an AOTInductor package's shared library is native code from the file") {
+  const LoadSafety aoti = assess_load_safety(*open_file_source(testdata("pt2/buffers_consts_aoti.pt2")));
+  INFO(describe(aoti));
+  CHECK(aoti.unsafe());
+  CHECK(mentions(aoti, "aoti.model", LoadRisk::Unlisted));
+  CHECK(outcome(aoti, "torch.export.load") == "runs code");
+  LoadSafetyOptions mine;
+  mine.allowed_globals = {"aoti.model"};
+  CHECK_FALSE(assess_load_safety(*open_file_source(testdata("pt2/buffers_consts_aoti.pt2")), mine).unsafe());
 }
 
 TEST_CASE("load safety: every pickle torch.export.load reads is judged") {

@@ -161,7 +161,7 @@ TEST_CASE("pt2 run --record's files are base64 text, every other record keeps it
   CHECK(back.files.inputs == "tsarchive/check_inputs.pt.b64");
   CHECK(back.inputs_pt == inputs);
   CHECK(back.outputs_pt == outputs);
-  CHECK(run_cli({"verify", path}).code == 0);
+  CHECK(run_cli({"verify", "--allow-global", "aoti.model", path}).code == 0);  // its compiled model: trusted here
   const CliResult shown = run_cli({"inspect", path});
   CHECK(shown.out.find("self-check") != std::string::npos);
   // Above the size a check may hold: refused, named.
@@ -182,7 +182,8 @@ TEST_CASE("pt2 run --record's files are base64 text, every other record keeps it
 TEST_CASE("pt2 verify: intact archives pass, damage and changes are found", "[pt2][verify]") {
   for (const char* name : kArchives) {
     INFO(name);
-    const CliResult r = run_cli({"verify", "--json", testdata(std::string("pt2/") + name)});
+    // An AOTInductor package's shared library is native code: accepted by name.
+    const CliResult r = run_cli({"verify", "--json", "--allow-global", "aoti.model", testdata(std::string("pt2/") + name)});
     CHECK(r.code == 0);
     const json doc = json::parse(r.out);
     CHECK(doc["problems"].empty());
@@ -219,7 +220,7 @@ TEST_CASE("pt2 stamp: written by the core, verified, chained", "[pt2][stamp]") {
     CHECK(doc["stamp"]["entries"]["records"].contains("models/model.json") ==
           (std::string(name).find("aoti") == std::string::npos));
     CHECK(kept_records(path) == before);
-    const CliResult v = run_cli({"verify", "--json", "--require-stamp", path});
+    const CliResult v = run_cli({"verify", "--json", "--require-stamp", "--allow-global", "aoti.model", path});
     CHECK(v.code == 0);
     CHECK(json::parse(v.out)["stamp"]["matches"] == true);
     // Stamped again: the previous stamp is chained.
@@ -227,7 +228,7 @@ TEST_CASE("pt2 stamp: written by the core, verified, chained", "[pt2][stamp]") {
     CHECK(json::parse(run_cli({"extra", "get", path, "producer_info.json"}).out).contains("previous"));
     // A changed extra file breaks the stamp: exit 1, named.
     REQUIRE(run_cli({"extra", "set", path, "owner=someone"}).code == 0);
-    const CliResult changed = run_cli({"verify", "--json", path});
+    const CliResult changed = run_cli({"verify", "--json", "--allow-global", "aoti.model", path});
     CHECK(changed.code == 1);
     CHECK(json::parse(changed.out)["stamp"]["added"] == json::array({"extra/owner"}));
   }

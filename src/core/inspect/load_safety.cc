@@ -341,8 +341,13 @@ class Assessor {
       for (const std::string& name : code_dotted_names(code)) code_name(r.name, name);
     }
   }
-  // torch.X and ops/torch.ops.NS.OP are operators (torch.X is aten::X);
-  // torch.classes.NS.C a custom class.
+  // What TorchScript's compiler makes of a dotted name (its BuiltinModule):
+  // torch.X is aten::X, ops.NS.X and torch.ops.NS.X are NS::X, and an
+  // `autograd` anywhere after the root goes back to aten (torch.autograd.X,
+  // ops.NS.autograd.X are aten::X); torch.classes.NS.C and
+  // __torch__.torch.classes.NS.C are custom classes. A module itself used as a
+  // value (`t = torch`, then t.save(...)) is crafted: PyTorch's printer never
+  // writes one, and what is called through the alias is not followed.
   void code_name(const std::string& where, const std::string& name) {
     std::vector<std::string_view> parts;
     for (size_t at = 0; at <= name.size();) {
@@ -350,20 +355,38 @@ class Assessor {
       parts.push_back(std::string_view(name).substr(at, dot - at));
       at = dot + 1;
     }
+    if (parts.size() >= 5 && parts[0] == "__torch__" && parts[1] == "torch" && parts[2] == "classes") {
+      custom_class("torch.classes." + std::string(parts[3]) + "." + std::string(parts[4]), where);
+      return;
+    }
+    if (parts[0] != "torch" && parts[0] != "ops") return;
+    const auto autograd = std::find(parts.begin() + 1, parts.end(), "autograd");
     std::string_view ns, op;
-    if (parts[0] == "torch" && parts.size() >= 2 && parts[1] != "ops" && parts[1] != "classes") {
+    bool module = false;  // the name stops at a module
+    if (autograd != parts.end()) {
+      ns = "aten";
+      module = autograd + 1 == parts.end();
+      if (!module) op = *(autograd + 1);
+    } else if (parts[0] == "torch" && parts.size() >= 2 && parts[1] == "classes") {
+      if (parts.size() >= 4) {
+        custom_class("torch.classes." + std::string(parts[2]) + "." + std::string(parts[3]), where);
+        return;
+      }
+      module = true;
+    } else if (parts[0] == "torch" && parts.size() >= 2 && parts[1] != "ops") {
       ns = "aten";
       op = parts[1];
-    } else if (parts[0] == "torch" && parts.size() >= 4 && parts[1] == "ops") {
-      ns = parts[2];
-      op = parts[3];
-    } else if (parts[0] == "ops" && parts.size() >= 3) {
-      ns = parts[1];
-      op = parts[2];
-    } else if (parts[0] == "torch" && parts.size() >= 4 && parts[1] == "classes") {
-      custom_class("torch.classes." + std::string(parts[2]) + "." + std::string(parts[3]), where);
-      return;
     } else {
+      const size_t at = parts[0] == "torch" ? 2 : 1;  // after torch.ops or ops
+      module = parts.size() < at + 2;
+      if (!module) {
+        ns = parts[at];
+        op = parts[at + 1];
+      }
+    }
+    if (module) {
+      crafted(where, "uses the module '" + name + "' as a value, which PyTorch's printer never writes",
+              "scanners that follow calls by name: what an alias of it calls (t = torch; t.save(...)) is hidden");
       return;
     }
     if (ns == "aten" && (op == "from_file" || op == "save")) {
@@ -373,14 +396,19 @@ class Assessor {
               "torch." + std::string(op), "file I/O");
       return;
     }
-    if (ns == "aten" || ns == "prim" || ns == "quantized" || ns == "_quantized" || ns == "prepacked" ||
-        ns == "_caffe2" || ns == "profiler" || ns == "_test" || allowed_by_user("torch.ops." + std::string(ns), o_)) {
-      return;
-    }
+    if (builtin_operator_namespace(ns) || allowed_by_user("torch.ops." + std::string(ns), o_)) return;
     finding(LoadRisk::Unlisted, where,
             "calls operators of namespace '" + std::string(ns) +
                 "', which a library outside libtorch defines (torch.ops.load_library)",
             "torch.ops." + std::string(ns), "");
+  }
+  // The operator namespaces libtorch registers itself (1.13 and 2.13).
+  static bool builtin_operator_namespace(std::string_view ns) {
+    static const std::set<std::string_view> kBuiltin = {
+        "aten", "prim", "prims", "quantized", "_quantized", "quantization", "prepacked", "sparse", "mkldnn",
+        "mkldnn_prepacked", "onednn", "mkl", "_caffe2", "profiler", "_test", "static_runtime", "inductor",
+        "higher_order"};
+    return kBuiltin.count(ns) > 0;
   }
 
   void pickle_loaders(const PickleScan& first, bool plain) {
@@ -477,6 +505,18 @@ class Assessor {
     } else if (role == PickleRole::Legacy) {
       check_persistent_ids(scan, where, true);
     }
+  }
+
+  // A shared library of the file that a loader dlopen()s (an AOTInductor
+  // package's model): native code with the loader's rights, trusted only by
+  // name (--allow-global aoti.<model>).
+  void native_library(const std::string& record, const std::string& name) {
+    if (allowed_by_user(name, o_)) return;
+    note_unlisted(name);
+    finding(LoadRisk::Unlisted, record,
+            "is a shared library that torch.export.load and aoti_load_package load (dlopen): native code from the "
+            "file, run with the loader's rights",
+            name, "native code");
   }
 
   void add_loader(std::string loader, std::string outcome, std::string why) {
@@ -597,9 +637,17 @@ void assess_pt2(const TorchArchive& archive, Assessor& a) {
       }
     }
   }
+  for (const Pt2AotiModel& m : pt2.aoti) {
+    for (const Pt2AotiFile& f : m.files) {
+      if (ends_with(f.name, ".so")) {
+        a.native_library("data/aotinductor/" + m.name + "/" + f.name, "aoti." + m.name);
+        read.push_back("data/aotinductor/" + m.name + "/" + f.name + " (dlopen)");
+      }
+    }
+  }
   std::string why = "weights and constants are raw tensors; no pickle is read";
   if (!read.empty()) {
-    why = "unpickles " + std::to_string(read.size()) + " record(s): " + read.front();
+    why = "reads " + std::to_string(read.size()) + " record(s) as code or pickles: " + read.front();
     for (size_t i = 1; i < read.size() && i < 4; ++i) why += "; " + read[i];
     if (read.size() > 4) why += "; and " + std::to_string(read.size() - 4) + " more";
   }
