@@ -16,6 +16,7 @@
 #include <CLI/CLI.hpp>
 
 #include "base/error.h"
+#include "base/strings.h"
 #include "cli/commands.h"
 #include "cli/load_options.h"
 #include "cli/many_files.h"
@@ -173,11 +174,13 @@ int run_verify(const VerifySettings& settings, bool json, Context& ctx) {
     });
     std::string allow;  // --allow-global NAME for the first few names found
     std::set<std::string> named;
+    bool library = false;  // a custom operator or class: its library, given, vouches for it
     for (const LoadFinding& f : findings) {
-      if (!named.insert(f.global).second) continue;
+      library = library || starts_with(f.global, "torch.ops.") || starts_with(f.global, "torch.classes.");
+      if (named.size() > 3 || !named.insert(f.global).second) continue;
       allow += named.size() > 3 ? " ..." : " --allow-global " + f.global;
-      if (named.size() > 3) break;
     }
+    if (library) allow += ", or give the library that defines it with --load-library LIB.so";
     print_error(ctx.err, Error(ErrorKind::UnsafeToLoad, "unsafe to load: " + load_safety_summary(result.safety),
                                result.model,
                                only_unlisted ? "do not load it; if what it names is your own (a class, an operator "

@@ -44,6 +44,14 @@ std::optional<std::string> embedded_bundle(const ArchiveFile* file) {
   return std::nullopt;
 }
 
+// --load-library names the libraries of the custom operators and classes the
+// model uses: the verdict takes them as the user's.
+LoadSafetyOptions safety_options(const VerifySettings& s) {
+  LoadSafetyOptions o = s.load_safety;
+  o.operator_libraries = !s.worker.libraries.empty();
+  return o;
+}
+
 SignatureTrust read_trust(const VerifySettings& s) {
   SignatureTrust trust;
   if (!s.key.empty()) {
@@ -153,11 +161,11 @@ std::optional<VerifyResult> verify_load_safety_only(const VerifySettings& s, con
     const TorchArchive archive(borrow_source(*source));  // the ZIP checks' refusal stands
     if (archive.kind() != FileKind::TorchSave) return std::nullopt;
     result.kind = FileKind::TorchSave;
-    result.safety = assess_archive_load_safety(archive, s.load_safety);
+    result.safety = assess_archive_load_safety(archive, safety_options(s));
   } else if (result.kind == FileKind::LegacyTorchSave ||
              (result.kind == FileKind::NotAModel && looks_like_pickle(*source))) {
     if (result.kind == FileKind::NotAModel) result.kind = FileKind::Pickle;
-    result.safety = assess_load_safety(*source, s.load_safety);
+    result.safety = assess_load_safety(*source, safety_options(s));
   } else {
     return std::nullopt;
   }
@@ -264,7 +272,7 @@ VerifyResult verify_archive_file(const VerifySettings& s, const ArchiveFile& fil
   result.signature.embedded_unchecked = !result.signature.asked && find_embedded_signature(*archive) != nullptr;
   // The verdict reads the pickles again: only once verify found them whole
   // (a damaged record is the answer already, named in the report).
-  if (report.problems.empty()) result.safety = assess_archive_load_safety(*archive, s.load_safety);
+  if (report.problems.empty()) result.safety = assess_archive_load_safety(*archive, safety_options(s));
   result.unsafe = result.safety.unsafe() && report.outcome() == VerifyOutcome::Intact;
   result.loaded = load_in_worker(s, file, *archive, result, notes);
   judge_archive(s, result);

@@ -93,12 +93,17 @@ cmd_case() {
   [[ $rc == "$want" ]] || fail "$name: exit $rc, want $want"
 }
 cp "$work/model.pt" "$work/stamp_me.pt"
-cmd_case 5 verify_no_lib verify --load "$work/model.pt"
+# Without the library the verdict stops first: code calls a namespace outside libtorch (exit 8),
+# and the hint names --load-library; accepted by name, the load itself fails (exit 5).
+cmd_case 8 verify_no_lib_verdict verify "$work/model.pt"
+grep -qF -- '--load-library' "$work/verify_no_lib_verdict.err" || fail "verify without the library: no --load-library hint"
+grep -qF -- "namespace 'tsarchive_test'" "$work/verify_no_lib_verdict.err" || fail "verify without the library: the namespace is not named"
+cmd_case 5 verify_no_lib verify --load --allow-global torch.ops.tsarchive_test "$work/model.pt"
 grep -qF -- '--load-library' "$work/verify_no_lib.err" || fail "verify --load without the library: no --load-library hint"
 # verify --load names the user's path, as every other command does, in text and in --json's "file".
 grep -qF "$work/model.pt" "$work/verify_no_lib.err" || fail "verify --load does not name $work/model.pt"
 grep -qF '/proc/self/fd' "$work/verify_no_lib.err" && fail "verify --load's error names /proc/self/fd"
-cmd_case 5 verify_no_lib_json verify --load --json "$work/model.pt"
+cmd_case 5 verify_no_lib_json verify --load --json --allow-global torch.ops.tsarchive_test "$work/model.pt"
 grep -qF "\"file\": \"$work/model.pt\"" "$work/verify_no_lib_json.out" "$work/verify_no_lib_json.err" ||
   fail "verify --load --json: \"file\" is not $work/model.pt"
 grep -qF '/proc/self/fd' "$work/verify_no_lib_json.out" "$work/verify_no_lib_json.err" && fail "verify --load --json names /proc/self/fd"

@@ -396,7 +396,9 @@ class Assessor {
               "torch." + std::string(op), "file I/O");
       return;
     }
-    if (builtin_operator_namespace(ns) || allowed_by_user("torch.ops." + std::string(ns), o_)) return;
+    if (builtin_operator_namespace(ns) || o_.operator_libraries || allowed_by_user("torch.ops." + std::string(ns), o_)) {
+      return;
+    }
     finding(LoadRisk::Unlisted, where,
             "calls operators of namespace '" + std::string(ns) +
                 "', which a library outside libtorch defines (torch.ops.load_library)",
@@ -549,7 +551,7 @@ class Assessor {
         std::find(custom_classes_.begin(), custom_classes_.end(), g) == custom_classes_.end()) {
       custom_classes_.push_back(g);
     }
-    if (allowed_by_user(g, o_)) return;
+    if (o_.operator_libraries || allowed_by_user(g, o_)) return;
     note_unlisted(g);
     finding(LoadRisk::Unlisted, where,
             "uses the custom class " + g + ": torch.jit.load needs the library that defines it, and runs its "

@@ -32,6 +32,10 @@ namespace tsarchive {
 struct LoadSafetyOptions {
   std::string torch_version;                 // "2.13" when empty (the newest known)
   std::vector<std::string> allowed_globals;  // "module.name", or "module.*", a team's own classes
+  // Libraries of custom operators and classes are given (--load-library): the
+  // namespaces code calls outside libtorch are taken to be theirs, as
+  // torch.ops.load_library before torch.jit.load makes them.
+  bool operator_libraries = false;
 };
 
 // Ordered by severity.
