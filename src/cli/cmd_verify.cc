@@ -172,15 +172,19 @@ int run_verify(const VerifySettings& settings, bool json, Context& ctx) {
     const bool only_unlisted = std::all_of(findings.begin(), findings.end(), [](const LoadFinding& f) {
       return f.risk == LoadRisk::Unlisted && !f.global.empty();
     });
-    std::string allow;  // --allow-global NAME for the first few names found
+    std::string allow;  // --allow-global NAME for the first three names found, then "..."
     std::set<std::string> named;
-    bool library = false;  // a custom operator or class: its library, given, vouches for it
     for (const LoadFinding& f : findings) {
-      library = library || starts_with(f.global, "torch.ops.") || starts_with(f.global, "torch.classes.");
-      if (named.size() > 3 || !named.insert(f.global).second) continue;
-      allow += named.size() > 3 ? " ..." : " --allow-global " + f.global;
+      if (named.size() <= 3 && named.insert(f.global).second) {
+        allow += named.size() <= 3 ? " --allow-global " + f.global : " ...";
+      }
     }
-    if (library) allow += ", or give the library that defines it with --load-library LIB.so";
+    // A custom operator or class: naming its library vouches for it too.
+    if (std::any_of(findings.begin(), findings.end(), [](const LoadFinding& f) {
+          return starts_with(f.global, "torch.ops.") || starts_with(f.global, "torch.classes.");
+        })) {
+      allow += ", or give the library that defines it with --load-library LIB.so";
+    }
     print_error(ctx.err, Error(ErrorKind::UnsafeToLoad, "unsafe to load: " + load_safety_summary(result.safety),
                                result.model,
                                only_unlisted ? "do not load it; if what it names is your own (a class, an operator "

@@ -247,13 +247,14 @@ std::vector<CodeToken> code_tokens(std::string_view s) {
   size_t i = 0;
   const auto string_at = [&](size_t at) {  // s[at] is a quote; returns the index past the literal
     const char q = s[at];
-    const bool triple = s.compare(at, 3, std::string(3, q)) == 0;
+    const std::string_view three = q == '"' ? std::string_view("\"\"\"") : std::string_view("'''");
+    const bool triple = s.substr(at, 3) == three;
     const size_t open = triple ? 3 : 1;
     size_t j = at + open;
     while (j < s.size()) {
       if (s[j] == '\\') {
         j += 2;
-      } else if (triple ? s.compare(j, 3, std::string(3, q)) == 0 : s[j] == q) {
+      } else if (triple ? s.substr(j, 3) == three : s[j] == q) {
         break;
       } else if (!triple && s[j] == '\n') {
         break;  // unterminated: the line ends it
