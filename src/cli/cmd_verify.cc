@@ -238,7 +238,7 @@ Runner setup_verify(CLI::App& app, Context& ctx) {
       "other records.\n"
       "Every file also gets the load-safety verdict (docs/load-safety.md): what torch.load, pickle.load,\n"
       "torch.jit.load or torch.export.load would import and call, judged by an allowlist; a file that would\n"
-      "run anything beyond it, or is crafted to attack a loader, exits 8. torch.save files (ZIP and legacy)\n"
+      "run anything beyond it, or is crafted to attack a loader, exits 8. torch.save files (ZIP, legacy, tar)\n"
       "and plain pickle files are verified by that verdict alone. Without --key or --certificate-chain a\n"
       "directory is scanned as a hub scans an upload: every regular file below it.\n"
       "Exit 0 intact, 1 changed since it was stamped or signed (or not stamped, with --require-stamp), 3 damaged,\n"

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/strings.h"
+#include "format/tar.h"
 
 namespace tsarchive {
 
@@ -15,6 +16,7 @@ std::string_view file_kind_id(FileKind kind) {
     case FileKind::LiteInterpreter: return "lite";
     case FileKind::TorchSave: return "torch_save";
     case FileKind::LegacyTorchSave: return "legacy_torch_save";
+    case FileKind::LegacyTar: return "legacy_torch_save_tar";
     case FileKind::ExportedProgram: return "exported_program";
     case FileKind::Onnx: return "onnx";
     case FileKind::OtherZip: return "zip";
@@ -30,6 +32,7 @@ std::string_view file_kind_name(FileKind kind) {
     case FileKind::LiteInterpreter: return "TorchScript lite-interpreter archive (.ptl)";
     case FileKind::TorchSave: return "torch.save file (not TorchScript)";
     case FileKind::LegacyTorchSave: return "legacy torch.save file (pre-1.6 pickle format, not TorchScript)";
+    case FileKind::LegacyTar: return "legacy torch.save tar file (PyTorch 0.1-0.3 format, not TorchScript)";
     case FileKind::ExportedProgram: return "torch.export program (.pt2, not TorchScript)";
     case FileKind::Onnx: return "ONNX model (not TorchScript)";
     case FileKind::OtherZip: return "ZIP archive not written by PyTorch";
@@ -228,16 +231,28 @@ bool looks_like_onnx(const unsigned char* p, size_t n) {
   return next == 0x12 || next == 0x1a || next == 0x22 || next == 0x28 || next == 0x3a || next == 0x42;
 }
 
+// torch.load tries tarfile before anything else: a tar with a member it
+// unpickles ('storages', 'tensors', 'pickle') is a legacy torch.save file.
+bool is_legacy_tar(const ByteSource& source, const unsigned char* head, size_t n) {
+  if (n < 512 || !is_tar_header(head)) return false;
+  const std::optional<TarListing> tar = list_tar(source);
+  if (!tar) return false;
+  return std::any_of(tar->members.begin(), tar->members.end(), [](const TarMember& m) {
+    return m.name == "storages" || m.name == "tensors" || m.name == "pickle";
+  });
+}
+
 }  // namespace
 
 FileKind detect_file_kind(const ByteSource& source) {
-  unsigned char head[64] = {};
+  unsigned char head[512] = {};
   const size_t n = static_cast<size_t>(std::min<uint64_t>(sizeof head, source.size()));
   source.read_at(0, head, n);
   if (n >= 4 && (std::memcmp(head, "PK\x03\x04", 4) == 0 || std::memcmp(head, "PK\x05\x06", 4) == 0)) {
     return FileKind::OtherZip;  // refined by TorchArchive once the layout is read
   }
   if (is_legacy_torch_save(head, n)) return FileKind::LegacyTorchSave;
+  if (is_legacy_tar(source, head, n)) return FileKind::LegacyTar;
   if (looks_like_onnx(head, n)) return FileKind::Onnx;
   return FileKind::NotAModel;
 }

@@ -34,6 +34,7 @@ enum class FileKind {
   LiteInterpreter,   // _save_for_lite_interpreter (.ptl): has bytecode.pkl
   TorchSave,         // torch.save, ZIP format: not TorchScript
   LegacyTorchSave,   // torch.save before 1.6: a bare pickle stream
+  LegacyTar,         // torch.save of PyTorch 0.1-0.3: a tar of pickles, which torch.load still reads
   ExportedProgram,   // torch.export .pt2
   Onnx,              // ONNX ModelProto
   OtherZip,          // a ZIP, but not written by PyTorch

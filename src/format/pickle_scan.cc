@@ -94,7 +94,10 @@ class Scanner {
     try {
       for (;;) {
         op_offset_ = reader_.offset();
-        if (reader_.at_end()) fail("the pickle ends before STOP");
+        if (reader_.at_end()) {
+          out_.ran_out = true;
+          fail("the pickle ends before STOP");
+        }
         const uint8_t op = reader_.u8();
         note_opcode(op);
         if (op == '.') {
@@ -111,6 +114,7 @@ class Scanner {
     } catch (const Stop&) {
     } catch (const Error& e) {
       // ByteReader: an operand runs past the end.
+      out_.ran_out = true;
       out_.error = "the pickle ends inside an opcode's operand (offset " + std::to_string(op_offset_) + ")";
     }
     out_.end = reader_.offset();
@@ -345,7 +349,10 @@ class Scanner {
     return add(s);
   }
   std::string_view sized(uint64_t n) {
-    if (n > reader_.remaining()) fail("a " + std::to_string(n) + "-byte operand runs past the end");
+    if (n > reader_.remaining()) {
+      out_.ran_out = true;
+      fail("a " + std::to_string(n) + "-byte operand runs past the end");
+    }
     return reader_.bytes(n);
   }
   // LONG1/LONG4: little-endian two's complement; wide ones are just ints here.

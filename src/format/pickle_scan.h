@@ -65,6 +65,7 @@ struct PicklePersistentId {
 struct PickleScan {
   bool complete = false;      // reached STOP with one value on the stack
   std::string error;          // why not, with the offset
+  bool ran_out = false;       // not complete because the bytes ended (more bytes might complete it)
   uint64_t end = 0;           // offset just past STOP (or where the scan ended)
   int protocol = -1;          // PROTO's operand; -1 when absent
   std::vector<PickleImport> imports;

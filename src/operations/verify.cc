@@ -147,7 +147,7 @@ VerifyResult verify_signature_only(const VerifySettings& s, const ArchiveFile* f
   return result;
 }
 
-// torch.save files (ZIP or legacy) and plain pickles: the load-safety verdict
+// torch.save files (ZIP, legacy or legacy tar) and plain pickles: the load-safety verdict
 // is the check. Nothing when the file is an archive that verify's own checks take.
 std::optional<VerifyResult> verify_load_safety_only(const VerifySettings& s, const ArchiveFile& file,
                                                     std::future<SignatureOutcome>& pending) {
@@ -162,7 +162,7 @@ std::optional<VerifyResult> verify_load_safety_only(const VerifySettings& s, con
     if (archive.kind() != FileKind::TorchSave) return std::nullopt;
     result.kind = FileKind::TorchSave;
     result.safety = assess_archive_load_safety(archive, safety_options(s));
-  } else if (result.kind == FileKind::LegacyTorchSave ||
+  } else if (result.kind == FileKind::LegacyTorchSave || result.kind == FileKind::LegacyTar ||
              (result.kind == FileKind::NotAModel && looks_like_pickle(*source))) {
     if (result.kind == FileKind::NotAModel) result.kind = FileKind::Pickle;
     result.safety = assess_load_safety(*source, safety_options(s));

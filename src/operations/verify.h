@@ -66,7 +66,7 @@ struct VerifyResult {
   std::string model;
   SignatureOutcome signature;
   bool signature_fails = false;  // an archive's signature does not cover it (the report must not vouch for it)
-  // LoadSafety: the file's kind (TorchSave, LegacyTorchSave, Pickle) and its verdict.
+  // LoadSafety: the file's kind (TorchSave, LegacyTorchSave, LegacyTar, Pickle) and its verdict.
   FileKind kind = FileKind::NotAModel;
   LoadSafety safety;  // also of an Archive whose records verify found whole
   bool unsafe = false;

@@ -338,3 +338,80 @@ TEST_CASE("pickle scan: distinct calls are listed up to the limit, then an anoma
   REQUIRE(cut.anomalies.size() == 1);
   CHECK(cut.anomalies[0].find("distinct imports and calls") != std::string::npos);
 }
+
+TEST_CASE("load safety: every hostile file of the corpus is unsafe") {
+  size_t files = 0;
+  for (const char* folder : {"loadsafety/evil", "loadsafety/crafted"}) {
+    for (const auto& e : std::filesystem::recursive_directory_iterator(testdata(folder))) {
+      if (!e.is_regular_file()) continue;
+      ++files;
+      // Unsafe, or no loader reads anything of it (a tar that tarfile sees as empty).
+      const auto source = open_file_source(e.path().string());
+      const LoadSafety s = assess_load_safety(*source, {});
+      INFO(e.path().string() << "\n" << describe(s));
+      const bool nothing = detect_file_kind(*source) == FileKind::NotAModel && !looks_like_pickle(*source);
+      CHECK((s.unsafe() || nothing));
+    }
+  }
+  CHECK(files >= 50);
+}
+
+TEST_CASE("load safety: the legacy tar format is walked member by member, as torch.load reads it") {
+  const auto kind = [](const std::string& rel) {
+    return detect_file_kind(*open_file_source(testdata("loadsafety/" + rel)));
+  };
+  CHECK(kind("benign/tar_tensors.pt") == FileKind::LegacyTar);
+  const LoadSafety benign = assess("benign/tar_tensors.pt");
+  INFO(describe(benign));
+  CHECK_FALSE(benign.unsafe());
+  CHECK(benign.pickles.size() == 7);  // 2 + 2 in 'storages' (count, one storage, views), 3 in 'tensors', the object
+  CHECK(outcome(benign, "torch.load(weights_only=True)") == "refuses");  // 2.6 and later refuse the format
+  CHECK(outcome(benign, "torch.load(weights_only=False)") == "accepts");
+  CHECK(outcome(benign, "pickle.load") == "refuses");
+  LoadSafetyOptions old;
+  old.torch_version = "1.13";
+  CHECK(outcome(assess("benign/tar_tensors.pt", old), "torch.load(weights_only=True)") == "accepts");
+
+  // Each pickle torch.load would run, found past the raw storage and tensor data before it.
+  const std::pair<const char*, const char*> evil[] = {
+      {"evil/tar_storages_system.pt", "'storages': the storage count"},
+      {"evil/tar_storage_views_system.pt", "'storages': the storage views"},
+      {"evil/tar_tensors_system.pt", "'tensors': tensor 1"},
+      {"evil/tar_pickle_system.pt", "'pickle': the object"},
+      {"evil/tar_v7_system.pt", "'pickle': the object"},
+      {"crafted/tar_duplicate_pickle.pt", "'pickle': the object"},
+      {"crafted/tar_pax_path.pt", "'pickle': the object"},
+      {"crafted/tar_gnu_longname.pt", "'pickle': the object"}};
+  for (const auto& [file, where] : evil) {
+    const LoadSafety s = assess(file);
+    INFO(file << "\n" << describe(s));
+    bool found = false;
+    for (const LoadFinding& f : s.findings) {
+      found = found || (f.risk == LoadRisk::Dangerous && f.global == "os.system" && f.where.rfind(where, 0) == 0);
+    }
+    CHECK(found);
+    CHECK(outcome(s, "torch.load(weights_only=False)") == "runs code");
+    CHECK(outcome(assess(file, old), "torch.load(weights_only=True)") == "refuses");
+  }
+  // The tar header that is also a pickle: pickle.load runs it.
+  const LoadSafety poly = assess("evil/tar_polyglot.pt");
+  CHECK(outcome(poly, "pickle.load") == "runs code");
+  CHECK(mentions(poly, "os.system", LoadRisk::Dangerous));
+  CHECK(mentions(assess("crafted/tar_symlink_storages.pt"), "symbolic link", LoadRisk::Crafted));
+}
+
+TEST_CASE("load safety: a file is a pickle when pickle.load would do something with it") {
+  const auto pickle = [](const std::string& bytes) { return looks_like_pickle(*make_memory_source(bytes)); };
+  CHECK(pickle("\x80\x02K\x01."));
+  CHECK(pickle("\x80\x02}(X\x01\x00\x00\x00" "aK"s));  // PROTO states a pickle: a damaged one is crafted
+  CHECK(pickle("N0cos\nsystem\n(S'id'\ntR."));  // no PROTO, and not a container first: still a pickle
+  CHECK(pickle("cos\nsystem\n(S'id'\ntRgarbage"));  // runs os.system, then fails
+  CHECK_FALSE(pickle("config: 1\n"));                // GLOBAL never completes: nothing runs
+  CHECK_FALSE(pickle("I love text\n"));
+  CHECK_FALSE(pickle(std::string(600, '\0')));
+  CHECK_FALSE(pickle("\x80\x07garbage"));  // no such protocol
+  CHECK_FALSE(pickle("(lp0\nI1\na"));  // a damaged list: fails before doing anything
+  // A pickle whose first string runs past the first MiB is read on.
+  std::string big = "X" + std::string("\x00\x00\x20\x00", 4) + std::string(2u << 20, 'a') + "0cos\nsystem\n)R.";
+  CHECK(pickle(big));
+}

@@ -319,7 +319,7 @@ HostValue read_input_file(const std::string& path) {
   std::string what = "input file is neither a .npy file nor a torch.save file";
   if (kind != FileKind::NotAModel) what += std::string(": it is a ") + std::string(file_kind_name(kind));
   throw_bad_input(what, path,
-                  kind == FileKind::LegacyTorchSave
+                  kind == FileKind::LegacyTorchSave || kind == FileKind::LegacyTar
                       ? "load it in Python and torch.save it again with PyTorch 1.6 or newer"
                       : "save the input with numpy.save (.npy) or torch.save (.pt)");
 }

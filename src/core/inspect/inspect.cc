@@ -319,6 +319,11 @@ void add_kind_notes(InspectReport& report) {
       report.notes.push_back("made by torch.save: it has no code/, so torch::jit::load and torch.jit.load reject it; "
                              "load it with torch.load, or export the model with torch.jit.script/trace and torch.jit.save");
       break;
+    case FileKind::LegacyTar:
+      report.notes.push_back("the tar format of PyTorch 0.1-0.3: torch.load still reads it, but PyTorch 2.6 and later "
+                             "only with weights_only=False, which runs its pickles; if Loading says it is safe, load "
+                             "it once and save it again with torch.save(obj.state_dict())");
+      break;
     case FileKind::ExportedProgram:
       if (report.pt2 && !report.pt2->aoti.empty()) {
         report.notes.push_back("an AOTInductor package: load it with torch._inductor.aoti_load_package (Python) or "
@@ -393,6 +398,9 @@ InspectReport inspect_source(std::unique_ptr<ByteSource> source, const LoadSafet
     case FileKind::LegacyTorchSave:
       report.load_safety = assess_load_safety(*source, load);
       inspect_legacy(*source, report);
+      break;
+    case FileKind::LegacyTar:
+      report.load_safety = assess_load_safety(*source, load);
       break;
     case FileKind::Onnx:
       report.onnx = read_onnx(*source);

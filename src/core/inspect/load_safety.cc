@@ -5,13 +5,16 @@
 #include <cctype>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
 #include "base/error.h"
 #include "base/strings.h"
 #include "format/model.h"
+#include "format/pickle.h"
 #include "format/pt2.h"
+#include "format/tar.h"
 #include "format/torchscript_code.h"
 
 namespace tsarchive {
@@ -204,6 +207,7 @@ constexpr size_t kMaxListedNames = 4096;  // globals, callables, unlisted names,
 enum class PickleRole {
   TorchSave,       // data.pkl of a torch.save ZIP: torch.load
   Legacy,          // a pickle of a legacy torch.save stream: torch.load
+  LegacyTar,       // a pickle of a legacy torch.save tar file's member: torch.load
   Plain,           // a plain pickle file: pickle.load, torch.load (legacy path)
   TorchScript,     // data.pkl, constants.pkl, bytecode.pkl: torch.jit.load's own unpickler
   Pt2Payload,      // a .pt2 weight or constant stored as a pickle: torch.export.load
@@ -261,17 +265,22 @@ class Assessor {
   }
 
   // Persistent ids: the five-tuple ('storage', type, key, location, numel) of
-  // the ZIP formats; the legacy stream's six-tuple, or four for a module's source.
-  void check_persistent_ids(const PickleScan& scan, const std::string& where, bool legacy) {
+  // the ZIP formats; the legacy stream's six-tuple, or four for a module's
+  // source; in the legacy tar format, a storage's key (not a tuple) or the
+  // three-tuple (class, source file, source) of a module.
+  void check_persistent_ids(const PickleScan& scan, const std::string& where, PickleRole role) {
+    const bool legacy = role == PickleRole::Legacy, tar = role == PickleRole::LegacyTar;
     for (const PicklePersistentId& p : scan.persistent_ids) {
-      const bool ok = legacy ? p.tuple && ((p.size == 6 && p.first == "storage") || (p.size == 4 && p.first == "module"))
-                             : p.tuple && p.size == 5 && p.first == "storage" && !p.storage_type.empty() &&
-                                   !p.key.empty() && p.numel >= 0;
+      const bool ok = tar      ? !p.tuple || p.size == 3
+                      : legacy ? p.tuple && ((p.size == 6 && p.first == "storage") || (p.size == 4 && p.first == "module"))
+                               : p.tuple && p.size == 5 && p.first == "storage" && !p.storage_type.empty() &&
+                                     !p.key.empty() && p.numel >= 0;
       if (ok) continue;
       std::string shape = p.tuple ? "a " + std::to_string(p.size) + "-tuple" : "not a tuple";
       if (!p.first.empty()) shape += " starting '" + p.first.substr(0, 40) + "'";
-      crafted(where, "a persistent id that is not the " + std::string(legacy ? "six" : "five") + "-tuple torch writes (" +
-                         shape + ", offset " + std::to_string(p.offset) + ")",
+      const char* expected = tar ? "a key or the three-tuple" : legacy ? "the six-tuple" : "the five-tuple";
+      crafted(where, "a persistent id that is not " + std::string(expected) + " torch writes (" + shape + ", offset " +
+                         std::to_string(p.offset) + ")",
               "torch.load before 2.10 (its persistent_load trusts the id's shape); scanners that skip persistent ids");
     }
   }
@@ -413,26 +422,30 @@ class Assessor {
     return kBuiltin.count(ns) > 0;
   }
 
-  void pickle_loaders(const PickleScan& first, bool plain) {
-    // weights_only=True by PyTorch's own list.
-    std::string refusal;
-    for (uint8_t op : first.opcodes) {
+  // Why torch.load(weights_only=True) refuses pickles with these opcodes and
+  // the globals recorded so far, by PyTorch's own lists; "" when it does not.
+  std::string weights_only_refusal(const std::vector<uint8_t>& opcodes, int protocol) const {
+    for (uint8_t op : opcodes) {
       if (!weights_only_opcode(op, out_.torch_version)) {
-        refusal = "opcode " + pickle_opcode_name(op) + " is not in its opcode set" +
-                  (first.protocol > 2 ? " (a protocol " + std::to_string(first.protocol) + " pickle)" : "");
-        break;
+        return "opcode " + pickle_opcode_name(op) + " is not in its opcode set" +
+               (protocol > 2 ? " (a protocol " + std::to_string(protocol) + " pickle)" : "");
       }
     }
     for (const std::string& g : wo_globals_) {
-      if (!refusal.empty()) break;
       const std::string module = g.substr(0, g.rfind('.'));
       if (!version_before(out_.torch_version, 2, 0) &&
           (module == "sys" || module == "os" || module == "posix" || module == "nt")) {
-        refusal = "GLOBAL " + g + ": module " + module + " is blocked";
-      } else if (!torch_weights_only_allows(g, out_.torch_version) && !allowed_by_user(g, o_)) {
-        refusal = "GLOBAL " + g + " is not an allowed global";
+        return "GLOBAL " + g + ": module " + module + " is blocked";
+      }
+      if (!torch_weights_only_allows(g, out_.torch_version) && !allowed_by_user(g, o_)) {
+        return "GLOBAL " + g + " is not an allowed global";
       }
     }
+    return {};
+  }
+
+  void pickle_loaders(const PickleScan& first, bool plain) {
+    const std::string refusal = weights_only_refusal(first.opcodes, first.protocol);
     if (!refusal.empty()) {
       add_loader("torch.load(weights_only=True)", "refuses", refusal);
     } else if (plain) {
@@ -457,7 +470,8 @@ class Assessor {
   }
 
   void record(const PickleScan& scan, const std::string& where, PickleRole role) {
-    if (role == PickleRole::TorchSave || role == PickleRole::Legacy || role == PickleRole::Plain) {
+    if (role == PickleRole::TorchSave || role == PickleRole::Legacy || role == PickleRole::LegacyTar ||
+        role == PickleRole::Plain) {
       for (const PickleImport& i : scan.imports) {
         if (wo_globals_.size() < kMaxListedNames) wo_globals_.insert(i.full());
       }
@@ -502,11 +516,7 @@ class Assessor {
                        "pickle.load runs the target's methods"
                      : "scanners that stop at the first oddity");
     }
-    if (role == PickleRole::TorchSave || role == PickleRole::TorchScript || role == PickleRole::Pt2Payload) {
-      check_persistent_ids(scan, where, false);
-    } else if (role == PickleRole::Legacy) {
-      check_persistent_ids(scan, where, true);
-    }
+    if (role != PickleRole::Plain) check_persistent_ids(scan, where, role);
   }
 
   // A shared library of the file that a loader dlopen()s (an AOTInductor
@@ -525,6 +535,8 @@ class Assessor {
     out_.loaders.push_back(LoaderVerdict{std::move(loader), std::move(outcome), std::move(why)});
   }
   bool has_unlisted() const { return !unlisted_.empty(); }
+  std::string unlisted_names() const { return join(unlisted_); }
+  const std::string& torch_version() const { return out_.torch_version; }
   const std::string& path() const { return path_; }
 
  private:
@@ -681,6 +693,237 @@ LoadSafety assess_legacy_or_plain(const ByteSource& source, const LoadSafetyOpti
   return a.finish();
 }
 
+// The pickle that starts at `at` of [begin, end) of the file, read in a
+// window that grows until the pickle completes (or the range or the pickle
+// limit ends): a member holds raw storage data after its small pickles.
+std::string pickle_window(const ByteSource& source, uint64_t at, uint64_t end) {
+  uint64_t want = 64 * 1024;
+  while (true) {
+    const uint64_t n = std::min({want, end - at, static_cast<uint64_t>(ReadLimits::kPickle)});
+    std::string bytes = source.read_string(at, static_cast<size_t>(n));
+    if (n == end - at || n == ReadLimits::kPickle) return bytes;
+    const PickleScan scan = scan_pickle(bytes);
+    if (scan.complete || !scan.ran_out) return bytes;
+    want *= 4;
+  }
+}
+
+// The legacy tar format of PyTorch 0.1-0.3, walked as torch.load's
+// legacy_load reads it (torch/serialization.py, 1.13 and 2.13 alike):
+//   'storages'  a pickle of the count; per storage a pickle (key, location,
+//               storage class), an int64 element count and the elements;
+//               then a pickle of the storage views
+//   'tensors'   a pickle of the count; per tensor a pickle (key, storage id,
+//               tensor class), then int32 ndim, 4 bytes, ndim sizes and
+//               strides and the storage offset (int64s)
+//   'pickle'    the object, whose persistent ids are storage keys
+// A value that is not what torch wrote ends the walk of that member, as it
+// ends torch.load; the other members are still read, for what they hold.
+class LegacyTarWalk {
+ public:
+  LegacyTarWalk(Assessor& a, const ByteSource& source) : a_(a), source_(source) {}
+
+  void storages(const TarMember& m) {
+    Member r{m, m.data_offset};
+    int64_t count = 0;
+    if (!count_pickle(r, "the storage count", &count)) return;
+    for (int64_t i = 0; i < count; ++i) {
+      const std::string where = "storage " + std::to_string(i + 1);
+      const std::optional<PickleGraph> args = triple(r, where, "(key, location, storage class)");
+      if (!args) return;
+      std::string dtype;
+      uint64_t element = 0;
+      if (!storage_dtype(args->text2(args->at(args->items(args->at(args->root()))[2])), &dtype, &element)) {
+        return broken(r, where + "'s storage class is not one torch has");
+      }
+      uint64_t nbytes = 0;
+      if (!raw(r, 8, where + "'s element count")) return;
+      const uint64_t numel = little_endian(r.at - 8, 8);
+      if ((numel >> 63) || mul_overflows(numel, element, &nbytes) || !raw(r, nbytes, where + "'s data")) {
+        return broken(r, where + " declares " + std::to_string(numel) + " " + dtype + " elements, past the member's end");
+      }
+    }
+    next(r, "the storage views");
+  }
+
+  void tensors(const TarMember& m) {
+    Member r{m, m.data_offset};
+    int64_t count = 0;
+    if (!count_pickle(r, "the tensor count", &count)) return;
+    for (int64_t i = 0; i < count; ++i) {
+      const std::string where = "tensor " + std::to_string(i + 1);
+      if (!triple(r, where, "(key, storage id, tensor class)")) return;
+      if (!raw(r, 8, where + "'s dimension count")) return;
+      const int32_t ndim = static_cast<int32_t>(static_cast<uint32_t>(little_endian(r.at - 8, 4)));
+      if (ndim < 0 || !raw(r, 16 * static_cast<uint64_t>(ndim) + 8, where + "'s sizes and strides")) {
+        return broken(r, where + " declares " + std::to_string(ndim) + " dimensions, past the member's end");
+      }
+    }
+  }
+
+  void object(const TarMember& m) {
+    Member r{m, m.data_offset};
+    next(r, "the object");
+  }
+
+  std::vector<uint8_t> opcodes;  // of every pickle walked, for weights_only's opcode set
+  int protocol = -1;             // the highest stated
+
+ private:
+  struct Member {
+    const TarMember& m;
+    uint64_t at;
+    uint64_t end() const { return m.data_offset + m.size; }
+  };
+
+  // Scans and records the pickle at r.at, moves past it; its value when the
+  // safe reader takes it (nullopt ends the walk: torch.load stops there too,
+  // or the pickle does what the findings say).
+  std::optional<PickleGraph> next(Member& r, const std::string& what) {
+    const std::string where = "'" + r.m.name + "': " + what;
+    if (r.at >= r.end()) {
+      a_.crafted(where, "is missing: the member ends first", "torch.load fails there; scanners that stop early");
+      return std::nullopt;
+    }
+    const std::string bytes = pickle_window(source_, r.at, r.end());
+    const PickleScan scan = a_.pickle(bytes, where, PickleRole::LegacyTar, false);
+    for (uint8_t op : scan.opcodes) {
+      if (std::find(opcodes.begin(), opcodes.end(), op) == opcodes.end()) opcodes.push_back(op);
+    }
+    protocol = std::max(protocol, scan.protocol);
+    if (!scan.complete) return std::nullopt;
+    r.at += scan.end;
+    try {
+      return parse_pickle(bytes, where, 0, nullptr);
+    } catch (const Error&) {
+      return std::nullopt;  // not plain data: the scan's findings say what it does
+    }
+  }
+  // An entry's pickle, which torch unpacks into three names.
+  std::optional<PickleGraph> triple(Member& r, const std::string& where, const std::string& shape) {
+    std::optional<PickleGraph> g = next(r, where + " " + shape);
+    if (!g) return std::nullopt;
+    const PickleNode& root = g->at(g->root());
+    if (root.kind != PickleKind::Tuple || root.items.size != 3) {
+      broken(r, where + " is not the " + shape + " torch writes");
+      return std::nullopt;
+    }
+    return g;
+  }
+  bool count_pickle(Member& r, const std::string& what, int64_t* count) {
+    std::optional<PickleGraph> g = next(r, what);
+    if (!g) return false;
+    const PickleNode& n = g->at(g->root());
+    if (n.kind != PickleKind::Int || n.integer < 0) {
+      broken(r, what + " is not a count");
+      return false;
+    }
+    *count = n.integer;
+    return true;
+  }
+  bool raw(Member& r, uint64_t n, const std::string& what) {
+    if (n > r.end() - r.at) {
+      broken(r, what + " runs past the member's end");
+      return false;
+    }
+    r.at += n;
+    return true;
+  }
+  uint64_t little_endian(uint64_t at, size_t n) const {
+    unsigned char b[8] = {};
+    source_.read_at(at, b, n);
+    uint64_t v = 0;
+    for (size_t i = n; i-- > 0;) v = (v << 8) | b[i];
+    return v;
+  }
+  void broken(const Member& r, const std::string& what) {
+    a_.crafted("'" + r.m.name + "'", what + " (offset " + std::to_string(r.at - r.m.data_offset) + ")",
+               "torch.load fails there, after running the pickles before it; scanners that read on disagree");
+  }
+
+  Assessor& a_;
+  const ByteSource& source_;
+};
+
+// What the file's first bytes do as a pickle: nothing (they fail at once, as
+// a tar header does), or what pickle.load would run.
+bool first_pickle_acts(const PickleScan& scan) {
+  return scan.complete || !scan.imports.empty() || !scan.calls.empty();
+}
+
+LoadSafety assess_legacy_tar(const ByteSource& source, const LoadSafetyOptions& options) {
+  Assessor a(options, source.name());
+  const std::optional<TarListing> tar = list_tar(source);
+  if (!tar) return a.finish();  // detect_file_kind read it as one
+  for (const std::string& anomaly : tar->anomalies) {
+    a.crafted("the tar", "has " + anomaly, "tar readers that differ from Python's tarfile (other versions, scanners)");
+  }
+  if (!tar->read_error.empty()) {
+    a.crafted("the tar", "tarfile fails part-way: " + tar->read_error,
+              "torch.load: it then reads the file as a pickle from its first byte (checked below)");
+  }
+  // tarfile.getmember returns the last member of a name; torch.save wrote each once, as a file.
+  std::map<std::string, const TarMember*> members;
+  for (const TarMember& m : tar->members) {
+    if (m.name != "storages" && m.name != "tensors" && m.name != "pickle") continue;
+    if (members.count(m.name)) {
+      a.crafted("the tar", "has two members named '" + m.name + "': tarfile reads the last",
+                "scanners that read the first; torch.load reads the last");
+    }
+    members[m.name] = &m;
+  }
+  LegacyTarWalk walk(a, source);
+  for (const char* name : {"storages", "tensors", "pickle"}) {
+    const auto it = members.find(name);
+    if (it == members.end()) {
+      a.crafted("the tar", std::string("has no member '") + name + "': torch.load fails there",
+                "nothing it reads after; scanners that expect it");
+      continue;
+    }
+    const TarMember& m = *it->second;
+    if (!m.read_as_file()) {
+      a.crafted("the tar", "member '" + m.name + "' is not a file but a " +
+                               (m.type == '2' ? "symbolic link to '" + m.linkname + "'"
+                                : m.type == '1' ? "hard link to '" + m.linkname + "'"
+                                : m.type == '5' ? std::string("directory")
+                                                : "member of type '" + std::string(1, m.type) + "'"),
+                "torch.load: tar.extract writes it as one, then reads the file it points to (of the archive, "
+                "or of the machine)");
+      continue;
+    }
+    if (m.name == "storages") walk.storages(m);
+    if (m.name == "tensors") walk.tensors(m);
+    if (m.name == "pickle") walk.object(m);
+  }
+  // pickle.load, and torch.load when tarfile fails: the first bytes as a pickle.
+  const PickleScan first = scan_pickle(pickle_window(source, 0, source.size()));
+  const bool polyglot = first_pickle_acts(first);
+  if (polyglot) {
+    a.crafted("the file's first bytes", "are both a tar header and a pickle that pickle.load runs",
+              "pickle.load, and torch.load when tarfile fails on the file: they run this pickle instead");
+    a.pickle(pickle_window(source, 0, source.size()), "the file's first bytes (as a pickle)", PickleRole::Plain, false);
+  }
+  const bool runs = a.has_unlisted();
+  if (!version_before(a.torch_version(), 2, 6)) {
+    a.add_loader("torch.load(weights_only=True)", "refuses",
+                 "PyTorch 2.6 and later refuse the legacy .tar format under weights_only=True");
+  } else {
+    const std::string refusal = a.weights_only_refusal(walk.opcodes, walk.protocol);
+    a.add_loader("torch.load(weights_only=True)", refusal.empty() ? "accepts" : "refuses",
+                 refusal.empty() ? "reads the tar's pickles under its allowlist, and every global and opcode is on it"
+                                 : refusal);
+  }
+  a.add_loader("torch.load(weights_only=False)", runs ? "runs code" : "accepts",
+               runs ? "calls what the allowlist does not know: " + a.unlisted_names()
+                    : "reads it as the legacy tar format: the pickles of 'storages', 'tensors' and 'pickle'");
+  a.add_loader("pickle.load", polyglot ? (runs ? "runs code" : "accepts") : "refuses",
+               polyglot ? "the file's first bytes are a pickle too (and torch.load of the bytes in memory, "
+                          "io.BytesIO, which skips the tar path, runs it)"
+                        : "a tar header is not a pickle: it fails at once");
+  a.add_loader("torch.jit.load", "refuses", "not a TorchScript archive (no ZIP)");
+  return a.finish();
+}
+
 }  // namespace
 
 std::string_view load_risk_id(LoadRisk risk) {
@@ -724,16 +967,24 @@ std::string dangerous_category(std::string_view g) {
   return {};
 }
 
+// A file that states a pickle protocol (PROTO 0-5) is a pickle, whole or
+// damaged. Without one, what pickle.load does with it decides: a pickle that
+// completes, or one that imports or calls something before it fails, is a
+// pickle; bytes that fail before doing anything (text, most binary files) are
+// not. The first MiB decides, unless the pickle runs on past it.
 bool looks_like_pickle(const ByteSource& source) {
-  unsigned char head[2] = {};
-  const size_t n = static_cast<size_t>(std::min<uint64_t>(2, source.size()));
+  constexpr uint64_t kSniff = 1 << 20;
+  const uint64_t n = std::min(source.size(), kSniff);
   if (n == 0) return false;
-  source.read_at(0, head, n);
-  if (head[0] == 0x80) return n == 2 && head[1] <= 5;
-  // Protocol 0 and 1 pickles start with a MARK, a GLOBAL, or a container.
-  return head[0] == '(' || head[0] == 'c' || head[0] == '}' || head[0] == ']';
+  unsigned char head[2] = {};
+  source.read_at(0, head, std::min<uint64_t>(n, 2));
+  if (head[0] == 0x80) return n >= 2 && head[1] <= 5;
+  PickleScan scan = scan_pickle(source.read_string(0, static_cast<size_t>(n)));
+  if (!scan.complete && scan.ran_out && n < source.size()) {
+    scan = scan_pickle(source.read_string(0, static_cast<size_t>(std::min<uint64_t>(source.size(), ReadLimits::kPickle))));
+  }
+  return first_pickle_acts(scan);
 }
-
 LoadSafety assess_archive_load_safety(const TorchArchive& archive, const LoadSafetyOptions& options) {
   Assessor a(options, archive.path());
   switch (archive.kind()) {
@@ -770,6 +1021,7 @@ LoadSafety assess_load_safety(const ByteSource& source, const LoadSafetyOptions&
     return assess_archive_load_safety(archive, options);
   }
   if (kind == FileKind::LegacyTorchSave) return assess_legacy_or_plain(source, options, true);
+  if (kind == FileKind::LegacyTar) return assess_legacy_tar(source, options);
   if (kind == FileKind::NotAModel && looks_like_pickle(source)) return assess_legacy_or_plain(source, options, false);
   LoadSafety none;
   none.torch_version = options.torch_version.empty() ? kNewestTorchVersion : options.torch_version;
