@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <functional>
-#include <set>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -168,29 +167,20 @@ int run_verify(const VerifySettings& settings, bool json, Context& ctx) {
   if (result.exit_code == static_cast<int>(ErrorKind::UnsafeToLoad)) {
     // --allow-global is the way out only for names the allowlist does not
     // know; never for what is known to be dangerous or crafted.
-    const std::vector<LoadFinding>& findings = result.safety.findings;
-    const bool only_unlisted = std::all_of(findings.begin(), findings.end(), [](const LoadFinding& f) {
-      return f.risk == LoadRisk::Unlisted && !f.global.empty();
-    });
-    std::string allow;  // --allow-global NAME for the first three names found, then "..."
-    std::set<std::string> named;
-    for (const LoadFinding& f : findings) {
-      if (named.size() <= 3 && named.insert(f.global).second) {
-        allow += named.size() <= 3 ? " --allow-global " + f.global : " ...";
+    const std::optional<LoadSafety::Acceptance> accept = result.safety.acceptance();
+    std::string allow;  // --allow-global NAME for the first three names, then "..."
+    if (accept) {
+      for (size_t i = 0; i < accept->allow_globals.size() && i < 4; ++i) {
+        allow += i < 3 ? " --allow-global " + accept->allow_globals[i] : " ...";
       }
-    }
-    // A custom operator or class: naming its library vouches for it too.
-    if (std::any_of(findings.begin(), findings.end(), [](const LoadFinding& f) {
-          return starts_with(f.global, "torch.ops.") || starts_with(f.global, "torch.classes.");
-        })) {
-      allow += ", or give the library that defines it with --load-library LIB.so";
+      if (accept->load_library) allow += ", or give the library that defines it with --load-library LIB.so";
     }
     print_error(ctx.err, Error(ErrorKind::UnsafeToLoad, "unsafe to load: " + load_safety_summary(result.safety),
                                result.model,
-                               only_unlisted ? "do not load it; if what it names is your own (a class, an operator "
-                                               "library, a model you compiled), accept it with" + allow
-                                             : "do not load it with torch.load, torch.jit.load or pickle.load: its "
-                                               "findings say what loading it would do"));
+                               accept ? "do not load it; if what it names is your own (a class, an operator "
+                                        "library, a model you compiled), accept it with" + allow
+                                      : "do not load it with torch.load, torch.jit.load or pickle.load: its "
+                                        "findings say what loading it would do"));
   }
   return result.exit_code;
 }

@@ -72,15 +72,19 @@ nlohmann::ordered_json load_safety_to_json(const LoadSafety& s) {
     if (!f.attacks.empty()) o["attacks"] = f.attacks;
     findings.push_back(std::move(o));
   }
-  return {{"torch_version", s.torch_version},
-          {"safe", !s.unsafe()},
-          {"risk", load_risk_id(s.worst())},
-          {"tensor_rebuilding_only", s.tensor_rebuilding_only},
-          {"pickles", s.pickles},
-          {"globals", s.globals},
-          {"callables", s.callables},
-          {"loaders", std::move(loaders)},
-          {"findings", std::move(findings)}};
+  json out = {{"torch_version", s.torch_version},
+              {"safe", !s.unsafe()},
+              {"risk", load_risk_id(s.worst())},
+              {"tensor_rebuilding_only", s.tensor_rebuilding_only},
+              {"pickles", s.pickles},
+              {"globals", s.globals},
+              {"callables", s.callables},
+              {"loaders", std::move(loaders)},
+              {"findings", std::move(findings)}};
+  if (const std::optional<LoadSafety::Acceptance> accept = s.acceptance()) {
+    out["accepted_with"] = {{"allow_global", accept->allow_globals}, {"load_library", accept->load_library}};
+  }
+  return out;
 }
 
 }  // namespace tsarchive::cli

@@ -415,3 +415,16 @@ TEST_CASE("load safety: a file is a pickle when pickle.load would do something w
   std::string big = "X" + std::string("\x00\x00\x20\x00", 4) + std::string(2u << 20, 'a') + "0cos\nsystem\n)R.";
   CHECK(pickle(big));
 }
+
+TEST_CASE("load safety: the verdict says what would accept a file, only when unlisted names are all") {
+  const std::optional<LoadSafety::Acceptance> own = assess("evil/custom_class.pt").acceptance();
+  REQUIRE(own);
+  CHECK(own->allow_globals == std::vector<std::string>{"mymodel.Config"});
+  CHECK_FALSE(own->load_library);
+  const std::optional<LoadSafety::Acceptance> op = assess("evil/custom_op.pt").acceptance();
+  REQUIRE(op);
+  CHECK(op->load_library);
+  CHECK_FALSE(assess("evil/reduce_system.pt").acceptance());     // dangerous: nothing accepts it
+  CHECK_FALSE(assess("crafted/setitem_on_list.pt").acceptance()); // crafted
+  CHECK_FALSE(assess("benign/tar_tensors.pt").acceptance());      // safe already
+}

@@ -942,6 +942,20 @@ LoadRisk LoadSafety::worst() const {
   return w;
 }
 
+std::optional<LoadSafety::Acceptance> LoadSafety::acceptance() const {
+  if (!unsafe()) return std::nullopt;
+  Acceptance out;
+  for (const LoadFinding& f : findings) {
+    if (f.risk != LoadRisk::Unlisted || f.global.empty()) return std::nullopt;
+    if (std::find(out.allow_globals.begin(), out.allow_globals.end(), f.global) == out.allow_globals.end()) {
+      out.allow_globals.push_back(f.global);
+    }
+    out.load_library = out.load_library || f.global.rfind("torch.ops.", 0) == 0 ||
+                       f.global.rfind("torch.classes.", 0) == 0;
+  }
+  return out;
+}
+
 bool torch_weights_only_allows(std::string_view g, std::string_view torch_version) {
   if (legacy_type_class(g)) return true;
   if (version_before(torch_version, 2, 0)) return torch_113_globals().count(g) > 0;  // 1.13 maps no names

@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,13 @@ struct LoadSafety {
 
   LoadRisk worst() const;
   bool unsafe() const { return worst() != LoadRisk::None; }
+  // What would make the verdict safe, when only names the allowlist does not
+  // know stand in the way (never for what is dangerous or crafted).
+  struct Acceptance {
+    std::vector<std::string> allow_globals;  // each for --allow-global, in finding order
+    bool load_library = false;               // a custom operator or class: its library vouches too
+  };
+  std::optional<Acceptance> acceptance() const;
 };
 
 // The verdict for any file tsarchive reads: a TorchScript, torch.save (ZIP or
