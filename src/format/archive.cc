@@ -124,6 +124,18 @@ void refuse_legacy_export(const ZipArchive& zip, const std::string& path) {
 
 }  // namespace
 
+namespace {
+char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+bool has_upper(std::string_view s) {
+  return std::any_of(s.begin(), s.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+}
+std::string ascii_folded(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = ascii_lower(c);
+  return out;
+}
+}  // namespace
+
 TorchArchive::TorchArchive(std::unique_ptr<ByteSource> source) : zip_(std::move(source)) {
   const auto& entries = zip_.entries();
   if (entries.empty()) throw_bad_input("the ZIP archive is empty", path(), "this is not a PyTorch archive");
@@ -143,9 +155,16 @@ TorchArchive::TorchArchive(std::unique_ptr<ByteSource> source) : zip_(std::move(
       throw_bad_input("entry '" + e.name + "' is outside the top folder '" + top_folder_ + "'", path(),
                       "the archive was altered or is not a PyTorch archive");
     }
+    if (e.name.size() > kMaxRecordName) {
+      throw_bad_input("entry '" + e.name.substr(0, 60) + "...' has a " + std::to_string(e.name.size()) +
+                          "-byte name: PyTorch's reader keeps the first " + std::to_string(kMaxRecordName) +
+                          " bytes of a name, so it would list this record under another one",
+                      path(), "the archive was crafted or altered; do not load it");
+    }
     std::string rel = e.name.substr(prefix.size());
     if (rel.empty() || e.is_directory()) continue;  // a folder entry; PyTorch writes none
-    const RecordKind kind = classify_record(rel);
+    // Classified as libtorch finds it: CODE/ is code/ to miniz.
+    const RecordKind kind = has_upper(rel) ? classify_record(ascii_folded(rel)) : classify_record(rel);
     has_code = has_code || kind == RecordKind::Code;
     records_.push_back(Record{std::move(rel), kind, &e});
   }
@@ -159,12 +178,26 @@ TorchArchive::TorchArchive(std::unique_ptr<ByteSource> source) : zip_(std::move(
   } else if (find("serialized_exported_program.json") != nullptr || find("archive_format") != nullptr ||
              find("models/model.json") != nullptr) {
     kind_ = FileKind::ExportedProgram;
-    for (Record& r : records_) r.kind = classify_pt2_record(r.name);
+    for (Record& r : records_) r.kind = classify_pt2_record(has_upper(r.name) ? ascii_folded(r.name) : r.name);
   } else if (find("data.pkl") != nullptr) {
     kind_ = FileKind::TorchSave;
   } else {
     kind_ = FileKind::OtherZip;
   }
+}
+
+size_t TorchArchive::FoldedHash::operator()(std::string_view s) const {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a over the lower-cased bytes
+  for (char c : s) h = (h ^ static_cast<unsigned char>(ascii_lower(c))) * 1099511628211ull;
+  return static_cast<size_t>(h);
+}
+
+bool TorchArchive::FoldedEqual::operator()(std::string_view a, std::string_view b) const {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (ascii_lower(a[i]) != ascii_lower(b[i])) return false;
+  }
+  return true;
 }
 
 const Record* TorchArchive::find(std::string_view relative_name) const {

@@ -96,6 +96,10 @@ struct ReadLimits {
   static constexpr uint64_t kSmall = 4096;         // version, byteorder, serialization id
 };
 
+// PyTorch's record listing (getAllRecords) copies names into a 512-byte
+// buffer: a longer name would be listed as another. Refused.
+inline constexpr size_t kMaxRecordName = 511;
+
 class TorchArchive {
  public:
   // Reads the ZIP layout and checks that every entry is under one top folder.
@@ -107,6 +111,8 @@ class TorchArchive {
   const std::vector<Record>& records() const { return records_; }
   FileKind kind() const { return kind_; }
 
+  // The record libtorch reads for `relative_name`: names compare ignoring
+  // ASCII case, as miniz's lookups do (names that fold to one are refused).
   const Record* find(std::string_view relative_name) const;
   std::string read(const Record& record, uint64_t max_size) const;
   // The same, in chunks (see ZipArchive::read_to).
@@ -125,7 +131,13 @@ class TorchArchive {
   ZipArchive zip_;
   std::string top_folder_;
   std::vector<Record> records_;
-  std::unordered_map<std::string_view, size_t> by_name_;  // views into records_
+  struct FoldedHash {
+    size_t operator()(std::string_view s) const;
+  };
+  struct FoldedEqual {
+    bool operator()(std::string_view a, std::string_view b) const;
+  };
+  std::unordered_map<std::string_view, size_t, FoldedHash, FoldedEqual> by_name_;  // views into records_
   FileKind kind_ = FileKind::OtherZip;
 };
 

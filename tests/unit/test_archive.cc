@@ -1,7 +1,10 @@
 #include <catch2/catch.hpp>
 
+#include <functional>
+
 #include "helpers.h"
 #include "format/archive.h"
+#include "format/zip_writer.h"
 #include "base/error.h"
 
 using namespace tsarchive;
@@ -54,4 +57,42 @@ TEST_CASE("opening problems name the file and say what to do") {
     CHECK_FALSE(e.hint().empty());
   }
   CHECK_THROWS_AS(open_file_source(TSARCHIVE_TESTDATA_DIR), Error);
+}
+
+namespace {
+// mlp_scripted.pt with every record renamed by `rename` (below the top folder).
+std::string renamed_archive(const std::function<std::string(const std::string&)>& rename) {
+  const TorchArchive archive(open_file_source(testdata("mlp_scripted.pt")));
+  std::vector<ZipEntrySpec> entries;
+  for (const Record& r : archive.records()) {
+    entries.push_back(ZipEntrySpec::create(archive.top_folder() + "/" + rename(r.name), archive.read(r, 1 << 20)));
+  }
+  const ByteSource& source = archive.zip().source();
+  const ZipRewritePlan plan = plan_zip_rewrite(source, archive.zip().layout(), entries);
+  return render_plan(plan, 0, [&](uint64_t at, char* out, size_t n) { source.read_at(at, out, n); });
+}
+}  // namespace
+
+TEST_CASE("records are found and classified as libtorch finds them: ignoring ASCII case") {
+  const TorchArchive upper(make_memory_source(renamed_archive([](const std::string& name) {
+    return name.rfind("code/", 0) == 0 ? "CODE/" + name.substr(5) : name == "constants.pkl" ? "CONSTANTS.pkl" : name;
+  })));
+  CHECK(upper.kind() == FileKind::TorchScript);
+  const Record* constants = upper.find("constants.pkl");
+  REQUIRE(constants != nullptr);
+  CHECK(constants->name == "CONSTANTS.pkl");
+  size_t code = 0;
+  for (const Record& r : upper.records()) code += r.kind == RecordKind::Code ? 1 : 0;
+  CHECK(code > 0);
+  CHECK(upper.find("Data.PKL") == upper.find("data.pkl"));
+  CHECK(upper.find("data.pkl") != nullptr);
+}
+
+TEST_CASE("a record name longer than PyTorch's reader keeps is refused") {
+  const std::string long_bytes = renamed_archive([](const std::string& name) {
+    return name == "version" ? std::string(kMaxRecordName, 'v') : name;
+  });
+  const Error e = error_of([&] { TorchArchive(make_memory_source(long_bytes)); });
+  CHECK(e.kind() == ErrorKind::BadInput);
+  CHECK_THAT(e.what(), Catch::Contains("keeps the first 511 bytes"));
 }

@@ -428,3 +428,24 @@ TEST_CASE("load safety: the verdict says what would accept a file, only when unl
   CHECK_FALSE(assess("crafted/setitem_on_list.pt").acceptance()); // crafted
   CHECK_FALSE(assess("benign/tar_tensors.pt").acceptance());      // safe already
 }
+
+TEST_CASE("load safety: what each loader reads of a file is what is judged (scripts/make_testdata_loader_views.py)") {
+  // torch.load reads a .pt2's data.pkl as a torch.save file.
+  const LoadSafety data_pkl = assess("evil/view_pt2_data_pkl.pt2");
+  INFO(describe(data_pkl));
+  CHECK(mentions(data_pkl, "os.system", LoadRisk::Dangerous));
+  CHECK(outcome(data_pkl, "torch.load(weights_only=False)") == "runs code");
+  // torch.jit.load and torch.export.load find a ZIP by its end record, after a legacy or tar file.
+  for (const char* f : {"evil/view_legacy_then_export_zip.pt2", "evil/view_legacy_then_jit_zip.pt",
+                        "evil/view_tar_member_jit_zip.pt"}) {
+    const LoadSafety s = assess(f);
+    INFO(f << "\n" << describe(s));
+    CHECK(mentions(s, "ends with a ZIP archive", LoadRisk::Crafted));
+  }
+  // libtorch finds CODE/ as code/, and data/sample_inputs/MODEL.pt as model.pt.
+  CHECK(mentions(assess("evil/view_code_upper_case.pt"), "torch.save", LoadRisk::Dangerous));
+  const LoadSafety sample = assess("evil/view_pt2_sample_inputs_upper_case.pt2");
+  INFO(describe(sample));
+  CHECK(mentions(sample, "os.system", LoadRisk::Dangerous));
+  CHECK(mentions(sample, "libtorch's lookups ignore case", LoadRisk::Crafted));
+}

@@ -202,8 +202,11 @@ void check_extra_edit(const TorchArchive& archive, const ExtraEdit& edit) {
 ExtraEditPlan plan_extra_edits(const TorchArchive& archive, const std::vector<ExtraEdit>& asked_edits, bool missing_ok) {
   // Removals may name an extra file by how it is shown (`extra list`), so
   // that names with control characters, which nothing else accepts, can go.
+  // A name that differs from a stored one only in case is that record to
+  // libtorch (its lookups ignore case): the edit is made to the stored name.
   std::vector<ExtraEdit> edits = asked_edits;
   for (ExtraEdit& edit : edits) {
+    if (const Record* stored = archive.find(extra_record_name(edit.name))) edit.name = stored->extra_name();
     if (!edit.value) edit.name = resolve_extra_name(archive, edit.name);
   }
   // The wanted end state per name (last edit wins), and the order names were first asked for.

@@ -603,6 +603,32 @@ class Assessor {
   bool memory_attack_ = false;
 };
 
+// torch.jit.load (miniz) and torch.export.load (its fallback to Python's
+// zipfile) find a ZIP by its end record in the last 64 KiB and 22 bytes of a
+// file, whatever comes before it: a legacy, tar or pickle file that ends with
+// one is also a TorchScript archive or a .pt2 to them.
+void check_hidden_zip(const ByteSource& source, Assessor& a) {
+  constexpr uint64_t kEndRecord = 22, kWindow = 0xFFFF + kEndRecord;
+  const uint64_t size = source.size();
+  if (size < kEndRecord) return;
+  const uint64_t from = size - std::min(size, kWindow);
+  const std::string tail = source.read_string(from, static_cast<size_t>(size - from));
+  for (size_t at = tail.size() - kEndRecord + 1; at-- > 0;) {
+    if (tail.compare(at, 4, "PK\x05\x06") != 0) continue;
+    const auto u32 = [&](size_t i) {
+      uint32_t v = 0;
+      for (size_t k = 4; k-- > 0;) v = (v << 8) | static_cast<unsigned char>(tail[at + i + k]);
+      return v;
+    };
+    const uint64_t directory_size = u32(12), end_at = from + at;
+    if (directory_size != 0xFFFFFFFFu && directory_size > end_at) continue;  // no directory fits before it
+    a.crafted("the file", "ends with a ZIP archive (its end record at offset " + std::to_string(end_at) +
+                              "): torch.jit.load and torch.export.load read that archive, not what is judged here",
+              "torch.jit.load, torch.export.load: they find a ZIP by its end record, wherever the file starts");
+    return;
+  }
+}
+
 // Every pickle torch.export.load (PyTorch 2.13, torch/export/pt2_archive/
 // _package.py) unpickles, found by the names it reads them by, not by the
 // configs' use_pickle alone:
@@ -613,12 +639,27 @@ class Assessor {
 //   constants named opaque_obj_*: pickle.loads, whatever use_pickle says
 //   constants named custom_obj_*: torch._C._pickle_load_obj (TorchScript's unpickler)
 void assess_pt2(const TorchArchive& archive, Assessor& a) {
+  // torch.load takes any ZIP with a data.pkl for a torch.save file; torch.export never writes one.
+  if (const Record* data = archive.find("data.pkl")) {
+    a.crafted(data->name, "is in a .pt2, where torch.export never writes one: torch.load reads the file as a "
+              "torch.save file and unpickles it",
+              "torch.load; scanners that judge a .pt2 by what torch.export.load reads");
+    a.pickle(archive.read(*data, ReadLimits::kPickle), data->name, PickleRole::TorchSave, true);
+    a.add_loader("torch.load(weights_only=False)", a.has_unlisted() ? "runs code" : "accepts",
+                 "reads the .pt2 as a torch.save file: it unpickles data.pkl");
+  }
   const Pt2Contents pt2 = read_pt2(archive);
   std::set<std::string> scanned;
   std::vector<std::string> read;  // what the loader's verdict names
-  const auto scan = [&](const std::string& name, PickleRole role, const char* how) {
-    const Record* r = archive.find(name);
-    if (r == nullptr || !scanned.insert(name).second) return;
+  const auto scan = [&](const std::string& looked_up, PickleRole role, const char* how) {
+    const Record* r = archive.find(looked_up);
+    if (r == nullptr || !scanned.insert(r->name).second) return;
+    const std::string& name = r->name;
+    if (name != looked_up) {
+      a.crafted(name, "is what torch.export.load reads for '" + looked_up + "' (libtorch's lookups ignore case), "
+                "which no writer names so",
+                "scanners and tools that look records up by their exact name");
+    }
     read.push_back(name + " (" + how + ")");
     const std::string bytes = archive.read(*r, ReadLimits::kPickle);
     if (bytes.rfind("PK", 0) == 0 && role != PickleRole::Plain) {
@@ -673,6 +714,7 @@ LoadSafety assess_legacy_or_plain(const ByteSource& source, const LoadSafetyOpti
   Assessor a(options, source.name());
   constexpr uint64_t kMaxRead = ReadLimits::kPickle;
   const std::string bytes = source.read_string(0, static_cast<size_t>(std::min(source.size(), kMaxRead)));
+  check_hidden_zip(source, a);
   if (!legacy) {
     PickleScan first = a.pickle(bytes, "the pickle", PickleRole::Plain, true);
     a.pickle_loaders(first, true);
@@ -865,7 +907,12 @@ LoadSafety assess_legacy_tar(const ByteSource& source, const LoadSafetyOptions& 
   // tarfile.getmember returns the last member of a name; torch.save wrote each once, as a file.
   std::map<std::string, const TarMember*> members;
   for (const TarMember& m : tar->members) {
-    if (m.name != "storages" && m.name != "tensors" && m.name != "pickle") continue;
+    if (m.name == "sys_info") continue;
+    if (m.name != "storages" && m.name != "tensors" && m.name != "pickle") {
+      a.crafted("the tar", "has a member '" + m.name.substr(0, 100) + "', which torch.save never wrote",
+                "readers of what else the tar holds (an archive inside it is not judged here)");
+      continue;
+    }
     if (members.count(m.name)) {
       a.crafted("the tar", "has two members named '" + m.name + "': tarfile reads the last",
                 "scanners that read the first; torch.load reads the last");
@@ -895,6 +942,7 @@ LoadSafety assess_legacy_tar(const ByteSource& source, const LoadSafetyOptions& 
     if (m.name == "tensors") walk.tensors(m);
     if (m.name == "pickle") walk.object(m);
   }
+  check_hidden_zip(source, a);
   // pickle.load, and torch.load when tarfile fails: the first bytes as a pickle.
   const PickleScan first = scan_pickle(pickle_window(source, 0, source.size()));
   const bool polyglot = first_pickle_acts(first);

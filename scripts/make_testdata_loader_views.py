@@ -1,0 +1,370 @@
+#!/usr/bin/env python3
+"""Makes the loader-view files of testdata/: files where tsarchive once read one
+thing and a PyTorch loader reads another.
+
+    python3 scripts/make_testdata_loader_views.py            # needs both local PyTorches (below)
+    python3 scripts/make_testdata_loader_views.py --prove    # also load every file with both
+
+Two artifacts come from real writers, each made in a temporary directory by a
+subprocess: a TorchScript module whose __setstate__ (which torch.jit.load runs)
+calls torch.save, scripted and saved by PyTorch 1.13 (/usr/bin/python3), and
+an ExportedProgram serialized by PyTorch 2.13 (.venv/bin/python) for the
+layout torch.export.save wrote before the .pt2 archive. Everything else is
+written here: pickles opcode by opcode (the writers of
+make_testdata_loadsafety.py; nothing here unpickles them), ZIPs with the
+zipfile module (stored, dated 1980-01-01), tar headers with tarfile. The
+payloads are harmless and relative: the pickles run
+`touch tsarchive_marker_<file>`, the TorchScript code runs
+torch.save(w, "tsarchive_marker_<file>"), both in the current directory;
+`--prove` loads each file in a fresh temporary directory, says which loader
+wrote the marker, and what `build/tsarchive verify FILE` exits with.
+
+loadsafety/evil/ (tsarchive verify: 8, unsafe)
+    view_pt2_data_pkl.pt2        testdata/pt2/buffers_consts.pt2 plus the record
+                                 buffers_consts/data.pkl, a pickle that runs the payload.
+                                 tsarchive read a .pt2 (weights, constants, sample inputs);
+                                 torch.load reads the archive as a torch.save file: data.pkl.
+    view_legacy_then_export_zip.pt2
+                                 benign/torch2_13/legacy.pth (a pre-1.6 pickle stream), then a
+                                 ZIP in the layout of early torch.export.save (version,
+                                 serialized_exported_program.json, serialized_*.pt at the root;
+                                 its offsets count from its own start, as zipfile allows) whose
+                                 serialized_state_dict.pt and serialized_constants.pt are pickles
+                                 that run the payload. tsarchive read the legacy stream (benign);
+                                 torch.export.load (2.13) falls back to zipfile, which finds the
+                                 ZIP by its end record, and torch.loads the constants.
+    view_legacy_then_jit_zip.pt  legacy.pth, then the TorchScript archive with its offsets moved
+                                 past the prefix. tsarchive read the legacy stream; torch.jit.load
+                                 (miniz) finds the archive by its end record and runs __setstate__.
+    view_tar_member_jit_zip.pt   benign/tar_tensors.pt (a PyTorch 0.1.x tar) with a fifth member
+                                 'model.zip': the TorchScript archive, offsets moved to where it
+                                 lies in the file. tsarchive read the tar (torch.load reads
+                                 it the same way); torch.jit.load reads the ZIP inside.
+    view_code_upper_case.pt      the TorchScript archive with code/ spelled CODE/. tsarchive found
+                                 no code/ and scanned no code; torch.jit.load and torch.load
+                                 (which hands it to torch.jit.load) find records case-insensitively.
+    view_pt2_sample_inputs_upper_case.pt2
+                                 buffers_consts.pt2 with data/sample_inputs/model.pt renamed
+                                 MODEL.pt and replaced by a torch.save ZIP whose data.pkl runs the
+                                 payload. tsarchive looked up the exact name, found nothing and
+                                 scanned nothing; torch.export.load (2.13) reads it through miniz,
+                                 case-insensitively, and falls back to weights_only=False.
+hostile/ (tsarchive verify: 3, crafted)
+    long_name_truncated.pth      a torch.save-shaped archive under a 497-character folder with
+                                 a benign data.pkl, and the records constants.pklXYZ (benign),
+                                 CONSTANTS.pkl + CONSTANTS/0 (the TorchScript module) and
+                                 CODE/__torch__.py. miniz keeps 511 bytes of a name, so
+                                 'constants.pklXYZ' lists as 'constants.pkl': torch.load takes the
+                                 file for TorchScript and hands it to torch.jit.load, which finds
+                                 CONSTANTS.pkl and CODE/ case-insensitively and runs __setstate__.
+                                 tsarchive read a torch.save file with a benign data.pkl.
+
+Inputs (tracked): testdata/pt2/buffers_consts.pt2, loadsafety/benign/torch2_13/legacy.pth,
+loadsafety/benign/tar_tensors.pt. Output is byte-for-byte the same run to run.
+"""
+import hashlib
+import io
+import json
+import os
+import pickle as P
+import struct
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.normpath(os.path.join(HERE, ".."))
+ROOT = os.path.join(REPO, "testdata")
+PYTHONS = [("torch1.13", "/usr/bin/python3"), ("torch2.13", os.path.join(REPO, ".venv", "bin", "python"))]
+TSARCHIVE = os.path.join(REPO, "build", "tsarchive")
+
+PT2 = os.path.join(ROOT, "pt2", "buffers_consts.pt2")
+LEGACY = os.path.join(ROOT, "loadsafety", "benign", "torch2_13", "legacy.pth")
+TAR = os.path.join(ROOT, "loadsafety", "benign", "tar_tensors.pt")
+
+DATE = (1980, 1, 1, 0, 0, 0)
+MTIME = 1493164800          # the tar members' time in tar_tensors.pt
+MARKER = "tsarchive_marker_"
+
+FILES = {  # output -> expected `tsarchive verify` exit
+    "loadsafety/evil/view_pt2_data_pkl.pt2": 8,
+    "loadsafety/evil/view_legacy_then_export_zip.pt2": 8,
+    "loadsafety/evil/view_legacy_then_jit_zip.pt": 8,
+    "loadsafety/evil/view_tar_member_jit_zip.pt": 8,
+    "loadsafety/evil/view_code_upper_case.pt": 8,
+    "loadsafety/evil/view_pt2_sample_inputs_upper_case.pt2": 8,
+    "hostile/long_name_truncated.pth": 3,
+}
+
+sys.path.insert(0, HERE)
+from make_testdata_loadsafety import call, glob, proto, ustr  # noqa: E402,F401  (one set of opcode writers)
+
+
+# ---- artifacts from the real writers ------------------------------------------
+
+SAVER = r'''
+import sys
+from typing import Tuple
+import torch
+
+
+class Saver(torch.nn.Module):
+    """Its __setstate__, which torch.jit.load runs, writes a file with torch.save (aten::save)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.ones(2)
+
+    def forward(self, x):
+        return x + self.w
+
+    @torch.jit.export
+    def __getstate__(self):
+        return (self.w, self.training)
+
+    @torch.jit.export
+    def __setstate__(self, state: Tuple[torch.Tensor, bool]):
+        self.w = state[0]
+        self.training = state[1]
+        torch.save(self.w, "tsarchive_marker_" + "NAME")
+
+
+torch.jit.script(Saver()).save(sys.argv[1])
+'''
+
+EXPORT = r'''
+import sys
+import torch
+from torch._export.serde.serialize import serialize
+
+
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.l = torch.nn.Linear(2, 2)
+
+    def forward(self, x):
+        return self.l(x)
+
+
+torch.manual_seed(0)
+a = serialize(torch.export.export(M(), (torch.ones(1, 2),)))
+open(sys.argv[1] + "/serialized_exported_program.json", "wb").write(a.exported_program)
+open(sys.argv[1] + "/serialized_example_inputs.pt", "wb").write(a.example_inputs)
+'''
+
+
+def run_python(python, source, tmp, *args):
+    script = os.path.join(tmp, "writer.py")
+    with open(script, "w") as f:
+        f.write(source)
+    r = subprocess.run([python, script, *args], cwd=tmp, capture_output=True, text=True)
+    if r.returncode:
+        sys.exit("%s failed:\n%s" % (python, r.stderr[-2000:]))
+
+
+def artifacts():
+    """The TorchScript Saver's records {name under its folder: bytes} (1.13), and the
+    export JSON and example inputs (2.13)."""
+    with tempfile.TemporaryDirectory(prefix="tsarchive_views_") as tmp:
+        run_python(PYTHONS[0][1], SAVER, tmp, os.path.join(tmp, "saver.pt"))
+        with zipfile.ZipFile(os.path.join(tmp, "saver.pt")) as z:
+            saver = {n.split("/", 1)[1]: z.read(n) for n in z.namelist() if not n.endswith(".debug_pkl")}
+        run_python(PYTHONS[1][1], EXPORT, tmp, tmp)
+        with open(os.path.join(tmp, "serialized_exported_program.json"), "rb") as f:
+            program = json.loads(f.read())
+        with open(os.path.join(tmp, "serialized_example_inputs.pt"), "rb") as f:
+            example_inputs = f.read()
+    assert b"tsarchive_marker_NAME" in saver["code/__torch__.py"], saver["code/__torch__.py"]
+    # Stack traces name the writer's temporary path and the venv: drop them.
+    for node in program["graph_module"]["graph"]["nodes"]:
+        node.get("metadata", {}).pop("stack_trace", None)
+    return saver, json.dumps(program).encode(), program["schema_version"], example_inputs
+
+
+# ---- writers ------------------------------------------------------------------
+
+def zip_bytes(records):
+    """A ZIP of (name, data) records, stored, in order, with fixed dates and modes."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as z:
+        for name, data in records:
+            info = zipfile.ZipInfo(name, DATE)
+            info.external_attr = 0o644 << 16
+            z.writestr(info, data)
+    return out.getvalue()
+
+
+def zip_records(path):
+    with zipfile.ZipFile(path) as z:
+        return [(n, z.read(n)) for n in z.namelist()]
+
+
+def relocate(z, delta):
+    """Adds delta to every offset of a ZIP (no ZIP64), so that it can sit at file offset delta."""
+    z = bytearray(z)
+    e = z.rfind(b"PK\x05\x06")
+    n, cd_size, cd_offset = struct.unpack_from("<HII", z, e + 10)
+    p = cd_offset
+    for _ in range(n):
+        assert z[p:p + 4] == b"PK\x01\x02"
+        name_len, extra_len, comment_len = struct.unpack_from("<HHH", z, p + 28)
+        local, = struct.unpack_from("<I", z, p + 42)
+        struct.pack_into("<I", z, p + 42, local + delta)
+        p += 46 + name_len + extra_len + comment_len
+    struct.pack_into("<I", z, e + 16, cd_offset + delta)
+    return bytes(z)
+
+
+def system(fname):
+    """A protocol 2 pickle of os.system('touch tsarchive_marker_<fname>')."""
+    return proto() + call("os", "system", ustr("touch " + MARKER + fname)) + P.STOP
+
+
+def saver_records(saver, fname, top="archive", code="code/"):
+    """The TorchScript Saver under top/, its marker named for fname, its code/ folder spelled code."""
+    out = []
+    for rel, data in saver.items():
+        if rel.startswith("code/"):
+            data = data.replace(b"tsarchive_marker_NAME", (MARKER + fname).encode())
+            rel = code + rel[len("code/"):]
+        out.append((top + "/" + rel, data))
+    return out
+
+
+def read(path):
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def files(saver, program, schema_version, example_inputs):
+    out = {}
+    name = lambda rel: os.path.basename(rel)
+    pt2 = zip_records(PT2)
+    top = pt2[0][0].split("/")[0]
+    legacy = read(LEGACY)
+
+    rel = "loadsafety/evil/view_pt2_data_pkl.pt2"
+    out[rel] = zip_bytes(pt2 + [(top + "/data.pkl", system(name(rel)))])
+
+    rel = "loadsafety/evil/view_legacy_then_export_zip.pt2"
+    out[rel] = legacy + zip_bytes([
+        ("version", "%d.%d" % (schema_version["major"], schema_version["minor"])),
+        ("serialized_exported_program.json", program),
+        ("serialized_state_dict.pt", system(name(rel))),
+        ("serialized_constants.pt", system(name(rel))),
+        ("serialized_example_inputs.pt", example_inputs),
+    ])
+
+    rel = "loadsafety/evil/view_legacy_then_jit_zip.pt"
+    out[rel] = legacy + relocate(zip_bytes(saver_records(saver, name(rel))), len(legacy))
+
+    rel = "loadsafety/evil/view_tar_member_jit_zip.pt"
+    tar = read(TAR)
+    with tarfile.open(TAR) as t:
+        last = t.getmembers()[-1]
+    end = last.offset_data + (last.size + 511) // 512 * 512
+    assert tar[end:] == bytes(len(tar) - end), "tar_tensors.pt: not two zero blocks after its members"
+    info = tarfile.TarInfo("model.zip")
+    info.mtime, info.mode, info.uid, info.gid, info.uname, info.gname = MTIME, 0o600, 1000, 1000, "user", "user"
+    jit = relocate(zip_bytes(saver_records(saver, name(rel))), end + 512)
+    info.size = len(jit)
+    out[rel] = (tar[:end] + info.tobuf(tarfile.USTAR_FORMAT) + jit + bytes(-len(jit) % 512) + bytes(1024))
+
+    rel = "loadsafety/evil/view_code_upper_case.pt"
+    out[rel] = zip_bytes(saver_records(saver, name(rel), code="CODE/"))
+
+    rel = "loadsafety/evil/view_pt2_sample_inputs_upper_case.pt2"
+    evil_inputs = zip_bytes([("archive/data.pkl", system(name(rel))), ("archive/byteorder", "little"),
+                             ("archive/version", "3\n")])
+    sample = top + "/data/sample_inputs/model.pt"
+    assert sample in dict(pt2)
+    out[rel] = zip_bytes([(top + "/data/sample_inputs/MODEL.pt", evil_inputs) if n == sample else (n, d)
+                          for n, d in pt2])
+
+    rel = "hostile/long_name_truncated.pth"
+    long_top = "a" * 497
+    assert len(long_top + "/constants.pkl") == 511
+    code = saver["code/__torch__.py"].replace(b"tsarchive_marker_NAME", (MARKER + name(rel)).encode())
+    out[rel] = zip_bytes([
+        (long_top + "/data.pkl", proto() + P.EMPTY_DICT + ustr("w") + P.BININT1 + b"\x01" + P.SETITEM + P.STOP),
+        (long_top + "/byteorder", "little"),
+        (long_top + "/constants.pklXYZ", proto() + P.EMPTY_TUPLE + P.STOP),
+        (long_top + "/CONSTANTS.pkl", saver["data.pkl"]),   # the Saver object: its __setstate__ runs
+        (long_top + "/CONSTANTS/0", saver["data/0"]),
+        (long_top + "/CODE/__torch__.py", code),
+        (long_top + "/version", saver["version"]),
+    ])
+    assert sorted(out) == sorted(FILES)
+    return out
+
+
+def write_all():
+    out = files(*artifacts())
+    for rel, data in out.items():
+        path = os.path.join(ROOT, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(data)
+        print("%-55s %6d bytes  sha256 %s" % (rel, len(data), hashlib.sha256(data).hexdigest()[:16]))
+
+
+# ---- --prove ------------------------------------------------------------------
+
+LOADERS = {
+    "torch.load(wo=False)": "import torch,sys; torch.load(sys.argv[1], weights_only=False)",
+    "torch.load(wo=True)": "import torch,sys; torch.load(sys.argv[1], weights_only=True)",
+    "torch.load(BytesIO)": "import torch,sys,io; torch.load(io.BytesIO(open(sys.argv[1],'rb').read()), weights_only=False)",
+    "torch.jit.load": "import torch,sys; torch.jit.load(sys.argv[1])",
+    "pickle.load": "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))",
+    "torch.export.load": "import torch,sys; torch.export.load(sys.argv[1])",
+}
+
+
+def probe(args):
+    rel, (tag, python), how = args
+    path = os.path.join(ROOT, rel)
+    with tempfile.TemporaryDirectory(prefix="tsarchive_prove_") as cwd:
+        try:
+            r = subprocess.run([python, "-c", LOADERS[how], path], cwd=cwd, capture_output=True, text=True,
+                               timeout=300)
+            res = "ok" if r.returncode == 0 else "ERR " + ((r.stderr.strip().splitlines() or ["rc %d" % r.returncode])[-1])[:70]
+        except subprocess.TimeoutExpired:
+            res = "ERR timeout"
+        marker = [n for n in os.listdir(cwd) if n.startswith(MARKER)]
+    assert marker in ([], [MARKER + os.path.basename(rel)]), marker
+    return rel, tag, how, res, marker
+
+
+def prove():
+    jobs = [(rel, py, how) for rel in FILES for py in PYTHONS for how in LOADERS
+            if not (how == "torch.export.load" and py[0] == "torch1.13")]
+    with ThreadPoolExecutor(max_workers=4) as ex:
+        results = list(ex.map(probe, jobs))
+    hit = {rel: False for rel in FILES}
+    print("%-40s %-9s %-20s %-6s %s" % ("file", "python", "loader", "marker", "result"))
+    for rel, tag, how, res, marker in results:
+        hit[rel] |= bool(marker)
+        print("%-40s %-9s %-20s %-6s %s" % (os.path.basename(rel), tag, how, "YES" if marker else "-", res))
+    print()
+    bad = 0
+    for rel, expect in FILES.items():
+        rc = subprocess.run([TSARCHIVE, "verify", os.path.join(ROOT, rel)], capture_output=True).returncode
+        ok = hit[rel] and rc == expect
+        bad += not ok
+        print("%-40s tsarchive verify exit %d (expected %d)  marker under some loader: %s  %s" %
+              (os.path.basename(rel), rc, expect, "yes" if hit[rel] else "NO", "ok" if ok else "MISMATCH"))
+    return bad
+
+
+def main():
+    write_all()
+    if "--prove" in sys.argv:
+        sys.exit(1 if prove() else 0)
+
+
+if __name__ == "__main__":
+    main()
