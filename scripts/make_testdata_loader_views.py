@@ -12,7 +12,8 @@ an ExportedProgram serialized by PyTorch 2.13 (.venv/bin/python) for the
 layout torch.export.save wrote before the .pt2 archive. Everything else is
 written here: pickles opcode by opcode (the writers of
 make_testdata_loadsafety.py; nothing here unpickles them), ZIPs with the
-zipfile module (stored, dated 1980-01-01), tar headers with tarfile. The
+zipfile module (stored, dated 1980-01-01), tar headers with tarfile, and
+0.1.x tar files with the writers of make_testdata_legacy_tar.py. The
 payloads are harmless and relative: the pickles run
 `touch tsarchive_marker_<file>`, the TorchScript code runs
 torch.save(w, "tsarchive_marker_<file>"), both in the current directory;
@@ -49,6 +50,45 @@ loadsafety/evil/ (tsarchive verify: 8, unsafe)
                                  payload. tsarchive looked up the exact name, found nothing and
                                  scanned nothing; torch.export.load (2.13) reads it through miniz,
                                  case-insensitively, and falls back to weights_only=False.
+    view_legacy_then_zip_past_64k.pt
+                                 view_legacy_then_jit_zip.pt followed by 67000 zero bytes: the
+                                 end record lies 67022 bytes before the end of the file. tsarchive
+                                 looked for one in the last 65557 bytes (the largest comment plus
+                                 the record), found none and read the legacy stream; miniz
+                                 (torch.jit.load) searches back in 4 KiB reads to about 69.6 KB,
+                                 finds the archive and runs __setstate__.
+    view_legacy_then_zip64_sizes.pt
+                                 legacy.pth, then the relocated TorchScript archive with a ZIP64
+                                 end record and locator before its classic end record, whose
+                                 directory size says 0xFFFFFFFE. tsarchive took that size (larger
+                                 than the directory's offset) for no end record and read the legacy
+                                 stream; miniz (torch.jit.load) takes the size and offset from the
+                                 ZIP64 records and runs __setstate__.
+    view_legacy_then_zip_directory_after_end.pt
+                                 legacy.pth, then an end record, then the TorchScript archive's
+                                 central directory (made longer than the end record's offset by
+                                 a comment on its first entry), then its local records. tsarchive
+                                 wanted the directory before the end record, found none and read
+                                 the legacy stream; miniz (torch.jit.load) only wants offset + size
+                                 within the file, and runs __setstate__.
+loadsafety/crafted/ (tsarchive verify: 8, unsafe)
+    view_tar_frame_past_stop.pt  a 0.1.x tar (make_testdata_legacy_tar.py's members) whose
+                                 'storages' member holds a protocol 4 pickle (key, location,
+                                 class) with a FRAME running past its STOP over an int64 element
+                                 count. tsarchive read that count after STOP, skipped as raw
+                                 data the bytes that follow and read a benign storage views
+                                 pickle; torch.load (weights_only=False) reads the extracted
+                                 member unbuffered, so the unpickler consumes the whole frame:
+                                 it reads the count 0 after it, then, as the views pickle, the
+                                 one tsarchive skipped, which runs the payload.
+    view_legacy_frame_past_stop.pth
+                                 legacy.pth with a FRAME after the magic number (in its first
+                                 pickle) that holds its STOP and the rest of legacy.pth, then a
+                                 pickle that runs the payload and gives protocol version 1001.
+                                 tsarchive read legacy.pth's pickles after that STOP (benign);
+                                 torch.load of an io.BytesIO (weights_only=False; no peek(),
+                                 so the unpickler consumes the whole frame) reads the pickle
+                                 after the frame as the protocol version, and runs it.
 hostile/ (tsarchive verify: 3, crafted)
     long_name_truncated.pth      a torch.save-shaped archive under a 497-character folder with
                                  a benign data.pkl, and the records constants.pklXYZ (benign),
@@ -97,10 +137,18 @@ FILES = {  # output -> expected `tsarchive verify` exit
     "loadsafety/evil/view_code_upper_case.pt": 8,
     "loadsafety/evil/view_pt2_sample_inputs_upper_case.pt2": 8,
     "hostile/long_name_truncated.pth": 3,
+    "loadsafety/evil/view_legacy_then_zip_past_64k.pt": 8,
+    "loadsafety/evil/view_legacy_then_zip64_sizes.pt": 8,
+    "loadsafety/evil/view_legacy_then_zip_directory_after_end.pt": 8,
+    "loadsafety/crafted/view_tar_frame_past_stop.pt": 8,
+    "loadsafety/crafted/view_legacy_frame_past_stop.pth": 8,
 }
 
 sys.path.insert(0, HERE)
 from make_testdata_loadsafety import call, glob, proto, ustr  # noqa: E402,F401  (one set of opcode writers)
+from make_testdata_legacy_tar import ROOT_STORAGE, member, pint, pkl, sys_info  # noqa: E402  (0.1.x tar)
+from make_testdata_legacy_tar import tar as tar_file  # noqa: E402
+from make_testdata_legacy_tar import system as system_popped  # noqa: E402  (os.system(...), POP: no STOP)
 
 
 # ---- artifacts from the real writers ------------------------------------------
@@ -219,6 +267,52 @@ def relocate(z, delta):
     return bytes(z)
 
 
+def zip64_sizes(z, base):
+    """ZIP z (which sits at file offset base) with a ZIP64 end record and locator put before its
+    end record, whose directory size becomes 0xFFFFFFFE; the ZIP64 record holds the real values."""
+    e = z.rfind(b"PK\x05\x06")
+    n, cd_size, cd_offset = struct.unpack_from("<HII", z, e + 10)
+    z64 = struct.pack("<IQHHIIQQQQ", 0x06064B50, 44, 45, 45, 0, 0, n, n, cd_size, cd_offset)
+    locator = struct.pack("<IIQI", 0x07064B50, 0, base + e, 1)
+    end = bytearray(z[e:e + 22])
+    struct.pack_into("<I", end, 12, 0xFFFFFFFE)
+    return z[:e] + z64 + locator + bytes(end)
+
+
+def directory_after_end(prefix, records):
+    """prefix, an end record, the central directory of records, their local records. The first entry's
+    comment makes the directory longer than the end record's offset (the length of prefix + 22)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as z:
+        for i, (name, data) in enumerate(records):
+            info = zipfile.ZipInfo(name, DATE)
+            info.external_attr = 0o644 << 16
+            if i == 0:
+                info.comment = b"c" * (len(prefix) + 200)
+            z.writestr(info, data)
+    z = out.getvalue()
+    e = z.rfind(b"PK\x05\x06")
+    n, cd_size, cd_offset = struct.unpack_from("<HII", z, e + 10)
+    local, cd, end = z[:cd_offset], bytearray(z[cd_offset:e]), bytearray(z[e:e + 22])
+    delta = len(prefix) + 22 + len(cd)
+    p = 0
+    for _ in range(n):
+        assert cd[p:p + 4] == b"PK\x01\x02"
+        name_len, extra_len, comment_len = struct.unpack_from("<HHH", cd, p + 28)
+        offset, = struct.unpack_from("<I", cd, p + 42)
+        struct.pack_into("<I", cd, p + 42, offset + delta)
+        p += 46 + name_len + extra_len + comment_len
+    struct.pack_into("<I", end, 16, len(prefix) + 22)
+    assert cd_size > len(prefix) + 22
+    return prefix + bytes(end) + bytes(cd) + local
+
+
+def framed(body, hidden):
+    """A protocol 4 pickle of body whose FRAME runs past its STOP over hidden."""
+    content = body + P.STOP + hidden
+    return P.PROTO + b"\x04" + P.FRAME + struct.pack("<Q", len(content)) + content
+
+
 def system(fname):
     """A protocol 2 pickle of os.system('touch tsarchive_marker_<fname>')."""
     return proto() + call("os", "system", ustr("touch " + MARKER + fname)) + P.STOP
@@ -298,6 +392,31 @@ def files(saver, program, schema_version, example_inputs):
         (long_top + "/CODE/__torch__.py", code),
         (long_top + "/version", saver["version"]),
     ])
+
+    rel = "loadsafety/evil/view_legacy_then_zip_past_64k.pt"
+    out[rel] = legacy + relocate(zip_bytes(saver_records(saver, name(rel))), len(legacy)) + bytes(67000)
+
+    rel = "loadsafety/evil/view_legacy_then_zip64_sizes.pt"
+    out[rel] = legacy + zip64_sizes(relocate(zip_bytes(saver_records(saver, name(rel))), len(legacy)), len(legacy))
+
+    rel = "loadsafety/evil/view_legacy_then_zip_directory_after_end.pt"
+    out[rel] = directory_after_end(legacy, saver_records(saver, name(rel)))
+
+    rel = "loadsafety/crafted/view_tar_frame_past_stop.pt"
+    # torch reads a count of 0, then this views pickle; tsarchive skipped it as count * 4 bytes of floats.
+    torch_part = struct.pack("<q", 0) + pkl(P.EMPTY_LIST, system_popped(name(rel)))
+    torch_part += bytes(-len(torch_part) % 4)
+    storages = (pkl(pint(1)) +
+                framed(pint(ROOT_STORAGE) + ustr("cpu") + glob("torch", "FloatStorage") + P.TUPLE3,
+                       struct.pack("<q", len(torch_part) // 4)) +
+                torch_part + pkl(P.EMPTY_LIST))
+    out[rel] = tar_file(member("sys_info", sys_info()), member("pickle", pkl(P.EMPTY_DICT)),
+                        member("tensors", pkl(pint(0))), member("storages", storages))
+
+    rel = "loadsafety/crafted/view_legacy_frame_past_stop.pth"
+    assert legacy[14:15] == P.STOP, "legacy.pth: its magic number pickle is not 14 bytes"
+    out[rel] = (legacy[:14] + P.FRAME + struct.pack("<Q", len(legacy) - 14) + legacy[14:] +
+                pkl(pint(1001), system_popped(name(rel))))
     assert sorted(out) == sorted(FILES)
     return out
 

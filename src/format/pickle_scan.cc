@@ -106,6 +106,13 @@ class Scanner {
             anomaly("STOP leaves " + std::to_string(stack_.size() - 1) + " more value(s) and " +
                     std::to_string(marks_.size()) + " MARK(s) on the stack, which no pickler writes");
           }
+          if (frame_end_ > reader_.offset()) {
+            // CPython's unpickler reads a whole frame at once from a file
+            // without peek() (an unbuffered file, io.BytesIO): it would go on
+            // after the frame, past bytes that a buffered reader reads next.
+            anomaly("STOP inside a FRAME that declares " + std::to_string(frame_end_ - reader_.offset()) +
+                    " more bytes: readers that take whole frames go on after them, others after STOP");
+          }
           out_.complete = true;
           break;
         }
@@ -397,7 +404,11 @@ class Scanner {
   void step(uint8_t op) {
     switch (op) {
       case 0x80: out_.protocol = reader_.u8(); break;  // PROTO
-      case 0x95: reader_.u64(); break;                 // FRAME
+      case 0x95: {                                     // FRAME
+        const uint64_t length = reader_.u64();
+        frame_end_ = reader_.offset() + std::min<uint64_t>(length, UINT64_MAX - reader_.offset());
+        break;
+      }
       case '(':
         count_value();
         marks_.push_back(stack_.size());
@@ -605,6 +616,7 @@ class Scanner {
   size_t pid_text_bytes_ = 0;
   bool pids_truncated_ = false;
   size_t op_offset_ = 0;
+  uint64_t frame_end_ = 0;  // where the last FRAME's bytes end
 };
 
 }  // namespace

@@ -449,3 +449,42 @@ TEST_CASE("load safety: what each loader reads of a file is what is judged (scri
   CHECK(mentions(sample, "os.system", LoadRisk::Dangerous));
   CHECK(mentions(sample, "libtorch's lookups ignore case", LoadRisk::Crafted));
 }
+
+TEST_CASE("pickle scan: a STOP inside a FRAME is an anomaly: readers disagree on where the pickle ends") {
+  // PROTO 4, FRAME of 12 bytes: K 1 . then 9 bytes an unbuffered reader takes with the frame.
+  const std::string p = "\x80\x04\x95\x0c\x00\x00\x00\x00\x00\x00\x00" "K\x01." "\x80\x02K\x02.\x00\x00\x00\x00"s;
+  const PickleScan scan = scan_pickle(p);
+  REQUIRE(scan.complete);
+  CHECK(scan.end == 14);
+  REQUIRE(scan.anomalies.size() == 1);
+  CHECK(scan.anomalies[0].find("STOP inside a FRAME") != std::string::npos);
+  // A frame that ends with STOP, as pickle.dumps(protocol=4) writes it, is fine.
+  const std::string ok = "\x80\x04\x95\x03\x00\x00\x00\x00\x00\x00\x00" "K\x01."s;
+  CHECK(scan_pickle(ok).anomalies.empty());
+}
+
+TEST_CASE("load safety: a ZIP end record near the end of a legacy or pickle file is crafted, wherever miniz finds it") {
+  const std::string pickle = "\x80\x02K\x01."s;
+  for (size_t back : {size_t{22}, size_t{40000}, size_t{69000}}) {
+    std::string file = pickle + std::string(80000, 'x');
+    file.replace(file.size() - back, 4, "PK\x05\x06");
+    const LoadSafety s = assess_load_safety(*make_memory_source(file, "x.pkl"));
+    INFO(back << "\n" << describe(s));
+    CHECK(mentions(s, "ends with a ZIP archive", LoadRisk::Crafted));
+  }
+}
+
+TEST_CASE("load safety: second review's files (scripts/make_testdata_loader_views.py)") {
+  for (const char* f : {"evil/view_legacy_then_zip_past_64k.pt", "evil/view_legacy_then_zip64_sizes.pt",
+                        "evil/view_legacy_then_zip_directory_after_end.pt"}) {
+    const LoadSafety s = assess(f);
+    INFO(f << "\n" << describe(s));
+    CHECK(mentions(s, "ends with a ZIP archive", LoadRisk::Crafted));
+  }
+  for (const char* f : {"crafted/view_tar_frame_past_stop.pt", "crafted/view_legacy_frame_past_stop.pth"}) {
+    const LoadSafety s = assess(f);
+    INFO(f << "\n" << describe(s));
+    CHECK(mentions(s, "STOP inside a FRAME", LoadRisk::Crafted));
+  }
+  CHECK(outcome(assess("crafted/view_legacy_frame_past_stop.pth"), "torch.load(weights_only=True)") == "refuses");
+}

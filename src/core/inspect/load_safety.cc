@@ -607,26 +607,21 @@ class Assessor {
 // zipfile) find a ZIP by its end record in the last 64 KiB and 22 bytes of a
 // file, whatever comes before it: a legacy, tar or pickle file that ends with
 // one is also a TorchScript archive or a .pt2 to them.
+// Any end-record signature there counts, whatever its fields say: miniz
+// reads 4 KiB chunks backwards and stops past 64 KiB only after a chunk (so
+// about 69.6 KiB back), takes ZIP64 fields over the classic ones, and finds a
+// central directory wherever it fits in the file.
 void check_hidden_zip(const ByteSource& source, Assessor& a) {
-  constexpr uint64_t kEndRecord = 22, kWindow = 0xFFFF + kEndRecord;
+  constexpr uint64_t kEndRecord = 22, kWindow = 80 * 1024;
   const uint64_t size = source.size();
   if (size < kEndRecord) return;
   const uint64_t from = size - std::min(size, kWindow);
   const std::string tail = source.read_string(from, static_cast<size_t>(size - from));
-  for (size_t at = tail.size() - kEndRecord + 1; at-- > 0;) {
-    if (tail.compare(at, 4, "PK\x05\x06") != 0) continue;
-    const auto u32 = [&](size_t i) {
-      uint32_t v = 0;
-      for (size_t k = 4; k-- > 0;) v = (v << 8) | static_cast<unsigned char>(tail[at + i + k]);
-      return v;
-    };
-    const uint64_t directory_size = u32(12), end_at = from + at;
-    if (directory_size != 0xFFFFFFFFu && directory_size > end_at) continue;  // no directory fits before it
-    a.crafted("the file", "ends with a ZIP archive (its end record at offset " + std::to_string(end_at) +
-                              "): torch.jit.load and torch.export.load read that archive, not what is judged here",
-              "torch.jit.load, torch.export.load: they find a ZIP by its end record, wherever the file starts");
-    return;
-  }
+  const size_t at = tail.rfind("PK\x05\x06");
+  if (at == std::string::npos) return;
+  a.crafted("the file", "ends with a ZIP archive (an end record at offset " + std::to_string(from + at) +
+                            "): torch.jit.load and torch.export.load read that archive, not what is judged here",
+            "torch.jit.load, torch.export.load: they find a ZIP by its end record, wherever the file starts");
 }
 
 // Every pickle torch.export.load (PyTorch 2.13, torch/export/pt2_archive/
@@ -724,13 +719,20 @@ LoadSafety assess_legacy_or_plain(const ByteSource& source, const LoadSafetyOpti
   static const char* kNames[] = {"magic number", "protocol version", "system info", "the object", "storage keys"};
   size_t offset = 0;
   PickleScan object;
+  std::vector<uint8_t> opcodes;  // weights_only reads all five under its opcode set
   for (int i = 0; i < 5; ++i) {
     const std::string where = std::string("legacy pickle ") + std::to_string(i + 1) + " (" + kNames[i] + ")";
     PickleScan scan = a.pickle(std::string_view(bytes).substr(offset), where, PickleRole::Legacy, false);
-    if (i == 3) object = scan;
-    if (!scan.complete) break;
-    offset += scan.end;
+    for (uint8_t op : scan.opcodes) {
+      if (std::find(opcodes.begin(), opcodes.end(), op) == opcodes.end()) opcodes.push_back(op);
+    }
+    const bool complete = scan.complete;
+    const uint64_t end = scan.end;
+    if (i == 3) object = std::move(scan);
+    if (!complete) break;
+    offset += end;
   }
+  object.opcodes = opcodes;
   a.pickle_loaders(object, false);
   return a.finish();
 }
