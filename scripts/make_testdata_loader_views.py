@@ -256,15 +256,19 @@ def relocate(z, delta):
     z = bytearray(z)
     e = z.rfind(b"PK\x05\x06")
     n, cd_size, cd_offset = struct.unpack_from("<HII", z, e + 10)
-    p = cd_offset
+    shift_local_offsets(z, cd_offset, n, delta)
+    struct.pack_into("<I", z, e + 16, cd_offset + delta)
+    return bytes(z)
+
+
+def shift_local_offsets(z, p, n, delta):
+    """Adds delta to the local-header offset of the n central-directory entries at z[p:] (a bytearray)."""
     for _ in range(n):
         assert z[p:p + 4] == b"PK\x01\x02"
         name_len, extra_len, comment_len = struct.unpack_from("<HHH", z, p + 28)
         local, = struct.unpack_from("<I", z, p + 42)
         struct.pack_into("<I", z, p + 42, local + delta)
         p += 46 + name_len + extra_len + comment_len
-    struct.pack_into("<I", z, e + 16, cd_offset + delta)
-    return bytes(z)
 
 
 def zip64_sizes(z, base):
@@ -294,14 +298,7 @@ def directory_after_end(prefix, records):
     e = z.rfind(b"PK\x05\x06")
     n, cd_size, cd_offset = struct.unpack_from("<HII", z, e + 10)
     local, cd, end = z[:cd_offset], bytearray(z[cd_offset:e]), bytearray(z[e:e + 22])
-    delta = len(prefix) + 22 + len(cd)
-    p = 0
-    for _ in range(n):
-        assert cd[p:p + 4] == b"PK\x01\x02"
-        name_len, extra_len, comment_len = struct.unpack_from("<HHH", cd, p + 28)
-        offset, = struct.unpack_from("<I", cd, p + 42)
-        struct.pack_into("<I", cd, p + 42, offset + delta)
-        p += 46 + name_len + extra_len + comment_len
+    shift_local_offsets(cd, 0, n, len(prefix) + 22 + len(cd))
     struct.pack_into("<I", end, 16, len(prefix) + 22)
     assert cd_size > len(prefix) + 22
     return prefix + bytes(end) + bytes(cd) + local
