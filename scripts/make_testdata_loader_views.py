@@ -5,9 +5,10 @@ thing and a PyTorch loader reads another.
     python3 scripts/make_testdata_loader_views.py            # needs both local PyTorches (below)
     python3 scripts/make_testdata_loader_views.py --prove    # also load every file with both
 
-Two artifacts come from real writers, each made in a temporary directory by a
+Three artifacts come from real writers, each made in a temporary directory by a
 subprocess: a TorchScript module whose __setstate__ (which torch.jit.load runs)
-calls torch.save, scripted and saved by PyTorch 1.13 (/usr/bin/python3), and
+calls torch.save, scripted and saved by PyTorch 1.13 (/usr/bin/python3), the
+same module saved for the lite interpreter by 1.13, and
 an ExportedProgram serialized by PyTorch 2.13 (.venv/bin/python) for the
 layout torch.export.save wrote before the .pt2 archive. Everything else is
 written here: pickles opcode by opcode (the writers of
@@ -71,6 +72,21 @@ loadsafety/evil/ (tsarchive verify: 8, unsafe)
                                  wanted the directory before the end record, found none and read
                                  the legacy stream; miniz (torch.jit.load) only wants offset + size
                                  within the file, and runs __setstate__.
+    view_ptl_bytecode_save.ptl   the Saver saved for the lite interpreter (1.13), its code/ without the
+                                 torch.save line; bytecode.pkl's operator table still holds aten::save
+                                 and __setstate__'s instructions call it. tsarchive once scanned only
+                                 code/; _load_for_lite_interpreter runs bytecode.pkl.
+    view_ptl_bytecode_custom_op.ptl
+                                 the same with aten::save renamed tsarchive_custom_ns::save: an
+                                 operator of a namespace named only in bytecode.pkl. No loader has
+                                 it, so no marker: --prove checks only tsarchive's exit.
+    view_pt2_plus_torchscript.pt2
+                                 buffers_consts.pt2 with sample inputs that run the payload, plus the
+                                 TorchScript Saver's records in the same folder. tsarchive once took
+                                 it for TorchScript only; torch.export.load (2.13) reads the .pt2 and
+                                 torch.loads the sample inputs.
+    view_code_upper_py.pt        the TorchScript archive with its code/ records ending .PY. tsarchive
+                                 once scanned only names ending .py; torch.jit.load runs __setstate__.
 loadsafety/crafted/ (tsarchive verify: 8, unsafe)
     view_tar_frame_past_stop.pt  a 0.1.x tar (make_testdata_legacy_tar.py's members) whose
                                  'storages' member holds a protocol 4 pickle (key, location,
@@ -142,7 +158,12 @@ FILES = {  # output -> expected `tsarchive verify` exit
     "loadsafety/evil/view_legacy_then_zip_directory_after_end.pt": 8,
     "loadsafety/crafted/view_tar_frame_past_stop.pt": 8,
     "loadsafety/crafted/view_legacy_frame_past_stop.pth": 8,
+    "loadsafety/evil/view_ptl_bytecode_save.ptl": 8,
+    "loadsafety/evil/view_ptl_bytecode_custom_op.ptl": 8,
+    "loadsafety/evil/view_pt2_plus_torchscript.pt2": 8,
+    "loadsafety/evil/view_code_upper_py.pt": 8,
 }
+NO_MARKER = {"loadsafety/evil/view_ptl_bytecode_custom_op.ptl"}  # no loader runs it: prove the exit only
 
 sys.path.insert(0, HERE)
 from make_testdata_loadsafety import call, glob, proto, ustr  # noqa: E402,F401  (one set of opcode writers)
@@ -183,6 +204,11 @@ class Saver(torch.nn.Module):
 torch.jit.script(Saver()).save(sys.argv[1])
 '''
 
+# The same module for the lite interpreter (1.13): bytecode.pkl holds the methods' instructions,
+# operator table (aten::save for __setstate__) and constants; _load_for_lite_interpreter runs them.
+LITE = SAVER.replace(".save(sys.argv[1])", "._save_for_lite_interpreter(sys.argv[1])")
+assert LITE != SAVER
+
 EXPORT = r'''
 import sys
 import torch
@@ -221,6 +247,9 @@ def artifacts():
         run_python(PYTHONS[0][1], SAVER, tmp, os.path.join(tmp, "saver.pt"))
         with zipfile.ZipFile(os.path.join(tmp, "saver.pt")) as z:
             saver = {n.split("/", 1)[1]: z.read(n) for n in z.namelist() if not n.endswith(".debug_pkl")}
+        run_python(PYTHONS[0][1], LITE, tmp, os.path.join(tmp, "saver.ptl"))
+        with zipfile.ZipFile(os.path.join(tmp, "saver.ptl")) as z:
+            lite = {n.split("/", 1)[1]: z.read(n) for n in z.namelist() if not n.endswith(".debug_pkl")}
         run_python(PYTHONS[1][1], EXPORT, tmp, tmp)
         with open(os.path.join(tmp, "serialized_exported_program.json"), "rb") as f:
             program = json.loads(f.read())
@@ -230,7 +259,9 @@ def artifacts():
     # Stack traces name the writer's temporary path and the venv: drop them.
     for node in program["graph_module"]["graph"]["nodes"]:
         node.get("metadata", {}).pop("stack_trace", None)
-    return saver, json.dumps(program).encode(), program["schema_version"], example_inputs
+    assert b"tsarchive_marker_NAME" in lite["bytecode.pkl"] and b"aten::save" in lite["bytecode.pkl"], lite
+    assert ".data/serialization_id" not in lite, sorted(lite)   # random per save: would break determinism
+    return saver, json.dumps(program).encode(), program["schema_version"], example_inputs, lite
 
 
 # ---- writers ------------------------------------------------------------------
@@ -331,7 +362,24 @@ def read(path):
         return f.read()
 
 
-def files(saver, program, schema_version, example_inputs):
+def lite_records(lite, fname, operator=b"aten::save"):
+    """The lite Saver under archive/: code/ without its torch.save line (tsarchive scans code/ for it),
+    bytecode.pkl with the marker constant named for fname and aten::save spelled operator."""
+    out = []
+    for rel, data in lite.items():
+        if rel.startswith("code/"):
+            data = b"\n".join(line for line in data.split(b"\n") if b"torch.save" not in line)
+        elif rel == "bytecode.pkl":
+            old = b"X" + struct.pack("<I", 21) + b"tsarchive_marker_NAME"
+            new = (MARKER + fname).encode()
+            assert data.count(old) == 1 and data.count(b"X\n\x00\x00\x00aten::save") == 1
+            data = data.replace(old, b"X" + struct.pack("<I", len(new)) + new)
+            data = data.replace(b"X\n\x00\x00\x00aten::save", b"X" + struct.pack("<I", len(operator)) + operator)
+        out.append(("archive/" + rel, data))
+    return out
+
+
+def files(saver, program, schema_version, example_inputs, lite):
     out = {}
     name = lambda rel: os.path.basename(rel)
     pt2 = zip_records(PT2)
@@ -414,6 +462,28 @@ def files(saver, program, schema_version, example_inputs):
     assert legacy[14:15] == P.STOP, "legacy.pth: its magic number pickle is not 14 bytes"
     out[rel] = (legacy[:14] + P.FRAME + struct.pack("<Q", len(legacy) - 14) + legacy[14:] +
                 pkl(pint(1001), system_popped(name(rel))))
+
+    rel = "loadsafety/evil/view_ptl_bytecode_save.ptl"
+    out[rel] = zip_bytes(lite_records(lite, name(rel)))
+
+    rel = "loadsafety/evil/view_ptl_bytecode_custom_op.ptl"
+    out[rel] = zip_bytes(lite_records(lite, name(rel), b"tsarchive_custom_ns::save"))
+
+    rel = "loadsafety/evil/view_pt2_plus_torchscript.pt2"
+    # buffers_consts.pt2 with sample inputs that run the payload, plus the TorchScript Saver's records
+    # under the same folder (those the .pt2 lacks; its version holds .data/version): tsarchive once
+    # took it for TorchScript and left the .pt2 parts unjudged; torch.export.load reads the .pt2.
+    evil_inputs = zip_bytes([("archive/data.pkl", system(name(rel))), ("archive/byteorder", "little"),
+                             ("archive/version", "3\n")])
+    have = {n.split("/", 1)[1]: d for n, d in pt2}
+    ts = [(top + "/" + r, have[".data/version"] if r == "version" else d)
+          for r, d in ((n.split("/", 1)[1], d) for n, d in saver_records(saver, name(rel))) if r not in have]
+    out[rel] = zip_bytes([(n, evil_inputs if n == sample else d) for n, d in pt2] + ts)
+
+    rel = "loadsafety/evil/view_code_upper_py.pt"
+    # code/ records ending .PY: torch.jit.load finds them all the same and runs __setstate__.
+    out[rel] = zip_bytes([(n[:-3] + ".PY" if "/code/" in n and n.endswith(".py") else n, d)
+                          for n, d in saver_records(saver, name(rel))])
     assert sorted(out) == sorted(FILES)
     return out
 
@@ -437,6 +507,7 @@ LOADERS = {
     "torch.jit.load": "import torch,sys; torch.jit.load(sys.argv[1])",
     "pickle.load": "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))",
     "torch.export.load": "import torch,sys; torch.export.load(sys.argv[1])",
+    "_load_for_lite_interpreter": "import torch,sys; from torch.jit.mobile import _load_for_lite_interpreter as L; L(sys.argv[1])",
 }
 
 
@@ -461,18 +532,19 @@ def prove():
     with ThreadPoolExecutor(max_workers=4) as ex:
         results = list(ex.map(probe, jobs))
     hit = {rel: False for rel in FILES}
-    print("%-40s %-9s %-20s %-6s %s" % ("file", "python", "loader", "marker", "result"))
+    print("%-40s %-9s %-26s %-6s %s" % ("file", "python", "loader", "marker", "result"))
     for rel, tag, how, res, marker in results:
         hit[rel] |= bool(marker)
-        print("%-40s %-9s %-20s %-6s %s" % (os.path.basename(rel), tag, how, "YES" if marker else "-", res))
+        print("%-40s %-9s %-26s %-6s %s" % (os.path.basename(rel), tag, how, "YES" if marker else "-", res))
     print()
     bad = 0
     for rel, expect in FILES.items():
         rc = subprocess.run([TSARCHIVE, "verify", os.path.join(ROOT, rel)], capture_output=True).returncode
-        ok = hit[rel] and rc == expect
+        ok = (hit[rel] != (rel in NO_MARKER)) and rc == expect
         bad += not ok
         print("%-40s tsarchive verify exit %d (expected %d)  marker under some loader: %s  %s" %
-              (os.path.basename(rel), rc, expect, "yes" if hit[rel] else "NO", "ok" if ok else "MISMATCH"))
+              (os.path.basename(rel), rc, expect, ("yes" if hit[rel] else "NO") + (" (none expected)" if rel in NO_MARKER else ""),
+               "ok" if ok else "MISMATCH"))
     return bad
 
 

@@ -15,6 +15,16 @@ inline bool ends_with(std::string_view s, std::string_view suffix) {
 
 inline bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
+// ASCII case folded, as miniz compares record names.
+inline bool ends_with_ignoring_case(std::string_view s, std::string_view suffix) {
+  if (s.size() < suffix.size()) return false;
+  const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  for (size_t i = 0; i < suffix.size(); ++i) {
+    if (lower(s[s.size() - suffix.size() + i]) != lower(suffix[i])) return false;
+  }
+  return true;
+}
+
 // "512 B", "16.1 KiB", "1.3 GiB"
 std::string human_size(uint64_t bytes);
 

@@ -488,3 +488,14 @@ TEST_CASE("load safety: second review's files (scripts/make_testdata_loader_view
   }
   CHECK(outcome(assess("crafted/view_legacy_frame_past_stop.pth"), "torch.load(weights_only=True)") == "refuses");
 }
+
+TEST_CASE("load safety: third review's files: mobile bytecode, a .pt2 inside TorchScript, code/*.PY") {
+  const LoadSafety save = assess("evil/view_ptl_bytecode_save.ptl");
+  INFO(describe(save));
+  CHECK(mentions(save, "torch.save", LoadRisk::Dangerous));
+  CHECK(assess("evil/view_ptl_bytecode_custom_op.ptl").worst() >= LoadRisk::Unlisted);
+  CHECK(mentions(assess("evil/view_pt2_plus_torchscript.pt2"), "a .pt2 as well", LoadRisk::Crafted));
+  CHECK(mentions(assess("evil/view_code_upper_py.pt"), "torch.save", LoadRisk::Dangerous));
+  // A real lite-interpreter archive names only libtorch's operators.
+  CHECK_FALSE(assess_load_safety(*open_file_source(testdata("mlp.ptl"))).unsafe());
+}

@@ -345,11 +345,42 @@ class Assessor {
   // so spacing, comments and getattr(torch, "save") do not hide a call.
   void scan_code(const TorchArchive& archive) {
     for (const Record& r : archive.records()) {
-      if (r.kind != RecordKind::Code || !ends_with(r.name, ".py")) continue;
+      // Any case: libtorch finds code/x.py whatever case the record spells.
+      if (r.kind != RecordKind::Code || !ends_with_ignoring_case(r.name, ".py")) continue;
       const std::string code = archive.read(r, ReadLimits::kCode);
       for (const std::string& name : code_dotted_names(code)) code_name(r.name, name);
     }
   }
+  // bytecode.pkl: the mobile loader (_load_for_lite_interpreter) runs the
+  // operators each method's table names, whatever code/ says: every string
+  // of the pickle spelled as an operator ("aten::save", "myns::op") is judged
+  // as code naming it would be.
+  void scan_bytecode_operators(const std::string& bytes, const std::string& where) {
+    PickleGraph graph;
+    try {
+      graph = parse_pickle(bytes, where);
+    } catch (const Error&) {
+      return;  // the ZIP checks refuse a bytecode.pkl their reader does not take
+    }
+    std::set<std::string> seen;
+    for (PickleRef ref = 0; ref < graph.size(); ++ref) {
+      const PickleNode& n = graph.at(ref);
+      if (n.kind != PickleKind::String) continue;
+      const std::string_view text = graph.text(n);
+      const size_t colons = text.find("::");
+      if (colons == std::string_view::npos || colons == 0 || colons + 2 >= text.size() ||
+          !operator_name_part(text.substr(0, colons)) || !operator_name_part(text.substr(colons + 2))) {
+        continue;
+      }
+      if (seen.size() >= kMaxListedNames || !seen.insert(std::string(text)).second) continue;
+      code_name(where, "ops." + std::string(text.substr(0, colons)) + "." + std::string(text.substr(colons + 2)));
+    }
+  }
+  static bool operator_name_part(std::string_view s) {
+    if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+    return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  }
+
   // What TorchScript's compiler makes of a dotted name (its BuiltinModule):
   // torch.X is aten::X, ops.NS.X and torch.ops.NS.X are NS::X, and an
   // `autograd` anywhere after the root goes back to aten (torch.autograd.X,
@@ -1068,6 +1099,16 @@ LoadSafety assess_archive_load_safety(const TorchArchive& archive, const LoadSaf
           const PickleScan scan = a.pickle(bytes, name, PickleRole::TorchScript, true);
           if (std::strcmp(name, "data.pkl") == 0) a.check_storages(archive, scan, name, "data");
           if (std::strcmp(name, "constants.pkl") == 0) a.check_storages(archive, scan, name, "constants");
+          if (std::strcmp(name, "bytecode.pkl") == 0) a.scan_bytecode_operators(bytes, r->name);
+        }
+      }
+      // A .pt2's records beside TorchScript's: torch.export.load reads the file as a .pt2.
+      for (const char* pt2 : {"archive_format", "models/model.json", "serialized_exported_program.json"}) {
+        if (const Record* r = archive.find(pt2)) {
+          a.crafted(r->name, "makes the TorchScript archive a .pt2 as well: torch.export.load reads what is not "
+                    "judged here as TorchScript (sample inputs, constants, compiled code)",
+                    "torch.export.load; scanners that judge a file by one kind");
+          break;
         }
       }
       a.torchscript_loaders(archive);
