@@ -15,12 +15,17 @@ inline bool ends_with(std::string_view s, std::string_view suffix) {
 
 inline bool starts_with(std::string_view s, std::string_view prefix) { return s.substr(0, prefix.size()) == prefix; }
 
-// ASCII case folded, as miniz compares record names.
+// ASCII case folding, as miniz compares record names (nothing beyond 'A'-'Z').
+inline char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+inline std::string ascii_lowered(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = ascii_lower(c);
+  return out;
+}
 inline bool ends_with_ignoring_case(std::string_view s, std::string_view suffix) {
   if (s.size() < suffix.size()) return false;
-  const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
   for (size_t i = 0; i < suffix.size(); ++i) {
-    if (lower(s[s.size() - suffix.size() + i]) != lower(suffix[i])) return false;
+    if (ascii_lower(s[s.size() - suffix.size() + i]) != ascii_lower(suffix[i])) return false;
   }
   return true;
 }

@@ -125,14 +125,11 @@ void refuse_legacy_export(const ZipArchive& zip, const std::string& path) {
 }  // namespace
 
 namespace {
-char ascii_lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
-bool has_upper(std::string_view s) {
-  return std::any_of(s.begin(), s.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
-}
-std::string ascii_folded(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = ascii_lower(c);
-  return out;
+// A record's kind as libtorch finds it: CODE/ is code/ to miniz. (Most names
+// are lower case already: those are classified without a copy.)
+RecordKind classify_folded(std::string_view name, RecordKind (*classify)(std::string_view)) {
+  const bool upper = std::any_of(name.begin(), name.end(), [](char c) { return c >= 'A' && c <= 'Z'; });
+  return upper ? classify(ascii_lowered(name)) : classify(name);
 }
 }  // namespace
 
@@ -163,8 +160,7 @@ TorchArchive::TorchArchive(std::unique_ptr<ByteSource> source) : zip_(std::move(
     }
     std::string rel = e.name.substr(prefix.size());
     if (rel.empty() || e.is_directory()) continue;  // a folder entry; PyTorch writes none
-    // Classified as libtorch finds it: CODE/ is code/ to miniz.
-    const RecordKind kind = has_upper(rel) ? classify_record(ascii_folded(rel)) : classify_record(rel);
+    const RecordKind kind = classify_folded(rel, classify_record);
     has_code = has_code || kind == RecordKind::Code;
     records_.push_back(Record{std::move(rel), kind, &e});
   }
@@ -178,7 +174,7 @@ TorchArchive::TorchArchive(std::unique_ptr<ByteSource> source) : zip_(std::move(
   } else if (find("serialized_exported_program.json") != nullptr || find("archive_format") != nullptr ||
              find("models/model.json") != nullptr) {
     kind_ = FileKind::ExportedProgram;
-    for (Record& r : records_) r.kind = classify_pt2_record(has_upper(r.name) ? ascii_folded(r.name) : r.name);
+    for (Record& r : records_) r.kind = classify_folded(r.name, classify_pt2_record);
   } else if (find("data.pkl") != nullptr) {
     kind_ = FileKind::TorchSave;
   } else {

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "base/error.h"
+#include "base/strings.h"
 #include "base/utf8.h"
 #include "format/zip.h"
 #include "format/zip_format.h"
@@ -369,11 +370,7 @@ void check_names_unique(const ByteSource& source, const std::vector<ZipEntry>& e
   std::unordered_map<std::string, const ZipEntry*> folded;
   folded.reserve(entries.size());
   for (const ZipEntry& e : entries) {
-    std::string key = e.name;
-    for (char& c : key) {
-      if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
-    }
-    const auto [it, fresh] = folded.emplace(std::move(key), &e);
+    const auto [it, fresh] = folded.emplace(ascii_lowered(e.name), &e);
     if (!fresh && it->second->name == e.name) invalid(source, "duplicate entry name '" + e.name + "'");
     if (!fresh) {
       ambiguous(source, "entries '" + it->second->name + "' and '" + e.name +

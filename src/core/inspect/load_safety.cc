@@ -634,6 +634,13 @@ class Assessor {
   bool memory_attack_ = false;
 };
 
+// The opcodes of several pickles that one loader reads, for weights_only's opcode set.
+void add_opcodes(const PickleScan& scan, std::vector<uint8_t>& opcodes) {
+  for (uint8_t op : scan.opcodes) {
+    if (std::find(opcodes.begin(), opcodes.end(), op) == opcodes.end()) opcodes.push_back(op);
+  }
+}
+
 // torch.jit.load (miniz) and torch.export.load (its fallback to Python's
 // zipfile) find a ZIP by its end record in the last 64 KiB and 22 bytes of a
 // file, whatever comes before it: a legacy, tar or pickle file that ends with
@@ -754,9 +761,7 @@ LoadSafety assess_legacy_or_plain(const ByteSource& source, const LoadSafetyOpti
   for (int i = 0; i < 5; ++i) {
     const std::string where = std::string("legacy pickle ") + std::to_string(i + 1) + " (" + kNames[i] + ")";
     PickleScan scan = a.pickle(std::string_view(bytes).substr(offset), where, PickleRole::Legacy, false);
-    for (uint8_t op : scan.opcodes) {
-      if (std::find(opcodes.begin(), opcodes.end(), op) == opcodes.end()) opcodes.push_back(op);
-    }
+    add_opcodes(scan, opcodes);
     const bool complete = scan.complete;
     const uint64_t end = scan.end;
     if (i == 3) object = std::move(scan);
@@ -862,9 +867,7 @@ class LegacyTarWalk {
     }
     const std::string bytes = pickle_window(source_, r.at, r.end());
     const PickleScan scan = a_.pickle(bytes, where, PickleRole::LegacyTar, false);
-    for (uint8_t op : scan.opcodes) {
-      if (std::find(opcodes.begin(), opcodes.end(), op) == opcodes.end()) opcodes.push_back(op);
-    }
+    add_opcodes(scan, opcodes);
     protocol = std::max(protocol, scan.protocol);
     if (!scan.complete) return std::nullopt;
     r.at += scan.end;
@@ -977,12 +980,13 @@ LoadSafety assess_legacy_tar(const ByteSource& source, const LoadSafetyOptions& 
   }
   check_hidden_zip(source, a);
   // pickle.load, and torch.load when tarfile fails: the first bytes as a pickle.
-  const PickleScan first = scan_pickle(pickle_window(source, 0, source.size()));
+  const std::string head = pickle_window(source, 0, source.size());
+  const PickleScan first = scan_pickle(head);
   const bool polyglot = first_pickle_acts(first);
   if (polyglot) {
     a.crafted("the file's first bytes", "are both a tar header and a pickle that pickle.load runs",
               "pickle.load, and torch.load when tarfile fails on the file: they run this pickle instead");
-    a.pickle(pickle_window(source, 0, source.size()), "the file's first bytes (as a pickle)", PickleRole::Plain, false);
+    a.pickle(head, "the file's first bytes (as a pickle)", PickleRole::Plain, false);
   }
   const bool runs = a.has_unlisted();
   if (!version_before(a.torch_version(), 2, 6)) {
