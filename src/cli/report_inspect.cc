@@ -144,6 +144,20 @@ void render_extra(const InspectReport& r, std::ostream& out) {
   render_extra_table(r.extra_files, out);
 }
 
+// A legacy tar's members, as tarfile lists them (what torch.load reads is the
+// last of each name; Loading judges it).
+void render_tar_members(const TarListing& tar, std::ostream& out) {
+  out << "\nMembers (" << tar.members.size() << ")\n";
+  TextTable t({"NAME", "TYPE", "SIZE", "OFFSET"}, {Align::Left, Align::Left, Align::Right, Align::Right});
+  t.reserve(tar.members.size());
+  for (const TarMember& m : tar.members) {
+    const bool link = m.type == '1' || m.type == '2';
+    t.add_row({m.name, tar_type_name(m.type) + (link ? " to " + m.linkname : ""), with_commas(m.size),
+               with_commas(m.data_offset)});
+  }
+  t.print(out);
+}
+
 void render_tensors(const InspectReport& r, std::ostream& out) {
   if (r.tensors.empty()) return;
   out << "\nTensors (" << r.tensors.size() << ")\n";
@@ -208,6 +222,22 @@ void write_method(W& w, const CodeMethod& m) {
     if (!p.default_value.empty()) member(w, "default", p.default_value);
   });
   member(w, "return_type", m.return_type);
+}
+
+template <class W>
+void write_tar(W& w, const TarListing& tar) {
+  object_member(w, "tar", [&] {
+    object_array(w, "members", tar.members, [&](const TarMember& m) {
+      member(w, "name", m.name);
+      member(w, "type", tar_type_name(m.type));
+      member(w, "size", m.size);
+      member(w, "header_offset", m.header_offset);
+      member(w, "data_offset", m.data_offset);
+      member(w, "linkname", m.linkname);
+    });
+    member(w, "anomalies", tar.anomalies);
+    member(w, "read_error", tar.read_error);
+  });
 }
 
 template <class W>
@@ -336,6 +366,7 @@ void write_inspect(W& w, const InspectReport& r) {
   member(w, "notes", r.notes);
   member(w, "problems", r.problems);
   if (r.onnx) write_onnx(w, *r.onnx);
+  if (r.tar) write_tar(w, *r.tar);
   if (r.is_zip) write_zip_members(w, r);
   if (r.pt2) member(w, "pt2", pt2_to_json(*r.pt2));
   write_tensor_members(w, r);
@@ -354,6 +385,7 @@ void render_inspect_text(const InspectReport& r, const InspectView& view, std::o
   render_records(r, view, out);
   render_extra(r, out);
   if (r.pt2) render_pt2_text(*r.pt2, out);
+  if (r.tar) render_tar_members(*r.tar, out);
   render_tensors(r, out);
   render_modules(r, out);
   render_methods(r, out);

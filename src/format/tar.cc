@@ -208,6 +208,32 @@ void note_hidden_tail(const ByteSource& source, uint64_t end, TarListing& out) {
 
 bool tar_type_supported(char type) { return type == '\0' || std::memchr("01234567LKSxgX", type, 14) != nullptr; }
 
+std::string tar_type_name(char type) {
+  switch (type) {
+    case '\0':
+    case '0':
+      return "file";
+    case '1':
+      return "hard link";
+    case '2':
+      return "symbolic link";
+    case '3':
+      return "character device";
+    case '4':
+      return "block device";
+    case '5':
+      return "directory";
+    case '6':
+      return "FIFO";
+    case '7':
+      return "contiguous file";
+    case 'S':
+      return "GNU sparse file";
+    default:
+      return "member of type '" + std::string(1, type) + "'";
+  }
+}
+
 bool is_tar_header(const unsigned char* block) { return parse_header(block).valid; }
 
 std::optional<TarListing> list_tar(const ByteSource& source, size_t max_members) {

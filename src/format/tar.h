@@ -52,6 +52,9 @@ struct TarMember {
 
 // tarfile's SUPPORTED_TYPES.
 bool tar_type_supported(char type);
+// What a type flag is, in words: "file", "hard link", "symbolic link",
+// "directory", ... ("member of type 'Z'" for others).
+std::string tar_type_name(char type);
 inline bool TarMember::read_as_file() const { return regular() || !tar_type_supported(type); }
 
 struct TarListing {

@@ -145,3 +145,26 @@ TEST_CASE("inspect --json: streamed and built agree on every archive of testdata
   // are not UTF-8 are refused in names, and come from the report above.
   CHECK(escaped >= 1);
 }
+
+TEST_CASE("inspect: a legacy tar file lists its members as tarfile does, links with their targets") {
+  const InspectReport r = inspect_file(testdata("loadsafety/crafted/tar_hardlink_pickle.pt"));
+  CHECK(r.kind == FileKind::LegacyTar);
+  REQUIRE(r.tar);
+  std::vector<std::string> names;
+  for (const TarMember& m : r.tar->members) names.push_back(m.name);
+  CHECK(names == std::vector<std::string>{"sys_info", "pickle", "tensors", "storages", "notes.txt", "pickle"});
+  CHECK(tar_type_name(r.tar->members.back().type) == "hard link");
+  CHECK(r.tar->members.back().linkname == "notes.txt");
+  std::ostringstream text;
+  cli::render_inspect_text(r, cli::InspectView{}, text);
+  CHECK(text.str().find("Members (6)") != std::string::npos);
+  CHECK(text.str().find("hard link to notes.txt") != std::string::npos);
+  const nlohmann::ordered_json doc = inspect_to_json(r);
+  CHECK(doc["tar"]["members"][5]["type"] == "hard link");
+  CHECK(doc["tar"]["members"][5]["header_offset"] == 5120);
+  check_same(r);
+  // The verdict's first finding is the link torch.load follows, not the extra member beside it.
+  REQUIRE(r.load_safety);
+  REQUIRE_FALSE(r.load_safety->findings.empty());
+  CHECK(r.load_safety->findings.front().what.find("hard link to 'notes.txt'") != std::string::npos);
+}

@@ -400,6 +400,7 @@ InspectReport inspect_source(std::unique_ptr<ByteSource> source, const LoadSafet
       inspect_legacy(*source, report);
       break;
     case FileKind::LegacyTar:
+      report.tar = list_tar(*source);
       report.load_safety = assess_load_safety(*source, load);
       break;
     case FileKind::Onnx:

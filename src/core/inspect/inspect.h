@@ -14,6 +14,7 @@
 #include "core/inspect/load_safety.h"
 #include "format/model.h"
 #include "format/pt2.h"
+#include "format/tar.h"
 #include "core/inputs/run_check.h"
 #include "core/provenance/signing_embedded.h"
 #include "format/torchscript_code.h"
@@ -87,6 +88,7 @@ struct InspectReport {
   std::optional<int64_t> bytecode_version;
   std::optional<OnnxInfo> onnx;
   std::optional<Pt2Contents> pt2;  // a .pt2 (FileKind::ExportedProgram): its programs, weights, AOTInductor models
+  std::optional<TarListing> tar;   // a legacy tar file (FileKind::LegacyTar): its members as tarfile lists them
 
   std::vector<std::string> problems;  // inconsistencies found while reading
 

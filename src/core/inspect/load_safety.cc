@@ -942,17 +942,16 @@ LoadSafety assess_legacy_tar(const ByteSource& source, const LoadSafetyOptions& 
   }
   // tarfile.getmember returns the last member of a name; torch.save wrote each once, as a file.
   std::map<std::string, const TarMember*> members;
+  // Duplicates and members torch.save never wrote are reported after what
+  // torch.load does with the members it reads (a link says more).
+  std::vector<const TarMember*> unknown, duplicates;
   for (const TarMember& m : tar->members) {
     if (m.name == "sys_info") continue;
     if (m.name != "storages" && m.name != "tensors" && m.name != "pickle") {
-      a.crafted("the tar", "has a member '" + m.name.substr(0, 100) + "', which torch.save never wrote",
-                "readers of what else the tar holds (an archive inside it is not judged here)");
+      unknown.push_back(&m);
       continue;
     }
-    if (members.count(m.name)) {
-      a.crafted("the tar", "has two members named '" + m.name + "': tarfile reads the last",
-                "scanners that read the first; torch.load reads the last");
-    }
+    if (members.count(m.name)) duplicates.push_back(&m);
     members[m.name] = &m;
   }
   LegacyTarWalk walk(a, source);
@@ -965,11 +964,9 @@ LoadSafety assess_legacy_tar(const ByteSource& source, const LoadSafetyOptions& 
     }
     const TarMember& m = *it->second;
     if (!m.read_as_file()) {
-      a.crafted("the tar", "member '" + m.name + "' is not a file but a " +
-                               (m.type == '2' ? "symbolic link to '" + m.linkname + "'"
-                                : m.type == '1' ? "hard link to '" + m.linkname + "'"
-                                : m.type == '5' ? std::string("directory")
-                                                : "member of type '" + std::string(1, m.type) + "'"),
+      const bool link = m.type == '1' || m.type == '2';
+      a.crafted("the tar", "member '" + m.name + "' is not a file but a " + tar_type_name(m.type) +
+                               (link ? " to '" + m.linkname + "'" : ""),
                 "torch.load: tar.extract writes it as one, then reads the file it points to (of the archive, "
                 "or of the machine)");
       continue;
@@ -977,6 +974,14 @@ LoadSafety assess_legacy_tar(const ByteSource& source, const LoadSafetyOptions& 
     if (m.name == "storages") walk.storages(m);
     if (m.name == "tensors") walk.tensors(m);
     if (m.name == "pickle") walk.object(m);
+  }
+  for (const TarMember* m : duplicates) {
+    a.crafted("the tar", "has two members named '" + m->name + "': tarfile reads the last",
+              "scanners that read the first; torch.load reads the last");
+  }
+  for (const TarMember* m : unknown) {
+    a.crafted("the tar", "has a member '" + m->name.substr(0, 100) + "', which torch.save never wrote",
+              "readers of what else the tar holds (an archive inside it is not judged here)");
   }
   check_hidden_zip(source, a);
   // pickle.load, and torch.load when tarfile fails: the first bytes as a pickle.
