@@ -87,6 +87,26 @@ loadsafety/evil/ (tsarchive verify: 8, unsafe)
                                  torch.loads the sample inputs.
     view_code_upper_py.pt        the TorchScript archive with its code/ records ending .PY. tsarchive
                                  once scanned only names ending .py; torch.jit.load runs __setstate__.
+    view_opaque_object_constants.pt
+                                 benign/torch2_13/scripted.pt whose constants.pkl holds an object of
+                                 __torch__.torch.classes.aten.OpaqueObject, libtorch_python's custom
+                                 class (2.x) whose __setstate__ is pickle.loads(b64decode(state)); its
+                                 state is a pickle that runs the payload. tsarchive skipped every
+                                 __torch__ global of a TorchScript pickle, custom classes too;
+                                 torch.jit.load (2.13) runs the inner pickle.
+    view_opaque_object_data.ptl  torch2/mlp.ptl with that object as one more entry of the module's
+                                 state in data.pkl: _load_for_lite_interpreter (2.13) runs it.
+    view_opaque_object_custom_obj.pt2
+                                 buffers_consts.pt2 with one more constant, data/constants/custom_obj_0,
+                                 a torch._C._pickle_save container of that object: torch.export.load
+                                 (2.13) reads it with TorchScript's unpickler and runs it.
+    view_constants_upper_case.pt a torch.save-shaped ZIP with data.pkl and CONSTANTS.pkl. tsarchive
+                                 found CONSTANTS.pkl ignoring case (as torch.jit.load does) and judged
+                                 data.pkl by TorchScript's rules, under which torch.classes.quantized.*
+                                 names libtorch's own classes; torch.load looks for constants.pkl by
+                                 its exact name, reads the file as a torch.save file and unpickles
+                                 data.pkl with Python's pickle, which follows
+                                 torch.classes.quantized.__getattr__.__builtins__.get to exec.
 loadsafety/crafted/ (tsarchive verify: 8, unsafe)
     view_tar_frame_past_stop.pt  a 0.1.x tar (make_testdata_legacy_tar.py's members) whose
                                  'storages' member holds a protocol 4 pickle (key, location,
@@ -116,8 +136,9 @@ hostile/ (tsarchive verify: 3, crafted)
                                  tsarchive read a torch.save file with a benign data.pkl.
 
 Inputs (tracked): testdata/pt2/buffers_consts.pt2, loadsafety/benign/torch2_13/legacy.pth,
-loadsafety/benign/tar_tensors.pt. Output is byte-for-byte the same run to run.
+loadsafety/benign/tar_tensors.pt, loadsafety/benign/torch2_13/scripted.pt, torch2/mlp.ptl. Output is byte-for-byte the same run to run.
 """
+import base64
 import hashlib
 import io
 import json
@@ -140,6 +161,8 @@ TSARCHIVE = os.path.join(REPO, "build", "tsarchive")
 PT2 = os.path.join(ROOT, "pt2", "buffers_consts.pt2")
 LEGACY = os.path.join(ROOT, "loadsafety", "benign", "torch2_13", "legacy.pth")
 TAR = os.path.join(ROOT, "loadsafety", "benign", "tar_tensors.pt")
+SCRIPTED = os.path.join(ROOT, "loadsafety", "benign", "torch2_13", "scripted.pt")
+MOBILE = os.path.join(ROOT, "torch2", "mlp.ptl")
 
 DATE = (1980, 1, 1, 0, 0, 0)
 MTIME = 1493164800          # the tar members' time in tar_tensors.pt
@@ -162,6 +185,10 @@ FILES = {  # output -> expected `tsarchive verify` exit
     "loadsafety/evil/view_ptl_bytecode_custom_op.ptl": 8,
     "loadsafety/evil/view_pt2_plus_torchscript.pt2": 8,
     "loadsafety/evil/view_code_upper_py.pt": 8,
+    "loadsafety/evil/view_opaque_object_constants.pt": 8,
+    "loadsafety/evil/view_opaque_object_data.ptl": 8,
+    "loadsafety/evil/view_opaque_object_custom_obj.pt2": 8,
+    "loadsafety/evil/view_constants_upper_case.pt": 8,
 }
 NO_MARKER = {"loadsafety/evil/view_ptl_bytecode_custom_op.ptl"}  # no loader runs it: prove the exit only
 
@@ -346,6 +373,13 @@ def system(fname):
     return proto() + call("os", "system", ustr("touch " + MARKER + fname)) + P.STOP
 
 
+def opaque_object(fname):
+    """An object of libtorch_python's custom class aten.OpaqueObject (PyTorch 2.x) as TorchScript's
+    pickler writes one: its __setstate__ is pickle.loads(base64.b64decode(state)), and state is system()."""
+    state = base64.b64encode(system(fname)).decode()
+    return glob("__torch__.torch.classes.aten", "OpaqueObject") + P.EMPTY_TUPLE + P.NEWOBJ + ustr(state) + P.BUILD
+
+
 def saver_records(saver, fname, top="archive", code="code/"):
     """The TorchScript Saver under top/, its marker named for fname, its code/ folder spelled code."""
     out = []
@@ -484,6 +518,42 @@ def files(saver, program, schema_version, example_inputs, lite):
     # code/ records ending .PY: torch.jit.load finds them all the same and runs __setstate__.
     out[rel] = zip_bytes([(n[:-3] + ".PY" if "/code/" in n and n.endswith(".py") else n, d)
                           for n, d in saver_records(saver, name(rel))])
+    rel = "loadsafety/evil/view_opaque_object_constants.pt"
+    out[rel] = zip_bytes([(n, proto() + P.MARK + opaque_object(name(rel)) + P.TUPLE + P.STOP
+                           if n.endswith("/constants.pkl") else d) for n, d in zip_records(SCRIPTED)])
+
+    rel = "loadsafety/evil/view_opaque_object_data.ptl"
+    mobile = []
+    for n, d in zip_records(MOBILE):
+        if n.endswith("/data.pkl"):
+            at = d.rindex(P.SETITEMS + P.BUILD)  # the module's state dict, then BUILD (and a BINPUT)
+            assert len(d) - at <= 5, d[-8:]
+            d = d[:at] + ustr("extra") + opaque_object(name(rel)) + d[at:]
+        mobile.append((n, d))
+    out[rel] = zip_bytes(mobile)
+
+    rel = "loadsafety/evil/view_opaque_object_custom_obj.pt2"
+    # What torch._C._pickle_save writes, with the object as its data.pkl.
+    custom = zip_bytes([("archive/data.pkl", proto() + opaque_object(name(rel)) + P.STOP),
+                        ("archive/version", "3\n"), ("archive/byteorder", "little")])
+    records = []
+    for n, d in pt2:
+        if n.endswith("/model_constants_config.json"):
+            config = json.loads(d)
+            config["config"]["obj"] = {"path_name": "custom_obj_0", "is_param": False, "use_pickle": True,
+                                       "tensor_meta": None}
+            d = json.dumps(config).encode()
+        records.append((n, d))
+    out[rel] = zip_bytes(records + [(top + "/data/constants/custom_obj_0", custom)])
+
+    rel = "loadsafety/evil/view_constants_upper_case.pt"
+    # exec planted as an OrderedDict's __setstate__ (BUILD with a dict), then called by a second BUILD.
+    chain = glob("torch", "classes.quantized.__getattr__.__builtins__.get") + ustr("exec") + P.TUPLE1 + P.REDUCE
+    payload = "import os; os.system('touch %s')" % (MARKER + name(rel))
+    data = (proto(4) + glob("collections", "OrderedDict") + P.EMPTY_TUPLE + P.REDUCE +
+            P.EMPTY_DICT + ustr("__setstate__") + chain + P.SETITEM + P.BUILD + ustr(payload) + P.BUILD + P.STOP)
+    out[rel] = zip_bytes([("archive/data.pkl", data), ("archive/CONSTANTS.pkl", proto() + P.EMPTY_TUPLE + P.STOP),
+                          ("archive/byteorder", "little"), ("archive/version", "3\n")])
     assert sorted(out) == sorted(FILES)
     return out
 

@@ -499,3 +499,24 @@ TEST_CASE("load safety: third review's files: mobile bytecode, a .pt2 inside Tor
   // A real lite-interpreter archive names only libtorch's operators.
   CHECK_FALSE(assess_load_safety(*open_file_source(testdata("mlp.ptl"))).unsafe());
 }
+
+TEST_CASE("load safety: custom classes of TorchScript pickles, and constants.pkl as torch.load looks for it") {
+  // __torch__.torch.classes.aten.OpaqueObject runs pickle.loads on its state (PyTorch 2.x).
+  for (const char* f : {"evil/view_opaque_object_constants.pt", "evil/view_opaque_object_data.ptl",
+                        "evil/view_opaque_object_custom_obj.pt2"}) {
+    const LoadSafety s = assess(f);
+    INFO(f << "\n" << describe(s));
+    CHECK(mentions(s, "torch.classes.aten.OpaqueObject", LoadRisk::Dangerous));
+  }
+  // libtorch's own classes pass by exact name, not as the start of an attribute chain.
+  const LoadSafety quantized = assess_load_safety(*open_file_source(testdata("quant_dynamic.pt")));
+  INFO(describe(quantized));
+  CHECK_FALSE(quantized.unsafe());
+  // CONSTANTS.pkl: torch.jit.load finds it, torch.load does not and unpickles data.pkl with Python's pickle.
+  const LoadSafety upper = assess("evil/view_constants_upper_case.pt");
+  INFO(describe(upper));
+  CHECK(mentions(upper, "looks for the exact name", LoadRisk::Crafted));
+  CHECK(mentions(upper, "quantized.__getattr__.__builtins__.get", LoadRisk::Dangerous));  // data.pkl as torch.load reads it
+  CHECK(outcome(upper, "torch.load(weights_only=False)") == "runs code");
+  CHECK(outcome(upper, "torch.load(weights_only=True)") == "refuses");
+}

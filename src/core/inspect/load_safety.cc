@@ -320,7 +320,10 @@ class Assessor {
     }
   }
 
-  void torchscript_loaders(const TorchArchive& archive) {
+  // `python_data`: data.pkl as torch.load reads it when the archive has no
+  // record named exactly constants.pkl (torch.load's own test for TorchScript,
+  // case-sensitive, where torch.jit.load's lookups ignore case): Python's pickle.
+  void torchscript_loaders(const TorchArchive& archive, const PickleScan* python_data) {
     scan_code(archive);
     const bool checkpoint_name = checkpoint_extension();
     std::string why = "TorchScript's unpickler resolves " + std::to_string(out_.globals.size()) + " global(s)";
@@ -329,10 +332,20 @@ class Assessor {
                                   [](const LoadFinding& f) { return f.risk != LoadRisk::Crafted; });
     add_loader("torch.jit.load", runs ? "runs code" : "accepts", why);
     const bool old = version_before(out_.torch_version, 2, 6);
-    add_loader("torch.load(weights_only=True)", old ? "runs code" : "refuses",
-               old ? "PyTorch before 2.6 hands a TorchScript archive to torch.jit.load (CVE-2025-32434)"
-                   : "a TorchScript archive: torch.load refuses it under weights_only=True");
-    add_loader("torch.load(weights_only=False)", "runs code", "hands a TorchScript archive to torch.jit.load");
+    if (python_data != nullptr) {
+      const std::string refusal = weights_only_refusal(python_data->opcodes, python_data->protocol);
+      add_loader("torch.load(weights_only=True)", refusal.empty() ? "accepts" : "refuses",
+                 refusal.empty() ? "unpickles data.pkl under its allowlist (no record named exactly constants.pkl)"
+                                 : refusal);
+      add_loader("torch.load(weights_only=False)", has_unlisted() ? "runs code" : "accepts",
+                 "no record is named exactly constants.pkl, torch.load's test for TorchScript: it unpickles data.pkl "
+                 "with Python's pickle, not TorchScript's");
+    } else {
+      add_loader("torch.load(weights_only=True)", old ? "runs code" : "refuses",
+                 old ? "PyTorch before 2.6 hands a TorchScript archive to torch.jit.load (CVE-2025-32434)"
+                     : "a TorchScript archive: torch.load refuses it under weights_only=True");
+      add_loader("torch.load(weights_only=False)", "runs code", "hands a TorchScript archive to torch.jit.load");
+    }
     if (checkpoint_name) {
       crafted("the file", "a TorchScript archive under a checkpoint's name (" + extension() +
                               "), which torch.load takes: torch.load(weights_only=True) runs its TorchScript",
@@ -511,6 +524,11 @@ class Assessor {
       const std::string g = i.full();
       if (out_.globals.size() < kMaxListedNames && seen_globals_.insert(g).second) out_.globals.push_back(g);
       if (!tensor_rebuilding_global(g)) out_.tensor_rebuilding_only = false;
+      // TorchScript's pickler names a custom class __torch__.torch.classes.NS.C.
+      if (role == PickleRole::TorchScript && g.rfind("__torch__.torch.classes.", 0) == 0) {
+        custom_class(g.substr(10), where);
+        continue;
+      }
       if (role == PickleRole::TorchScript && (g.rfind("__torch__.", 0) == 0 || g == "__torch__")) continue;
       if (role == PickleRole::TorchScript && g.rfind("torch.classes.", 0) == 0) {
         custom_class(g, where);
@@ -585,10 +603,23 @@ class Assessor {
       finding(LoadRisk::Unlisted, where, std::string(verb) + g + " (" + how + "), which is not on the allowlist", g, "");
     }
   }
+  // `g` is torch.classes.NS.C.
   void custom_class(const std::string& g, const std::string& where) {
-    const std::string ns = g.substr(14, g.find('.', 14) == std::string::npos ? std::string::npos : g.find('.', 14) - 14);
-    if (ns == "quantized" || ns == "xnnpack" || ns == "mkldnn" || ns == "onednn" || ns == "rnn" || ns == "sparse") {
+    const size_t dot = g.find('.', 14);
+    const std::string ns = g.substr(14, dot == std::string::npos ? std::string::npos : dot - 14);
+    const bool one_class = dot != std::string::npos && g.find('.', dot + 1) == std::string::npos;
+    if (one_class &&
+        (ns == "quantized" || ns == "xnnpack" || ns == "mkldnn" || ns == "onednn" || ns == "rnn" || ns == "sparse")) {
       return;  // built into libtorch
+    }
+    if (g == "torch.classes.aten.OpaqueObject" && !allowed_by_user(g, o_)) {
+      // libtorch_python's OpaqueObject: its __setstate__ is pickle.loads(base64.b64decode(state)).
+      note_unlisted(g);
+      finding(LoadRisk::Dangerous, where,
+              "uses the custom class " + g + ", whose __setstate__ unpickles its state with Python's pickle.loads: "
+              "a Python pickle inside the file, run by torch.jit.load, the lite loader and torch.export.load",
+              g, "process execution (a pickle inside a pickle)");
+      return;
     }
     if (custom_classes_.size() < kMaxListedNames &&
         std::find(custom_classes_.begin(), custom_classes_.end(), g) == custom_classes_.end()) {
@@ -1101,7 +1132,7 @@ LoadSafety assess_archive_load_safety(const TorchArchive& archive, const LoadSaf
       break;
     }
     case FileKind::TorchScript:
-    case FileKind::LiteInterpreter:
+    case FileKind::LiteInterpreter: {
       for (const char* name : {"data.pkl", "constants.pkl", "bytecode.pkl"}) {
         if (const Record* r = archive.find(name)) {
           const std::string bytes = archive.read(*r, ReadLimits::kPickle);
@@ -1109,6 +1140,22 @@ LoadSafety assess_archive_load_safety(const TorchArchive& archive, const LoadSaf
           if (std::strcmp(name, "data.pkl") == 0) a.check_storages(archive, scan, name, "data");
           if (std::strcmp(name, "constants.pkl") == 0) a.check_storages(archive, scan, name, "constants");
           if (std::strcmp(name, "bytecode.pkl") == 0) a.scan_bytecode_operators(bytes, r->name);
+        }
+      }
+      // torch.load takes a ZIP for TorchScript only when a record is named
+      // exactly constants.pkl; else it unpickles data.pkl as a torch.save file.
+      std::optional<PickleScan> python_data;
+      if (std::none_of(archive.records().begin(), archive.records().end(),
+                       [](const Record& r) { return r.name == "constants.pkl"; })) {
+        if (const Record* folded = archive.find("constants.pkl")) {
+          a.crafted(folded->name, "is what torch.jit.load reads for constants.pkl (its lookups ignore case), but "
+                    "torch.load looks for the exact name: it takes the file for a torch.save file and unpickles "
+                    "data.pkl with Python's pickle",
+                    "torch.load; scanners that judge the file as TorchScript alone");
+        }
+        if (const Record* data = archive.find("data.pkl")) {
+          python_data = a.pickle(archive.read(*data, ReadLimits::kPickle), data->name + " (as torch.load reads it)",
+                                 PickleRole::TorchSave, true);
         }
       }
       // A .pt2's records beside TorchScript's: torch.export.load reads the file as a .pt2.
@@ -1120,8 +1167,9 @@ LoadSafety assess_archive_load_safety(const TorchArchive& archive, const LoadSaf
           break;
         }
       }
-      a.torchscript_loaders(archive);
+      a.torchscript_loaders(archive, python_data ? &*python_data : nullptr);
       break;
+    }
     case FileKind::ExportedProgram: assess_pt2(archive, a); break;
     default: break;
   }
