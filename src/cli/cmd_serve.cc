@@ -6,7 +6,7 @@
 //                 [--memory-limit SIZE] [--time-limit S]
 //                 [--no-validate] [--load-library LIB]...
 //                 [--key PUBLIC.pem | --certificate-chain ROOTS.pem... | --trust-root trusted_root.json
-//                  --identity ID --issuer URL] [--signature SIG] [--require-signature] [--require-stamp]
+//                  --identity ID --issuer URL] [--signature SIG] [--require-signature | --allow-unsigned] [--require-stamp]
 //
 // The options, and the log lines of the service (serve/service.h): notes
 // and warnings on stderr, the start line on stdout.
@@ -69,7 +69,7 @@ Runner setup_serve(CLI::App& app, Context& ctx) {
       "worker processes that take requests from the model's queue; a worker that dies fails its requests\n"
       "with 500 and is restarted with back-off (readiness is false until it is back). The tsarchive process\n"
       "itself never loads libtorch.\n"
-      "With --key, --certificate-chain or --trust-root (and --require-signature, --require-stamp), each\n"
+      "With --key, --certificate-chain or --trust-root (and --require-stamp, --allow-unsigned), each\n"
       "archive also passes verify with those options on the descriptor it is served from, or nothing is\n"
       "served (exit 1 changed, 3 damaged, 7 not signed by that signer, 8 unsafe to load).\n"
       "\n"

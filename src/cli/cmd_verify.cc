@@ -1,7 +1,7 @@
 // tsarchive verify MODEL|DIR... [--json] [--load [--memory-limit SIZE] [--time-limit S]] [--threads N]
 //   [--torch-version V] [--allow-global MODULE.NAME]...
 //   [--key PUBLIC.pem | --certificate-chain ROOTS.pem... | --trust-root trusted_root.json --identity ID --issuer URL]
-//   [--signature SIG] [--require-signature]
+//   [--signature SIG] [--require-signature | --allow-unsigned]
 //
 // The options, then verify_model (operations/verify.h), then its report. With
 // --key, --certificate-chain or --trust-root (Sigstore keyless) a model that is
@@ -41,11 +41,11 @@ void render_signature_text(const SignatureOutcome& s, std::ostream& out) {
     out << "signature  " << kEmbeddedSignatureRecord << " (embedded): not checked (give --key or --certificate-chain)\n";
   }
   if (!s.check) {
-    if (!s.looked_for.empty()) out << "signature  none (no " << s.looked_for << ")\n";
+    if (!s.looked_for.empty()) out << "signature  none (no " << printable(s.looked_for) << "; --allow-unsigned)\n";
     return;
   }
   const SignatureCheck& c = *s.check;
-  out << "signature  " << c.signature_path << (c.embedded ? " (embedded)" : "") << ": ";
+  out << "signature  " << printable(c.signature_path) << (c.embedded ? " (embedded)" : "") << ": ";
   if (s.records_pending) {
     out << "valid, records not compared (the archive is damaged), ";
   } else if (c.embedded && !c.matches()) {
@@ -59,9 +59,10 @@ void render_signature_text(const SignatureOutcome& s, std::ostream& out) {
   if (c.v02_encoding) out << " (model_signing 0.2 encoding)";
   if (c.predicate_type != kPredicateV1) out << " (predicate " << c.predicate_type << ")";
   out << '\n';
-  for (const std::string& f : c.changed) out << "  changed  " << f << '\n';
-  for (const std::string& f : c.missing) out << "  missing  " << f << '\n';
-  for (const std::string& f : c.added) out << "  added    " << f << '\n';
+  // Names from the signature and the model: escaped, so a name cannot fake a line.
+  for (const std::string& f : c.changed) out << "  changed  " << printable(f) << '\n';
+  for (const std::string& f : c.missing) out << "  missing  " << printable(f) << '\n';
+  for (const std::string& f : c.added) out << "  added    " << printable(f) << '\n';
 }
 
 nlohmann::ordered_json signature_to_json(const SignatureOutcome& s) {
@@ -232,8 +233,8 @@ Runner setup_verify(CLI::App& app, Context& ctx) {
       "and plain pickle files are verified by that verdict alone. Without --key or --certificate-chain a\n"
       "directory is scanned as a hub scans an upload: every regular file below it.\n"
       "Exit 0 intact, 1 changed since it was stamped or signed (or not stamped, with --require-stamp), 3 damaged,\n"
-      "or unreadable by this libtorch, 7 the signature is invalid or its signer not trusted (or, with\n"
-      "--require-signature, there is none), 8 unsafe to load.\n"
+      "or unreadable by this libtorch, 7 the signature is invalid, its signer not trusted, or there is none\n"
+      "(with a signer named and no --allow-unsigned), 8 unsafe to load.\n"
       "A .pt2 gets the same checks (its programs and weight configs read as inspect reads them, every weight\n"
       "record holding its tensor, archive_format and archive_version as torch.export.load wants them); --load\n"
       "does not take one.");

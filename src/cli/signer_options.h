@@ -39,8 +39,13 @@ inline void add_signer_options(CLI::App& app, VerifySettings& settings, bool dir
                  "The signature file (default: the archive's embedded signature, else MODEL.sig beside a file, "
                  "MODEL/model.sig in a directory)")
       ->type_name("SIG");
-  app.add_flag("--require-signature", settings.require_signature,
-               "Exit 7 when no signature is found, embedded or not (with --key, --certificate-chain or --trust-root)");
+  CLI::Option* require = app.add_flag(
+      "--require-signature", settings.require_signature,
+      "Exit 7 when no signature is found, embedded or not: the default with --key, --certificate-chain or --trust-root");
+  app.add_flag("--allow-unsigned", settings.allow_unsigned,
+               "With a signer named: check a signature when the model has one, and let a model without one pass "
+               "(\"signature none\"); for a fleet part-way through adopting signatures")
+      ->excludes(require);
   if (!directories) return;
   app.add_option("--ignore-paths", settings.ignore_paths,
                  "Files of a model directory that are not checked against the signature (relative to it)")
@@ -49,8 +54,10 @@ inline void add_signer_options(CLI::App& app, VerifySettings& settings, bool dir
 
 // What the parser cannot say of the signer options, for `models` models.
 inline void check_signer_options(const VerifySettings& settings, size_t models) {
-  if ((!settings.signature.empty() || settings.require_signature) && !settings.trusts_a_signer()) {
-    throw_usage("--signature and --require-signature need --key PUBLIC.pem, --certificate-chain ROOTS.pem or --trust-root",
+  if ((!settings.signature.empty() || settings.require_signature || settings.allow_unsigned) &&
+      !settings.trusts_a_signer()) {
+    throw_usage("--signature, --require-signature and --allow-unsigned need --key PUBLIC.pem, --certificate-chain "
+                "ROOTS.pem or --trust-root",
                 "say whom you trust: the signer's public key, the roots of its certificate, or Sigstore's trust root");
   }
   if (!settings.trust_root.empty() && (settings.identity.empty() || settings.issuer.empty())) {

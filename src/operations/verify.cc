@@ -93,7 +93,7 @@ SignatureOutcome check_signature(const VerifySettings& s, const ArchiveFile* fil
   const std::string path = s.signature.empty() ? default_signature_path(s.model) : s.signature;
   if (s.signature.empty() && !exists(path)) {
     out.looked_for = path;
-    if (s.require_signature) {
+    if (!s.allow_unsigned) {
       throw_signature_invalid("the model is not signed: no " + path + " and no embedded " + kEmbeddedSignatureRecord,
                               s.model, "sign it with 'tsarchive sign', or give its signature with --signature SIG");
     }

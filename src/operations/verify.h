@@ -42,7 +42,11 @@ struct VerifySettings {
   std::vector<std::string> roots;  // ROOTS.pem
   std::string trust_root, identity, issuer;  // Sigstore keyless: trusted_root.json and who must have signed
   std::vector<std::string> ignore_paths;  // of a model directory
+  // A signer named and no signature found is exit 7, unless allow_unsigned
+  // (a fleet part-way through adopting signatures). require_signature says
+  // the default out loud; with no signer named it is a usage error.
   bool require_signature = false;
+  bool allow_unsigned = false;
   double lock_timeout = 10;
 
   // Whether a signer to trust was named: a key, roots or a Sigstore trust root.
@@ -50,7 +54,7 @@ struct VerifySettings {
 };
 
 // The signature's part of verify: no check when no signer to trust was given,
-// or no signature was found (without require_signature).
+// or no signature was found (with allow_unsigned).
 struct SignatureOutcome {
   bool asked = false;
   std::optional<SignatureCheck> check;

@@ -410,9 +410,14 @@ expect(ts("verify", "t", "--key", "p256.key"), 2, "private key given as --key of
 expect(ts("verify", "t", "--key", "p256.pub", "--signature", "p256.key"), 7, "a private key as the signature")
 expect(ts("verify", "model.pt", "--key", "p256.pub", "--signature", "nothere.sig"), 4, "missing signature file")
 os.remove("model.pt.sig")
-r = expect(ts("verify", "model.pt", "--key", "p256.pub"), 0, "unsigned without --require-signature", ["none"])
+# A signer named and no signature: fail closed (a deleted signature must not pass a gate).
+expect(ts("verify", "model.pt", "--key", "p256.pub"), 7, "unsigned with a key", ["not signed", "model.pt.sig"])
 expect(ts("verify", "model.pt", "--key", "p256.pub", "--require-signature"), 7, "--require-signature", ["not signed"])
+r = expect(ts("verify", "model.pt", "--key", "p256.pub", "--allow-unsigned"), 0, "--allow-unsigned", ["none"])
+expect(ts("verify", "model.pt", "--key", "p256.pub", "--allow-unsigned", "--require-signature"), 2,
+       "--allow-unsigned with --require-signature")
 expect(ts("verify", "model.pt", "--require-signature"), 2, "--require-signature without a key")
+expect(ts("verify", "model.pt", "--allow-unsigned"), 2, "--allow-unsigned without a key")
 os.symlink("weights.bin", "t/link.bin")
 expect(ts("sign", "t", "--key", "p256.key", "-o", "l.sig"), 2, "symbolic link refused", ["link.bin", "--allow-symlinks"])
 expect(ts("sign", "t", "--key", "p256.key", "-o", "l.sig", "--allow-symlinks"), 0, "--allow-symlinks")
@@ -569,9 +574,9 @@ check(sum("no longer covers" in l for l in r.stderr.splitlines()) == 1, f"one li
 expect(ts("verify", "t-edit.pt", "--key", "p256.pub"), 7, "verify after extra set", ["'extra/note.txt' added"])
 r = expect(ts("extra", "rm", "t-edit.pt", "tsarchive/model.sig"), 0, "extra rm removes the embedded signature")
 check("no longer covers" not in r.stderr, f"removing the signature itself prints no note: {r.stderr}")
-expect(ts("verify", "t-edit.pt", "--key", "p256.pub"), 0, "unsigned after extra rm", ["signature  none"])
-expect(ts("verify", "t-edit.pt", "--key", "p256.pub", "--require-signature"), 7, "--require-signature after rm",
-       ["not signed"])
+expect(ts("verify", "t-edit.pt", "--key", "p256.pub"), 7, "unsigned after extra rm", ["not signed"])
+expect(ts("verify", "t-edit.pt", "--key", "p256.pub", "--allow-unsigned"), 0, "--allow-unsigned after rm",
+       ["signature  none"])
 
 expect(ts("convert", "emb.pt", "--input", "2x8", "-o", "conv.pt"), 0, "convert of a signed archive",
        ["no longer covers conv.pt", "tsarchive/model.sig"])
