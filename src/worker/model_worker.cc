@@ -17,6 +17,7 @@
 #include "base/error.h"
 #include "base/strings.h"
 #include "worker/worker_codec.h"
+#include "worker/worker_output.h"
 
 namespace tsarchive {
 namespace {
@@ -264,6 +265,7 @@ int model_worker_main(int in_fd, int out_fd, const char* temp) {
       ::setenv("TMPDIR", temp, 1);
       enter_sandbox(SandboxPolicy{{temp}, is_cuda_device(request.device)});
     }
+    static WorkerOutput output;  // the server's log gets the model's prints escaped; never destroyed (_exit)
     TorchBackend& torch = load_torch_backend();
     WorkerJob job;
     job.file = request.display_name;

@@ -161,9 +161,24 @@ constexpr long kDenied[] = {
     __NR_setdomainname, __NR_syslog, __NR_quotactl,
     // Extended attributes travel with a file the worker wrote (stamp's copy
     // becomes the user's archive): an ACL or a user.* attribute set here would too.
-    __NR_setxattr, __NR_lsetxattr, __NR_fsetxattr,
+    __NR_setxattr, __NR_lsetxattr, __NR_fsetxattr, __NR_removexattr, __NR_lremovexattr, __NR_fremovexattr,
 #ifdef __NR_setxattrat
     __NR_setxattrat,
+#endif
+#ifdef __NR_removexattrat
+    __NR_removexattrat,
+#endif
+    // Landlock has no right for a file's mode, owner or times: native code in
+    // the worker (a custom operator, an AOTInductor package's library) could
+    // make the user's files world-writable or rewrite their times anywhere.
+    __NR_fchmod, __NR_fchmodat, __NR_fchown, __NR_fchownat, __NR_utimensat,
+#if defined(__x86_64__)
+    __NR_chmod, __NR_chown, __NR_lchown, __NR_utime, __NR_utimes, __NR_futimesat,
+#endif
+#ifdef __NR_fchmodat2
+    __NR_fchmodat2,
+#else
+    452,  // fchmodat2 (Linux 6.6), newer than some headers
 #endif
 #if defined(__x86_64__)
     __NR_fork, __NR_vfork,  // see clone below

@@ -23,6 +23,7 @@
 #include "base/strings.h"
 #include "core/edit/file_edit.h"
 #include "worker/sandbox.h"
+#include "worker/worker_output.h"
 
 namespace tsarchive {
 namespace {
@@ -57,6 +58,7 @@ void write_all(int fd, const std::string& bytes) {
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) ::signal(sig, SIG_DFL);
 
   std::string payload;
+  std::unique_ptr<WorkerOutput> output;  // never destroyed: the worker ends with _exit
   try {
     if (temp != nullptr) {
       // Before libtorch loads, while this process has one thread (sandbox.h).
@@ -65,6 +67,7 @@ void write_all(int fd, const std::string& bytes) {
       policy.writable.push_back(temp->path());
       enter_sandbox(policy);
     }
+    output = std::make_unique<WorkerOutput>();
     payload = work();
   } catch (const Error& e) {
     payload = encode_error(temp != nullptr ? explain_sandbox_refusal(e) : e);
@@ -74,6 +77,7 @@ void write_all(int fd, const std::string& bytes) {
   } catch (...) {
     payload = encode_error(Error(ErrorKind::Torch, "libtorch failed with an exception that is not a std::exception"));
   }
+  if (output) output->finish();
   write_all(fd, payload);
   // No destructors, no atexit handlers: libtorch's teardown is not ours to run.
   ::_exit(0);

@@ -180,3 +180,33 @@ TEST_CASE("a worker starts threads but no process, and sets no extended attribut
   CHECK_THAT(seen, Catch::StartsWith("fork refused, spawn refused, thread ran, xattr "));
   CHECK_THAT(seen, !Catch::EndsWith("xattr set"));
 }
+
+TEST_CASE("a worker changes no file's mode, owner or times, even one it may read", "[sandbox][worker]") {
+  const SandboxSupport& s = sandbox_support();
+  if (s.disabled || !s.seccomp) {
+    WARN("sandbox on this kernel: " << describe_sandbox(s) << "; skipped");
+    return;
+  }
+  TempDir outside, staging;
+  const std::string victim = outside.file("secret.txt");
+  ::close(::open(victim.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+  struct stat before {};
+  REQUIRE(::stat(victim.c_str(), &before) == 0);
+  WorkerJob job{"model.pt", "loading the module", {}, true, {}, {staging.path.string()}};
+  const std::string seen = run_in_worker(job, [&] {
+    const auto refused = [](int rc) { return rc < 0 && errno == EPERM ? "refused" : "allowed"; };
+    const timespec epoch[2] = {{0, 0}, {0, 0}};
+    std::string out = std::string("chmod ") + refused(::chmod(victim.c_str(), 0666));
+    out += std::string(", chown ") + refused(::chown(victim.c_str(), ::getuid(), ::getgid()));
+    out += std::string(", utimensat ") + refused(::utimensat(AT_FDCWD, victim.c_str(), epoch, 0));
+    const int fd = ::open(victim.c_str(), O_RDONLY | O_CLOEXEC);
+    out += std::string(", fchmod ") + refused(::fchmod(fd, 0666));
+    ::close(fd);
+    return out;
+  });
+  CHECK(seen == "chmod refused, chown refused, utimensat refused, fchmod refused");
+  struct stat after {};
+  REQUIRE(::stat(victim.c_str(), &after) == 0);
+  CHECK(after.st_mode == before.st_mode);
+  CHECK(after.st_mtim.tv_sec == before.st_mtim.tv_sec);
+}
