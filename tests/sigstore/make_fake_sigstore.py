@@ -175,7 +175,7 @@ def main():
     body = dsse_body(payload, signature, leaf)
     t = int(T0.timestamp()) + 60
     write("good.sigstore.json", bundle(payload, signature, leaf, entry(body, rekor_key, rekor_key, t)))
-    write("good_v02_proof_only.sigstore.json",
+    write("proof_only_no_time.sigstore.json",  # refused: no signed time
           bundle(payload, signature, leaf, entry(body, rekor_key, rekor_key, t, with_set=False), "0.2", [inter]))
     write("good_v01_set_only.sigstore.json",
           bundle(payload, signature, leaf, entry(body, rekor_key, rekor_key, t, with_proof=False), "0.1"))

@@ -442,6 +442,21 @@ TEST_CASE("export writes every extra file inside the folder; import reads them b
   REQUIRE_FALSE(fs::exists(dir.file("train.yaml")));
 }
 
+TEST_CASE("export refuses a name that is another's folder, and finds it among many without comparing pairs") {
+  TempDir dir;
+  std::vector<ExtraEdit> edits;
+  for (int i = 0; i < 20000; ++i) edits.push_back({"notes/n" + std::to_string(i) + ".txt", std::string("x")});
+  edits.push_back({"notes/n7.txt/deeper.txt", std::string("y")});
+  const auto archive = archive_of(edited(slurp(testdata("mlp_scripted.pt")), edits));
+  try {
+    export_extra_files(*archive, dir.file("out"), up_to(1 << 20));
+    FAIL("exported a file and a folder of one name");
+  } catch (const Error& e) {
+    REQUIRE(std::string(e.what()).find("'notes/n7.txt' and 'notes/n7.txt/deeper.txt'") != std::string::npos);
+  }
+  REQUIRE_FALSE(fs::exists(dir.file("out/notes")));
+}
+
 TEST_CASE("export checks every target before it writes any; import never blocks on a FIFO") {
   TempDir dir;
   const auto archive = archive_of(slurp(testdata("mlp_scripted.pt")));

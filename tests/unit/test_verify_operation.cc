@@ -63,7 +63,16 @@ TEST_CASE("verify: the embedded signature is read from the file whose records we
   CHECK_FALSE(result.signature_fails);
   CHECK(result.exit_code == 0);
 
-  // The path now names the unsigned archive: verified again, it has no signature.
+  // The path now names the unsigned archive: verified again, it has no signature (exit 7)...
+  try {
+    verify_model(settings, [](const std::string&) {});
+    FAIL("an unsigned archive passed with a key given");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::SignatureInvalid);
+    CHECK(std::string(e.what()).find("not signed") != std::string::npos);
+  }
+  // ...which --allow-unsigned lets pass.
+  settings.allow_unsigned = true;
   const VerifyResult after = verify_model(settings, [](const std::string&) {});
   CHECK_FALSE(after.signature.check);
   CHECK(after.exit_code == 0);

@@ -18,6 +18,9 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <string>
+#include <string_view>
+#include <unordered_set>
 
 #include "base/posix_fd.h"
 #include "base/error.h"
@@ -240,10 +243,15 @@ std::vector<ExportedFile> export_extra_files(const TorchArchive& archive, const 
     records.push_back(&r);
     names.push_back(name);
   }
-  for (const std::string& a : names) {
-    for (const std::string& b : names) {
-      if (b.size() > a.size() && b.compare(0, a.size(), a) == 0 && b[a.size()] == '/') {
-        throw_bad_input("extra files '" + a + "' and '" + b + "' need '" + a + "' to be both a file and a folder",
+  // A name that is a folder of another: each folder along each name, looked up
+  // (not every pair: an archive may hold a great many extra files).
+  const std::unordered_set<std::string_view> files(names.begin(), names.end());
+  for (const std::string& b : names) {
+    for (size_t slash = b.find('/'); slash != std::string::npos; slash = b.find('/', slash + 1)) {
+      const std::string_view a = std::string_view(b).substr(0, slash);
+      if (files.count(a) != 0) {
+        throw_bad_input("extra files '" + std::string(a) + "' and '" + b + "' need '" + std::string(a) +
+                            "' to be both a file and a folder",
                         archive.path(), "nothing was exported; read them one by one with 'extra get'");
       }
     }

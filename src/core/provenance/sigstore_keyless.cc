@@ -157,6 +157,12 @@ KeylessCheck check_keyless_bundle(const ModelBundle& bundle, const SigstoreTrust
   check.issuer_name = leaf.issuer();
   const std::vector<TlogEntry> entries = parse_tlog_entries(bundle.tlog_entries_json);
   check.set_verified = check.inclusion_verified = true;
+  // The certificate is checked at a time something signed: the log's signed
+  // entry timestamp. An inclusion proof does not cover integratedTime, so an
+  // entry with a proof alone could be given any time, such as one inside an
+  // expired certificate's validity (sigstore-python: "not enough sources of
+  // verified time"). RFC 3161 timestamps are not read (see docs/signing.md).
+  bool timed = false;
   for (size_t i = 0; i < entries.size(); ++i) {
     try {
       const TlogVerdict verdict = verify_tlog_entry(entries[i], root);
@@ -167,7 +173,15 @@ KeylessCheck check_keyless_bundle(const ModelBundle& bundle, const SigstoreTrust
     } catch (const Error& e) {
       throw_signature_invalid("the transparency-log entry " + std::to_string(entries[i].log_index) + ": " + e.what());
     }
+    if (entries[i].signed_entry_timestamp.empty()) continue;  // its time is not signed
     check.authority = trusted_authority(leaf, intermediates, root, entries[i].integrated_time);
+    timed = true;
+  }
+  if (!timed) {
+    throw_signature_invalid("no source of verified time: no transparency-log entry has a signed entry timestamp "
+                            "(inclusionPromise), and an inclusion proof does not sign integratedTime, so nothing "
+                            "vouches that the short-lived certificate was valid when it signed",
+                            {}, "sign it again with a Sigstore client that records the log's signed entry timestamp");
   }
   check.log_index = entries.front().log_index;
   check.integrated_time = entries.front().integrated_time;
