@@ -105,7 +105,8 @@ std::optional<nlohmann::ordered_json> ordered_json_member(std::string_view text,
     return std::nullopt;
   }
   OrderedMemberBuilder builder(member);
-  if (!nlohmann::ordered_json::sax_parse(text.begin(), text.end(), &builder)) {
+  if (text.find('\0') != std::string_view::npos ||  // nlohmann would stop there (parse_bounded_json)
+      !nlohmann::ordered_json::sax_parse(text.begin(), text.end(), &builder)) {
     if (problem != nullptr) *problem = std::string(kNotValidJson);
     return std::nullopt;
   }

@@ -54,6 +54,12 @@ std::optional<Json> parse_bounded_json(std::string_view text, std::string* probl
     if (problem != nullptr) *problem = *why;
     return std::nullopt;
   }
+  // A NUL byte is never JSON, and nlohmann's lexer takes it for the end of
+  // the input: bytes after it would go unread, and a file with them pass.
+  if (text.find('\0') != std::string_view::npos) {
+    if (problem != nullptr) *problem = std::string(kNotValidJson);
+    return std::nullopt;
+  }
   Json doc = Json::parse(text.begin(), text.end(), nullptr, false);
   if (doc.is_discarded()) {
     if (problem != nullptr) *problem = std::string(kNotValidJson);

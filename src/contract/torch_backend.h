@@ -18,6 +18,12 @@
 
 namespace tsarchive {
 
+// In a worker, fds 1 and 2 carry what the model prints (worker_output.h);
+// this variable names the descriptor of the real stderr, where tsarchive's own
+// notes go. The torch layer has its own std::cerr (it links libstdc++
+// dynamically, the binary statically), so it is told by descriptor.
+inline constexpr const char* kWorkerNotesFdVariable = "TSARCHIVE_WORKER_NOTES_FD";
+
 struct TorchRuntimeInfo {
   std::string libtorch_version;  // e.g. "1.13.1"
   std::string library_path;      // the libtorch_cpu.so the worker loaded (its real path)

@@ -3,12 +3,17 @@
 #include <c10/util/Exception.h>
 #include <torch/version.h>
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
 #include <iostream>
 #include <mutex>
 #include <set>
 #include <string>
 
 #include "base/terminal_text.h"
+#include "contract/torch_backend.h"
 
 namespace tsarchive::torch_layer {
 namespace {
@@ -22,7 +27,19 @@ void note(const std::string& message) {
   static std::set<std::string> seen;
   const std::lock_guard<std::mutex> lock(mutex);
   if (!seen.insert(message).second) return;
-  std::cerr << "tsarchive: note: libtorch: " << escape_text(message, TextEscape::Line) << '\n' << std::flush;
+  const std::string line = "tsarchive: note: libtorch: " + escape_text(message, TextEscape::Line) + "\n";
+  static const char* const notes_fd = std::getenv(kWorkerNotesFdVariable);
+  if (notes_fd == nullptr) {
+    std::cerr << line << std::flush;
+    return;
+  }
+  const int fd = std::atoi(notes_fd);
+  for (size_t done = 0; done < line.size();) {
+    const ssize_t n = ::write(fd, line.data() + done, line.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    done += static_cast<size_t>(n);
+  }
 }
 
 class NoteHandler final : public c10::WarningHandler {

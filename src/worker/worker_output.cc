@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "base/terminal_text.h"
+#include "contract/torch_backend.h"
 
 namespace tsarchive {
 namespace {
@@ -136,6 +137,7 @@ WorkerOutput::WorkerOutput() : state_(std::make_unique<State>()) {
     return;
   }
   ::close(fds[1]);
+  ::setenv(kWorkerNotesFdVariable, std::to_string(s.stderr_fd).c_str(), 1);  // before any thread
   s.read_fd = fds[0];
   s.cerr_buffer = FdBuffer(s.stderr_fd);
   s.old_cerr = std::cerr.rdbuf(&s.cerr_buffer);

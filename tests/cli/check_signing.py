@@ -418,6 +418,12 @@ expect(ts("verify", "model.pt", "--key", "p256.pub", "--allow-unsigned", "--requ
        "--allow-unsigned with --require-signature")
 expect(ts("verify", "model.pt", "--require-signature"), 2, "--require-signature without a key")
 expect(ts("verify", "model.pt", "--allow-unsigned"), 2, "--allow-unsigned without a key")
+os.makedirs("nonutf8")
+with open(b"nonutf8/\xff.bin", "wb") as f:
+    f.write(b"x")
+expect(ts("sign", "nonutf8", "--key", "p256.key", "-o", "nonutf8.sig"), 3, "a file name that is not UTF-8",
+       ["not UTF-8", "--ignore-paths"])
+check(not os.path.exists("nonutf8.sig"), "no signature written for a name it cannot hold")
 os.symlink("weights.bin", "t/link.bin")
 expect(ts("sign", "t", "--key", "p256.key", "-o", "l.sig"), 2, "symbolic link refused", ["link.bin", "--allow-symlinks"])
 expect(ts("sign", "t", "--key", "p256.key", "-o", "l.sig", "--allow-symlinks"), 0, "--allow-symlinks")

@@ -392,3 +392,13 @@ TEST_CASE("UTF-8 checks: the word-at-a-time fast paths agree with byte-at-a-time
   CHECK(is_printable_utf8("def forward(self, x: Tensor) -> Tensor:\n    return x\n"));
   CHECK_FALSE(is_printable_utf8("def forward(self):\n    return \x1b[2J\n"));
 }
+
+TEST_CASE("bounded JSON: a NUL byte is not JSON, and nothing after it goes unread") {
+  using namespace std::string_literals;
+  std::string problem;
+  CHECK_FALSE(parse_bounded_json("{\"a\": 1}\0{\"b\": 2}"s, &problem));
+  CHECK(problem == kNotValidJson);
+  CHECK_FALSE(parse_bounded_json("[1]\0"s));
+  CHECK_FALSE(ordered_json_member("{\"a\": 1}\0garbage"s, "a", &problem));
+  CHECK(parse_bounded_json("{\"a\": \"\\u0000\"}"));  // an escaped NUL in a string is JSON
+}

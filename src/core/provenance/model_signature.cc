@@ -8,6 +8,8 @@
 #include "base/base64.h"
 #include "base/bounded_json.h"
 #include "base/error.h"
+#include "base/terminal_text.h"
+#include "base/utf8.h"
 #include "core/provenance/digest.h"
 #include "core/provenance/signed_json.h"
 
@@ -125,6 +127,11 @@ std::string files_root_digest(const std::vector<SignedFile>& files) {
 std::string statement_json(const ModelStatement& statement) {
   ordered_json resources = ordered_json::array();
   for (const SignedFile& f : statement.files) {
+    // A statement is JSON text: a name that is not UTF-8 has no spelling in it (nor in model_signing's).
+    if (!is_valid_utf8(f.name)) {
+      throw_bad_input("the file name '" + escape_text(f.name) + "' is not UTF-8, which a signature cannot name",
+                      statement.model_name, "rename it, or leave it out with --ignore-paths");
+    }
     resources.push_back(ordered_json{{"name", f.name}, {"algorithm", "sha256"}, {"digest", f.sha256}});
   }
   ordered_json serialization = {{"method", "files"}, {"hash_type", "sha256"}, {"allow_symlinks", statement.allow_symlinks}};
