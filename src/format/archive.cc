@@ -159,7 +159,14 @@ TorchArchive::TorchArchive(std::unique_ptr<ByteSource> source) : zip_(std::move(
                       path(), "the archive was crafted or altered; do not load it");
     }
     std::string rel = e.name.substr(prefix.size());
-    if (rel.empty() || e.is_directory()) continue;  // a folder entry; PyTorch writes none
+    if (e.is_directory() && (e.uncompressed_size != 0 || e.compressed_size != 0)) {
+      // miniz extracts no folder's data, yet PyTorch hands such an entry out as
+      // a record: whatever its buffer held (uninitialized memory), not these bytes.
+      throw_bad_input("entry '" + e.name + "' is a folder with " + std::to_string(e.uncompressed_size) +
+                          " bytes of data, which no writer makes and PyTorch's reader does not read",
+                      path(), "the archive was crafted or altered; do not load it");
+    }
+    if (rel.empty() || e.is_directory()) continue;  // a folder entry; PyTorch writes none (zip -r does)
     const RecordKind kind = classify_folded(rel, classify_record);
     has_code = has_code || kind == RecordKind::Code;
     records_.push_back(Record{std::move(rel), kind, &e});

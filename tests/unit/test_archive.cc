@@ -96,3 +96,13 @@ TEST_CASE("a record name longer than PyTorch's reader keeps is refused") {
   CHECK(e.kind() == ErrorKind::BadInput);
   CHECK_THAT(e.what(), Catch::Contains("keeps the first 511 bytes"));
 }
+
+TEST_CASE("a folder entry with data is refused; an empty one, as zip -r writes, is not a record") {
+  const std::string with_data = renamed_archive([](const std::string& name) {
+    return name == "extra/labels.json" ? std::string("extra/injected/") : name;  // its bytes under a folder's name
+  });
+  const Error e = error_of([&] { TorchArchive(make_memory_source(with_data)); });
+  CHECK(e.kind() == ErrorKind::BadInput);
+  CHECK_THAT(e.what(), Catch::Contains("/extra/injected/' is a folder with"));
+  CHECK_THAT(e.what(), Catch::Contains("bytes of data"));
+}
