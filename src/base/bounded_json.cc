@@ -99,8 +99,9 @@ class OrderedMemberBuilder : public nlohmann::json_sax<nlohmann::ordered_json> {
 }  // namespace
 
 std::optional<nlohmann::ordered_json> ordered_json_member(std::string_view text, std::string_view member,
-                                                          std::string* problem, size_t max_depth, uint64_t max_bytes) {
-  if (auto why = json_limit_problem(text, max_depth, max_bytes)) {
+                                                          std::string* problem, size_t max_depth, uint64_t max_bytes,
+                                                          uint64_t max_values) {
+  if (auto why = json_limit_problem(text, max_depth, max_bytes, max_values)) {
     if (problem != nullptr) *problem = *why;
     return std::nullopt;
   }
@@ -115,6 +116,7 @@ std::optional<nlohmann::ordered_json> ordered_json_member(std::string_view text,
 
 JsonShape measure_json(std::string_view text, size_t stop_depth) {
   JsonShape shape;
+  shape.values = 1;
   size_t depth = 0;
   bool in_string = false;
   uint64_t pretty = 0;
@@ -134,6 +136,7 @@ JsonShape measure_json(std::string_view text, size_t stop_depth) {
       case '"': in_string = true; ++pretty; break;
       case '[':
       case '{':
+        ++shape.values;
         ++depth;
         if (depth > shape.depth) shape.depth = depth;
         if (depth > stop_depth) {
@@ -147,8 +150,8 @@ JsonShape measure_json(std::string_view text, size_t stop_depth) {
         pretty += 2 + 2 * depth;  // a newline, the indent, the bracket
         if (depth > 0) --depth;
         break;
-      case ',': pretty += 2 + 2 * depth; break;
-      case ':': pretty += 2; break;
+      case ',': pretty += 2 + 2 * depth; ++shape.values; break;
+      case ':': pretty += 2; ++shape.values; break;
       case ' ': case '\t': case '\n': case '\r': break;
       default: pretty += 4; break;  // numbers may come back longer: 1e9 -> 1000000000.0
     }
@@ -157,13 +160,14 @@ JsonShape measure_json(std::string_view text, size_t stop_depth) {
   return shape;
 }
 
-std::optional<std::string> json_limit_problem(std::string_view text, size_t max_depth, uint64_t max_bytes) {
+std::optional<std::string> json_limit_problem(std::string_view text, size_t max_depth, uint64_t max_bytes,
+                                              uint64_t max_values) {
   if (text.size() > max_bytes) {
     return "JSON larger than " + mib(max_bytes) + " (" + std::to_string(text.size()) + " bytes)";
   }
-  if (measure_json(text, max_depth).depth > max_depth) {
-    return "JSON nested deeper than " + std::to_string(max_depth) + " levels";
-  }
+  const JsonShape shape = measure_json(text, max_depth);
+  if (shape.depth > max_depth) return "JSON nested deeper than " + std::to_string(max_depth) + " levels";
+  if (shape.values > max_values) return "JSON of more than " + std::to_string(max_values) + " values";
   return std::nullopt;
 }
 

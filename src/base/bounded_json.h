@@ -8,7 +8,9 @@
 // the process, and pretty printing indents by the depth (depth 10,000 gives
 // 200 MB of output). So the depth and the size are measured on the bytes,
 // before nlohmann sees them, and anything over the limits is refused as data
-// ("JSON nested deeper than 512 levels"), never parsed.
+// ("JSON nested deeper than 512 levels"), never parsed. So is the number of
+// values: a parsed value costs about 100 bytes however short its text, and 3
+// bytes of `{},` are one (a 64 MiB record of them would take 2.4 GB).
 #pragma once
 
 #include <cstdint>
@@ -25,6 +27,7 @@ struct JsonLimits {
   static constexpr size_t kDepth = 512;                // nesting of [ and {
   static constexpr uint64_t kBytes = 16ull << 20;      // input size
   static constexpr uint64_t kPrettyBytes = 16ull << 20;  // pretty-printed output (indent 2)
+  static constexpr uint64_t kValues = 1ull << 20;      // values and keys (about 100 MB parsed)
 };
 
 // What parse_bounded_json says of text that is within the limits but not JSON.
@@ -33,6 +36,7 @@ inline constexpr std::string_view kNotValidJson = "not valid JSON";
 struct JsonShape {
   size_t depth = 0;           // deepest nesting of [ and { outside strings
   uint64_t pretty_bytes = 0;  // about what dump(2) would write (an upper estimate)
+  uint64_t values = 0;        // values and keys, at most (brackets, commas and colons, plus one)
 };
 
 // Measures `text` in one pass without parsing it (it need not be valid JSON).
@@ -40,17 +44,20 @@ struct JsonShape {
 JsonShape measure_json(std::string_view text, size_t stop_depth = SIZE_MAX);
 
 // Why `text` is over the limits ("JSON nested deeper than 512 levels", "JSON
-// larger than 16 MiB (N bytes)"), or nothing when nlohmann may parse it.
+// larger than 16 MiB (N bytes)", "JSON of more than N values"), or nothing
+// when nlohmann may parse it.
 std::optional<std::string> json_limit_problem(std::string_view text, size_t max_depth = JsonLimits::kDepth,
-                                              uint64_t max_bytes = JsonLimits::kBytes);
+                                              uint64_t max_bytes = JsonLimits::kBytes,
+                                              uint64_t max_values = JsonLimits::kValues);
 
 // `text` parsed, when it is within the limits and valid JSON; otherwise
 // nothing, and *problem (when given) says why: the limit, or "not valid JSON".
 // Never throws for content.
 template <class Json = nlohmann::json>
 std::optional<Json> parse_bounded_json(std::string_view text, std::string* problem = nullptr,
-                                       size_t max_depth = JsonLimits::kDepth, uint64_t max_bytes = JsonLimits::kBytes) {
-  if (auto why = json_limit_problem(text, max_depth, max_bytes)) {
+                                       size_t max_depth = JsonLimits::kDepth, uint64_t max_bytes = JsonLimits::kBytes,
+                                       uint64_t max_values = JsonLimits::kValues) {
+  if (auto why = json_limit_problem(text, max_depth, max_bytes, max_values)) {
     if (problem != nullptr) *problem = *why;
     return std::nullopt;
   }
@@ -78,7 +85,8 @@ std::optional<Json> parse_bounded_json(std::string_view text, std::string* probl
 std::optional<nlohmann::ordered_json> ordered_json_member(std::string_view text, std::string_view member,
                                                           std::string* problem = nullptr,
                                                           size_t max_depth = JsonLimits::kDepth,
-                                                          uint64_t max_bytes = JsonLimits::kBytes);
+                                                          uint64_t max_bytes = JsonLimits::kBytes,
+                                                          uint64_t max_values = JsonLimits::kValues);
 
 // `text` parsed, as parse_bounded_json, when it also stays within
 // JsonLimits::kPrettyBytes pretty-printed (what shows it indented: `inspect

@@ -93,7 +93,8 @@ class Node {
 json parse_record(const TorchArchive& archive, const Record& r, uint64_t limit) {
   const std::string text = archive.read(r, limit);
   std::string problem;
-  auto doc = parse_bounded_json(text, &problem, JsonLimits::kDepth, limit);
+  // Values: a program of a million nodes has some tens of millions of bytes, and fewer values than 8 M.
+  auto doc = parse_bounded_json(text, &problem, JsonLimits::kDepth, limit, 8ull << 20);
   if (!doc) throw_bad_input(r.name + ": " + problem, archive.path(), "the archive is damaged or was not written by torch.export");
   return std::move(*doc);
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <unordered_set>
@@ -376,7 +377,8 @@ InferRequest parse_infer_request(std::string_view whole, std::optional<uint64_t>
   const std::string_view body = json_size ? whole.substr(0, *json_size) : whole;
   std::string_view binary = json_size ? whole.substr(*json_size) : std::string_view();
   std::string problem;
-  const auto doc = parse_bounded_json(body, &problem, 64, body.size() + 1);
+  // A request's tensors are its values: only the body's size (the server's limit) bounds them.
+  const auto doc = parse_bounded_json(body, &problem, 64, body.size() + 1, UINT64_MAX);
   if (!doc) throw ApiError(400, "the request body is " + problem);
   if (!doc->is_object()) throw ApiError(400, "the request body is not a JSON object");
   InferRequest request;
@@ -403,7 +405,8 @@ InferRequest parse_infer_request(std::string_view whole, std::optional<uint64_t>
   const nlohmann::json* parameters = parameters_of(*doc, "the request");
   request.binary_data_output = flag(parameters, "binary_data_output", "the request");
   if (parameters != nullptr) {  // again, in order: `doc` sorted every object's keys
-    std::optional<nlohmann::ordered_json> in_order = ordered_json_member(body, "parameters", &problem, 64, body.size() + 1);
+    std::optional<nlohmann::ordered_json> in_order = ordered_json_member(body, "parameters", &problem, 64, body.size() + 1,
+                                                                                 UINT64_MAX);
     if (!in_order || !in_order->is_object()) throw ApiError(500, "the request's \"parameters\" did not parse again in order");
     request.parameters = std::move(*in_order);
   }

@@ -321,7 +321,20 @@ expect(ts("verify", "model.pt", "--key", "p256.pub", "--signature", "u/model.sig
        "a directory's signature on a file", ["another model"])
 # Certificates.
 expect(ts("sign", "t", "--key", "leaf.key", "--certificate", "expired.pem", "--certificate-chain", "inter.pem",
-          "-o", "expired.sig"), 0, "sign with an expired certificate")
+          "-o", "expired.sig"), 2, "sign with an expired certificate", ["has expired", "valid now"])
+check(not os.path.exists("expired.sig"), "no signature made with an expired certificate")
+# The same signature with the expired certificate for its key in place of the valid one (the certificates
+# are outside what the signature signs): verify refuses it for the certificate's dates.
+expect(ts("sign", "t", "--key", "leaf.key", "--certificate", "leaf.pem", "--certificate-chain", "inter.pem",
+          "-o", "expired.sig"), 0, "sign with the leaf, to swap its certificate")
+openssl("x509", "-in", "expired.pem", "-outform", "DER", "-out", "expired.der")
+with open("expired.sig") as f:
+    swapped = json.load(f)
+with open("expired.der", "rb") as f:
+    swapped["verificationMaterial"]["x509CertificateChain"]["certificates"][0]["rawBytes"] = \
+        base64.b64encode(f.read()).decode()
+with open("expired.sig", "w") as f:
+    json.dump(swapped, f)
 expect(ts("verify", "t", "--certificate-chain", "ca.pem", "--signature", "expired.sig"), 7, "expired certificate",
        ["expired"])
 expect(ts("verify", "t", "--certificate-chain", "ca2.pem", "--signature", "t/model.sig"), 7,

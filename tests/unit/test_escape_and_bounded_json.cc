@@ -138,7 +138,7 @@ TEST_CASE("bounded JSON: one member parsed in the text's order, in linear time")
   std::string many = R"({"p": {)";
   for (int i = 0; i < 1000000; ++i) many += (i ? ",\"" : "\"") + std::to_string(i) + "\":0";
   many += "}}";
-  const auto big = ordered_json_member(many, "p", nullptr, JsonLimits::kDepth, many.size());
+  const auto big = ordered_json_member(many, "p", nullptr, JsonLimits::kDepth, many.size(), UINT64_MAX);  // as serve
   REQUIRE(big.has_value());
   CHECK(big->size() == 1000000);
   CHECK(big->begin().key() == "0");
@@ -401,4 +401,17 @@ TEST_CASE("bounded JSON: a NUL byte is not JSON, and nothing after it goes unrea
   CHECK_FALSE(parse_bounded_json("[1]\0"s));
   CHECK_FALSE(ordered_json_member("{\"a\": 1}\0garbage"s, "a", &problem));
   CHECK(parse_bounded_json("{\"a\": \"\\u0000\"}"));  // an escaped NUL in a string is JSON
+}
+
+TEST_CASE("bounded JSON: the values are counted before nlohmann parses any") {
+  std::string flood = "[";
+  for (int i = 0; i < 1000; ++i) flood += "{},";
+  flood += "{}]";
+  CHECK(measure_json(flood).values == 1 + 1 + 1001 + 1000);  // one, the array, its objects, the commas
+  std::string problem;
+  CHECK_FALSE(parse_bounded_json(flood, &problem, JsonLimits::kDepth, JsonLimits::kBytes, 1000));
+  CHECK(problem == "JSON of more than 1000 values");
+  CHECK(parse_bounded_json(flood, &problem, JsonLimits::kDepth, JsonLimits::kBytes, 3000));
+  CHECK(measure_json("{\"a\": [1, \"x,y:z\"]}").values == 5);  // not inside strings
+  CHECK_FALSE(ordered_json_member(flood, "a", &problem, JsonLimits::kDepth, JsonLimits::kBytes, 10));
 }

@@ -208,6 +208,12 @@ void parse_verification_material(const json& material, bool keyless, ModelBundle
   if (const auto chain = material.find("x509CertificateChain"); chain != material.end()) {
     const json& certs = member(*chain, "certificates", "the bundle's certificate chain");
     if (!certs.is_array() || certs.empty()) throw_signature_invalid("the bundle's certificate chain is empty");
+    // A signer's chain is a leaf and a few CAs; each certificate costs a parse and a place in the chain search.
+    constexpr size_t kMaxChain = 32;
+    if (certs.size() > kMaxChain) {
+      throw_signature_invalid("the bundle's certificate chain has " + std::to_string(certs.size()) +
+                              " certificates, more than any signer's (at most " + std::to_string(kMaxChain) + ")");
+    }
     for (const json& cert : certs) bundle.certificates.push_back(base64_member(cert, "rawBytes", "a certificate"));
   }
   if (const auto cert = material.find("certificate"); keyless && cert != material.end() && bundle.certificates.empty()) {
@@ -223,7 +229,8 @@ void parse_verification_material(const json& material, bool keyless, ModelBundle
 
 ModelBundle parse_bundle(std::string_view text, bool allow_keyless) {
   std::string problem;
-  const std::optional<json> doc = parse_bounded_json(text, &problem, 64, kMaxBundleBytes);
+  // The bundle is a few dozen values (the statement is one base64 string): a flood of them is not one.
+  const std::optional<json> doc = parse_bounded_json(text, &problem, 64, kMaxBundleBytes, 1u << 16);
   if (!doc) throw_signature_invalid("the signature is not a Sigstore bundle: " + problem);
   ModelBundle bundle;
   bundle.media_type = string_member(*doc, "mediaType", "the bundle");
@@ -251,7 +258,8 @@ ModelBundle parse_bundle(std::string_view text, bool allow_keyless) {
 
 ModelStatement parse_statement(std::string_view payload) {
   std::string problem;
-  const std::optional<json> doc = parse_bounded_json(payload, &problem, 64, kMaxBundleBytes);
+  // About five values a file: a statement of two million files at most.
+  const std::optional<json> doc = parse_bounded_json(payload, &problem, 64, kMaxBundleBytes, 8ull << 20);
   if (!doc) throw_signature_invalid("the signed statement is not JSON: " + problem);
   if (const std::string type = string_member(*doc, "_type", "the statement"); type != kStatementType) {
     throw_signature_invalid("the statement's type is '" + type.substr(0, 80) + "', not " + std::string(kStatementType));

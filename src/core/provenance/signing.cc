@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <ctime>
 #include <exception>
 #include <filesystem>
 #include <map>
@@ -17,6 +18,7 @@
 #include "core/provenance/digest.h"
 #include "core/provenance/signing_crypto.h"
 #include "core/provenance/sigstore_keyless.h"
+#include "core/provenance/sigstore_trust_root.h"
 #include "format/byte_source.h"
 
 namespace tsarchive {
@@ -313,6 +315,16 @@ SignResult sign_statement(ModelStatement statement, const SignerKeys& keys) {
     if (!leaf.front().public_key().same_key(key.public_key())) {
       throw Error(ErrorKind::Usage, "the certificate is not for this private key", keys.certificate_file,
                   "give the certificate issued for --key");
+    }
+    // model_signing and verify check the certificate at the time they run: a
+    // signature made outside its validity never verifies.
+    const auto [not_before, not_after] = leaf.front().validity();
+    const int64_t now = static_cast<int64_t>(std::time(nullptr));
+    if (now < not_before || now > not_after) {
+      throw Error(ErrorKind::Usage,
+                  std::string("the certificate ") + (now > not_after ? "has expired" : "is not valid yet") +
+                      " (valid " + format_utc(not_before) + " to " + format_utc(not_after) + ")",
+                  keys.certificate_file, "a signature made with it would not verify; give a certificate valid now");
     }
     bundle.certificates.push_back(leaf.front().der());
     for (size_t i = 0; i < keys.chain_pems.size(); ++i) {

@@ -154,7 +154,7 @@ void verify_inclusion(const TlogEntry& entry, const TransparencyLogKey& log) {
 
 std::vector<TlogEntry> parse_tlog_entries(std::string_view tlog_entries_json) {
   std::string problem;
-  const std::optional<json> doc = parse_bounded_json(tlog_entries_json, &problem, 16, kMaxBundleBytes);
+  const std::optional<json> doc = parse_bounded_json(tlog_entries_json, &problem, 16, kMaxBundleBytes, 1u << 16);
   if (!doc || !doc->is_array()) throw_signature_invalid("the bundle's tlogEntries is not a JSON list");
   if (doc->size() > kMaxEntries) throw_signature_invalid("the bundle has more than 16 transparency-log entries");
   std::vector<TlogEntry> out;
