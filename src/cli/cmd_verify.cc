@@ -249,7 +249,8 @@ Runner setup_verify(CLI::App& app, Context& ctx) {
   app.add_option("--threads", opts->settings.threads, "Hashing threads (default: one per core)")->check(CLI::Range(1u, 256u));
   add_signer_options(app, opts->settings, true);
   add_load_safety_options(app, opts->settings.load_safety);
-  add_worker_options(app, opts->settings.worker, false, "With --load: ");  // verify never skips its checks
+  // verify never skips its checks, and never loads what its verdict calls unsafe.
+  add_worker_options(app, opts->settings.worker, false, "With --load: ", false);
   return [opts, &ctx] {
     check_signer_options(opts->settings, opts->models.size());
     // A directory with a signer to trust is a signed model; without, the files below it.

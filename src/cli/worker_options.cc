@@ -5,7 +5,8 @@
 
 namespace tsarchive::cli {
 
-void add_worker_options(CLI::App& app, WorkerSettings& options, bool validate_flag, const std::string& when) {
+void add_worker_options(CLI::App& app, WorkerSettings& options, bool validate_flag, const std::string& when,
+                        bool unsafe_flag) {
   const auto help = [&when](std::string text) {
     if (!when.empty()) text = when + static_cast<char>(std::tolower(static_cast<unsigned char>(text[0]))) + text.substr(1);
     return text;
@@ -20,6 +21,11 @@ void add_worker_options(CLI::App& app, WorkerSettings& options, bool validate_fl
   app.add_option("--load-library", options.libraries,
                  help("Shared library of custom operators or classes to load before the model (repeatable)"))
       ->type_name("LIB");
+  if (unsafe_flag) {
+    app.add_flag("--allow-unsafe-load", options.allow_unsafe_load,
+               help("Load the model even when its load-safety verdict is dangerous or crafted (what verify exits 8\n"
+                      "for); it still runs in the worker's sandbox"));
+  }
   if (validate_flag) {
     app.add_flag("--no-validate", options.no_validate,
                  help("Hand the archive to libtorch without verify's checks (experts; still in the worker)"));

@@ -13,8 +13,10 @@ class App;
 
 namespace tsarchive::cli {
 
-// Adds --memory-limit and --time-limit, and --no-validate when
-// `validate_flag`; `when` prefixes their help ("With --load: ").
-void add_worker_options(CLI::App& app, WorkerSettings& settings, bool validate_flag, const std::string& when = {});
+// Adds --memory-limit, --time-limit and --load-library, --allow-unsafe-load
+// when `unsafe_flag`, and --no-validate when `validate_flag`; `when` prefixes
+// their help ("With --load: ").
+void add_worker_options(CLI::App& app, WorkerSettings& settings, bool validate_flag, const std::string& when = {},
+                        bool unsafe_flag = true);
 
 }  // namespace tsarchive::cli

@@ -12,6 +12,7 @@
 #include "core/provenance/producer_info.h"
 #include "core/provenance/signing_embedded.h"
 #include "core/provenance/verify.h"
+#include "operations/gate.h"
 #include "operations/opened_archive.h"
 #include "operations/staged_save.h"
 
@@ -193,6 +194,7 @@ StampResult stamp_archive(const StampSettings& opts, const NoteSink& notes) {
   result.producer_kept = place.producer != nullptr;
   result.version_before = gate.format_version;
   result.notes = content.context.notes;
+  if (!keep_bytes) refuse_unsafe_load(archive, file.path(), opts.worker, "nothing was written");  // libtorch loads it
   const Written written =
       keep_bytes ? stamp_keeping_bytes(file, archive, place, content, gate, gate_options.digests, opts)
                  : stamp_by_resave(file, admit_verified(file, archive, gate, "nothing was written"), place, content, opts,

@@ -18,6 +18,7 @@ struct WorkerSettings {
   std::string memory_limit = "auto";  // SIZE (512M, 8G, 1.5GiB, bytes), "auto" or "none"
   double time_limit_s = 600;          // 0: none
   bool no_validate = false;
+  bool allow_unsafe_load = false;  // load what the load-safety verdict calls dangerous or crafted (gate.h)
   std::vector<std::string> libraries;  // --load-library
 };
 

@@ -8,7 +8,10 @@ __setstate__ (it runs on every load), one in forward. Every command that hands
 them to libtorch (run, inspect --ops, verify --load, stamp, trace, convert)
 must leave PATH as it was, exit 5 with one error line that says the write was
 refused, and write no output. With TSARCHIVE_NO_SANDBOX=1 the same run does
-write PATH: the models are real. A plain model still runs, and --version
+write PATH: the models are real. First of all, each command refuses them
+(exit 8, naming torch.from_file) for their load-safety verdict, loading
+nothing; the sandbox is checked past that with --allow-unsafe-load. A plain
+model still runs, and --version
 --verbose names the sandbox. On a kernel without Landlock only that line and
 the note are checked (there is nothing to refuse with).
 """
@@ -79,6 +82,13 @@ def run(*args, env=None):
     return subprocess.run([TSARCHIVE, *args], capture_output=True, text=True, timeout=300, env=env)
 
 
+def gated(name, p, target):
+    """Refused by the load-safety verdict before anything loads."""
+    said = p.returncode == 8 and "torch.from_file" in p.stderr and "--allow-unsafe-load" in p.stderr
+    untouched = not os.path.exists(target) or open(target, "rb").read() != PAYLOAD
+    check(said and untouched, f"{name}: exit {p.returncode}, wanted 8 naming torch.from_file\n{p.stderr}")
+
+
 def refused(name, p, target, before, output=None):
     lines = p.stderr.strip().splitlines()
     check(p.returncode == 5, f"{name}: exit {p.returncode}, wanted 5\n{p.stderr}")
@@ -117,25 +127,33 @@ def main():
         check(not os.path.exists(created), "saving the models wrote the target")
 
         # Overwriting an existing file: one command is enough (the same open).
-        refused("run (existing)", run("run", on_load[existing], "--input", "2"), existing, b"keep")
+        unsafe = "--allow-unsafe-load"
+        gated("run (existing)", run("run", on_load[existing], "--input", "2"), existing)
+        refused("run (existing)", run("run", on_load[existing], "--input", "2", unsafe), existing, b"keep")
         for target, archive in [(created, on_load[created])]:
             before = None
             what = os.path.basename(target)
-            refused(f"run ({what})", run("run", archive, "--input", "2"), target, before)
-            refused(f"inspect --ops ({what})", run("inspect", "--ops", archive), target, before)
+            for command in (["run", archive, "--input", "2"], ["inspect", "--ops", archive],
+                            ["stamp", archive, "-o", os.path.join(tmp, "stamped.pt")],
+                            ["trace", archive, "--input", "2", "-o", os.path.join(tmp, "traced.pt")],
+                            ["convert", archive, "-o", os.path.join(tmp, "converted.pt")]):
+                gated(f"{command[0]} ({what})", run(*command), target)
+            refused(f"run ({what})", run("run", archive, "--input", "2", unsafe), target, before)
+            refused(f"inspect --ops ({what})", run("inspect", "--ops", archive, unsafe), target, before)
             # verify's load-safety verdict names torch.from_file before anything loads.
             p = run("verify", "--load", archive)
             check(p.returncode == 8 and "torch.from_file" in p.stderr and not os.path.exists(target),
                   f"verify --load ({what}): exit {p.returncode}, wanted 8 naming torch.from_file\n{p.stderr}")
             out = os.path.join(tmp, "stamped.pt")
-            refused(f"stamp ({what})", run("stamp", archive, "-o", out), target, before, out)
+            refused(f"stamp ({what})", run("stamp", archive, "-o", out, unsafe), target, before, out)
             out = os.path.join(tmp, "traced.pt")
-            refused(f"trace ({what})", run("trace", archive, "--input", "2", "-o", out), target, before, out)
+            refused(f"trace ({what})", run("trace", archive, "--input", "2", "-o", out, unsafe), target, before, out)
             out = os.path.join(tmp, "converted.pt")
-            refused(f"convert ({what})", run("convert", archive, "-o", out), target, before, out)
-        refused("run (on forward)", run("run", on_forward, "--input", "2"), created, None)
+            refused(f"convert ({what})", run("convert", archive, "-o", out, unsafe), target, before, out)
+        gated("run (on forward)", run("run", on_forward, "--input", "2"), created)
+        refused("run (on forward)", run("run", on_forward, "--input", "2", unsafe), created, None)
         # The models do write without the sandbox: the refusals above are the sandbox's.
-        unsandboxed = run("run", on_forward, "--input", "2", env=dict(os.environ, TSARCHIVE_NO_SANDBOX="1"))
+        unsandboxed = run("run", on_forward, "--input", "2", unsafe, env=dict(os.environ, TSARCHIVE_NO_SANDBOX="1"))
         check(unsandboxed.returncode == 0 and open(created, "rb").read() == PAYLOAD,
               f"TSARCHIVE_NO_SANDBOX=1: exit {unsandboxed.returncode}, {unsandboxed.stderr}")
 
