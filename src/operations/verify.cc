@@ -30,7 +30,10 @@ bool signature_asked(const VerifySettings& s) { return s.trusts_a_signer(); }
 // there; a record planted in a torch.save file is not a signature). Read from
 // the opened file, so the records checked and the signature are of one file.
 std::optional<std::string> embedded_bundle(const ArchiveFile* file) {
-  if (file == nullptr || is_standard_stream(file->path())) return std::nullopt;
+  // Only a file verify reads as an archive (it starts with a ZIP record): the
+  // statement is compared with the records those checks read. A ZIP behind
+  // other bytes is no archive to verify, and its signature no signature of it.
+  if (file == nullptr || is_standard_stream(file->path()) || !looks_like_zip(*file)) return std::nullopt;
   try {
     const TorchArchive archive(file->source());
     const FileKind kind = archive.kind();
@@ -139,6 +142,10 @@ VerifyResult verify_signature_only(const VerifySettings& s, const ArchiveFile* f
   if (!result.signature.check) {
     throw_signature_invalid("the model is not signed: no " + result.signature.looked_for, s.model,
                             "give its signature with --signature SIG");
+  }
+  if (result.signature.check->embedded) {  // never compared with records here: it vouches for nothing
+    throw_signature_invalid("an embedded signature in a file that is not read as an archive", s.model,
+                            "do not deploy it; sign the file itself with 'tsarchive sign' (a detached signature)");
   }
   if (!result.signature.check->matches()) {
     result.findings.push_back(signed_model_differs("the model", *result.signature.check, s.model));

@@ -484,6 +484,15 @@ doc = json.loads(r.stdout)
 check(doc["signature"]["embedded"] and doc["signature"]["matches"] and doc["signature"]["path"] == SIG,
       f"verify --json names the embedded signature: {doc['signature']}")
 expect(ts("verify", "emb.pt", "--key", "other.pub"), 7, "embedded, wrong key", ["another key", SIG])
+# The same records behind one byte (zipfile writes offsets from the file's start, so loaders read the ZIP):
+# not an archive verify reads, so its embedded signature vouches for nothing.
+with zipfile.ZipFile("emb.pt") as src, open("emb_prefixed.pt", "wb") as f:
+    f.write(b"#")
+    with zipfile.ZipFile(f, "w") as dst:
+        for info in src.infolist():
+            dst.writestr(info, src.read(info.filename))
+expect(ts("verify", "emb_prefixed.pt", "--key", "p256.pub"), 7, "an embedded signature behind a prefix",
+       ["not signed"])
 expect(ts("verify", "emb.pt"), 0, "verify without a key: intact, the signature not checked",
        ["(embedded): not checked"])
 r = expect(ts("inspect", "emb.pt"), 0, "inspect shows the embedded signature", ["key sha256:" + fp256, "unverified"])
