@@ -93,8 +93,12 @@ class Node {
 json parse_record(const TorchArchive& archive, const Record& r, uint64_t limit) {
   const std::string text = archive.read(r, limit);
   std::string problem;
-  // Values: a program of a million nodes has some tens of millions of bytes, and fewer values than 8 M.
-  auto doc = parse_bounded_json(text, &problem, JsonLimits::kDepth, limit, 8ull << 20);
+  // Values: a parsed one costs ~100 bytes however short its text, so their
+  // count follows the bytes on disk: a deflated flood of `{},` is refused,
+  // while real JSON (a program of a million nodes included) deflates a few
+  // times at most and passes.
+  const uint64_t values = std::max<uint64_t>(JsonLimits::kValues, 8 * r.entry->compressed_size);
+  auto doc = parse_bounded_json(text, &problem, JsonLimits::kDepth, limit, values);
   if (!doc) throw_bad_input(r.name + ": " + problem, archive.path(), "the archive is damaged or was not written by torch.export");
   return std::move(*doc);
 }

@@ -23,11 +23,26 @@ namespace {
 // written here because the warning comes in the middle of a call that may
 // still fail, and the worker's stderr is the user's.
 void note(const std::string& message) {
+  // A model decides what it warns and how often: the notes are bounded as the
+  // model's own output is (worker_output.h), and so is the set of those seen.
+  constexpr size_t kMaxNote = 2000, kMaxNotesBytes = 256 * 1024, kMaxSeen = 10000;
   static std::mutex mutex;
   static std::set<std::string> seen;
+  static size_t written = 0;
+  static bool cut = false;
   const std::lock_guard<std::mutex> lock(mutex);
-  if (!seen.insert(message).second) return;
-  const std::string line = "tsarchive: note: libtorch: " + escape_text(message, TextEscape::Line) + "\n";
+  if (cut) return;
+  const std::string text = message.size() > kMaxNote ? message.substr(0, kMaxNote) + "..." : message;
+  if (seen.count(text) != 0) return;
+  std::string line;
+  if (written >= kMaxNotesBytes || seen.size() >= kMaxSeen) {
+    cut = true;
+    line = "tsarchive: note: libtorch: more warnings than are shown; the rest are left out\n";
+  } else {
+    seen.insert(text);
+    line = "tsarchive: note: libtorch: " + escape_text(text, TextEscape::Line) + "\n";
+    written += line.size();
+  }
   static const char* const notes_fd = std::getenv(kWorkerNotesFdVariable);
   if (notes_fd == nullptr) {
     std::cerr << line << std::flush;

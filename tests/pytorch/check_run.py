@@ -18,6 +18,7 @@ import json
 import math
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import zipfile
@@ -270,6 +271,21 @@ try:
     check("tsarchive: model output: \\x1b]0;TITLE\\x07\\x1b[31mFAKE: tsarchive: ok\\r" in p.stderr,
           "the print is on stderr, escaped and named: " + p.stderr[:300])
     check(p.stderr.count("tsarchive: model output: ") >= 3, "a 5000-byte line comes in pieces: " + p.stderr[-600:])
+
+    # libtorch's warnings are the model's to make: 200 call sites of 4 KiB each come out bounded.
+    source = os.path.join(tmp, "warner.py")
+    with open(source, "w") as f:
+        f.write("import sys, warnings, torch\nclass Warner(torch.nn.Module):\n"
+                "    def forward(self, x):\n        pad = '" + "A" * 64 + "'\n"
+                "        for _ in range(6):\n            pad = pad + pad\n" +
+                "".join(f"        warnings.warn('w{i} ' + pad)\n" for i in range(200)) +
+                "        return x + 1\ntorch.jit.script(Warner()).save(sys.argv[1])\n")
+    warner = os.path.join(tmp, "warner.pt")
+    subprocess.run([sys.executable, source, warner], check=True, capture_output=True)
+    p = tsarchive("run", warner, "--input", "2", "--json")
+    check(json.loads(p.stdout)["outputs"][0]["shape"] == [2], "a warning model still runs")
+    check(len(p.stderr) < 300 * 1024 and "more warnings than are shown" in p.stderr,
+          f"warnings bounded: {len(p.stderr)} bytes of stderr")
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
