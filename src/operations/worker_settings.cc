@@ -74,8 +74,10 @@ void note_worker_sandbox(const NoteSink& notes) {
 WorkerJob worker_job(const WorkerSettings& settings, const CheckedArchive& archive, std::string activity,
                      const NoteSink& notes) {
   note_worker_sandbox(notes);
-  return WorkerJob{archive.file(), std::move(activity), resolve_worker_limits(settings, archive.size()),
-                   archive.checked(), settings.libraries, {}};
+  WorkerJob job{archive.file(), std::move(activity), resolve_worker_limits(settings, archive.size()),
+                archive.checked(), settings.libraries, {}};
+  job.archive = archive.watched();
+  return job;
 }
 
 WorkerJob worker_job_without_archive(std::string activity) {

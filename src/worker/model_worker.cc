@@ -117,6 +117,8 @@ void ModelWorker::stop() {
 
 ServedModelInfo ModelWorker::start() {
   stop();
+  // A restart loads the file again: only if it is still what was checked.
+  check_archive_unchanged(job_);
   if (!sandbox_support().disabled) temp_ = std::make_unique<WorkerTempFolder>();
   const char* temp = temp_ != nullptr ? temp_->path().c_str() : nullptr;
   int to[2], from[2];
@@ -172,7 +174,14 @@ ServedModelInfo ModelWorker::start() {
   pid_ = pid;
   to_worker_ = to[1];
   from_worker_ = from[0];
-  return decode_result<ServedModelInfo>(call(encode_result(request_), "loading the module"));
+  ServedModelInfo info = decode_result<ServedModelInfo>(call(encode_result(request_), "loading the module"));
+  try {
+    check_archive_unchanged(job_);
+  } catch (...) {
+    stop();
+    throw;
+  }
+  return info;
 }
 
 std::vector<NamedTensor> ModelWorker::infer(const std::vector<HostValue>& inputs) {

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -171,6 +172,14 @@ Stop supervise(pid_t pid, int fd, const WorkerLimits& limits, std::string& paylo
 
 }  // namespace
 
+void check_archive_unchanged(const WorkerJob& job) {
+  if (job.archive.fd < 0 || job.archive.unchanged()) return;
+  throw Error(ErrorKind::Io,
+              "the file was written while tsarchive used it (after its checks, before or while libtorch read it): "
+              "what libtorch made of it is not what was checked, and is not reported",
+              job.file, "run it again when nothing writes the file; keep model files where only their owner may write");
+}
+
 // RssAnon in /proc/PID/status.
 uint64_t anonymous_resident_bytes(pid_t pid) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
@@ -226,6 +235,7 @@ std::string run_in_worker(const WorkerJob& job, const std::function<std::string(
   const Stop stop = supervise(pid, fds[0], job.limits, payload, status);
   StagingFolder::watch_child(0);
   ::close(fds[0]);
+  check_archive_unchanged(job);  // before any result, limit or crash of the worker's is believed
 
   switch (stop) {
     case Stop::Memory:

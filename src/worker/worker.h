@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "contract/torch_backend.h"
+#include "core/edit/file_edit.h"  // WatchedFile
 #include "worker/worker_codec.h"
 
 namespace tsarchive {
@@ -66,7 +67,13 @@ struct WorkerJob {
   // The job uses a CUDA device: the worker starts the NVIDIA driver before it
   // enters the sandbox (sandbox.h says why and what that leaves).
   bool cuda = false;
+  // The checked archive: a result is kept only when it did not change (and a
+  // served model's worker restarts only then). fd -1: nothing watched.
+  WatchedFile archive;
 };
+
+// Error(Io) naming `job.file` when its archive changed since it was checked.
+void check_archive_unchanged(const WorkerJob& job);
 
 // Runs `work` in a worker process, sandboxed (sandbox.h) with TMPDIR set to
 // a temporary folder of its own that is removed after it, and returns the

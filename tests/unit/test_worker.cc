@@ -4,7 +4,10 @@
 // carries results over the pipe (worker_codec.h) and the limit options.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <cmath>
+#include <fstream>
+#include <thread>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +15,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "core/edit/file_edit.h"
 #include "helpers.h"
 #include "operations/worker_settings.h"
 #include "contract/jit.h"
@@ -226,4 +230,31 @@ TEST_CASE("memory limits parse as sizes in powers of 1024", "[worker]") {
   CHECK(resolve_worker_limits(options, 1).memory_bytes == 0);
   options.memory_limit = "3G";
   CHECK(resolve_worker_limits(options, 1).memory_bytes == 3ull << 30);
+}
+
+TEST_CASE("a worker's result is dropped when the archive was written while it ran", "[worker]") {
+  TempDir dir;
+  const std::string path = dir.file("model.pt");
+  { std::ofstream(path) << "checked bytes"; }
+  const ArchiveFile file(path, FileAccess::Read, 1);
+  WorkerJob watched = job();
+  watched.archive = file.watched();
+  CHECK(run_in_worker(watched, [] { return std::string("as checked"); }) == "as checked");
+
+  // The same inode rewritten in place while the worker works: no lock stops it, its ctime tells.
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::ofstream(path, std::ios::in | std::ios::out) << "swapped";
+  });
+  const Error e = error_of([&] {
+    run_in_worker(watched, [] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(400));
+      return std::string("what libtorch made of other bytes");
+    });
+  });
+  writer.join();
+  CHECK(e.kind() == ErrorKind::Io);
+  CHECK_THAT(e.what(), Catch::Contains("was written while tsarchive used it"));
+  // And before a (served model's) worker starts again.
+  CHECK_THROWS_AS(check_archive_unchanged(watched), Error);
 }

@@ -142,6 +142,19 @@ void ArchiveFile::wait_for_lock(TryLock try_lock, const char* busy, const char* 
   }
 }
 
+bool WatchedFile::unchanged() const {
+  struct stat now {};
+  if (::fstat(fd, &now) != 0) return false;
+  return now.st_ctim.tv_sec == ctime_s && now.st_ctim.tv_nsec == ctime_ns && now.st_mtim.tv_sec == mtime_s &&
+         now.st_mtim.tv_nsec == mtime_ns && static_cast<uint64_t>(now.st_size) == size;
+}
+
+WatchedFile ArchiveFile::watched() const {
+  return WatchedFile{fd_, static_cast<int64_t>(opened_.st_ctim.tv_sec), static_cast<int64_t>(opened_.st_ctim.tv_nsec),
+                     static_cast<int64_t>(opened_.st_mtim.tv_sec), static_cast<int64_t>(opened_.st_mtim.tv_nsec),
+                     static_cast<uint64_t>(opened_.st_size)};
+}
+
 std::unique_ptr<ByteSource> ArchiveFile::source() const {
   const int fd = ::fcntl(fd_, F_DUPFD_CLOEXEC, 0);
   if (fd < 0) throw_io("cannot read: " + errno_text(), path_);

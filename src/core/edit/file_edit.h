@@ -90,6 +90,18 @@ struct StagedFile {
   uint64_t bytes_written = 0;  // by this process, for WriteResult
 };
 
+// A file as it was opened (ArchiveFile::watched), for a reader that comes
+// after the checks (libtorch, by the descriptor): a write to the file since
+// (the same inode rewritten in place, which no lock stops) changes its ctime,
+// and what that reader made of it is then not what was checked.
+struct WatchedFile {
+  int fd = -1;
+  int64_t ctime_s = 0, ctime_ns = 0, mtime_s = 0, mtime_ns = 0;
+  uint64_t size = 0;
+  // Whether the file is still as recorded (false when it cannot be stat'ed).
+  bool unchanged() const;
+};
+
 class ArchiveFile {
  public:
   ArchiveFile(const std::string& path, FileAccess access, double lock_timeout_seconds);
@@ -104,6 +116,8 @@ class ArchiveFile {
   }
   // A reader over the locked file; valid while this object lives.
   std::unique_ptr<ByteSource> source() const;
+  // The file as it was opened, to tell later whether anything wrote it since.
+  WatchedFile watched() const;
   // What opening did besides opening: a recovered --in-place edit, removed temp files.
   const std::vector<std::string>& notes() const { return notes_; }
 

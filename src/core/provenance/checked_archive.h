@@ -33,6 +33,8 @@ class CheckedArchive {
   bool checked() const { return checked_; }
   std::optional<int64_t> format_version() const { return format_version_; }
   uint64_t size() const { return archive_->zip().source().size(); }
+  // The file as it was opened, before the checks read it (worker.h).
+  WatchedFile watched() const { return file_->watched(); }
 
  private:
   CheckedArchive(const ArchiveFile& file, const TorchArchive& archive, bool checked, std::optional<int64_t> version)
