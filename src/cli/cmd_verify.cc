@@ -84,21 +84,25 @@ nlohmann::ordered_json signature_to_json(const SignatureOutcome& s) {
   return doc;
 }
 
-// A directory, or a file that is not an archive: checked by its signature alone.
+// A directory, or a file that is not an archive: checked by its signature (and a pickle or a legacy
+// torch.save file by the load-safety verdict too).
 void render_signature_only(const VerifyResult& r, bool json, Context& ctx) {
   const bool matches = r.signature.check->matches();
   if (json) {
     nlohmann::ordered_json doc = {{"schema", "tsarchive.verify/1"}, {"path", r.model},
-                                  {"outcome", matches ? "intact" : "mismatch"},
+                                  {"outcome", matches ? (r.unsafe ? "unsafe_to_load" : "intact") : "mismatch"},
                                   {"signature", signature_to_json(r.signature)}};
+    if (!r.safety.torch_version.empty()) doc["load_safety"] = load_safety_to_json(r.safety);
     ctx.out << json_text(doc, ctx.json_indent) << '\n';
     return;
   }
   write_text(ctx.out, [&](std::ostream& block) {
-    block << (matches ? "intact: " + r.model + " matches its signature"
-                      : "CHANGED: " + r.model + " differs from what was signed")
+    block << (matches ? "intact: " + printable(r.model) + " matches its signature" +
+                            (r.unsafe ? ", but it is UNSAFE to load" : "")
+                      : "CHANGED: " + printable(r.model) + " differs from what was signed")
           << '\n';
     render_signature_text(r.signature, block);
+    if (r.unsafe) render_load_safety_text(r.safety, block);
   });
 }
 

@@ -150,6 +150,20 @@ VerifyResult verify_signature_only(const VerifySettings& s, const ArchiveFile* f
   if (!result.signature.check->matches()) {
     result.findings.push_back(signed_model_differs("the model", *result.signature.check, s.model));
     result.exit_code = verify_exit_code(VerifyOutcome::Mismatch);
+    return result;
+  }
+  // A file signed as it is (a legacy or tar torch.save file, a pickle): who signed it is one
+  // question, what loading it would run another, answered as without a key.
+  if (file != nullptr) {
+    const auto source = file->source();
+    const FileKind kind = detect_file_kind(*source);
+    if (kind == FileKind::LegacyTorchSave || kind == FileKind::LegacyTar ||
+        (kind == FileKind::NotAModel && looks_like_pickle(*source))) {
+      result.kind = kind;
+      result.safety = assess_load_safety(*source, safety_options(s));
+      result.unsafe = result.safety.unsafe();
+      if (result.unsafe) result.exit_code = static_cast<int>(ErrorKind::UnsafeToLoad);
+    }
   }
   return result;
 }

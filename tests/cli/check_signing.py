@@ -431,6 +431,14 @@ expect(ts("verify", "model.pt", "--key", "p256.pub", "--allow-unsigned", "--requ
        "--allow-unsigned with --require-signature")
 expect(ts("verify", "model.pt", "--require-signature"), 2, "--require-signature without a key")
 expect(ts("verify", "model.pt", "--allow-unsigned"), 2, "--allow-unsigned without a key")
+# A pickle signed as it is: the signature is valid, and what loading it would run is still judged.
+shutil.copy(os.path.join(TESTDATA, "loadsafety", "evil", "bypass_run.pkl"), "signed_evil.pkl")
+expect(ts("sign", "signed_evil.pkl", "--key", "p256.key"), 0, "sign a pickle")
+expect(ts("verify", "signed_evil.pkl", "--key", "p256.pub"), 8, "a signed pickle that runs code",
+       ["matches its signature, but it is UNSAFE to load", "unsafe to load"])
+shutil.copy(os.path.join(TESTDATA, "loadsafety", "benign", "torch2_13", "legacy.pth"), "signed_legacy.pth")
+expect(ts("sign", "signed_legacy.pth", "--key", "p256.key"), 0, "sign a legacy torch.save file")
+expect(ts("verify", "signed_legacy.pth", "--key", "p256.pub"), 0, "a signed benign legacy file", ["matches"])
 os.makedirs("nonutf8")
 with open(b"nonutf8/\xff.bin", "wb") as f:
     f.write(b"x")
