@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace tsarchive {
@@ -34,6 +35,19 @@ class Fd {
 };
 
 inline std::string errno_text() { return std::strerror(errno); }
+
+// Writes all of `bytes` to `fd`, again after EINTR and short writes; false
+// when the other end is gone or the write fails (nothing to be done about it
+// for a pipe to a parent or a terminal).
+inline bool write_fully(int fd, std::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
 
 // Whether `path` names anything (following symbolic links).
 inline bool exists(const std::string& path) {

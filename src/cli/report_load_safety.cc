@@ -11,28 +11,10 @@ namespace {
 
 constexpr size_t kShownFindings = 12;
 
-const LoadFinding* worst_finding(const LoadSafety& s) {
-  const LoadFinding* worst = nullptr;
-  for (const LoadFinding& f : s.findings) {
-    if (worst == nullptr || f.risk > worst->risk) worst = &f;
-  }
-  return worst;
-}
-
 }  // namespace
 
 std::string load_safety_summary(const LoadSafety& s) {
-  if (const LoadFinding* f = worst_finding(s)) {
-    // One line: a crafted file's 2 KB global names are cut (the report lists them whole).
-    constexpr size_t kMaxLine = 400;
-    std::string line = std::string(load_risk_id(f->risk)) + ": " + f->where + " " + f->what;
-    if (line.size() > kMaxLine) {
-      size_t cut = kMaxLine;
-      while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 sequence
-      line = line.substr(0, cut) + "...";
-    }
-    return line;
-  }
+  if (std::string line = s.worst_line(); !line.empty()) return line;
   return "nothing beyond the allowlist (" + plural(s.globals.size(), "global") + ")";
 }
 

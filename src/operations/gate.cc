@@ -12,13 +12,7 @@ void refuse_unsafe_load(const TorchArchive& archive, const std::string& file, co
   options.operator_libraries = !settings.libraries.empty();
   const LoadSafety safety = assess_archive_load_safety(archive, options);
   if (safety.worst() < LoadRisk::Dangerous) return;  // unlisted names: their libraries, native code; the sandbox
-  const LoadFinding* worst = &safety.findings.front();
-  for (const LoadFinding& f : safety.findings) {
-    if (f.risk > worst->risk) worst = &f;
-  }
-  std::string what = std::string(load_risk_id(worst->risk)) + ": " + worst->where + " " + worst->what;
-  if (what.size() > 300) what = what.substr(0, 300) + "...";
-  throw Error(ErrorKind::UnsafeToLoad, "unsafe to load: " + what, file,
+  throw Error(ErrorKind::UnsafeToLoad, "unsafe to load: " + safety.worst_line(), file,
               consequence + "; 'tsarchive verify' lists what loading it would run; --allow-unsafe-load runs it "
                             "anyway, in the worker's sandbox");
 }

@@ -143,10 +143,6 @@ VerifyResult verify_signature_only(const VerifySettings& s, const ArchiveFile* f
     throw_signature_invalid("the model is not signed: no " + result.signature.looked_for, s.model,
                             "give its signature with --signature SIG");
   }
-  if (result.signature.check->embedded) {  // never compared with records here: it vouches for nothing
-    throw_signature_invalid("an embedded signature in a file that is not read as an archive", s.model,
-                            "do not deploy it; sign the file itself with 'tsarchive sign' (a detached signature)");
-  }
   if (!result.signature.check->matches()) {
     result.findings.push_back(signed_model_differs("the model", *result.signature.check, s.model));
     result.exit_code = verify_exit_code(VerifyOutcome::Mismatch);

@@ -3,15 +3,13 @@
 #include <c10/util/Exception.h>
 #include <torch/version.h>
 
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdlib>
 #include <iostream>
 #include <mutex>
 #include <set>
 #include <string>
 
+#include "base/posix_fd.h"
 #include "base/terminal_text.h"
 #include "contract/torch_backend.h"
 
@@ -48,13 +46,7 @@ void note(const std::string& message) {
     std::cerr << line << std::flush;
     return;
   }
-  const int fd = std::atoi(notes_fd);
-  for (size_t done = 0; done < line.size();) {
-    const ssize_t n = ::write(fd, line.data() + done, line.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    done += static_cast<size_t>(n);
-  }
+  write_fully(std::atoi(notes_fd), line);
 }
 
 class NoteHandler final : public c10::WarningHandler {

@@ -15,6 +15,7 @@
 #include <exception>
 
 #include "base/error.h"
+#include "base/posix_fd.h"
 #include "base/strings.h"
 #include "worker/worker_codec.h"
 #include "worker/worker_output.h"
@@ -28,17 +29,6 @@ constexpr char kInfer = 'I';
 constexpr char kStats = 'S';
 constexpr uint64_t kMaxFrame = uint64_t{16} << 30;  // beyond any tensor a request may carry
 
-bool write_all(int fd, const char* data, size_t size) {
-  while (size > 0) {
-    const ssize_t n = ::write(fd, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    data += n;
-    size -= static_cast<size_t>(n);
-  }
-  return true;
-}
-
 bool write_frame(int fd, const std::string& payload) {
   char header[8];
   uint64_t size = payload.size();
@@ -46,7 +36,7 @@ bool write_frame(int fd, const std::string& payload) {
     c = static_cast<char>(size & 0xff);
     size >>= 8;
   }
-  return write_all(fd, header, sizeof header) && write_all(fd, payload.data(), payload.size());
+  return write_fully(fd, std::string_view(header, sizeof header)) && write_fully(fd, payload);
 }
 
 uint64_t frame_size(const std::string& header) {

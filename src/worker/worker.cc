@@ -21,6 +21,7 @@
 #include <memory>
 
 #include "base/error.h"
+#include "base/posix_fd.h"
 #include "base/strings.h"
 #include "core/edit/file_edit.h"
 #include "worker/sandbox.h"
@@ -31,16 +32,6 @@ namespace {
 
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 constexpr int kPollMs = 20;
-
-void write_all(int fd, const std::string& bytes) {
-  size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // the parent is gone or gave up on us
-    done += static_cast<size_t>(n);
-  }
-}
 
 // The child: never returns. `temp`: its temporary folder, null without the
 // sandbox (TSARCHIVE_NO_SANDBOX=1).
@@ -79,7 +70,7 @@ void write_all(int fd, const std::string& bytes) {
     payload = encode_error(Error(ErrorKind::Torch, "libtorch failed with an exception that is not a std::exception"));
   }
   if (output) output->finish();
-  write_all(fd, payload);
+  write_fully(fd, payload);  // false: the parent is gone or gave up on us
   // No destructors, no atexit handlers: libtorch's teardown is not ours to run.
   ::_exit(0);
 }

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <thread>
 
+#include "base/posix_fd.h"
 #include "base/terminal_text.h"
 #include "contract/torch_backend.h"
 
@@ -21,15 +22,6 @@ namespace tsarchive {
 namespace {
 
 constexpr size_t kMaxLine = 4096;  // a longer line is forwarded in pieces
-
-void write_fd(int fd, std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    bytes.remove_prefix(static_cast<size_t>(n));
-  }
-}
 
 // std::cerr's buffer in the worker: straight to the real stderr.
 class FdBuffer : public std::streambuf {
@@ -40,12 +32,12 @@ class FdBuffer : public std::streambuf {
   int_type overflow(int_type c) override {
     if (c != traits_type::eof()) {
       const char ch = traits_type::to_char_type(c);
-      write_fd(fd_, std::string_view(&ch, 1));
+      write_fully(fd_, std::string_view(&ch, 1));
     }
     return traits_type::not_eof(c);
   }
   std::streamsize xsputn(const char* s, std::streamsize n) override {
-    write_fd(fd_, std::string_view(s, static_cast<size_t>(n)));
+    write_fully(fd_, std::string_view(s, static_cast<size_t>(n)));
     return n;
   }
 
@@ -73,7 +65,7 @@ struct WorkerOutput::State {
         continue;
       }
       forwarded += piece.size() + 1;
-      write_fd(stderr_fd, "tsarchive: model output: " + escape_text(piece, TextEscape::Line) + "\n");
+      write_fully(stderr_fd, "tsarchive: model output: " + escape_text(piece, TextEscape::Line) + "\n");
     } while (!line.empty());
   }
 
@@ -109,7 +101,7 @@ struct WorkerOutput::State {
     }
     if (!pending.empty()) forward_line(pending, forwarded, dropped);
     if (dropped > 0) {
-      write_fd(stderr_fd, "tsarchive: model output: (" + std::to_string(dropped) + " more bytes not shown)\n");
+      write_fully(stderr_fd, "tsarchive: model output: (" + std::to_string(dropped) + " more bytes not shown)\n");
     }
   }
 };

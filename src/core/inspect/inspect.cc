@@ -401,7 +401,7 @@ InspectReport inspect_source(std::unique_ptr<ByteSource> source, const LoadSafet
       break;
     case FileKind::LegacyTar:
       report.tar = list_tar(*source);
-      report.load_safety = assess_load_safety(*source, load);
+      if (report.tar) report.load_safety = assess_tar_load_safety(*source, *report.tar, load);
       break;
     case FileKind::Onnx:
       report.onnx = read_onnx(*source);

@@ -960,15 +960,16 @@ bool first_pickle_acts(const PickleScan& scan) {
   return scan.complete || !scan.imports.empty() || !scan.calls.empty();
 }
 
-LoadSafety assess_legacy_tar(const ByteSource& source, const LoadSafetyOptions& options) {
+}  // namespace
+
+LoadSafety assess_tar_load_safety(const ByteSource& source, const TarListing& tar,
+                                  const LoadSafetyOptions& options) {
   Assessor a(options, source.name());
-  const std::optional<TarListing> tar = list_tar(source);
-  if (!tar) return a.finish();  // detect_file_kind read it as one
-  for (const std::string& anomaly : tar->anomalies) {
+  for (const std::string& anomaly : tar.anomalies) {
     a.crafted("the tar", "has " + anomaly, "tar readers that differ from Python's tarfile (other versions, scanners)");
   }
-  if (!tar->read_error.empty()) {
-    a.crafted("the tar", "tarfile fails part-way: " + tar->read_error,
+  if (!tar.read_error.empty()) {
+    a.crafted("the tar", "tarfile fails part-way: " + tar.read_error,
               "torch.load: it then reads the file as a pickle from its first byte (checked below)");
   }
   // tarfile.getmember returns the last member of a name; torch.save wrote each once, as a file.
@@ -976,7 +977,7 @@ LoadSafety assess_legacy_tar(const ByteSource& source, const LoadSafetyOptions& 
   // Duplicates and members torch.save never wrote are reported after what
   // torch.load does with the members it reads (a link says more).
   std::vector<const TarMember*> unknown, duplicates;
-  for (const TarMember& m : tar->members) {
+  for (const TarMember& m : tar.members) {
     if (m.name == "sys_info") continue;
     if (m.name != "storages" && m.name != "tensors" && m.name != "pickle") {
       unknown.push_back(&m);
@@ -1045,6 +1046,8 @@ LoadSafety assess_legacy_tar(const ByteSource& source, const LoadSafetyOptions& 
   return a.finish();
 }
 
+namespace {
+
 }  // namespace
 
 std::string_view load_risk_id(LoadRisk risk) {
@@ -1061,6 +1064,23 @@ LoadRisk LoadSafety::worst() const {
   LoadRisk w = LoadRisk::None;
   for (const LoadFinding& f : findings) w = std::max(w, f.risk);
   return w;
+}
+
+std::string LoadSafety::worst_line() const {
+  const LoadFinding* worst = nullptr;
+  for (const LoadFinding& f : findings) {
+    if (worst == nullptr || f.risk > worst->risk) worst = &f;
+  }
+  if (worst == nullptr) return {};
+  // One line: a crafted file's 2 KB global names are cut (the report lists them whole).
+  constexpr size_t kMaxLine = 400;
+  std::string line = std::string(load_risk_id(worst->risk)) + ": " + worst->where + " " + worst->what;
+  if (line.size() > kMaxLine) {
+    size_t cut = kMaxLine;
+    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 sequence
+    line = line.substr(0, cut) + "...";
+  }
+  return line;
 }
 
 std::optional<LoadSafety::Acceptance> LoadSafety::acceptance() const {
@@ -1183,7 +1203,9 @@ LoadSafety assess_load_safety(const ByteSource& source, const LoadSafetyOptions&
     return assess_archive_load_safety(archive, options);
   }
   if (kind == FileKind::LegacyTorchSave) return assess_legacy_or_plain(source, options, true);
-  if (kind == FileKind::LegacyTar) return assess_legacy_tar(source, options);
+  if (kind == FileKind::LegacyTar) {
+    if (const std::optional<TarListing> tar = list_tar(source)) return assess_tar_load_safety(source, *tar, options);
+  }
   if (kind == FileKind::NotAModel && looks_like_pickle(source)) return assess_legacy_or_plain(source, options, false);
   LoadSafety none;
   none.torch_version = options.torch_version.empty() ? kNewestTorchVersion : options.torch_version;

@@ -27,6 +27,7 @@
 #include "format/archive.h"
 #include "format/byte_source.h"
 #include "format/pickle_scan.h"
+#include "format/tar.h"
 
 namespace tsarchive {
 
@@ -71,6 +72,9 @@ struct LoadSafety {
 
   LoadRisk worst() const;
   bool unsafe() const { return worst() != LoadRisk::None; }
+  // The worst finding (the first of that risk) as one line, "crafted: WHERE
+  // WHAT", cut at 400 bytes on a UTF-8 boundary; empty when there is none.
+  std::string worst_line() const;
   // What would make the verdict safe, when only names the allowlist does not
   // know stand in the way (never for what is dangerous or crafted).
   struct Acceptance {
@@ -86,6 +90,8 @@ struct LoadSafety {
 LoadSafety assess_load_safety(const ByteSource& source, const LoadSafetyOptions& options = {});
 // The same for an archive already open.
 LoadSafety assess_archive_load_safety(const TorchArchive& archive, const LoadSafetyOptions& options = {});
+// The same for a legacy tar file whose members the caller listed (list_tar).
+LoadSafety assess_tar_load_safety(const ByteSource& source, const TarListing& tar, const LoadSafetyOptions& options = {});
 
 // Whether a file starts like a pickle (PROTO 2-5, or a protocol 0/1 opcode
 // that can begin one) and is not a legacy torch.save file.
