@@ -272,8 +272,8 @@ int run_commands(int argc, const char* const* argv, std::ostream& out, std::ostr
 
 int run(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   // serve's model workers are this binary, exec'd (worker/model_worker.h).
-  if ((argc == 4 || argc == 5) && std::string(argv[1]) == "__model-worker") {
-    return model_worker_main(std::atoi(argv[2]), std::atoi(argv[3]), argc == 5 ? argv[4] : nullptr);
+  if ((argc == 5 || argc == 6) && std::string(argv[1]) == "__model-worker") {
+    return model_worker_main(std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]), argc == 6 ? argv[5] : nullptr);
   }
   return run_commands(argc, argv, out, err, choose_commands(argc, argv));
 }

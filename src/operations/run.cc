@@ -114,12 +114,8 @@ RunResult run_archive(RunSettings settings, const NoteSink& notes) {
   WorkerJob job = worker_job(settings.worker, checked, "running " + request.method, notes);
   if (job.limits.time_s > 0) job.limits.time_s += request.duration_s;  // --duration is time the user asked for
   job.cuda = is_cuda_device(request.device);
-  // libtorch 2.x unpacks an AOTInductor package with mkdtemp("/tmp/XXXXXX"),
-  // whatever TMPDIR says: a .pt2's worker may write under /tmp too (sandbox.h).
-  if (!request.aoti_model.empty()) {
-    job.writable.push_back("/tmp");
-    job.compiled_package = true;
-  }
+  // Unpacked by libtorch into a /tmp folder reserved for it (sandbox.h).
+  job.compiled_package = !request.aoti_model.empty();
   RunResult result;
   result.report = in_worker<RunReport>(job, [&](TorchBackend& torch) { return torch.run(request); });
   result.top = finish_image_outputs(settings.images, result.report, request.save_outputs, opened.archive());

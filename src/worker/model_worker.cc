@@ -11,8 +11,10 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <iterator>
 
 #include "base/error.h"
 #include "base/posix_fd.h"
@@ -76,6 +78,12 @@ std::string error_payload(const std::exception_ptr& e) {
   }
 }
 
+// N of "/proc/self/fd/N", the checked archive's path; -1 for another path.
+int descriptor_in(const std::string& path) {
+  const std::string prefix = "/proc/self/fd/";
+  return path.rfind(prefix, 0) == 0 ? std::atoi(path.c_str() + prefix.size()) : -1;
+}
+
 }  // namespace
 
 ModelWorker::ModelWorker(WorkerJob job, ServeModelRequest request, std::string executable)
@@ -93,6 +101,7 @@ int ModelWorker::reap() {
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
   }
+  if (relay_) relay_->finish();  // what it printed before it ended
   return status;
 }
 
@@ -102,6 +111,7 @@ void ModelWorker::stop() {
   to_worker_ = from_worker_ = -1;
   kill();
   reap();
+  relay_.reset();
   temp_.reset();
 }
 
@@ -124,11 +134,12 @@ ServedModelInfo ModelWorker::start() {
                 "check the process and file limits (ulimit -u, ulimit -n)");
   }
   // The archive the core checked, by descriptor: kept open across the exec.
-  int archive_fd = -1;
-  const std::string prefix = "/proc/self/fd/";
-  if (request_.archive.rfind(prefix, 0) == 0) archive_fd = std::atoi(request_.archive.c_str() + prefix.size());
+  const int archive_fd = descriptor_in(request_.archive);
   const std::string exe = executable_;
   const std::string in_arg = std::to_string(to[0]), out_arg = std::to_string(from[1]);
+  relay_ = std::make_unique<OutputRelay>();
+  const OutputRelay& relay = *relay_;
+  const std::string notes_arg = std::to_string(relay.child_notes_descriptor());
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
@@ -149,18 +160,19 @@ ServedModelInfo ModelWorker::start() {
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) ::signal(sig, SIG_DFL);
-    // The pipes' worker ends and the archive survive the exec; stdout goes
-    // to stderr.
+    // The pipes' worker ends and the archive survive the exec; fds 0, 1 and
+    // 2 become /dev/null and the relay's pipe (worker_output.h).
     for (int fd : {to[0], from[1], archive_fd}) {
       if (fd >= 0 && ::fcntl(fd, F_SETFD, 0) != 0) ::_exit(127);
     }
-    if (::dup2(2, 1) < 0) ::_exit(127);
-    const char* argv[] = {"tsarchive", "__model-worker", in_arg.c_str(), out_arg.c_str(), temp, nullptr};
+    if (relay.attach_child(true) < 0) ::_exit(127);
+    const char* argv[] = {"tsarchive", "__model-worker", in_arg.c_str(), out_arg.c_str(), notes_arg.c_str(), temp, nullptr};
     ::execv(exe.c_str(), const_cast<char* const*>(argv));
     ::_exit(127);
   }
   ::close(to[0]);
   ::close(from[1]);
+  relay_->start(STDERR_FILENO);
   pid_ = pid;
   to_worker_ = to[1];
   from_worker_ = from[0];
@@ -253,18 +265,24 @@ std::string ModelWorker::call(const std::string& payload, const std::string& act
   }
 }
 
-int model_worker_main(int in_fd, int out_fd, const char* temp) {
+int model_worker_main(int in_fd, int out_fd, int notes_fd, const char* temp) {
   std::string frame;
   if (!read_frame(in_fd, frame)) return 1;
   std::unique_ptr<ServedModel> model;
   try {
     const ServeModelRequest request = decode_result<ServeModelRequest>(frame);
+    // What the server (or whatever started it) left open without
+    // close-on-exec goes; the archive the core checked stays.
+    const int keep[] = {in_fd, out_fd, notes_fd, descriptor_in(request.archive)};
+    close_inherited_descriptors(keep, std::size(keep));
+    use_notes_descriptor(notes_fd);
     if (temp != nullptr) {
-      // Right after the exec: one thread, libtorch not loaded yet (sandbox.h).
+      // Right after the exec, while it has one thread (sandbox.h).
       ::setenv("TMPDIR", temp, 1);
-      enter_sandbox(SandboxPolicy{{temp}, is_cuda_device(request.device)});
+      const SandboxPolicy policy = job_policy({temp}, is_cuda_device(request.device), request.archive, request.libraries);
+      prepare_sandbox(policy, [] { load_torch_backend(); });
+      enter_sandbox(policy);
     }
-    static WorkerOutput output;  // the server's log gets the model's prints escaped; never destroyed (_exit)
     TorchBackend& torch = load_torch_backend();
     WorkerJob job;
     job.file = request.display_name;

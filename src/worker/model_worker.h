@@ -4,11 +4,13 @@
 // The one-shot worker (worker.h) forks the calling process; a server forks
 // from many threads, and a forked copy of a threaded process may only call
 // async-signal-safe functions until it execs. So a model worker is the
-// tsarchive binary itself, exec'd as `tsarchive __model-worker IN OUT
-// [TEMP]`, the descriptors of its request and reply pipes and its temporary
-// folder (sandbox.h; absent with TSARCHIVE_NO_SANDBOX=1), which the server
-// makes and removes (its stdout goes to the
-// server's stderr, so nothing libtorch prints can break the protocol). The
+// tsarchive binary itself, exec'd as `tsarchive __model-worker IN OUT NOTES
+// [TEMP]`, the descriptors of its request and reply pipes and of its notes
+// pipe (worker_output.h), and its temporary folder (sandbox.h; absent with
+// TSARCHIVE_NO_SANDBOX=1), which the server makes and removes. Its stdout and
+// stderr are a pipe the server reads and writes to its own stderr escaped, so
+// nothing libtorch or the model prints can break the protocol or reach the
+// server's log raw; no other descriptor of the server's survives the exec. The
 // archive the core checked stays open across the exec: the worker loads it
 // by /proc/self/fd/N, never by path.
 //
@@ -30,6 +32,7 @@
 #include "contract/serve.h"
 #include "worker/sandbox.h"
 #include "worker/worker.h"
+#include "worker/worker_output.h"
 
 namespace tsarchive {
 
@@ -79,11 +82,12 @@ class ModelWorker {
   int to_worker_ = -1;
   int from_worker_ = -1;
   std::unique_ptr<WorkerTempFolder> temp_;  // the running worker's, removed once it is reaped
+  std::unique_ptr<OutputRelay> relay_;      // the running worker's output, to the server's stderr
 };
 
 // The worker's side: what `tsarchive __model-worker` runs; it enters the
 // sandbox first, with `temp` (may be null: no sandbox) as TMPDIR and the one
 // folder it writes. Returns the exit status (0 when the server closed the pipe).
-int model_worker_main(int in_fd, int out_fd, const char* temp);
+int model_worker_main(int in_fd, int out_fd, int notes_fd, const char* temp);
 
 }  // namespace tsarchive

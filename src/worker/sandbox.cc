@@ -2,6 +2,8 @@
 #include "worker/sandbox.h"
 
 #include <dirent.h>
+#include <limits.h>
+#include <link.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -10,18 +12,25 @@
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <set>
+#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/error.h"
@@ -126,6 +135,70 @@ std::vector<std::string> writable_devices() {
   return devices;
 }
 
+// Folders every worker reads: the system's. The user's own (home, /tmp,
+// /var, /run, /mnt, /srv, ...) are not among them.
+constexpr const char* kSystemFolders[] = {"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin",       "/sbin",
+                                          "/opt", "/proc", "/sys", "/dev",  "/nix/store", "/gnu/store"};
+// /etc's entries that hold secrets by convention (readable only by root, so
+// this matters for a worker of root's): Landlock cannot refuse below a folder
+// it allows, so /etc is allowed entry by entry without these.
+constexpr const char* kEtcSecrets[] = {"shadow",     "shadow-",      "gshadow", "gshadow-", "ssh",       "ssl",
+                                       "pki",        "sudoers",      "sudoers.d", "security", "krb5.keytab", "docker",
+                                       "NetworkManager", "wireguard", "ipsec.secrets", "ipsec.d", "ppp", "openvpn",
+                                       "credstore",  "credstore.encrypted"};
+
+// Read rights on `path`: a folder's for a folder, a file's for anything else
+// (Landlock refuses folder rights on a file). False when it does not exist.
+bool allow_reading(int ruleset, const std::string& path, uint64_t handled) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  return allow(ruleset, path, S_ISDIR(st.st_mode) ? kFsReadFile | kFsReadDir : kFsReadFile, handled);
+}
+
+// The folders of every library this process has loaded (the program's too):
+// where their own later dlopen()s look. A site-packages folder counts whole:
+// torch's CUDA libraries load NVIDIA's from beside it (nvidia/*/lib).
+std::set<std::string> loaded_library_folders() {
+  std::set<std::string> folders;
+  const auto folder_of = [&folders](std::string path) {
+    const size_t slash = path.rfind('/');
+    if (path.empty() || path[0] != '/' || slash == std::string::npos) return;
+    for (const char* packages : {"/site-packages/", "/dist-packages/"}) {
+      if (const size_t at = path.find(packages); at != std::string::npos) {
+        folders.insert(path.substr(0, at + std::strlen(packages) - 1));
+        return;
+      }
+    }
+    if (slash > 0) folders.insert(path.substr(0, slash));  // never "/" itself
+  };
+  char exe[PATH_MAX];
+  if (const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1); n > 0) folder_of(std::string(exe, size_t(n)));
+  ::dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) {
+        if (info->dlpi_name != nullptr && info->dlpi_name[0] == '/') {
+          char resolved[PATH_MAX];
+          if (::realpath(info->dlpi_name, resolved) != nullptr) (*static_cast<decltype(folder_of)*>(data))(resolved);
+          (*static_cast<decltype(folder_of)*>(data))(info->dlpi_name);
+        }
+        return 0;
+      },
+      const_cast<void*>(static_cast<const void*>(&folder_of)));
+  return folders;
+}
+
+void allow_system_reads(int ruleset, uint64_t handled) {
+  for (const char* folder : kSystemFolders) allow_reading(ruleset, folder, handled);
+  if (DIR* etc = ::opendir("/etc")) {
+    while (const dirent* entry = ::readdir(etc)) {
+      const std::string name = entry->d_name;
+      if (name == "." || name == "..") continue;
+      if (std::find(std::begin(kEtcSecrets), std::end(kEtcSecrets), name) != std::end(kEtcSecrets)) continue;
+      allow_reading(ruleset, "/etc/" + name, handled);
+    }
+    ::closedir(etc);
+  }
+}
+
 void enter_landlock(int abi, const SandboxPolicy& policy) {
   RulesetAttr attr;
   attr.handled_access_fs = handled_fs(abi);
@@ -136,7 +209,11 @@ void enter_landlock(int abi, const SandboxPolicy& policy) {
   const int ruleset = static_cast<int>(::syscall(__NR_landlock_create_ruleset, &attr, size, 0));
   if (ruleset < 0) fail("landlock_create_ruleset", errno);
   const uint64_t handled = attr.handled_access_fs;
-  allow(ruleset, "/", kFsReadFile | kFsReadDir, handled);
+  allow_system_reads(ruleset, handled);
+  for (const std::string& folder : loaded_library_folders()) allow_reading(ruleset, folder, handled);
+  for (const std::string& path : policy.readable) {
+    if (!allow_reading(ruleset, path, handled)) fail("open " + path, errno);
+  }
   const uint64_t write = kFsReadFile | kFsReadDir | kFsWriteFile | kFsRemoveDir | kFsRemoveFile | kFsMakeDir |
                          kFsMakeReg | kFsMakeSym | kFsRefer | kFsTruncate;
   for (const std::string& folder : policy.writable) {
@@ -224,6 +301,16 @@ void enter_seccomp() {
   f.push_back(jump(BPF_JMP | BPF_JGE | BPF_K, 0x40000000, 0, 1));  // x32's numbers
   f.push_back(statement(BPF_RET | BPF_K, deny));
 #endif
+  // ioctl(fd, TIOCSTI) types into a terminal: on a copy of the user's tty a
+  // model's native code would type commands into their shell (as root, even
+  // on a tty that is not its controlling one). TIOCLINUX pastes the console
+  // selection likewise. The kernel reads the request as 32 bits: so does this.
+  f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 0, 5));
+  f.push_back(statement(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[1])));  // low half (little-endian)
+  f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 2, 0));
+  f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 1, 0));
+  f.push_back(statement(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+  f.push_back(statement(BPF_RET | BPF_K, deny));
   for (const long nr : kDenied) {
     f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr), 0, 1));
     f.push_back(statement(BPF_RET | BPF_K, deny));
@@ -255,6 +342,47 @@ void start_cuda_driver() {
   if (cuda == nullptr) return;
   using CuInit = int (*)(unsigned);
   if (const auto cu_init = reinterpret_cast<CuInit>(::dlsym(cuda, "cuInit"))) cu_init(0);
+}
+
+int thread_count() {
+  int threads = 0;
+  if (DIR* tasks = ::opendir("/proc/self/task")) {
+    while (const dirent* entry = ::readdir(tasks)) threads += entry->d_name[0] != '.';
+    ::closedir(tasks);
+  }
+  return threads;
+}
+
+// What the worker's libraries and CUDA read from the environment (see
+// sandbox.h): the C library's and the loader's, the thread pools' and BLAS
+// libraries', CUDA's and NVIDIA's, libtorch's, the sanitizers', tsarchive's.
+constexpr const char* kKeptVariables[] = {"PATH", "HOME", "USER", "LOGNAME", "TERM", "TZ", "LANG", "LANGUAGE",
+                                          "TMPDIR", "LD_LIBRARY_PATH", "GLIBC_TUNABLES", "NO_COLOR",
+                                          "SOURCE_DATE_EPOCH"};
+constexpr const char* kKeptPrefixes[] = {"LC_",    "MALLOC_",  "OMP_",   "KMP_",    "GOMP_",  "MKL_",
+                                         "OPENBLAS_", "BLIS_", "DNNL_",  "ONEDNN_", "CUDA_",  "CUDNN_",
+                                         "CUBLAS", "NCCL_",    "NVIDIA_", "__NV",   "NV_",    "TORCH_",
+                                         "PYTORCH_", "TORCHINDUCTOR_", "AOTI_", "C10_", "GLOG_", "KINETO_",
+                                         "HIP_",   "ROCM_",    "HSA_",   "MIOPEN_", "ASAN_",  "UBSAN_",
+                                         "LSAN_",  "TSARCHIVE_"};
+// Never kept, whatever the prefix: NVIDIA_API_KEY is NGC's.
+constexpr const char* kSecretWords[] = {"KEY", "TOKEN", "SECRET", "PASSW", "CREDENTIAL", "AUTH", "COOKIE"};
+
+// The process's initial environment block, where /proc/self/environ reads:
+// fields 50 and 51 of /proc/self/stat (Linux 3.5).
+std::pair<uintptr_t, uintptr_t> environment_block() {
+  std::ifstream stat("/proc/self/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');
+  if (paren == std::string::npos) return {0, 0};
+  std::istringstream fields(text.substr(paren + 1));
+  std::string field;
+  uintptr_t start = 0, end = 0;
+  for (int number = 3; fields >> field; ++number) {  // the state is field 3
+    if (number == 50) start = std::strtoull(field.c_str(), nullptr, 10);
+    if (number == 51) end = std::strtoull(field.c_str(), nullptr, 10);
+  }
+  return start < end ? std::pair{start, end} : std::pair<uintptr_t, uintptr_t>{0, 0};
 }
 
 bool pid_alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
@@ -334,6 +462,67 @@ std::string sandbox_note(const SandboxSupport& s) {
          "wherever you can";
 }
 
+bool worker_keeps_variable(const std::string& name) {
+  std::string upper = name;
+  for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (const char* word : kSecretWords) {
+    if (upper.find(word) != std::string::npos) return false;
+  }
+  if (std::find(std::begin(kKeptVariables), std::end(kKeptVariables), name) != std::end(kKeptVariables)) return true;
+  return std::any_of(std::begin(kKeptPrefixes), std::end(kKeptPrefixes),
+                     [&name](const char* prefix) { return name.rfind(prefix, 0) == 0; });
+}
+
+void scrub_environment() {
+  const auto name_of = [](const char* entry) {
+    const char* eq = std::strchr(entry, '=');
+    return eq != nullptr ? std::string(entry, eq) : std::string(entry);
+  };
+  std::vector<std::string> dropped;
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    if (std::string name = name_of(*entry); !worker_keeps_variable(name)) dropped.push_back(std::move(name));
+  }
+  // Every string of the initial block, also those a setenv() since replaced.
+  const auto [start, end] = environment_block();
+  for (uintptr_t at = start; at < end;) {
+    char* entry = reinterpret_cast<char*>(at);
+    const size_t length = ::strnlen(entry, end - at);
+    if (!worker_keeps_variable(name_of(std::string(entry, length).c_str()))) std::memset(entry, 0, length);
+    at += length + 1;
+  }
+  for (const std::string& name : dropped) ::unsetenv(name.c_str());
+}
+
+SandboxPolicy job_policy(std::vector<std::string> writable, bool cuda, const std::string& archive,
+                         const std::vector<std::string>& libraries) {
+  SandboxPolicy policy{std::move(writable), cuda, {}};
+  if (!archive.empty()) policy.readable.push_back(archive);
+  for (const std::string& library : libraries) {
+    char resolved[PATH_MAX];
+    const std::string path = ::realpath(library.c_str(), resolved) != nullptr ? resolved : library;
+    policy.readable.push_back(path);
+    if (const size_t slash = path.rfind('/'); slash != std::string::npos && slash > 0) {
+      policy.readable.push_back(path.substr(0, slash));
+    }
+  }
+  return policy;
+}
+
+void prepare_sandbox(const SandboxPolicy& policy, const std::function<void()>& load) {
+  const SandboxSupport& s = sandbox_support();
+  if (s.disabled) {
+    if (load) load();
+    return;
+  }
+  if (policy.cuda) start_cuda_driver();
+  const int threads = thread_count();
+  if (load) load();
+  if (thread_count() > threads) {
+    fail("the torch layer started a thread while it loaded, which Landlock would not bind", EBUSY);
+  }
+  scrub_environment();
+}
+
 void enter_sandbox(const SandboxPolicy& policy) {
   const SandboxSupport& s = sandbox_support();
   if (s.disabled) return;
@@ -355,6 +544,31 @@ Error explain_sandbox_refusal(const Error& e) {
       .with_detail(e.detail());
 }
 
+namespace {
+
+constexpr char kLibtorchTemplate[] = "/tmp/XXXXXX";  // AOTIModelPackageLoader's (sandbox.h)
+char reserved_tmp[sizeof kLibtorchTemplate] = {};      // armed in a worker; empty: pass every call on
+
+}  // namespace
+
+void reserve_libtorch_tmp_folder(const std::string& name) {
+  if (name.size() + 1 != sizeof reserved_tmp || name.rfind("/tmp/", 0) != 0) {
+    throw Error(ErrorKind::Torch, "the folder reserved for libtorch is not of the form /tmp/XXXXXX: " + name);
+  }
+  std::memcpy(reserved_tmp, name.c_str(), sizeof reserved_tmp);
+}
+
+ReservedLibtorchFolder::ReservedLibtorchFolder() {
+  std::string pattern = kLibtorchTemplate;
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    throw_io(std::string("cannot make a folder for libtorch to unpack the package into: ") + std::strerror(errno),
+             "/tmp", "/tmp must be writable: libtorch 2.x unpacks AOTInductor packages there");
+  }
+  path_ = pattern;
+}
+
+ReservedLibtorchFolder::~ReservedLibtorchFolder() { remove_tree(path_); }
+
 WorkerTempFolder::WorkerTempFolder() {
   const std::string base = temp_base();
   remove_dead_temp_folders(base);
@@ -374,3 +588,21 @@ WorkerTempFolder::~WorkerTempFolder() {
 }
 
 }  // namespace tsarchive
+
+// The C library's mkdtemp, but for the one call reserve_libtorch_tmp_folder
+// armed (sandbox.h). Exported from the binary, so libtorch's call binds here.
+extern "C" __attribute__((visibility("default"))) char* mkdtemp(char* pattern) {
+  using Mkdtemp = char* (*)(char*);
+  static const auto next = reinterpret_cast<Mkdtemp>(::dlsym(RTLD_NEXT, "mkdtemp"));
+  char* const reserved = tsarchive::reserved_tmp;
+  if (reserved[0] != '\0' && pattern != nullptr && std::strcmp(pattern, tsarchive::kLibtorchTemplate) == 0) {
+    std::memcpy(pattern, reserved, sizeof tsarchive::reserved_tmp);
+    reserved[0] = '\0';  // once: a second package would share the folder
+    return pattern;
+  }
+  if (next == nullptr) {
+    errno = ENOSYS;
+    return nullptr;
+  }
+  return next(pattern);
+}

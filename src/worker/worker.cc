@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <iostream>
 #include <memory>
 
@@ -36,6 +37,7 @@ constexpr int kPollMs = 20;
 // The child: never returns. `temp`: its temporary folder, null without the
 // sandbox (TSARCHIVE_NO_SANDBOX=1).
 [[noreturn]] void serve(int fd, pid_t parent, const WorkerJob& job, const WorkerTempFolder* temp,
+                        const ReservedLibtorchFolder* libtorch_tmp, const OutputRelay& relay, const std::function<void()>& load,
                         const std::function<std::string()>& work) {
   // Die with the parent; no core dumps of a crash on a hostile file; the
   // parent's handlers that remove its temp files are the parent's business.
@@ -49,17 +51,31 @@ constexpr int kPollMs = 20;
   // what the instrumentation itself finds is still reported.)
   for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) ::signal(sig, SIG_DFL);
 
+  // None of the user's descriptors stays with code from the file (worker_output.h).
+  const int notes = relay.attach_child(false);
+  if (notes < 0) ::_exit(127);
+  const int keep[] = {fd, notes, job.archive.fd};
+  close_inherited_descriptors(keep, std::size(keep));
+  use_notes_descriptor(notes);
+
   std::string payload;
-  std::unique_ptr<WorkerOutput> output;  // never destroyed: the worker ends with _exit
   try {
     if (temp != nullptr) {
-      // Before libtorch loads, while this process has one thread (sandbox.h).
+      // While this process has one thread, before libtorch reads the archive (sandbox.h).
       ::setenv("TMPDIR", temp->path().c_str(), 1);
-      SandboxPolicy policy{job.writable, job.cuda};
+      SandboxPolicy policy =
+          job_policy(job.writable, job.cuda, job.archive.fd >= 0 ? "/proc/self/fd/" + std::to_string(job.archive.fd) : "",
+                     job.libraries);
       policy.writable.push_back(temp->path());
+      if (libtorch_tmp != nullptr) {
+        reserve_libtorch_tmp_folder(libtorch_tmp->path());
+        policy.writable.push_back(libtorch_tmp->path());
+      }
+      prepare_sandbox(policy, load);
       enter_sandbox(policy);
+    } else if (load) {
+      load();
     }
-    output = std::make_unique<WorkerOutput>();
     payload = work();
   } catch (const Error& e) {
     payload = encode_error(temp != nullptr ? explain_sandbox_refusal(e) : e);
@@ -69,7 +85,8 @@ constexpr int kPollMs = 20;
   } catch (...) {
     payload = encode_error(Error(ErrorKind::Torch, "libtorch failed with an exception that is not a std::exception"));
   }
-  if (output) output->finish();
+  std::cout.flush();
+  std::cerr.flush();
   write_fully(fd, payload);  // false: the parent is gone or gave up on us
   // No destructors, no atexit handlers: libtorch's teardown is not ours to run.
   ::_exit(0);
@@ -194,11 +211,20 @@ bool worker_disabled() {
   return env != nullptr && std::string(env) == "1";
 }
 
-std::string run_in_worker(const WorkerJob& job, const std::function<std::string()>& work) {
-  if (worker_disabled()) return work();
+std::string run_in_worker(const WorkerJob& job, const std::function<std::string()>& work,
+                          const std::function<void()>& load) {
+  if (worker_disabled()) {
+    if (load) load();
+    return work();
+  }
 
   std::unique_ptr<WorkerTempFolder> temp;
-  if (!sandbox_support().disabled) temp = std::make_unique<WorkerTempFolder>();
+  std::unique_ptr<ReservedLibtorchFolder> libtorch_tmp;
+  if (!sandbox_support().disabled) {
+    temp = std::make_unique<WorkerTempFolder>();
+    if (job.compiled_package) libtorch_tmp = std::make_unique<ReservedLibtorchFolder>();
+  }
+  OutputRelay relay;
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     throw Error(ErrorKind::Torch, std::string("cannot start the libtorch worker: ") + std::strerror(errno), job.file,
@@ -217,14 +243,16 @@ std::string run_in_worker(const WorkerJob& job, const std::function<std::string(
   }
   if (pid == 0) {
     ::close(fds[0]);
-    serve(fds[1], parent, job, temp.get(), work);
+    serve(fds[1], parent, job, temp.get(), libtorch_tmp.get(), relay, load, work);
   }
   ::close(fds[1]);
+  relay.start(STDERR_FILENO);
   StagingFolder::watch_child(pid);  // an interrupt kills it before removing what it writes into
   std::string payload;
   int status = 0;
   const Stop stop = supervise(pid, fds[0], job.limits, payload, status);
   StagingFolder::watch_child(0);
+  relay.finish();
   ::close(fds[0]);
   check_archive_unchanged(job);  // before any result, limit or crash of the worker's is believed
 

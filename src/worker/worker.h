@@ -62,7 +62,8 @@ struct WorkerJob {
   // temporary folder, nowhere else.
   std::vector<std::string> writable;
   // An AOTInductor package runs: code compiled for one GPU, CUDA and PyTorch,
-  // which a crash's message names as the likely cause.
+  // which a crash's message names as the likely cause. libtorch unpacks it
+  // into a /tmp folder the worker reserves for it (sandbox.h).
   bool compiled_package = false;
   // The job uses a CUDA device: the worker starts the NVIDIA driver before it
   // enters the sandbox (sandbox.h says why and what that leaves).
@@ -78,10 +79,12 @@ void check_archive_unchanged(const WorkerJob& job);
 // Runs `work` in a worker process, sandboxed (sandbox.h) with TMPDIR set to
 // a temporary folder of its own that is removed after it, and returns the
 // payload it returned
-// (worker_codec.h; an Error it throws is encoded by the worker). Error(Torch)
-// when the worker is killed by a signal or a limit, exits without a payload,
-// or cannot be started.
-std::string run_in_worker(const WorkerJob& job, const std::function<std::string()>& work);
+// (worker_codec.h; an Error it throws is encoded by the worker). `load`, when
+// given, runs in the worker before the sandbox (sandbox.h: the torch layer,
+// whose folders the sandbox then lets it read). Error(Torch) when the worker
+// is killed by a signal or a limit, exits without a payload, or cannot be started.
+std::string run_in_worker(const WorkerJob& job, const std::function<std::string()>& work,
+                          const std::function<void()>& load = {});
 
 // Loads the job's --load-library libraries (RTLD_GLOBAL, after libtorch);
 // Error(Torch) naming the one that does not load.
@@ -92,11 +95,14 @@ void load_job_libraries(const WorkerJob& job);
 // it throws is thrown again here as it was.
 template <class Result, class Work>
 Result in_worker(const WorkerJob& job, Work&& work) {
-  const std::string payload = run_in_worker(job, [&] {
-    TorchBackend& torch = load_torch_backend();
-    load_job_libraries(job);
-    return encode_result(Result(work(torch)));
-  });
+  const std::string payload = run_in_worker(
+      job,
+      [&] {
+        TorchBackend& torch = load_torch_backend();
+        load_job_libraries(job);
+        return encode_result(Result(work(torch)));
+      },
+      [] { load_torch_backend(); });
   return decode_result<Result>(payload);
 }
 

@@ -1,15 +1,22 @@
-// What a worker process prints, kept off the user's stdout and escaped.
+// What a worker process prints, kept off the user's stdout and escaped by
+// the parent.
 //
 // libtorch and the model's own code write to the worker's standard output and
 // error: TorchScript's print() (std::cout), c10's logging, and native code of
-// custom operators and AOTInductor packages (fds 1 and 2). The worker inherits
-// the user's stdout, where a report or --json goes, and their terminal, so
+// custom operators and AOTInductor packages (fds 1 and 2). The user's stdout
+// is where a report or --json goes, and their stderr is often a terminal, so
 // unescaped bytes from the file's author would corrupt the JSON and could fake
-// tsarchive's own lines or drive the terminal. WorkerOutput makes fds 1 and 2
-// a pipe; a thread reads it and writes each line escaped (terminal_text.h),
-// as "tsarchive: model output: LINE", to the real stderr, at most
-// kMaxForwarded bytes of it. tsarchive's own notes (std::cerr) keep going to
-// the real stderr directly.
+// tsarchive's own lines or drive the terminal (OSC 52 writes the clipboard).
+// Escaping inside the worker is not enough: native code there can write to
+// any descriptor the worker holds. So the worker holds none of the user's:
+// its fds 1 and 2 are a pipe, its fd 0 is /dev/null, every other inherited
+// descriptor is closed (close_inherited_descriptors), and libtorch's notes
+// (TSARCHIVE_WORKER_NOTES_FD, and the tsarchive code's std::cerr) go to a
+// second pipe. The parent reads both on a thread of its own and writes each
+// line escaped (terminal_text.h) to its stderr: the model's as
+// "tsarchive: model output: LINE", at most kMaxForwarded bytes; a notes line
+// as it is when it is one of tsarchive's notes, else as model output (native
+// code can write to that pipe too).
 #pragma once
 
 #include <cstddef>
@@ -17,22 +24,44 @@
 
 namespace tsarchive {
 
-class WorkerOutput {
+class OutputRelay {
  public:
   static constexpr size_t kMaxForwarded = 256 * 1024;
 
-  // Call once in the worker, after the sandbox (the thread inherits it) and
-  // before libtorch runs anything. Without a pipe it leaves the fds as they are.
-  WorkerOutput();
-  // Forwards what is left and ends the thread: call before _exit.
+  // Makes the two pipes; Error(Torch) when it cannot.
+  OutputRelay();
+  // Stops the thread (finish()) and closes what is left.
+  ~OutputRelay();
+  OutputRelay(const OutputRelay&) = delete;
+  OutputRelay& operator=(const OutputRelay&) = delete;
+
+  // In the child, between fork and its work or exec; async-signal-safe. Fds 0,
+  // 1 and 2 become /dev/null and the output pipe; returns the notes pipe's
+  // write end (kept across an exec when `across_exec`), or -1 when a step failed.
+  int attach_child(bool across_exec) const noexcept;
+  // The number attach_child() returns, for an exec's arguments.
+  int child_notes_descriptor() const;
+  // In the parent, after the fork: closes the child's ends and starts the
+  // thread that forwards what the child writes to `stderr_fd`.
+  void start(int stderr_fd);
+  // Once the child has ended (or was killed): forwards what is left in the
+  // pipes, then stops the thread. Native code can leave a copy of a pipe in
+  // no other process (the sandbox refuses new processes), but the thread does
+  // not wait for an end of file it may not get.
   void finish();
-  ~WorkerOutput();
-  WorkerOutput(const WorkerOutput&) = delete;
-  WorkerOutput& operator=(const WorkerOutput&) = delete;
 
  private:
   struct State;
   std::unique_ptr<State> state_;
 };
+
+// In the worker, once, before libtorch: tsarchive's std::cerr and libtorch's
+// notes (TSARCHIVE_WORKER_NOTES_FD) write to `notes_fd`.
+void use_notes_descriptor(int notes_fd);
+
+// In a child about to run code it does not trust: closes every descriptor
+// from 3 up except those in `keep` (-1 entries are ignored; at most 8).
+// Async-signal-safe.
+void close_inherited_descriptors(const int* keep, size_t count) noexcept;
 
 }  // namespace tsarchive

@@ -12,14 +12,19 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/ioctl.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 
+#include "base/posix_fd.h"
 #include "contract/device.h"
 #include "helpers.h"
 #include "worker/sandbox.h"
@@ -42,9 +47,10 @@ enum : int {
   kInsideWritten = 2,
   kExecRefused = 4,
   kTcpRefused = 8,
-  kReadAllowed = 16,
+  kSystemRead = 16,
   kEntered = 32,
   kUnixRefused = 64,
+  kPrivateRefused = 128,
 };
 
 // `cuda`: as a job on a CUDA device enters it, starting the NVIDIA driver
@@ -55,7 +61,7 @@ int in_sandbox(const std::string& inside, const std::string& outside, bool cuda 
   if (pid == 0) {
     int ok = 0;
     try {
-      enter_sandbox(SandboxPolicy{{inside}, cuda});
+      enter_sandbox(SandboxPolicy{{inside}, cuda, {}});
       ok |= kEntered;
     } catch (...) {
       ::_exit(0);
@@ -76,8 +82,12 @@ int in_sandbox(const std::string& inside, const std::string& outside, bool cuda 
     // The socket the NVIDIA driver asks for in cuInit, refused after it (sandbox.h).
     const int unix_socket = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     if (unix_socket < 0 && errno == EPERM) ok |= kUnixRefused;
+    // The system's files are read; a folder of the user's is not (sandbox.h).
+    if (::open("/proc/self/status", O_RDONLY | O_CLOEXEC) >= 0 && ::open("/usr", O_RDONLY | O_DIRECTORY | O_CLOEXEC) >= 0) {
+      ok |= kSystemRead;
+    }
     const int read = ::open((outside + "/existing").c_str(), O_RDONLY | O_CLOEXEC);
-    if (read >= 0) ok |= kReadAllowed;
+    if (read < 0 && errno == EACCES) ok |= kPrivateRefused;
     ::_exit(ok);
   }
   int status = 0;
@@ -107,7 +117,148 @@ TEST_CASE("the sandbox: writes only in the allowed folder, no exec, no sockets",
   CHECK((ok & kExecRefused) != 0);
   CHECK((ok & kTcpRefused) != 0);
   CHECK((ok & kUnixRefused) != 0);
-  CHECK((ok & kReadAllowed) != 0);
+  CHECK((ok & kSystemRead) != 0);
+  CHECK((ok & kPrivateRefused) != 0);
+}
+
+TEST_CASE("the sandbox: a worker reads the files its job names, its libraries' folders, no other of the user's",
+          "[sandbox][worker]") {
+  const SandboxSupport& s = sandbox_support();
+  if (s.disabled || s.landlock_abi == 0) {
+    WARN("sandbox on this kernel: " << describe_sandbox(s) << "; skipped");
+    return;
+  }
+  TempDir home, libraries;
+  const auto make = [](const std::string& path) {
+    const int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+    REQUIRE(fd >= 0);
+    REQUIRE(::write(fd, "x", 1) == 1);
+    ::close(fd);
+  };
+  make(home.file("id_ed25519"));
+  make(home.file("model.pt"));
+  make(libraries.file("libcustom_ops.so"));
+  make(libraries.file("libneighbour.so"));
+  const int archive = ::open(home.file("model.pt").c_str(), O_RDONLY | O_CLOEXEC);
+  REQUIRE(archive >= 0);
+  WorkerJob job{"model.pt", "loading the module", {}, true, {libraries.file("libcustom_ops.so")}, {}};
+  struct stat st {};
+  REQUIRE(::fstat(archive, &st) == 0);
+  job.archive = WatchedFile{archive, st.st_ctim.tv_sec, st.st_ctim.tv_nsec, st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
+                            static_cast<uint64_t>(st.st_size)};
+  const std::string seen = run_in_worker(job, [&] {
+    const auto readable = [](const std::string& path) {
+      const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd >= 0) ::close(fd);
+      return fd >= 0 ? "read" : errno == EACCES ? "refused" : "failed";
+    };
+    std::string out = std::string("archive ") + readable("/proc/self/fd/" + std::to_string(archive));
+    out += std::string(", library ") + readable(libraries.file("libcustom_ops.so"));
+    out += std::string(", its neighbour ") + readable(libraries.file("libneighbour.so"));
+    out += std::string(", key ") + readable(home.file("id_ed25519"));
+    out += std::string(", archive by name ") + readable(home.file("model.pt"));
+    out += std::string(", /etc/shadow ") + (::access("/etc/shadow", F_OK) != 0 ? "refused" : readable("/etc/shadow"));
+    out += std::string(", /etc/passwd ") + readable("/etc/passwd");
+    return out;
+  });
+  ::close(archive);
+  // The archive by name is the same file as by its descriptor: one rule, on the file.
+  CHECK(seen == "archive read, library read, its neighbour read, key refused, archive by name read, "
+                "/etc/shadow refused, /etc/passwd read");
+}
+
+TEST_CASE("the sandbox: libtorch's mkdtemp(\"/tmp/XXXXXX\") gets the folder the parent reserved, once", "[sandbox]") {
+  ReservedLibtorchFolder reserved;
+  REQUIRE(reserved.path().size() == std::strlen("/tmp/XXXXXX"));
+  CHECK(is_directory(reserved.path()));
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    reserve_libtorch_tmp_folder(reserved.path());
+    char first[] = "/tmp/XXXXXX", second[] = "/tmp/XXXXXX", other[] = "/tmp/tsarchive-test-XXXXXX";
+    const bool first_reserved = ::mkdtemp(first) != nullptr && reserved.path() == first;
+    const bool second_made = ::mkdtemp(second) != nullptr && reserved.path() != second && ::rmdir(second) == 0;
+    const bool other_made = ::mkdtemp(other) != nullptr && ::rmdir(other) == 0;
+    ::_exit(first_reserved && second_made && other_made ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  const std::string path = reserved.path();
+  { ReservedLibtorchFolder gone; CHECK(gone.path() != path); }
+}
+
+TEST_CASE("the sandbox: a worker's environment keeps what libraries read, not a CI job's secrets", "[sandbox][worker]") {
+  CHECK(worker_keeps_variable("OMP_NUM_THREADS"));
+  CHECK(worker_keeps_variable("CUDA_VISIBLE_DEVICES"));
+  CHECK(worker_keeps_variable("LC_ALL"));
+  CHECK(worker_keeps_variable("TMPDIR"));
+  CHECK(worker_keeps_variable("TSARCHIVE_WORKER_NOTES_FD"));
+  CHECK_FALSE(worker_keeps_variable("AWS_SECRET_ACCESS_KEY"));
+  CHECK_FALSE(worker_keeps_variable("GITHUB_TOKEN"));
+  CHECK_FALSE(worker_keeps_variable("NVIDIA_API_KEY"));  // a kept prefix, a secret's name
+  CHECK_FALSE(worker_keeps_variable("TORCH_HUB_TOKEN"));
+  CHECK_FALSE(worker_keeps_variable("HF_TOKEN"));
+  CHECK_FALSE(worker_keeps_variable("DATABASE_URL"));
+  const SandboxSupport& s = sandbox_support();
+  if (s.disabled) {
+    WARN("sandbox off (TSARCHIVE_NO_SANDBOX=1); the scrub is skipped");
+    return;
+  }
+  ::setenv("TSARCHIVE_TEST_SECRET_TOKEN", "hunter2-in-the-environment", 1);
+  ::setenv("OMP_NUM_THREADS", "1", 1);
+  WorkerJob job{"model.pt", "loading the module", {}, true, {}, {}};
+  const std::string seen = run_in_worker(job, [] {
+    std::ifstream environ_file("/proc/self/environ");
+    const std::string block((std::istreambuf_iterator<char>(environ_file)), std::istreambuf_iterator<char>());
+    const char* secret = std::getenv("TSARCHIVE_TEST_SECRET_TOKEN");
+    const char* omp = std::getenv("OMP_NUM_THREADS");
+    return std::string(secret == nullptr ? "secret unset" : "secret set") + (omp != nullptr ? ", omp kept" : ", omp gone") +
+           (block.find("hunter2") == std::string::npos ? ", not in environ" : ", in environ");
+  });
+  ::unsetenv("TSARCHIVE_TEST_SECRET_TOKEN");
+  CHECK(seen == "secret unset, omp kept, not in environ");
+}
+
+TEST_CASE("the sandbox: a worker holds none of the parent's descriptors, and cannot type into a terminal",
+          "[sandbox][worker]") {
+  TempDir outside;
+  const int written = ::open(outside.file("log.txt").c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+  REQUIRE(written >= 0);
+  const int leaked = ::fcntl(written, F_DUPFD, 40);  // not close-on-exec, as a parent's shell may leave one
+  REQUIRE(leaked >= 0);
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
+  REQUIRE(master >= 0);
+  REQUIRE(::grantpt(master) == 0);
+  REQUIRE(::unlockpt(master) == 0);
+  const int terminal = ::open(::ptsname(master), O_RDWR | O_NOCTTY | O_CLOEXEC);
+  REQUIRE(terminal >= 0);
+  WorkerJob job{"model.pt", "loading the module", {}, true, {}, {}};
+  const std::string seen = run_in_worker(job, [&] {
+    std::string out = ::fcntl(written, F_GETFD) < 0 && ::fcntl(leaked, F_GETFD) < 0 ? "closed" : "open";
+    out += ::isatty(STDIN_FILENO) == 0 && ::isatty(STDOUT_FILENO) == 0 && ::isatty(STDERR_FILENO) == 0 ? ", no tty" : ", a tty";
+    // A copy of a terminal that survived by another way: TIOCSTI is refused all the same.
+    const int tty = ::open(::ptsname(master), O_RDWR | O_NOCTTY | O_CLOEXEC);
+    const char c = 'x';
+    if (tty < 0) return out + ", tty not opened";
+    const int rc = ::ioctl(tty, TIOCSTI, &c);
+    out += rc < 0 && errno == EPERM ? ", TIOCSTI refused" : rc == 0 ? ", TIOCSTI typed" : ", TIOCSTI failed otherwise";
+    return out;
+  });
+  ::close(leaked);
+  ::close(written);
+  // Nothing was typed: the terminal has no input to read.
+  ::fcntl(terminal, F_SETFL, O_NONBLOCK);
+  char typed = 0;
+  CHECK(::read(terminal, &typed, 1) < 0);
+  ::close(terminal);
+  ::close(master);
+  if (sandbox_support().disabled || !sandbox_support().seccomp) {
+    CHECK_THAT(seen, Catch::StartsWith("closed, no tty"));
+  } else {
+    CHECK_THAT(seen, Catch::StartsWith("closed, no tty, "));
+    CHECK_THAT(seen, Catch::EndsWith("TIOCSTI refused") || Catch::EndsWith("tty not opened"));
+  }
 }
 
 TEST_CASE("the sandbox: which --device values start CUDA before it", "[sandbox]") {
