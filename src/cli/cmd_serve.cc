@@ -2,7 +2,7 @@
 //                 [--max-batch N] [--max-wait MS] [--max-queue N] [--timeout MS]
 //                 [--instances K] [--grace MS] [--sample P] [--ready-check]
 //                 [--max-body SIZE] [--max-response SIZE] [--max-inflight-bytes SIZE]
-//                 [--header-timeout MS] [--read-timeout MS] [--max-connections N]
+//                 [--header-timeout MS] [--read-timeout MS] [--idle-timeout MS] [--max-connections N]
 //                 [--memory-limit SIZE] [--time-limit S]
 //                 [--no-validate] [--load-library LIB]...
 //                 [--key PUBLIC.pem | --certificate-chain ROOTS.pem... | --trust-root trusted_root.json
@@ -54,8 +54,13 @@ void add_limit_options(CLI::App& app, serve::ServiceSettings& settings) {
                  "Milliseconds from the end of a request's headers to the end of its body (default 10000);\n"
                  "beyond: 408")
       ->check(CLI::Range(1, 3600000));
+  app.add_option("--idle-timeout", settings.idle_timeout_ms,
+                 "Milliseconds a kept-alive connection may wait for its next request (default 60000); beyond: it\n"
+                 "closes")
+      ->check(CLI::Range(1, 3600000));
   app.add_option("--max-connections", settings.max_connections,
-                 "Open connections at once (default 256); beyond: 503 and close")
+                 "Open connections at once (default 256); beyond: the one idle longest between requests closes\n"
+                 "for the new one; with none idle, 503 and close")
       ->check(CLI::Range(1, 1 << 20));
 }
 

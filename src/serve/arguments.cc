@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -16,6 +17,12 @@ const std::vector<std::string> kReservedParameters = {
     "priority", "timeout", "headers"};
 
 namespace {
+
+// What the spec strings of one request make in the worker, so far.
+struct SpecTotals {
+  uint64_t elements = 0;
+  uint64_t bytes = 0;
+};
 
 // "Optional[int]" -> "int".
 std::string without_optional(const std::string& type) {
@@ -88,27 +95,45 @@ HostValue value_of_input(const ServedValue& p, const HostTensor& t) {
   return v;
 }
 
-// Spec strings ("1x3:float32:ones") inside a value whose type holds tensors
-// make tensors in the worker: bounded here, before it generates them.
-void check_specs(const HostValue& v, const std::string& what) {
-  if (v.kind == HostValue::Kind::String) {
-    TensorSpec spec;
-    try {
-      spec = parse_tensor_spec(v.string);
-    } catch (const Error&) {
-      return;  // not a spec: the schema decides what it is
-    }
+// A string that reads as a tensor spec ("1x3:float32:ones"): where the
+// parameter's type holds tensors, the worker generates that tensor from it.
+std::optional<TensorSpec> spec_of(const HostValue& v) {
+  if (v.kind != HostValue::Kind::String) return std::nullopt;
+  try {
+    return parse_tensor_spec(v.string);
+  } catch (const Error&) {
+    return std::nullopt;  // not a spec: the schema decides what it is
+  }
+}
+
+// Whether a value holds a spec string anywhere inside it.
+bool holds_spec(const HostValue& v) {
+  return spec_of(v).has_value() || std::any_of(v.items.begin(), v.items.end(), holds_spec) ||
+         std::any_of(v.entries.begin(), v.entries.end(), [](const auto& entry) { return holds_spec(entry.second); });
+}
+
+// Spec strings inside a value whose type holds tensors make tensors in the
+// worker: their elements, over the whole request, are bounded here before it
+// generates them (each spec alone under the bound is not enough: thirty of
+// them would still take gigabytes), and their bytes added to `generated`.
+void check_specs(const HostValue& v, const std::string& what, SpecTotals& generated) {
+  if (const std::optional<TensorSpec> spec = spec_of(v)) {
     uint64_t n = 1;
-    for (int64_t d : spec.shape) {
+    for (int64_t d : spec->shape) {
       n = d == 0 || n == 0 ? 0 : (n > kMaxSpecElements / static_cast<uint64_t>(d) ? kMaxSpecElements + 1 : n * static_cast<uint64_t>(d));
     }
-    if (n > kMaxSpecElements) {
-      throw ApiError(400, what + ": the tensor \"" + v.string.substr(0, 60) + "\" would hold more than " +
-                              std::to_string(kMaxSpecElements) + " elements; send large tensors as inputs");
+    generated.elements += n;
+    if (generated.elements > kMaxSpecElements) {
+      throw ApiError(400, what + ": the tensor \"" + v.string.substr(0, 60) + "\" would take the tensors the request's "
+                              "spec strings make past " + std::to_string(kMaxSpecElements) +
+                              " elements in all; send large tensors as inputs");
     }
+    // A dtype the protocol has no size for (complex) is counted at the largest, 16 bytes.
+    const size_t size = element_size(spec->dtype);
+    generated.bytes += n * (size != 0 ? size : 16);
   }
-  for (const HostValue& item : v.items) check_specs(item, what);
-  for (const auto& entry : v.entries) check_specs(entry.second, what);
+  for (const HostValue& item : v.items) check_specs(item, what, generated);
+  for (const auto& entry : v.entries) check_specs(entry.second, what, generated);
 }
 
 // What the worker's messages name as where a value (and each value inside it) came from.
@@ -119,7 +144,7 @@ void set_origin(HostValue& v, const std::string& origin) {
 }
 
 // A non-tensor parameter given in the request's "parameters".
-HostValue value_of_parameter(const ServedValue& p, const nlohmann::ordered_json& json) {
+HostValue value_of_parameter(const ServedValue& p, const nlohmann::ordered_json& json, SpecTotals& generated) {
   const std::string what = "parameter '" + p.name + "' (" + p.type + ")";
   HostValue v;
   try {
@@ -127,7 +152,7 @@ HostValue value_of_parameter(const ServedValue& p, const nlohmann::ordered_json&
   } catch (const Error& e) {
     throw ApiError(400, what + ": " + e.what());
   }
-  if (p.type.find("Tensor") != std::string::npos) check_specs(v, what);
+  if (p.type.find("Tensor") != std::string::npos) check_specs(v, what, generated);
   set_origin(v, "the request's parameter '" + p.name + "'");
   return v;
 }
@@ -211,8 +236,10 @@ HostValue argument_of_input(const ServedValue& v, InferInput& in) {
 }  // namespace
 
 
-std::vector<HostValue> method_arguments(const std::string& model, const ServedModelInfo& info, InferRequest& request) {
+std::vector<HostValue> method_arguments(const std::string& model, const ServedModelInfo& info, InferRequest& request,
+                                        uint64_t* spec_bytes) {
   std::vector<HostValue> arguments;
+  SpecTotals generated;
   if (info.inputs.empty()) {  // no schema (a .ptl saved without one): the inputs in order
     for (InferInput& in : request.inputs) {
       if (in.text) throw ApiError(400, "input '" + in.name + "': BYTES needs a method with a schema; send tensors");
@@ -245,7 +272,7 @@ std::vector<HostValue> method_arguments(const std::string& model, const ServedMo
       }
       break;
     }
-    arguments.push_back(as_input ? argument_of_input(v, *in) : value_of_parameter(v, given_parameters->at(v.name)));
+    arguments.push_back(as_input ? argument_of_input(v, *in) : value_of_parameter(v, given_parameters->at(v.name), generated));
     ++given;
   }
   size_t offered = request.inputs.size();
@@ -256,6 +283,7 @@ std::vector<HostValue> method_arguments(const std::string& model, const ServedMo
     throw ApiError(400, "parameters after one with a default that was left out cannot be given; model '" + model +
                             "' takes " + expected);
   }
+  if (spec_bytes != nullptr) *spec_bytes = generated.bytes;
   return arguments;
 }
 
@@ -272,7 +300,10 @@ bool same_non_tensors(const std::vector<HostValue>& a, const std::vector<HostVal
   for (size_t i = 0; i < a.size(); ++i) {
     const bool tensor = a[i].kind == HostValue::Kind::Tensor;
     if (tensor != (b[i].kind == HostValue::Kind::Tensor)) return false;
-    if (!tensor && !same_value(a[i], b[i])) return false;
+    // A spec string makes a tensor in the worker: one for the whole batch,
+    // whose rows may then be split among the requests as if each had sent
+    // its own. Such a request runs alone.
+    if (!tensor && (holds_spec(a[i]) || holds_spec(b[i]) || !same_value(a[i], b[i]))) return false;
   }
   return true;
 }

@@ -32,21 +32,25 @@ extern const std::vector<std::string> kReservedParameters;
 
 // A non-tensor parameter given as an input holds at most this many values.
 constexpr uint64_t kMaxValueElements = 65536;
-// A tensor a parameter's JSON describes by a spec ("1x3:float32:ones"; the
-// worker generates it) holds at most this many elements.
+// The tensors a request's parameters describe by specs ("1x3:float32:ones";
+// the worker generates them) hold at most this many elements in all.
 constexpr uint64_t kMaxSpecElements = uint64_t{1} << 24;
 
 // One value per leading parameter of the method, in order. ApiError(400)
 // naming the parameter and what it wants: an unknown input or parameter, a
 // missing one, one given twice, a Tensor given in "parameters", a value that
-// cannot be the parameter's type. Takes the input tensors out of `request`.
-std::vector<HostValue> method_arguments(const std::string& model, const ServedModelInfo& info, InferRequest& request);
+// cannot be the parameter's type, spec strings past kMaxSpecElements in
+// all. Takes the input tensors out of `request`. `spec_bytes`, when given,
+// gets the bytes of the tensors the worker will generate from spec strings.
+std::vector<HostValue> method_arguments(const std::string& model, const ServedModelInfo& info, InferRequest& request,
+                                        uint64_t* spec_bytes = nullptr);
 
 // The tensors among a request's arguments, in order: what batching stacks.
 std::vector<HostTensor> tensors_of(const std::vector<HostValue>& arguments);
 // Whether two requests may run in one batch as far as their non-tensor
 // arguments go: the same count, tensors at the same places, and every other
-// value equal (a float NaN equals nothing: such a request runs alone).
+// value equal (a float NaN equals nothing, and a value holding a spec string
+// makes a tensor that cannot be split by request: such a request runs alone).
 bool same_non_tensors(const std::vector<HostValue>& a, const std::vector<HostValue>& b);
 // `arguments` with its tensors replaced, in order, by `tensors` (a batch's
 // stacked ones).

@@ -366,31 +366,74 @@ void HttpServer::serve() {
     }
     const int on = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (connections_ >= options_.max_connections) {
-        HttpResponse refusal = json_error(503, "too many connections (--max-connections " +
-                                                   std::to_string(options_.max_connections) + ")");
-        refusal.headers.emplace_back("Retry-After", "1");
-        const std::string busy = render_response(refusal, false);
-        [[maybe_unused]] const ssize_t n = ::send(fd, busy.data(), busy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-        ::close(fd);
-        continue;
-      }
-      ++connections_;
-    }
-    try {
-      std::thread([this, fd] { connection(fd); }).detach();
-    } catch (const std::system_error&) {
-      ::close(fd);
-      std::lock_guard<std::mutex> lock(mutex_);
-      --connections_;
-    }
+    admit(fd);
   }
   ::close(listen_fd_);
   listen_fd_ = -1;
   std::unique_lock<std::mutex> lock(mutex_);
   idle_.wait(lock, [this] { return connections_ == 0; });
+}
+
+// At --max-connections, a connection idle between requests is closed for
+// the new one: otherwise a client could keep every slot for as long as it
+// likes at a request a minute. One in the middle of a request is never
+// closed, and a new connection that sent nothing yet is not idle (it has
+// --header-timeout). With none idle: 503 and close.
+bool HttpServer::admit(int fd) {
+  Connections::iterator self;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (connections_ - evicted_ >= options_.max_connections && !evict_longest_idle()) {
+      HttpResponse refusal = json_error(503, "too many connections (--max-connections " +
+                                                 std::to_string(options_.max_connections) + ")");
+      refusal.headers.emplace_back("Retry-After", "1");
+      const std::string busy = render_response(refusal, false);
+      [[maybe_unused]] const ssize_t n = ::send(fd, busy.data(), busy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+      ::close(fd);
+      return false;
+    }
+    ++connections_;
+    self = open_.insert(open_.end(), OpenConnection{fd, false, {}, false});
+  }
+  try {
+    std::thread([this, fd, self] { connection(fd, self); }).detach();
+    return true;
+  } catch (const std::system_error&) {
+    ::close(fd);
+    std::lock_guard<std::mutex> lock(mutex_);
+    open_.erase(self);
+    --connections_;
+    return false;
+  }
+}
+
+// With mutex_ held. The evicted connection's thread sees its socket shut
+// down, or `evicted` before it reads again, and ends; until it has, it
+// counts in evicted_, not against --max-connections.
+bool HttpServer::evict_longest_idle() {
+  Connections::iterator oldest = open_.end();
+  for (auto it = open_.begin(); it != open_.end(); ++it) {
+    if (it->idle && !it->evicted && (oldest == open_.end() || it->idle_since < oldest->idle_since)) oldest = it;
+  }
+  if (oldest == open_.end()) return false;
+  oldest->evicted = true;
+  ++evicted_;
+  ::shutdown(oldest->fd, SHUT_RDWR);
+  return true;
+}
+
+// Before a connection reads: false when it was evicted (it then reads
+// nothing more); else it is no longer idle, so it is not evicted mid-request.
+bool HttpServer::begin_reading(Connections::iterator self) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  self->idle = false;
+  return !self->evicted;
+}
+
+void HttpServer::set_idle(Connections::iterator self, std::chrono::steady_clock::time_point since) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  self->idle = true;
+  self->idle_since = since;
 }
 
 namespace {
@@ -429,19 +472,24 @@ void lingering_close(int fd) {
   ::close(fd);
 }
 
-// Why a request's body may not be read now: 413 when it alone is larger
+// Bytes of a body held ahead of those read: one read's worth, and as much
+// again as the body already read, since its buffer grows by doubling.
+uint64_t body_hold(const HttpParser& parser, uint64_t read_size) {
+  return std::min(parser.body_size(), 2 * parser.buffered() + read_size);
+}
+
+// Why a request's body may not be read further: 413 when it alone is larger
 // than the budget, 503 (Retry-After) while the other requests hold too much
-// of it; nothing when its reservation now holds it.
-std::optional<HttpResponse> reserve_body(MemoryReservation& memory, uint64_t size) {
-  const ByteBudget::Grant grant = memory.resize(size);
-  if (grant == ByteBudget::Grant::Granted) return std::nullopt;
-  if (grant == ByteBudget::Grant::TooLarge) {
+// of it; nothing when its reservation now holds `bytes` of it.
+std::optional<HttpResponse> reserve_body(MemoryReservation& memory, uint64_t size, uint64_t bytes) {
+  if (size > memory.capacity()) {
     return json_error(413, "the body (" + std::to_string(size) + " bytes) is larger than the bytes the server holds "
                            "in flight for all requests (--max-inflight-bytes " + std::to_string(memory.capacity()) + ")");
   }
+  if (memory.resize(std::max(memory.bytes(), bytes)) == ByteBudget::Grant::Granted) return std::nullopt;
   HttpResponse busy = json_error(503, "the server holds " + std::to_string(memory.in_use()) + " bytes of requests in flight; "
-                                      "a body of " + std::to_string(size) + " more does not fit (--max-inflight-bytes " +
-                                      std::to_string(memory.capacity()) + ")");
+                                      "a body of " + std::to_string(size) + " bytes does not fit beside them "
+                                      "(--max-inflight-bytes " + std::to_string(memory.capacity()) + ")");
   busy.headers.emplace_back("Retry-After", "1");
   return busy;
 }
@@ -456,11 +504,13 @@ std::string HttpServer::timeout_message(bool in_body) const {
                        std::to_string(options_.header_timeout_ms) + " ms (--header-timeout)";
 }
 
-// Once a request's headers are in: its body counts against the budget before
-// it is read, and a client that asked for 100-continue is told to send it.
-// The refusal when the budget cannot hold it.
+// Once a request's headers are in: a body larger than the budget is refused
+// on them, the bytes of its body already read are held, and a client that
+// asked for 100-continue is told to send it. The body's other bytes are held
+// as they arrive (body_hold), not on its Content-Length: a header costs a
+// client nothing, and headers alone must not hold the budget from others.
 std::optional<HttpResponse> HttpServer::admit_body(int fd, const HttpParser& parser, MemoryReservation& memory) {
-  if (auto refusal = reserve_body(memory, parser.body_size())) return refusal;
+  if (auto refusal = reserve_body(memory, parser.body_size(), body_hold(parser, 0))) return refusal;
   if (parser.awaiting_body() && parser.request().expects_continue) {
     send_all(fd, "HTTP/1.1 100 Continue\r\n\r\n", options_.read_timeout_ms);
   }
@@ -485,7 +535,7 @@ bool HttpServer::respond(int fd, HttpRequest& request, MemoryReservation& memory
                    send_all(fd, response.body, options_.read_timeout_ms);
 }
 
-void HttpServer::connection(int fd) {
+void HttpServer::connection(int fd, Connections::iterator self) {
   using Clock = std::chrono::steady_clock;
   using std::chrono::milliseconds;
   HttpParser parser(options_.limits);
@@ -504,9 +554,11 @@ void HttpServer::connection(int fd) {
   char buffer[1 << 16];
   // The bytes go back before the count: once it is 0 the server (and its
   // budget) may be destroyed.
-  const auto finish = [this, &memory] {
+  const auto finish = [this, &memory, self] {
     memory.release();
     std::lock_guard<std::mutex> lock(mutex_);
+    if (self->evicted) --evicted_;
+    open_.erase(self);
     if (--connections_ == 0) idle_.notify_all();
   };
   // Sends an error for a request not read in full, then closes.
@@ -530,10 +582,16 @@ void HttpServer::connection(int fd) {
         if (!in_head && !in_body) break;  // idle: close quietly
         return refuse(json_error(408, timeout_message(in_body)));
       }
+      if (!in_head && !in_body) set_idle(self, idle_since);
+      // The body's bytes are held before they are read.
+      if (in_body) {
+        if (auto refusal = reserve_body(memory, parser.body_size(), body_hold(parser, sizeof buffer))) return refuse(*refusal);
+      }
       // Wakes at least every 100 ms for stop().
       const auto wait = std::min<int64_t>(100, std::chrono::duration_cast<milliseconds>(deadline - now).count() + 1);
       pollfd p{fd, POLLIN, 0};
       if (::poll(&p, 1, static_cast<int>(wait)) <= 0) continue;
+      if (!begin_reading(self)) break;  // evicted while idle: closed for a newer connection
       const bool started = parser.started();
       const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
       if (n < 0 && errno == EINTR) continue;
@@ -550,6 +608,8 @@ void HttpServer::connection(int fd) {
       reserved = true;
     }
     if (state != HttpParser::State::Complete) continue;
+    // The handler gets the request holding its whole body.
+    if (auto refusal = reserve_body(memory, parser.body_size(), parser.body_size())) return refuse(*refusal);
     bool keep_alive = false;
     const bool sent = respond(fd, parser.request(), memory, keep_alive);
     memory.release();
@@ -560,6 +620,7 @@ void HttpServer::connection(int fd) {
     reserved = false;
     idle_since = head_since = Clock::now();
   }
+  begin_reading(self);  // not idle: never evicted (shut down) once its descriptor is closed
   ::close(fd);
   finish();
 }

@@ -7,9 +7,11 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -119,6 +121,9 @@ class HttpParser {
   // The headers are in (the body may be too); then body_size() is its Content-Length.
   bool headers_done() const { return headers_done_ || state_ == State::Complete; }
   uint64_t body_size() const { return body_size_; }
+  // Bytes read and not yet taken as a request: while the body arrives, its
+  // bytes so far.
+  uint64_t buffered() const { return buffer_.size(); }
   const HttpRequest& request() const { return request_; }
   HttpRequest& request() { return request_; }
   // With Failed: the status (400, 411, 413, 431, 505, ...) and why.
@@ -156,13 +161,18 @@ struct HttpServerOptions {
   int header_timeout_ms = 10000;
   int read_timeout_ms = 10000;  // from the end of the headers to the end of the body: 408 beyond
   int idle_timeout_ms = 60000;  // a kept-alive connection with no request is closed
-  int max_connections = 256;    // beyond: 503 and close
+  // Beyond: the connection idle the longest between requests is closed for
+  // the new one; with none idle, 503 and close.
+  int max_connections = 256;
   // Bytes in flight over all connections (ByteBudget): a body larger than
-  // this is 413, one that does not fit beside the others now 503.
+  // this is 413; a body's bytes are held as they arrive (a header's
+  // Content-Length holds nothing), and one that does not fit beside the
+  // others is 503.
   uint64_t max_inflight_bytes = uint64_t{1} << 30;
 };
 
-using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
+// Takes the request non-const: a handler may move its body out once parsed.
+using HttpHandler = std::function<HttpResponse(HttpRequest&)>;
 
 class HttpServer {
  public:
@@ -182,7 +192,20 @@ class HttpServer {
   void stop();
 
  private:
-  void connection(int fd);
+  // An open connection, as the accepting thread sees it (under mutex_).
+  struct OpenConnection {
+    int fd;
+    bool idle = false;  // waiting for its next request, none begun
+    std::chrono::steady_clock::time_point idle_since;
+    bool evicted = false;  // closed for a newer connection: its thread ends without reading more
+  };
+  using Connections = std::list<OpenConnection>;
+
+  void connection(int fd, Connections::iterator self);
+  bool admit(int fd);
+  bool evict_longest_idle();
+  bool begin_reading(Connections::iterator self);
+  void set_idle(Connections::iterator self, std::chrono::steady_clock::time_point since);
   bool respond(int fd, HttpRequest& request, MemoryReservation& memory, bool& keep_alive);
   std::optional<HttpResponse> admit_body(int fd, const HttpParser& parser, MemoryReservation& memory);
   std::string timeout_message(bool in_body) const;
@@ -196,6 +219,8 @@ class HttpServer {
   std::mutex mutex_;
   std::condition_variable idle_;
   int connections_ = 0;
+  int evicted_ = 0;  // of connections_, closing for newer ones
+  Connections open_;
   ByteBudget budget_;
 };
 

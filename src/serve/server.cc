@@ -112,9 +112,11 @@ void ModelEndpoint::fetch_stats(Instance& instance, std::unique_lock<std::mutex>
   stats_fetched_.notify_all();
 }
 
-std::future<InferOutcome> ModelEndpoint::submit(std::vector<HostValue> arguments, Clock::time_point received) {
+std::future<InferOutcome> ModelEndpoint::submit(std::vector<HostValue> arguments, Clock::time_point received,
+                                                ReplyRoom reply) {
   Pending p;
   p.inputs = std::move(arguments);
+  p.reply = reply;
   p.queued = Clock::now();
   p.deadline = batch_.timeout_ms > 0 ? received + std::chrono::milliseconds(batch_.timeout_ms) : Clock::time_point::max();
   std::future<InferOutcome> result = p.promise.get_future();
@@ -271,6 +273,38 @@ std::vector<ModelEndpoint::Pending*> ModelEndpoint::within_deadline(std::vector<
   return live;
 }
 
+// The longest reply the requests may take from the budget: what is free in
+// it now and what they hold that is free again by the time the reply is
+// read, over the copies decoding makes. The requests' threads wait on their
+// futures meanwhile: their reservations do not change under this read.
+uint64_t ModelEndpoint::reply_cap(const std::vector<Pending*>& requests) {
+  if (requests.empty() || requests[0]->reply.memory == nullptr) return UINT64_MAX;
+  const MemoryReservation& memory = *requests[0]->reply.memory;
+  uint64_t room = memory.capacity() - std::min(memory.capacity(), memory.in_use());
+  for (const Pending* p : requests) room += p->reply.freed_by_then;
+  return room / kReplyCopies;
+}
+
+namespace {
+
+// The answer for a reply that was too long to read: 413 when the budget
+// could never hold it, 503 while other requests hold what it lacks.
+InferOutcome reply_refusal(const ReplyTooLarge& e, const ReplyRoom& room) {
+  const uint64_t capacity = room.memory != nullptr ? room.memory->capacity() : UINT64_MAX;
+  const uint64_t needed = e.reply_bytes() > UINT64_MAX / kReplyCopies ? UINT64_MAX : e.reply_bytes() * kReplyCopies;
+  const std::string budget = " (--max-inflight-bytes " + std::to_string(capacity) + ")";
+  if (needed > capacity) {
+    return failure(413, "the model's outputs for the request take " + std::to_string(e.reply_bytes()) +
+                            " bytes, and reading them about " + std::to_string(needed) +
+                            ", more than the server holds in flight for all requests" + budget +
+                            ": ask for fewer or smaller outputs");
+  }
+  return failure(503, "the model's outputs for the request take " + std::to_string(e.reply_bytes()) +
+                          " bytes, more than the server has free beside the other requests now" + budget);
+}
+
+}  // namespace
+
 void ModelEndpoint::run(Instance& instance, std::vector<Pending>& batch) {
   ModelWorker& worker = *instance.worker;
   const std::vector<Pending*> live = within_deadline(batch);
@@ -285,7 +319,7 @@ void ModelEndpoint::run(Instance& instance, std::vector<Pending>& batch) {
     instance.ready = false;
   };
   // One worker call, timed for /metrics.
-  const auto call = [&](const std::vector<HostValue>& inputs, size_t requests) {
+  const auto call = [&](const std::vector<HostValue>& inputs, size_t requests, uint64_t max_reply_bytes) {
     const auto began = Clock::now();
     struct Record {
       ModelMetrics& metrics;
@@ -293,7 +327,7 @@ void ModelEndpoint::run(Instance& instance, std::vector<Pending>& batch) {
       Clock::time_point began;
       ~Record() { metrics.computed(requests, std::chrono::duration<double>(Clock::now() - began).count()); }
     } record{metrics_, requests, began};
-    return worker.infer(inputs);
+    return worker.infer(inputs, max_reply_bytes);
   };
   const auto alone = [&](Pending& p) {
     if (crashed) {
@@ -302,8 +336,10 @@ void ModelEndpoint::run(Instance& instance, std::vector<Pending>& batch) {
     }
     try {
       InferOutcome o;
-      o.outputs = call(p.inputs, 1);
+      o.outputs = call(p.inputs, 1, reply_cap({&p}));
       p.promise.set_value(std::move(o));
+    } catch (const ReplyTooLarge& e) {
+      p.promise.set_value(reply_refusal(e, p.reply));
     } catch (const Error& e) {
       if (!worker.alive()) {
         crash(e);
@@ -324,7 +360,10 @@ void ModelEndpoint::run(Instance& instance, std::vector<Pending>& batch) {
     rows.push_back(*batch_rows(t));
   }
   try {
-    const std::vector<NamedTensor> outputs = call(with_tensors(live[0]->inputs, stack(inputs)), live.size());
+    // A batch's reply too long to read (ReplyTooLarge) is an Error with the
+    // worker alive: each request then runs alone, within its own room.
+    const std::vector<NamedTensor> outputs =
+        call(with_tensors(live[0]->inputs, stack(inputs)), live.size(), reply_cap(live));
     if (auto split = unstack(outputs, rows)) {
       for (size_t i = 0; i < live.size(); ++i) {
         InferOutcome o;
@@ -349,7 +388,8 @@ void ModelEndpoint::run(Instance& instance, std::vector<Pending>& batch) {
 
 InferenceServer::InferenceServer(std::vector<ModelSpec> models, BatchOptions batch, std::string executable, LogLine warn,
                                  uint64_t max_response_bytes)
-    : max_response_bytes_(max_response_bytes) {
+    : max_response_bytes_(max_response_bytes),
+      input_copies_(batch.max_batch > 1 ? kBatchedInputCopies : kInputCopies) {
   for (ModelSpec& spec : models) {
     models_.push_back(std::make_unique<ModelEndpoint>(std::move(spec), batch, executable, warn));
   }
@@ -417,7 +457,7 @@ std::vector<std::string> split_path(const std::string& path) {
 
 }  // namespace
 
-HttpResponse InferenceServer::handle(const HttpRequest& request) {
+HttpResponse InferenceServer::handle(HttpRequest& request) {
   const std::string path = request.target.substr(0, request.target.find('?'));
   std::vector<std::string> parts = split_path(path);
   if (!parts.empty() && parts.back().empty() && parts.size() > 1) parts.pop_back();  // a trailing slash
@@ -505,13 +545,12 @@ void hold(MemoryReservation& memory, uint64_t bytes, const std::string& what) {
 
 }  // namespace
 
-HttpResponse InferenceServer::infer(ModelEndpoint& model, const HttpRequest& request, Clock::time_point received) {
+HttpResponse InferenceServer::infer(ModelEndpoint& model, HttpRequest& request, Clock::time_point received) {
   // The request's share of --max-inflight-bytes, holding its body already;
   // it grows before each thing the request makes, so that a request that
   // would pass the budget is refused before the memory is taken.
   MemoryReservation unlimited;
   MemoryReservation& memory = request.memory != nullptr ? *request.memory : unlimited;
-  const uint64_t body = request.body.size();
   try {
     std::optional<uint64_t> json_size;
     if (const std::string* header = request.header("inference-header-content-length")) {
@@ -520,26 +559,32 @@ HttpResponse InferenceServer::infer(ModelEndpoint& model, const HttpRequest& req
       if (!digits) throw ApiError(400, "Inference-Header-Content-Length is not a size: " + header->substr(0, 40));
       json_size = std::stoull(*header);
     }
-    hold(memory, body + parse_cost(request.body, json_size), "parsing it");
+    hold(memory, request.body.size() + parse_cost(request.body, json_size), "parsing it");
     InferRequest parsed = parse_infer_request(request.body, json_size);
-    // The parsed JSON is gone; the tensors stay, and are copied once more
-    // into the frame sent to the worker.
-    const uint64_t inputs = 2 * tensor_bytes(parsed.inputs);
-    hold(memory, body + inputs, "its tensors");
-    std::vector<HostValue> arguments = method_arguments(model.name(), model.info(), parsed);
-    InferOutcome outcome = model.submit(std::move(arguments), received).get();
+    // Parsed, the body is not needed: binary tensors were copied out of it.
+    std::string().swap(request.body);
+    const uint64_t tensors = tensor_bytes(parsed.inputs);
+    uint64_t generated = 0;  // the tensors the worker makes from spec strings; their outputs come back as large
+    std::vector<HostValue> arguments = method_arguments(model.name(), model.info(), parsed, &generated);
+    hold(memory, input_copies_ * tensors + generated, "its tensors");
+    // All but the request's own tensors (the copies on the way to the worker,
+    // and the generated ones, which live in the worker) are free again when
+    // the reply comes: room for it.
+    const ReplyRoom reply{&memory, (input_copies_ - 1) * tensors + generated};
+    InferOutcome outcome = model.submit(std::move(arguments), received, reply).get();
     if (outcome.status != 200) {
       HttpResponse r = json_error(outcome.status, outcome.message);
       if (outcome.status == 503) r.headers.emplace_back("Retry-After", "1");
       return r;
     }
-    // The outputs are counted once they are back (the worker's answer gives
-    // their sizes); the response's text before it is written.
+    // The outputs are counted once they are back (the worker's reply was
+    // read only when the budget had room for it); the response's text
+    // before it is written.
     const uint64_t outputs = tensor_bytes(outcome.outputs);
     const uint64_t response_bound =
         std::min(response_size_bound(outcome.outputs, parsed.binary_outputs, parsed.binary_data_output),
                  max_response_bytes_ + (uint64_t{1} << 16));
-    hold(memory, body + inputs + outputs + response_bound, "its response");
+    hold(memory, tensors + outputs + response_bound, "its response");
     HttpResponse r;
     size_t header_size = 0;
     r.body = render_infer_response(model.name(), parsed.id, outcome.outputs, parsed.outputs, parsed.binary_outputs,

@@ -50,6 +50,25 @@ struct InferOutcome {
   std::vector<NamedTensor> outputs;
 };
 
+// Copies of a request's tensors the server holds at the most: its own, their
+// CBOR value and the frame to the worker (both gone before the reply is
+// read), and with batching, the batch's stacked copy.
+constexpr uint64_t kInputCopies = 3;
+constexpr uint64_t kBatchedInputCopies = 4;
+// Copies of a worker's reply while it is decoded: the frame, its CBOR value
+// and the tensors made from it.
+constexpr uint64_t kReplyCopies = 3;
+
+// What a worker's reply to one request may take, so that a reply that would
+// pass --max-inflight-bytes is not read: the request's reservation (the
+// budget's free bytes are read from it when the call starts), and the bytes
+// it holds that are free again by the time the reply is read (the frame sent
+// to the worker, the tensors the worker makes from spec strings).
+struct ReplyRoom {
+  const MemoryReservation* memory = nullptr;
+  uint64_t freed_by_then = 0;
+};
+
 class ModelEndpoint {
  public:
   ModelEndpoint(ModelSpec spec, BatchOptions batch, std::string executable, LogLine warn);
@@ -73,9 +92,11 @@ class ModelEndpoint {
   // answers when it ran, failed or expired. 503 at once when the queue is
   // full or no worker is serving. --timeout counts from `received` (when the
   // request was read, before it was parsed): 504 at once when parsing it
-  // already took that long.
+  // already took that long. `reply`: what the worker's answer may take
+  // (ReplyRoom); without it, any answer is read.
   std::future<InferOutcome> submit(std::vector<HostValue> arguments,
-                                   std::chrono::steady_clock::time_point received = std::chrono::steady_clock::now());
+                                   std::chrono::steady_clock::time_point received = std::chrono::steady_clock::now(),
+                                   ReplyRoom reply = {});
   // Answers what is queued (runs it), then stops the workers.
   void stop();
   // Answers what is still queued with 503 and kills the workers: the
@@ -85,6 +106,7 @@ class ModelEndpoint {
  private:
   struct Pending {
     std::vector<HostValue> inputs;
+    ReplyRoom reply;
     std::chrono::steady_clock::time_point queued;
     std::chrono::steady_clock::time_point deadline;
     std::promise<InferOutcome> promise;
@@ -99,6 +121,7 @@ class ModelEndpoint {
   void dispatch(Instance& instance);
   void run(Instance& instance, std::vector<Pending>& batch);
   std::vector<Pending*> within_deadline(std::vector<Pending>& batch);
+  static uint64_t reply_cap(const std::vector<Pending*>& requests);
   bool restart(Instance& instance);
   int ready_count() const;  // with mutex_ held
   void fail_queued(const std::string& why);  // with mutex_ held
@@ -125,17 +148,19 @@ class InferenceServer {
                   uint64_t max_response_bytes = uint64_t{64} << 20);
   // Loads every model; throws the first load's Error.
   void start();
-  HttpResponse handle(const HttpRequest& request);
+  // Takes the body out of `request` once it is parsed.
+  HttpResponse handle(HttpRequest& request);
   void stop();
   void abort();  // ModelEndpoint::abort for every model
   const std::vector<std::unique_ptr<ModelEndpoint>>& models() const { return models_; }
 
  private:
   ModelEndpoint* find(const std::string& name);
-  HttpResponse infer(ModelEndpoint& model, const HttpRequest& request, std::chrono::steady_clock::time_point received);
+  HttpResponse infer(ModelEndpoint& model, HttpRequest& request, std::chrono::steady_clock::time_point received);
   HttpResponse metrics() const;
   std::vector<std::unique_ptr<ModelEndpoint>> models_;
   uint64_t max_response_bytes_;
+  uint64_t input_copies_;  // kInputCopies, or kBatchedInputCopies with --max-batch over 1
 };
 
 }  // namespace tsarchive::serve

@@ -217,6 +217,7 @@ int serve_models(const ServiceSettings& opts, const ServiceLog& log) {
   http_options.max_inflight_bytes = parse_memory_size(opts.max_inflight, "--max-inflight-bytes");
   http_options.header_timeout_ms = opts.header_timeout_ms;
   http_options.read_timeout_ms = opts.read_timeout_ms;
+  http_options.idle_timeout_ms = opts.idle_timeout_ms;
   http_options.max_connections = opts.max_connections;
   const uint64_t max_response = parse_memory_size(opts.max_response, "--max-response");
 
@@ -228,7 +229,7 @@ int serve_models(const ServiceSettings& opts, const ServiceLog& log) {
     log.warning(line, {});
   };
   InferenceServer server(std::move(specs), opts.batch, "/proc/self/exe", warn, max_response);
-  HttpServer http(http_options, [&server](const HttpRequest& r) { return server.handle(r); });
+  HttpServer http(http_options, [&server](HttpRequest& r) { return server.handle(r); });
   server.start();
 
   std::string line = "tsarchive serve: http://" + (opts.host.find(':') != std::string::npos ? "[" + opts.host + "]" : opts.host) +

@@ -32,6 +32,7 @@ struct ServiceSettings {
   std::string max_inflight = "1G";
   int header_timeout_ms = 10000;
   int read_timeout_ms = 10000;
+  int idle_timeout_ms = 60000;
   int max_connections = 256;
   int instances = 1;
   int grace_ms = 30000;

@@ -485,12 +485,13 @@ void append_json_data(std::string& out, const NamedTensor& named, const Datatype
 
 uint64_t response_size_bound(const std::vector<NamedTensor>& outputs, const std::vector<std::string>& binary,
                              bool all_binary) {
+  const std::unordered_set<std::string_view> raw_names(binary.begin(), binary.end());
   uint64_t total = 256;
   for (const NamedTensor& out : outputs) {
     uint64_t n = 1;
     for (int64_t dim : out.tensor.shape) n *= static_cast<uint64_t>(dim);
     const Datatype* d = by_dtype(out.tensor.dtype);
-    const bool raw = all_binary || std::find(binary.begin(), binary.end(), out.name) != binary.end();
+    const bool raw = all_binary || raw_names.count(out.name) != 0;
     total += 128 + 6 * out.name.size() + 21 * out.tensor.shape.size();  // name (escaped), shape, keys
     total += d == nullptr ? 0 : n * (raw ? d->size : json_chars(d->v2));
   }
@@ -529,10 +530,14 @@ std::string render_infer_response(const std::string& model, const std::string& i
                                   const std::vector<NamedTensor>& outputs, const std::vector<std::string>& wanted,
                                   const std::vector<std::string>& binary, bool all_binary, size_t* json_size,
                                   uint64_t max_bytes) {
+  // Names in sets: a request may name as many outputs as the model returns,
+  // and each is looked up once (linear, not outputs x names).
+  std::unordered_set<std::string_view> returned;
+  for (const NamedTensor& out : outputs) returned.insert(out.name);
+  const std::unordered_set<std::string_view> wanted_names(wanted.begin(), wanted.end());
+  const std::unordered_set<std::string_view> raw_names(binary.begin(), binary.end());
   for (const std::string& name : wanted) {
-    bool found = false;
-    for (const NamedTensor& out : outputs) found = found || out.name == name;
-    if (!found) {
+    if (returned.count(name) == 0) {
       std::string names;
       for (const NamedTensor& out : outputs) names += (names.empty() ? "" : ", ") + out.name;
       throw ApiError(400, "the model has no output '" + name + "'; it returns " + names);
@@ -549,10 +554,8 @@ std::string render_infer_response(const std::string& model, const std::string& i
   // is dumped with "data": [] in its place.
   std::vector<std::pair<const NamedTensor*, const Datatype*>> json_data;
   for (const NamedTensor& out : outputs) {
-    bool keep = wanted.empty();
-    for (const std::string& name : wanted) keep = keep || name == out.name;
-    if (!keep) continue;
-    if (!all_binary && std::find(binary.begin(), binary.end(), out.name) == binary.end()) {
+    if (!wanted.empty() && wanted_names.count(out.name) == 0) continue;
+    if (!all_binary && raw_names.count(out.name) == 0) {
       const Datatype* d = by_dtype(out.tensor.dtype);
       if (d == nullptr) {
         throw ApiError(500, "output '" + out.name + "' has dtype " + out.tensor.dtype + ", which the protocol's JSON cannot carry");

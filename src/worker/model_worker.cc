@@ -66,6 +66,14 @@ bool read_frame(int fd, std::string& payload) {
   return size <= kMaxFrame && read_exact(payload, size);
 }
 
+// The bytes of the tensors in a value, and inside it.
+uint64_t tensor_bytes(const HostValue& v) {
+  uint64_t total = v.kind == HostValue::Kind::Tensor && v.tensor.bytes ? v.tensor.bytes->size() : 0;
+  for (const HostValue& item : v.items) total += tensor_bytes(item);
+  for (const auto& entry : v.entries) total += tensor_bytes(entry.second);
+  return total;
+}
+
 std::string error_payload(const std::exception_ptr& e) {
   try {
     std::rethrow_exception(e);
@@ -186,9 +194,16 @@ ServedModelInfo ModelWorker::start() {
   return info;
 }
 
-std::vector<NamedTensor> ModelWorker::infer(const std::vector<HostValue>& inputs) {
+std::vector<NamedTensor> ModelWorker::infer(const std::vector<HostValue>& inputs, uint64_t max_reply_bytes) {
   if (!alive()) throw Error(ErrorKind::Torch, "the libtorch worker is not running", job_.file, "it is being restarted");
-  return decode_result<std::vector<NamedTensor>>(call(kInfer + encode_result(inputs), "running " + request_.method));
+  // The frame is built once, its kind byte first, with room for the tensors'
+  // bytes (no second copy of them, nor one while the string grows).
+  std::string frame(1, kInfer);
+  uint64_t bytes = 0;
+  for (const HostValue& v : inputs) bytes += tensor_bytes(v);
+  frame.reserve(1 + bytes + 4096);
+  encode_result_into(inputs, frame);
+  return decode_result<std::vector<NamedTensor>>(call(std::move(frame), "running " + request_.method, max_reply_bytes));
 }
 
 ServedStats ModelWorker::stats() {
@@ -226,30 +241,39 @@ void ModelWorker::died(int status, const std::string& activity, const std::strin
               "the worker is restarted; if this repeats, check the model with 'tsarchive run'");
 }
 
-std::string ModelWorker::call(const std::string& payload, const std::string& activity) {
+std::string ModelWorker::call(std::string payload, const std::string& activity, uint64_t max_reply_bytes) {
   using Clock = std::chrono::steady_clock;
   // A worker that exits closes its end: the write fails with EPIPE (SIGPIPE is
   // ignored by the server) and the read below sees EOF.
   write_frame(to_worker_, payload);
+  std::string().swap(payload);  // gone before the reply comes
   const auto start = Clock::now();
   std::string header, body;
   uint64_t want = 8;
+  uint64_t got = 0;  // of the current part: the header, then the body
+  bool dropping = false;  // a reply over max_reply_bytes: read to keep the pipe in step, not kept
   std::string* into = &header;
   char buffer[1 << 16];
   while (true) {
     pollfd p{from_worker_, POLLIN, 0};
     const int ready = ::poll(&p, 1, kPollMs);
     if (ready > 0) {
-      const size_t room = static_cast<size_t>(std::min<uint64_t>(sizeof buffer, want - into->size()));
+      const size_t room = static_cast<size_t>(std::min<uint64_t>(sizeof buffer, want - got));
       const ssize_t n = ::read(from_worker_, buffer, room);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) died(reap(), activity, "");
-      into->append(buffer, static_cast<size_t>(n));
-      if (into->size() == want) {
-        if (into == &body) return body;
+      if (!dropping) into->append(buffer, static_cast<size_t>(n));
+      got += static_cast<uint64_t>(n);
+      if (got == want) {
+        if (into == &body) {
+          if (dropping) throw ReplyTooLarge(want, max_reply_bytes, job_.file);
+          return body;
+        }
         want = frame_size(header);
         if (want > kMaxFrame) died(0, activity, "the libtorch worker sent a malformed reply");
+        dropping = want > max_reply_bytes;
         into = &body;
+        got = 0;
         if (want == 0) return body;
       }
       continue;

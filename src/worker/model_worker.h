@@ -25,6 +25,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -35,6 +36,20 @@
 #include "worker/worker_output.h"
 
 namespace tsarchive {
+
+// A worker's reply longer than its caller would hold (ModelWorker::infer's
+// max_reply_bytes): it was read and dropped, the worker still serves.
+class ReplyTooLarge : public Error {
+ public:
+  ReplyTooLarge(uint64_t reply_bytes, uint64_t max_reply_bytes, const std::string& file)
+      : Error(ErrorKind::Torch, "the model's outputs take " + std::to_string(reply_bytes) + " bytes, more than the " +
+                                    std::to_string(max_reply_bytes) + " the request may still hold", file),
+        reply_bytes_(reply_bytes) {}
+  uint64_t reply_bytes() const { return reply_bytes_; }
+
+ private:
+  uint64_t reply_bytes_;
+};
 
 class ModelWorker {
  public:
@@ -51,8 +66,10 @@ class ModelWorker {
 
   // One call. Throws the model's Error (the worker lives on: alive() stays
   // true), or Error(Torch) naming the signal or limit when the worker died
-  // (alive() is then false; start() again).
-  std::vector<NamedTensor> infer(const std::vector<HostValue>& inputs);
+  // (alive() is then false; start() again). A reply longer than
+  // `max_reply_bytes` is not kept: ReplyTooLarge as soon as its length is
+  // read, after the reply is read and dropped (the worker lives on).
+  std::vector<NamedTensor> infer(const std::vector<HostValue>& inputs, uint64_t max_reply_bytes = UINT64_MAX);
   // The sampled operators and API usage keys so far (--sample). Throws as
   // infer() does.
   ServedStats stats();
@@ -69,7 +86,7 @@ class ModelWorker {
   void stop();
 
  private:
-  std::string call(const std::string& payload, const std::string& activity);
+  std::string call(std::string payload, const std::string& activity, uint64_t max_reply_bytes = UINT64_MAX);
   [[noreturn]] void died(int status, const std::string& activity, const std::string& why);
   // Waits for the worker to end and returns its status; pid_ is -1 before
   // the process is reaped, so kill() never signals a pid that was reused.

@@ -157,9 +157,19 @@ void from_json(const nlohmann::json& j, RunReport& r) {
 }
 
 template <class Result>
+void encode_result_into(const Result& result, std::string& out) {
+  // Built in place (an initializer list would copy the converted result, its
+  // tensors' bytes included) and written straight into `out`.
+  nlohmann::json payload;
+  payload["result"] = result;
+  nlohmann::json::to_cbor(payload, nlohmann::detail::output_adapter<char>(out));
+}
+
+template <class Result>
 std::string encode_result(const Result& result) {
-  const std::vector<uint8_t> bytes = nlohmann::json::to_cbor(nlohmann::json{{"result", result}});
-  return std::string(bytes.begin(), bytes.end());
+  std::string out;
+  encode_result_into(result, out);
+  return out;
 }
 
 template <class Result>
@@ -196,6 +206,7 @@ std::string encode_error(const Error& error) {
 
 #define TSARCHIVE_WORKER_RESULT(Type)                          \
   template std::string encode_result<Type>(const Type&);       \
+  template void encode_result_into<Type>(const Type&, std::string&); \
   template Type decode_result<Type>(const std::string& bytes);
 TSARCHIVE_WORKER_RESULT(std::string)
 TSARCHIVE_WORKER_RESULT(TorchRuntimeInfo)

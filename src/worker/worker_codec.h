@@ -18,6 +18,9 @@ namespace tsarchive {
 // ServedModelInfo, ServedStats and lists of HostValue and NamedTensor.
 template <class Result>
 std::string encode_result(const Result& result);
+// The same payload appended to `out` (no copy of it made on the way).
+template <class Result>
+void encode_result_into(const Result& result, std::string& out);
 
 // The result; throws the worker's Error when the payload holds one, and
 // Error(Torch) when the bytes are not a payload for `Result`.

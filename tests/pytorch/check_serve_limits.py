@@ -16,10 +16,16 @@ start line, as check_serve.py does) and sends it what a hostile client would:
   JSON requests at once keep the server's peak RSS within the budget;
   --max-response: a JSON response over it is 500 naming it, the same
   outputs as binary fit;
+- a request's spec strings bounded in all (the worker is not killed), their
+  tensors and the worker's reply counted before they are made or read (400,000
+  outputs refused on the reply's length), spec strings never batched, and a
+  60.8 MB binary request's peak RSS within the budget; headers that declare
+  bodies hold nothing until the bytes arrive;
 - slowloris: headers or a body sent a byte every 50 ms get 408 at
   --header-timeout / --read-timeout; --max-connections idle connections
   make the next one 503, and are closed at --header-timeout so that the
-  server serves again.
+  server serves again; connections idle between requests are closed, the
+  longest-idle first, for a new one.
 """
 
 import json
@@ -37,8 +43,12 @@ MLP = os.path.join(TESTDATA, "mlp_scripted.pt")
 INFER = "/v2/models/mlp_scripted/infer"
 
 
-def start(*args):
-    p = subprocess.Popen([TSARCHIVE, "serve", MLP, *args, "--port", "0"], stdout=subprocess.PIPE,
+MULTI_IO = os.path.join(TESTDATA, "run", "multi_io.pt")
+MULTI_INFER = "/v2/models/multi_io/infer"
+
+
+def start(*args, model=MLP):
+    p = subprocess.Popen([TSARCHIVE, "serve", model, *args, "--port", "0"], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
     line = p.stdout.readline()  # the start line, once the model is loaded
     if not line.startswith("tsarchive serve: http://127.0.0.1:"):
@@ -71,11 +81,11 @@ def read_answer(s):
         reply += chunk
 
 
-def request(port, body, extra_headers="", timeout=60):
+def request(port, body, extra_headers="", timeout=60, path=INFER):
     """POSTs `body` to the model on a fresh connection: (status, headers, body, seconds)."""
     began = time.monotonic()
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
-        head = (f"POST {INFER} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n{extra_headers}"
+        head = (f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n{extra_headers}"
                 f"Content-Length: {len(body)}\r\n\r\n").encode()
         s.sendall(head + body)
         status, headers, answer = read_answer(s)
@@ -131,14 +141,41 @@ try:
         status, _, answer = read_answer(s)
     check(status == 413 and "--max-inflight-bytes" in error_of(answer), f"body over the budget: {status} {error_of(answer)}")
 
-    # One body of 200M half sent holds its bytes: another of 100M is 503
-    # with Retry-After until it goes.
-    holder = socket.create_connection(("127.0.0.1", port), timeout=30)
-    holder.sendall(f"POST {INFER} HTTP/1.1\r\nHost: x\r\nContent-Length: {200 << 20}\r\n\r\n".encode() + b"{" * 1000)
+    # Headers alone hold nothing: four that declare 64M bodies (the whole
+    # budget) and send none leave it to everyone else.
+    declared = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(4)]
+    for s in declared:
+        s.sendall(f"POST {INFER} HTTP/1.1\r\nHost: x\r\nContent-Length: {64 << 20}\r\n\r\n".encode())
     time.sleep(0.3)
+    status, _, answer, _ = request(port, zeros_body(1))
+    check(status == 200, f"beside four bodies declared and not sent: {status} {error_of(answer)}")
+    for s in declared:
+        s.close()
+
+    def holding(sent):
+        """A connection that sent `sent` bytes of a body one byte longer: they are held until it closes."""
+        s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        s.sendall(f"POST {INFER} HTTP/1.1\r\nHost: x\r\nContent-Length: {sent + 1}\r\n\r\n".encode() + b" " * sent)
+        time.sleep(0.5)
+        return s
+
+    # One body of 200M sent but for its last byte holds its bytes: another of
+    # 100M is 503 with Retry-After once it passes what is left, until the
+    # first goes.
+    holder = holding(200 << 20)
     with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
         s.sendall(f"POST {INFER} HTTP/1.1\r\nHost: x\r\nContent-Length: {100 << 20}\r\n\r\n".encode())
-        status, headers, answer = read_answer(s)
+
+        def send_body():
+            try:
+                s.sendall(b" " * (100 << 20))
+            except OSError:
+                pass  # refused part way
+
+        sender = threading.Thread(target=send_body)
+        sender.start()
+        status, headers, answer = read_answer(s)  # while the body is still being sent
+        sender.join()
     check(status == 503 and headers.get("retry-after") == "1" and "--max-inflight-bytes" in error_of(answer),
           f"body beside a held one: {status} {headers} {error_of(answer)}")
     holder.close()
@@ -148,9 +185,7 @@ try:
 
     # 8 MB of JSON zeros would take about 200 MB parsed: within the budget
     # alone, not beside 100M held by another.
-    holder = socket.create_connection(("127.0.0.1", port), timeout=30)
-    holder.sendall(f"POST {INFER} HTTP/1.1\r\nHost: x\r\nContent-Length: {100 << 20}\r\n\r\n".encode())
-    time.sleep(0.3)
+    holder = holding(100 << 20)
     status, headers, answer, _ = request(port, zeros_body(500000))
     check(status == 503 and headers.get("retry-after") == "1" and "parsing it" in error_of(answer),
           f"parsing beside a held body: {status} {error_of(answer)}")
@@ -190,6 +225,91 @@ try:
     sanitized = "libasan" in subprocess.run(["ldd", TSARCHIVE], capture_output=True, text=True).stdout
     check(sanitized or peak - base < (256 + 64) * 1024, f"peak RSS {peak} KiB from {base} KiB: more than the 256M budget")
     print(f"four 4 MB JSON requests: {results}, peak RSS {peak // 1024} MiB from {base // 1024} MiB")
+finally:
+    stop(server)
+
+# --- 2b. what a small request makes the worker make, and copies of large tensors ---------------
+
+
+def multi_io_body(opts, n=1, x=1.0, rows=1):
+    """multi_io's forward(x, scale, opts: Dict[str, Tensor], n): spec strings in opts make tensors in
+    the worker; n makes that many outputs."""
+    return json.dumps({"inputs": [{"name": "x", "shape": [rows, 3], "datatype": "FP32", "data": [x] * (3 * rows)}],
+                       "parameters": {"scale": 1.0, "opts": opts, "n": n}}).encode()
+
+
+def ready(port):
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(b"GET /v2/models/multi_io/ready HTTP/1.1\r\nHost: x\r\n\r\n")
+        return read_answer(s)[0] == 200
+
+
+server, port = start("--max-inflight-bytes", "16M", model=MULTI_IO)
+try:
+    time.sleep(0.5)
+    base = status_kb(server.pid, "VmHWM")
+    # Thirty specs within the per-tensor bound would make 4 GiB in the worker
+    # (and kill it at its memory limit, for everyone): refused on their sum.
+    many = {f"k{i}": "16777216:float64:zeros" for i in range(30)}
+    status, _, answer, _ = request(port, multi_io_body(many), path=MULTI_INFER)
+    check(status == 400 and "elements in all" in error_of(answer), f"30 large specs: {status} {error_of(answer)}")
+    check(ready(port), "the model is not ready after a request of 30 large specs")
+    # One spec of 16 MiB is counted against the budget before the worker makes it.
+    status, _, answer, _ = request(port, multi_io_body({"a": "2048x2048:float32:ones"}), path=MULTI_INFER)
+    check(status == 413 and "--max-inflight-bytes" in error_of(answer), f"a 16 MiB spec: {status} {error_of(answer)}")
+    # 400,000 outputs from a 130-byte request: the worker's reply is refused
+    # on its length, not read into the server; the worker serves on.
+    status, _, answer, _ = request(port, multi_io_body({}, n=400000), path=MULTI_INFER, timeout=120)
+    check(status == 413 and "outputs for the request take" in error_of(answer),
+          f"400,000 outputs: {status} {error_of(answer)}")
+    peak = status_kb(server.pid, "VmHWM")
+    check(peak - base < (16 + 32) * 1024, f"peak RSS {peak} KiB from {base} KiB: past the 16M budget")
+    status, _, answer, _ = request(port, multi_io_body({"a": "2x3:float32:ones"}), path=MULTI_INFER)
+    check(status == 200 and ready(port), f"after the refusals: {status} {error_of(answer)}")
+    print(f"spec strings and many outputs under 16M: peak RSS {peak // 1024} MiB from {base // 1024} MiB")
+finally:
+    stop(server)
+
+# Two requests whose equal opts hold a spec string: batched, the worker would
+# make one tensor for both, split between them by rows. Each answer equals
+# running that request alone.
+server, port = start("--max-batch", "4", "--max-wait", "500", model=MULTI_IO)
+try:
+    def opts_output(x):
+        status, _, answer, _ = request(port, multi_io_body({"a": "2x3:float32:zeros"}, x=x), path=MULTI_INFER)
+        outputs = {o["name"]: o for o in json.loads(answer)["outputs"]} if status == 200 else {}
+        out = outputs.get('out[1]["a"]', {})
+        return status, out.get("shape"), out.get("data")
+
+    alone = {x: opts_output(x) for x in (1.0, 1000.0)}
+    together = {}
+    threads = [threading.Thread(target=lambda x=x: together.update({x: opts_output(x)})) for x in (1.0, 1000.0)]
+    for t in threads:
+        t.start()
+        time.sleep(0.05)
+    for t in threads:
+        t.join()
+    check(together == alone, f"requests with spec strings sent together: {together}, alone: {alone}")
+finally:
+    stop(server)
+
+# A 60.8 MB binary request: the server's peak stays within the budget (its
+# copies on the way to the worker are few, and counted).
+server, port = start("--max-inflight-bytes", "230M", "--max-body", "64M")
+try:
+    time.sleep(0.5)
+    base = status_kb(server.pid, "VmHWM")
+    rows = 1_900_000
+    data = bytes(rows * 8 * 4)
+    head = json.dumps({"inputs": [{"name": "x", "shape": [rows, 8], "datatype": "FP32",
+                                   "parameters": {"binary_data_size": len(data)}}],
+                       "parameters": {"binary_data_output": True}}).encode()
+    status, _, answer, _ = request(port, head + data, f"Inference-Header-Content-Length: {len(head)}\r\n", timeout=120)
+    peak = status_kb(server.pid, "VmHWM")
+    check(status == 200, f"a 60.8 MB binary request under 230M: {status} {error_of(answer)}")
+    sanitized = "libasan" in subprocess.run(["ldd", TSARCHIVE], capture_output=True, text=True).stdout
+    check(sanitized or peak - base < (230 + 16) * 1024, f"peak RSS {peak} KiB from {base} KiB: past the 230M budget")
+    print(f"a 60.8 MB binary request: peak RSS {peak // 1024} MiB from {base // 1024} MiB, budget 230M")
 finally:
     stop(server)
 
@@ -257,5 +377,44 @@ try:
 finally:
     stop(server)
 
-finish("serve limits: 80,000 inputs in seconds, parsing within --timeout, --max-inflight-bytes 413/503 and peak RSS, "
-       "--max-response, --header-timeout and --read-timeout against slow clients, --max-connections")
+# Connections kept alive between requests do not keep --max-connections
+# from others: the one idle the longest closes for a new one.
+server, port = start("--max-connections", "2", "--idle-timeout", "600000")
+try:
+    live = b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n"
+    kept = []
+    for _ in range(2):
+        s = socket.create_connection(("127.0.0.1", port), timeout=30)
+        s.sendall(live)
+        check(read_answer(s)[0] == 200, "a kept-alive connection's request")
+        kept.append(s)
+        time.sleep(0.2)
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        s.sendall(live.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
+        status, _, answer = read_answer(s)
+    check(status == 200, f"a third connection beside two idle ones: {status} {error_of(answer)}")
+    check(kept[0].recv(100) == b"", "the connection idle the longest was not closed for the new one")
+    kept[1].sendall(live)
+    check(read_answer(kept[1])[0] == 200, "the other idle connection was closed too")
+    for s in kept:
+        s.close()
+    time.sleep(0.3)
+    # Connections in the middle of a request are never closed for a new one.
+    begun = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(2)]
+    for s in begun:
+        s.sendall(b"GET /v2/health/live HTTP/1.1\r\n")
+    time.sleep(0.3)
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        status, _, answer = read_answer(s)
+    check(status == 503 and "--max-connections" in error_of(answer), f"beside two requests begun: {status} {error_of(answer)}")
+    for s in begun:
+        s.sendall(b"Host: x\r\n\r\n")
+        check(read_answer(s)[0] == 200, "a request begun was not answered")
+        s.close()
+finally:
+    stop(server)
+
+finish("serve limits: 80,000 inputs in seconds, parsing within --timeout, --max-inflight-bytes 413/503 and peak RSS "
+       "(bodies held as they arrive, spec strings and worker replies counted, binary copies), spec strings never "
+       "batched, --max-response, --header-timeout and --read-timeout against slow clients, --max-connections "
+       "closing the longest-idle connection")

@@ -201,6 +201,26 @@ TEST_CASE("v2: outputs as JSON, and the outputs asked for") {
   CHECK_THROWS_AS(render_infer_response("m", "", outputs, {"nope"}), ApiError);
 }
 
+TEST_CASE("v2: a response naming every one of many outputs is rendered in linear time") {
+  // 200,000 outputs, each asked for by name and as binary: looking each name
+  // up among all the others is 4e10 comparisons (hours; the test's CTest
+  // timeout); hash sets take a fraction of a second. No clock is read here.
+  std::vector<NamedTensor> outputs;
+  std::vector<std::string> names;
+  for (int i = 0; i < 200000; ++i) {
+    names.push_back("out[2][" + std::to_string(i) + "]");
+    outputs.push_back({names.back(), float_tensor({1}, {static_cast<float>(i)})});
+  }
+  const uint64_t bound = response_size_bound(outputs, names, false);
+  size_t json_size = 0;
+  const std::string text = render_infer_response("m", "", outputs, names, names, false, &json_size);
+  CHECK(json_size > 0);
+  CHECK(text.size() <= bound);
+  const auto head = nlohmann::json::parse(text.substr(0, json_size));
+  REQUIRE(head["outputs"].size() == 200000);
+  CHECK(head["outputs"][199999]["name"] == "out[2][199999]");
+}
+
 TEST_CASE("v2: every served datatype round-trips through JSON") {
   for (const char* v2 : {"BOOL", "UINT8", "INT8", "INT16", "INT32", "INT64", "FP16", "BF16", "FP32", "FP64"}) {
     const std::string body = std::string(R"({"inputs": [{"name": "x", "shape": [2], "datatype": ")") + v2 +
@@ -488,8 +508,47 @@ TEST_CASE("arguments: wrong or misplaced parameters are 400 naming them") {
     method_arguments("m", info, request);
     FAIL("a 10000x10000 tensor spec was accepted");
   } catch (const ApiError& e) {
-    CHECK(std::string(e.what()).find("would hold more than 16777216 elements") != std::string::npos);
+    CHECK(std::string(e.what()).find("past 16777216 elements in all") != std::string::npos);
   }
+}
+
+TEST_CASE("arguments: the tensors a request's spec strings make are bounded in all, and their bytes counted") {
+  ServedModelInfo info;
+  info.inputs = {ServedValue{"opts", "Dict[str, Tensor]", "", false}};
+  const auto request_of = [](const std::string& opts) {
+    InferRequest request;
+    request.parameters = nlohmann::ordered_json::parse(R"({"opts": )" + opts + "}");
+    return request;
+  };
+  // Each of these alone is within the bound; thirty of them would make 4 GiB in the worker.
+  std::string many = "{";
+  for (int i = 0; i < 30; ++i) many += (i > 0 ? ", " : "") + ("\"k" + std::to_string(i)) + "\": \"16777216:float64:zeros\"";
+  many += "}";
+  InferRequest refused = request_of(many);
+  try {
+    method_arguments("m", info, refused);
+    FAIL("thirty specs of 2^24 elements each were accepted");
+  } catch (const ApiError& e) {
+    CHECK(e.status() == 400);
+    CHECK(std::string(e.what()).find("past 16777216 elements in all") != std::string::npos);
+  }
+  InferRequest accepted = request_of(R"({"a": "1024x1024:float64:zeros", "b": "2x3", "c": "not a spec"})");
+  uint64_t spec_bytes = 0;
+  method_arguments("m", info, accepted, &spec_bytes);
+  CHECK(spec_bytes == 1024 * 1024 * 8 + 6 * 4);
+}
+
+TEST_CASE("arguments: requests whose values hold spec strings never batch, even when equal") {
+  ServedModelInfo info;
+  info.inputs = {ServedValue{"x", "Tensor", "float32", false}, ServedValue{"opts", "Dict[str, Tensor]", "", false}};
+  const auto arguments = [&info](const std::string& opts) {
+    InferRequest request = parse_infer_request("{\"inputs\": [" + x_input() + "], \"parameters\": {\"opts\": " + opts + "}}");
+    return method_arguments("m", info, request);
+  };
+  // The worker would make one 2x3 tensor for the whole batch, and its rows be
+  // split among the requests as if each had sent its own.
+  CHECK(!same_non_tensors(arguments(R"({"a": "2x3:float32:zeros"})"), arguments(R"({"a": "2x3:float32:zeros"})")));
+  CHECK(same_non_tensors(arguments(R"({})"), arguments(R"({})")));
 }
 
 TEST_CASE("arguments: requests batch only with equal non-tensor values") {
