@@ -107,7 +107,24 @@ loadsafety/evil/ (tsarchive verify: 8, unsafe)
                                  its exact name, reads the file as a torch.save file and unpickles
                                  data.pkl with Python's pickle, which follows
                                  torch.classes.quantized.__getattr__.__builtins__.get to exec.
-loadsafety/crafted/ (tsarchive verify: 8, unsafe)
+    view_pt2_graph_from_file.pt2
+                                 buffers_consts.pt2 whose graph calls, before its linear layer,
+                                 torch.ops.aten.from_file.default(filename, shared=True, size=2).
+                                 tsarchive judged a .pt2's pickles and shared libraries, never
+                                 its graph; the module torch.export.load (2.13) makes creates
+                                 the file when it runs.
+    view_aoti_cpp_compile.pt2    an AOTInductor package whose model has no .so, only a .cpp and
+                                 the flags files it is built with, the compiler given as
+                                 `touch <marker>; true`. tsarchive judged only .so files;
+                                 aoti_load_package (2.13) compiles the .cpp with system().
+    view_string_escape_global.pkl
+                                 STACK_GLOBAL on protocol 0 STRINGs 'p\\x6fsix' and 'system'.
+                                 tsarchive kept the escapes (an unlisted p\\x6fsix.system, which
+                                 --allow-global could name); pickle.load unescapes: posix.system.
+    view_wildcard_dotted.pkl     protocol 4, GLOBAL mymodel + 'os.system': pickle.load follows the
+                                 name attribute by attribute (mymodel's `import os`). tsarchive let
+                                 --allow-global 'mymodel.*' pass it. No mymodel module here: --prove
+                                 checks only tsarchive's exit.
     view_tar_frame_past_stop.pt  a 0.1.x tar (make_testdata_legacy_tar.py's members) whose
                                  'storages' member holds a protocol 4 pickle (key, location,
                                  class) with a FRAME running past its STOP over an int64 element
@@ -125,6 +142,17 @@ loadsafety/crafted/ (tsarchive verify: 8, unsafe)
                                  torch.load of an io.BytesIO (weights_only=False; no peek(),
                                  so the unpickler consumes the whole frame) reads the pickle
                                  after the frame as the protocol version, and runs it.
+    view_pt2_graph_targets.pt2   buffers_consts.pt2 with one more node, a torch.ops.higher_order.cond
+                                 whose branch graph calls 'torch.os.system' (torch.export.load's
+                                 deserialize_operator resolves it attribute by attribute from torch)
+                                 and whose other argument is the operator tsarchive_custom_ns::op
+                                 (as_operator). Targets torch.export never writes, inside sub-graphs;
+                                 2.13's verifier refuses os.system, so --prove checks only the exit.
+    view_unicode_latin1_key.pt   a torch.save file whose storage key is protocol 0's UNICODE 'V'
+                                 of bytes c3 a9: pickle decodes them as raw-unicode-escape, each byte
+                                 one Latin-1 character, so torch.load reads data/\u00c3\u00a9
+                                 (other values), while tsarchive read data/\u00e9 (also there). Nothing
+                                 runs: --prove checks only tsarchive's exit.
 hostile/ (tsarchive verify: 3, crafted)
     long_name_truncated.pth      a torch.save-shaped archive under a 497-character folder with
                                  a benign data.pkl, and the records constants.pklXYZ (benign),
@@ -134,6 +162,13 @@ hostile/ (tsarchive verify: 3, crafted)
                                  file for TorchScript and hands it to torch.jit.load, which finds
                                  CONSTANTS.pkl and CODE/ case-insensitively and runs __setstate__.
                                  tsarchive read a torch.save file with a benign data.pkl.
+    view_zip_flatbuffer_polyglot.pt
+                                 benign/torch2_13/scripted.pt moved 8 bytes on, after 'PK\\3\\4PTMF':
+                                 libtorch's getFileFormat() takes a file whose bytes 4 to 7 are
+                                 PTMF for a mobile flatbuffer model before it looks for a ZIP, so
+                                 torch.jit.load, torch.load and the lite loader read it as one (this
+                                 one is no valid flatbuffer and fails; /tmp's 67 MB original runs its
+                                 own); tsarchive judged the ZIP. No marker: --prove checks the exit.
 
 Inputs (tracked): testdata/pt2/buffers_consts.pt2, loadsafety/benign/torch2_13/legacy.pth,
 loadsafety/benign/tar_tensors.pt, loadsafety/benign/torch2_13/scripted.pt, torch2/mlp.ptl. Output is byte-for-byte the same run to run.
@@ -189,8 +224,18 @@ FILES = {  # output -> expected `tsarchive verify` exit
     "loadsafety/evil/view_opaque_object_data.ptl": 8,
     "loadsafety/evil/view_opaque_object_custom_obj.pt2": 8,
     "loadsafety/evil/view_constants_upper_case.pt": 8,
+    "loadsafety/evil/view_pt2_graph_from_file.pt2": 8,
+    "loadsafety/evil/view_aoti_cpp_compile.pt2": 8,
+    "loadsafety/evil/view_string_escape_global.pkl": 8,
+    "loadsafety/evil/view_wildcard_dotted.pkl": 8,
+    "loadsafety/crafted/view_unicode_latin1_key.pt": 8,
+    "loadsafety/crafted/view_pt2_graph_targets.pt2": 8,
+    "hostile/view_zip_flatbuffer_polyglot.pt": 3,
 }
-NO_MARKER = {"loadsafety/evil/view_ptl_bytecode_custom_op.ptl"}  # no loader runs it: prove the exit only
+NO_MARKER = {  # no loader runs it here: prove the exit only
+    "loadsafety/evil/view_ptl_bytecode_custom_op.ptl", "loadsafety/evil/view_wildcard_dotted.pkl",
+    "loadsafety/crafted/view_unicode_latin1_key.pt", "loadsafety/crafted/view_pt2_graph_targets.pt2",
+    "hostile/view_zip_flatbuffer_polyglot.pt"}
 
 sys.path.insert(0, HERE)
 from make_testdata_loadsafety import call, glob, proto, ustr  # noqa: E402,F401  (one set of opcode writers)
@@ -554,6 +599,92 @@ def files(saver, program, schema_version, example_inputs, lite):
             P.EMPTY_DICT + ustr("__setstate__") + chain + P.SETITEM + P.BUILD + ustr(payload) + P.BUILD + P.STOP)
     out[rel] = zip_bytes([("archive/data.pkl", data), ("archive/CONSTANTS.pkl", proto() + P.EMPTY_TUPLE + P.STOP),
                           ("archive/byteorder", "little"), ("archive/version", "3\n")])
+
+    rel = "loadsafety/evil/view_pt2_graph_from_file.pt2"
+    # A node before the first: ff = from_file(marker, shared=True, size=2), the linear layer's input then.
+    records = []
+    for n, d in pt2:
+        if n.endswith("/models/model.json"):
+            doc = json.loads(d)
+            graph = doc["graph_module"]["graph"]
+            first = graph["nodes"][0]
+            assert first["inputs"][0]["arg"] == {"as_tensor": {"name": "x"}}, first["inputs"][0]
+            graph["nodes"].insert(0, {
+                "target": "torch.ops.aten.from_file.default", "name": "ff", "metadata": {},
+                "is_hop_single_tensor_return": None,
+                "inputs": [{"name": "filename", "arg": {"as_string": MARKER + name(rel)}, "kind": 1},
+                           {"name": "shared", "arg": {"as_bool": True}, "kind": 1},
+                           {"name": "size", "arg": {"as_int": 2}, "kind": 1}],
+                "outputs": [{"as_tensor": {"name": "ff"}}]})
+            first["inputs"][0]["arg"] = {"as_tensor": {"name": "ff"}}
+            graph["tensor_values"]["ff"] = graph["tensor_values"]["x"]
+            d = json.dumps(doc).encode()
+        records.append((n, d))
+    out[rel] = zip_bytes(records)
+
+    rel = "loadsafety/crafted/view_pt2_graph_targets.pt2"
+    command = "touch " + MARKER + name(rel)
+    branch = {"inputs": [], "outputs": [], "tensor_values": {}, "sym_int_values": {}, "sym_bool_values": {},
+              "custom_obj_values": {}, "is_single_tensor_return": False,
+              "nodes": [{"target": "torch.os.system", "name": "system", "metadata": {},
+                         "inputs": [{"name": "command", "arg": {"as_string": command}, "kind": 1}],
+                         "outputs": [{"as_none": True}], "is_hop_single_tensor_return": None}]}
+    records = []
+    for n, d in pt2:
+        if n.endswith("/models/model.json"):
+            doc = json.loads(d)
+            doc["graph_module"]["graph"]["nodes"].append({
+                "target": "torch.ops.higher_order.cond", "name": "cond", "metadata": {},
+                "is_hop_single_tensor_return": None,
+                "inputs": [{"name": "pred", "arg": {"as_bool": True}, "kind": 1},
+                           {"name": "true_fn", "arg": {"as_graph": {"name": "true_graph_0", "graph": branch}},
+                            "kind": 1},
+                           {"name": "false_fn", "arg": {"as_operator": "torch.ops.tsarchive_custom_ns.op.default"},
+                            "kind": 1}],
+                "outputs": [{"as_none": True}]})
+            d = json.dumps(doc).encode()
+        records.append((n, d))
+    out[rel] = zip_bytes(records)
+
+    rel = "loadsafety/evil/view_aoti_cpp_compile.pt2"
+    aoti = "view_aoti_cpp_compile/data/aotinductor/model/model.wrapper"
+    flags = {"compiler": "touch %s; true" % (MARKER + name(rel)), "compile_only": True, "cflags": [],
+             "definitions": [], "include_dirs": [], "ldflags": [], "libraries_dirs": [], "libraries": [],
+             "passthrough_args": []}
+    out[rel] = zip_bytes([
+        ("view_aoti_cpp_compile/archive_format", "pt2"), ("view_aoti_cpp_compile/archive_version", "0"),
+        ("view_aoti_cpp_compile/.data/version", "1"), ("view_aoti_cpp_compile/byteorder", "little"),
+        (aoti + ".cpp", "// compiled by the loader\n"),
+        (aoti + "_compile_flags.json", json.dumps(flags)),
+        (aoti + "_linker_flags.json", json.dumps(dict(flags, compile_only=False))),
+        (aoti + "_metadata.json", json.dumps({"AOTI_DEVICE_KEY": "cpu"}))])
+
+    rel = "loadsafety/evil/view_string_escape_global.pkl"
+    command = "touch " + MARKER + name(rel)
+    out[rel] = (proto() + b"S'p\\x6fsix'\n" + b"S'system'\n" + P.STACK_GLOBAL + ustr(command) + P.TUPLE1 +
+                P.REDUCE + P.POP + P.EMPTY_DICT + P.STOP)
+
+    rel = "loadsafety/evil/view_wildcard_dotted.pkl"
+    command = "touch " + MARKER + name(rel)
+    out[rel] = (proto(4) + glob("mymodel", "os.system") + ustr(command) + P.TUPLE1 + P.REDUCE + P.POP +
+                P.EMPTY_DICT + P.STOP)
+
+    rel = "loadsafety/crafted/view_unicode_latin1_key.pt"
+    key = "\u00e9".encode()                          # b"\xc3\xa9": UNICODE makes the str "\u00c3\u00a9" of it
+    loader_key = key.decode("latin-1")
+    data = (proto() + glob("torch._utils", "_rebuild_tensor_v2") + P.MARK +
+            P.MARK + ustr("storage") + glob("torch", "FloatStorage") + P.UNICODE + key + b"\n" + ustr("cpu") +
+            P.BININT1 + b"\x02" + P.TUPLE + P.BINPERSID +
+            P.BININT1 + b"\x00" + P.BININT1 + b"\x02" + P.TUPLE1 + P.BININT1 + b"\x01" + P.TUPLE1 + P.NEWFALSE +
+            glob("collections", "OrderedDict") + P.EMPTY_TUPLE + P.REDUCE + P.TUPLE + P.REDUCE + P.STOP)
+    out[rel] = zip_bytes([("archive/data.pkl", data), ("archive/byteorder", "little"),
+                          ("archive/data/" + key.decode(), struct.pack("<2f", 1.0, 2.0)),
+                          ("archive/data/" + loader_key, struct.pack("<2f", 666.0, 777.0)),
+                          ("archive/version", "3\n")])
+
+    rel = "hostile/view_zip_flatbuffer_polyglot.pt"
+    head = b"PK\x03\x04PTMF"
+    out[rel] = head + relocate(zip_bytes(zip_records(SCRIPTED)), len(head))
     assert sorted(out) == sorted(FILES)
     return out
 
@@ -578,7 +709,11 @@ LOADERS = {
     "pickle.load": "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))",
     "torch.export.load": "import torch,sys; torch.export.load(sys.argv[1])",
     "_load_for_lite_interpreter": "import torch,sys; from torch.jit.mobile import _load_for_lite_interpreter as L; L(sys.argv[1])",
+    "torch.export.load, run": "import torch,sys; ep = torch.export.load(sys.argv[1]); a, k = ep.example_inputs; "
+                              "ep.module()(*a, **k)",
+    "aoti_load_package": "import torch,sys; torch._inductor.aoti_load_package(sys.argv[1])",
 }
+TORCH2_ONLY = {"torch.export.load", "torch.export.load, run", "aoti_load_package"}
 
 
 def probe(args):
@@ -598,7 +733,7 @@ def probe(args):
 
 def prove():
     jobs = [(rel, py, how) for rel in FILES for py in PYTHONS for how in LOADERS
-            if not (how == "torch.export.load" and py[0] == "torch1.13")]
+            if not (how in TORCH2_ONLY and py[0] == "torch1.13")]
     with ThreadPoolExecutor(max_workers=4) as ex:
         results = list(ex.map(probe, jobs))
     hit = {rel: False for rel in FILES}

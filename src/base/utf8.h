@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace tsarchive {
@@ -12,6 +13,9 @@ namespace tsarchive {
 // the byte there does not start one (stray continuation byte, overlong form,
 // surrogate, above U+10FFFF, cut short). `i` must be inside `text`.
 size_t utf8_sequence_at(std::string_view text, size_t i, uint32_t& cp);
+
+// Appends code point `cp` (at most U+10FFFF) to `out` as UTF-8.
+void append_utf8(std::string& out, uint32_t cp);
 
 // True when all of `text` is valid UTF-8.
 bool is_valid_utf8(std::string_view text);

@@ -10,6 +10,7 @@
 
 #include "format/byte_source.h"
 #include "base/error.h"
+#include "base/utf8.h"
 
 namespace tsarchive {
 
@@ -55,6 +56,128 @@ PickleSpan<PickleRef> PickleGraph::call_args(PickleRef ref) const {
   return items(nodes_[args]);
 }
 
+namespace {
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+// CPython's _PyUnicode_DecodeRawUnicodeEscapeStateful (3.x).
+std::optional<std::string> decode_pickle_unicode(std::string_view in, std::string* why) {
+  std::string out;
+  out.reserve(in.size());
+  for (size_t i = 0; i < in.size();) {
+    const auto c = static_cast<unsigned char>(in[i++]);
+    if (c != '\\' || i == in.size()) {  // a trailing backslash is itself
+      append_utf8(out, c);
+      continue;
+    }
+    const char kind = in[i++];
+    if (kind != 'u' && kind != 'U') {  // both bytes as they are: "\\\\u" is two backslashes and a u
+      append_utf8(out, '\\');
+      append_utf8(out, static_cast<unsigned char>(kind));
+      continue;
+    }
+    const size_t digits = kind == 'u' ? 4 : 8;
+    uint32_t cp = 0;
+    for (size_t k = 0; k < digits; ++k) {
+      const int d = i < in.size() ? hex_digit(in[i]) : -1;
+      if (d < 0) {
+        *why = std::string("a truncated \\") + kind + " escape, on which the unpickler fails";
+        return std::nullopt;
+      }
+      cp = (cp << 4) | static_cast<uint32_t>(d);
+      ++i;
+    }
+    if (cp > 0x10FFFF) {
+      *why = "a \\U escape past U+10FFFF, on which the unpickler fails";
+      return std::nullopt;
+    }
+    if (cp >= 0xD800 && cp <= 0xDFFF) {
+      *why = "a lone surrogate (\\u" + std::string(in.substr(i - 4, 4)) +
+             "), which no UTF-8 name or record holds: torch.load fails on it, a reader of the bytes does not";
+      return std::nullopt;
+    }
+    append_utf8(out, cp);
+  }
+  return out;
+}
+
+// CPython's load_string: the quotes, PyBytes_DecodeEscape, then the encoding.
+std::optional<std::string> decode_pickle_string(std::string_view in, std::string* why) {
+  if (in.size() < 2 || (in.front() != '\'' && in.front() != '"') || in.back() != in.front()) {
+    *why = "a STRING operand without quotes, on which the unpickler fails";
+    return std::nullopt;
+  }
+  in = in.substr(1, in.size() - 2);
+  std::string out;
+  out.reserve(in.size());
+  for (size_t i = 0; i < in.size();) {
+    const char c = in[i++];
+    if (c != '\\') {
+      out += c;
+      continue;
+    }
+    if (i == in.size()) {
+      *why = "a STRING that ends with a backslash, on which the unpickler fails";
+      return std::nullopt;
+    }
+    const char e = in[i++];
+    switch (e) {
+      case '\\': out += '\\'; break;
+      case '\'': out += '\''; break;
+      case '"': out += '"'; break;
+      case 'b': out += '\b'; break;
+      case 'f': out += '\f'; break;
+      case 't': out += '\t'; break;
+      case 'n': out += '\n'; break;
+      case 'r': out += '\r'; break;
+      case 'v': out += '\v'; break;
+      case 'a': out += '\a'; break;
+      case 'x': {
+        const int hi = i < in.size() ? hex_digit(in[i]) : -1;
+        const int lo = i + 1 < in.size() ? hex_digit(in[i + 1]) : -1;
+        if (hi < 0 || lo < 0) {
+          *why = "a STRING with an invalid \\x escape, on which the unpickler fails";
+          return std::nullopt;
+        }
+        out += static_cast<char>(hi * 16 + lo);
+        i += 2;
+        break;
+      }
+      default: {
+        if (e < '0' || e > '7') {
+          // Kept as a backslash and the byte today, deprecated since Python 3.6.
+          *why = std::string("a STRING with the escape \\") + e + ", which Python keeps as two characters "
+                 "but deprecates: no pickler writes it";
+          return std::nullopt;
+        }
+        unsigned value = static_cast<unsigned>(e - '0');
+        for (int k = 0; k < 2 && i < in.size() && in[i] >= '0' && in[i] <= '7'; ++k) {
+          value = value * 8 + static_cast<unsigned>(in[i++] - '0');
+        }
+        if (value > 0377) {
+          *why = "a STRING with an octal escape past \\377, which Python cuts to a byte but deprecates: no "
+                 "pickler writes it";
+          return std::nullopt;
+        }
+        out += static_cast<char>(value);
+      }
+    }
+  }
+  if (!is_valid_utf8(out)) {
+    *why = "a STRING whose bytes are not UTF-8, torch.load's encoding: it fails on them, and a loader given "
+           "encoding='latin1' reads another text";
+    return std::nullopt;
+  }
+  return out;
+}
+
 // Most of what inspect touches on a many-tensor archive is nodes: keep them small.
 static_assert(sizeof(PickleNode) <= 48, "PickleNode grew");
 
@@ -65,7 +188,7 @@ class PickleParser {
   PickleParser(std::string_view bytes, const std::string& what, size_t offset, const PickleLimits& limits)
       : reader_(bytes, what), what_(what), limits_(limits) {
     reader_.skip(offset);
-    if (bytes.size() - offset > UINT32_MAX) fail("a pickle of 4 GiB or more");
+    if (bytes.size() - offset >= PickleGraph::kDecodedRun) fail("a pickle of 2 GiB or more");
     graph_.text_ = bytes.substr(offset);
     // A value takes about four bytes of pickle in TorchScript's data.pkl:
     // reserving for that up front saves the copies (and the page faults) of
@@ -209,6 +332,16 @@ class PickleParser {
     PickleNode n;
     n.kind = kind;
     n.text = slice_of(s);
+    return add(n);
+  }
+  // UNICODE and STRING: the text the unpickler makes, kept beside the pickle.
+  PickleRef decoded_string_node(std::optional<std::string> text, const std::string& why) {
+    if (!text) fail(why);
+    if (text->size() >= PickleGraph::kDecodedRun - graph_.decoded_.size()) fail("decoded texts of 2 GiB or more");
+    PickleNode n;
+    n.kind = PickleKind::String;
+    n.text = {static_cast<uint32_t>(graph_.decoded_.size()) | PickleGraph::kDecodedRun, static_cast<uint32_t>(text->size())};
+    graph_.decoded_ += *text;
     return add(n);
   }
 
@@ -362,6 +495,18 @@ class PickleParser {
         break;
       }
       case 'U': push(string_node(PickleKind::String, sized(reader_.u8()))); break;   // SHORT_BINSTRING
+      case 'V': {                                                                     // UNICODE
+        std::string why;
+        std::optional<std::string> text = decode_pickle_unicode(reader_.line(), &why);
+        push(decoded_string_node(std::move(text), why));
+        break;
+      }
+      case 'S': {  // STRING
+        std::string why;
+        std::optional<std::string> text = decode_pickle_string(reader_.line(), &why);
+        push(decoded_string_node(std::move(text), why));
+        break;
+      }
       case 'B': push(string_node(PickleKind::Bytes, sized(reader_.u32()))); break;   // BINBYTES
       case 'C': push(string_node(PickleKind::Bytes, sized(reader_.u8()))); break;    // SHORT_BINBYTES
       case 0x8e:                                                                      // BINBYTES8

@@ -6,6 +6,7 @@
 //   PROTO FRAME STOP MARK POP POP_MARK DUP  NONE NEWTRUE NEWFALSE
 //   BININT BININT1 BININT2 LONG1 LONG4 INT LONG  BINFLOAT FLOAT
 //   BINUNICODE SHORT_BINUNICODE BINUNICODE8 BINSTRING SHORT_BINSTRING
+//   UNICODE STRING (protocol 0's text, decoded as CPython does: below)
 //   BINBYTES SHORT_BINBYTES BINBYTES8 BYTEARRAY8
 //   EMPTY_TUPLE TUPLE TUPLE1 TUPLE2 TUPLE3  EMPTY_LIST APPEND APPENDS LIST
 //   EMPTY_DICT SETITEM SETITEMS DICT  EMPTY_SET ADDITEMS FROZENSET
@@ -134,12 +135,21 @@ class PickleGraph {
     return n.kind == PickleKind::String || n.kind == PickleKind::Bytes || n.kind == PickleKind::BigInt ||
            n.kind == PickleKind::Global;
   }
-  std::string_view slice(PickleSlice s) const { return text_.substr(s.begin, s.size); }
+  // A run with this bit set is of decoded_, not of the pickle (a pickle is
+  // under 2 GiB: ReadLimits::kPickle).
+  static constexpr uint32_t kDecodedRun = 0x80000000u;
+  std::string_view slice(PickleSlice s) const {
+    if (s.begin & kDecodedRun) return std::string_view(decoded_).substr(s.begin & ~kDecodedRun, s.size);
+    return text_.substr(s.begin, s.size);
+  }
 
   std::shared_ptr<const std::string> bytes_;  // the pickle, from its first opcode to STOP
   // What text runs index: the parser's input while it parses (so text reads
   // work then too), bytes_ once parse_pickle returns.
   std::string_view text_;
+  // Texts that are not runs of the pickle: protocol 0's UNICODE and STRING
+  // operands as the unpickler decodes them.
+  std::string decoded_;
   std::vector<PickleNode> nodes_;
   std::vector<PickleRef> item_pool_;
   std::vector<PickleEntry> entry_pool_;
@@ -161,5 +171,20 @@ PickleGraph parse_pickle(std::string_view bytes, const std::string& what, size_t
                          const PickleLimits& limits = {});
 PickleGraph parse_pickle(std::string&& bytes, const std::string& what, size_t offset = 0, size_t* end = nullptr,
                          const PickleLimits& limits = {});
+
+// Protocol 0's text operands (the bytes between the opcode and its '\n') as
+// the text CPython's unpickler makes of them, in UTF-8; nullopt, with why in
+// `why`, when the unpickler fails on the operand, or makes a text that no
+// UTF-8 name holds (a lone surrogate), or when CPython versions could read it
+// differently: a reader that guessed would judge another name or storage key
+// than the loader uses.
+//   UNICODE ('V'): raw-unicode-escape: every byte is the code point of its
+//     value (Latin-1: bytes c3 a9 are "\u00c3\u00a9", not "\u00e9"), except
+//     \uXXXX and \UXXXXXXXX (after an odd number of backslashes).
+//   STRING ('S'): quoted with ' or ", then codecs.escape_decode, then the
+//     unpickler's encoding: 'utf-8', which torch.load passes (pickle.load's
+//     'ASCII' fails on other bytes, so it never reads another text).
+std::optional<std::string> decode_pickle_unicode(std::string_view operand, std::string* why);
+std::optional<std::string> decode_pickle_string(std::string_view operand, std::string* why);
 
 }  // namespace tsarchive

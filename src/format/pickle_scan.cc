@@ -8,6 +8,7 @@
 
 #include "base/error.h"
 #include "format/byte_source.h"
+#include "format/pickle.h"
 
 namespace tsarchive {
 namespace {
@@ -377,10 +378,13 @@ class Scanner {
     if (s.empty() || *endp != '\0') fail("a text integer that is not one");
     return v;
   }
-  // Protocol 0 STRING: a quoted repr; the quotes go, escapes stay as written.
-  std::string_view unquote(std::string_view s) {
-    if (s.size() >= 2 && (s.front() == '\'' || s.front() == '"') && s.back() == s.front()) return s.substr(1, s.size() - 2);
-    fail("a STRING operand without quotes");
+  // Protocol 0's UNICODE and STRING: the text the unpickler makes of the
+  // operand, which is the name a STACK_GLOBAL imports and the storage key
+  // torch.load reads (pickle.h); what it fails on, or could read otherwise,
+  // ends the scan.
+  std::string decoded(std::optional<std::string> text, const std::string& why) {
+    if (!text) fail(why);
+    return std::move(*text);
   }
 
   void memo_put(uint64_t key) {
@@ -428,8 +432,16 @@ class Scanner {
       case 0x8b: push(long_bytes(sized(reader_.u32()))); break;
       case 'G': sized(8); push(add(SymKind::Other)); break;
       case 'F': reader_.line(); push(add(SymKind::Other)); break;
-      case 'S': push(string(unquote(reader_.line()))); break;      // STRING
-      case 'V': push(string(reader_.line())); break;               // UNICODE (raw-unicode-escape)
+      case 'S': {  // STRING
+        std::string why;
+        push(string(decoded(decode_pickle_string(reader_.line(), &why), why)));
+        break;
+      }
+      case 'V': {  // UNICODE (raw-unicode-escape)
+        std::string why;
+        push(string(decoded(decode_pickle_unicode(reader_.line(), &why), why)));
+        break;
+      }
       case 'T': push(string(sized(reader_.u32()))); break;         // BINSTRING
       case 'U': push(string(sized(reader_.u8()))); break;          // SHORT_BINSTRING
       case 'X': push(string(sized(reader_.u32()))); break;         // BINUNICODE

@@ -12,6 +12,9 @@
 //             BUILD on an object (its __setstate__), APPEND/APPENDS on a
 //             non-list and SETITEM/SETITEMS on a non-dict (its methods)
 //   persistent ids   PERSID and BINPERSID: the id's shape
+// Strings are the texts the unpickler makes: protocol 0's UNICODE and STRING
+// decoded as CPython decodes them (decode_pickle_unicode, pickle.h), so that a
+// STACK_GLOBAL's name and a storage key are the ones the loader uses.
 // The memo is followed exactly: PUT/BINPUT/LONG_BINPUT/MEMOIZE store the
 // symbol on top, GET/BINGET/LONG_BINGET push that same symbol, and a key never
 // stored ends the scan as the unpickler would fail.

@@ -239,6 +239,34 @@ void attach_values(const Node& graph, std::vector<Pt2Arg>& args) {
   }
 }
 
+// A graph's call targets (Pt2Program::call_targets): its nodes' and, in
+// their arguments, the nodes' of each graph argument ({"as_graph": {"graph":
+// ...}}) and each operator ({"as_operator": "..."}), at any depth (the JSON's
+// depth is bounded by parse_record).
+void graph_call_targets(const Node& graph, std::set<std::string>& out);
+void argument_call_targets(const Node& v, std::set<std::string>& out) {
+  if (v.value().is_array()) {
+    for (const Node& item : v.items()) argument_call_targets(item, out);
+    return;
+  }
+  if (!v.value().is_object()) return;
+  for (const auto& [key, member] : v.members()) {
+    if (key == "as_operator") {
+      out.insert(member.str());
+    } else if (key == "as_graph") {
+      graph_call_targets(member.at("graph"), out);
+    } else {
+      argument_call_targets(member, out);
+    }
+  }
+}
+void graph_call_targets(const Node& graph, std::set<std::string>& out) {
+  for (const Node& n : graph.at("nodes").items()) {
+    out.insert(n.at("target").str());
+    if (n.has("inputs")) argument_call_targets(n.at("inputs"), out);
+  }
+}
+
 void read_program(const TorchArchive& archive, const Record& r, Pt2Program& p) {
   const json doc = parse_record(archive, r, Pt2Limits::kProgramJson);
   const Node root(doc, r.name, archive.path());
@@ -271,6 +299,7 @@ void read_program(const TorchArchive& archive, const Record& r, Pt2Program& p) {
   const std::vector<Node> nodes = graph.at("nodes").items();
   p.nodes = nodes.size();
   for (const Node& n : nodes) p.operators[n.at("target").str()] += 1;
+  graph_call_targets(graph, p.call_targets);
 }
 
 void read_payloads(const TorchArchive& archive, const Record& r, std::string_view folder, std::vector<Pt2Payload>& out,

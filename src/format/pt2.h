@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -96,6 +97,11 @@ struct Pt2Program {
   std::vector<Pt2Range> ranges;
   uint64_t nodes = 0;
   std::map<std::string, uint64_t> operators;  // call targets and how often
+  // Every target torch.export.load resolves by name (deserialize_operator)
+  // and the graph then calls: the nodes' of the graph and of the graphs
+  // inside it (a higher-order operator's branches and bodies), and operators
+  // passed as arguments (as_operator).
+  std::set<std::string> call_targets;
   std::vector<Pt2Payload> weights;            // from <model>_weights_config.json
   std::vector<Pt2Payload> constants;          // from <model>_constants_config.json
   std::string weights_config, constants_config;  // their records, empty when absent

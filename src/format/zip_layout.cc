@@ -396,6 +396,32 @@ void check_no_overlaps(const ByteSource& source, const std::vector<ZipEntry>& en
   }
 }
 
+// What other readers see at the start of the file must be the archive:
+// - libtorch's getFileFormat() (torch.jit.load, _load_for_lite_interpreter,
+//   and torch.load, which hands TorchScript to torch.jit.load) takes a file
+//   whose bytes 4 to 7 are "PTMF", the mobile flatbuffer's identifier, for a
+//   flatbuffer model before it looks for a ZIP, and runs that model instead;
+// - bytes before the first entry, which no entry covers: a file in front of
+//   the archive (a flatbuffer, a pickle, a tar) for readers that start at the
+//   first byte. No ZIP writer of PyTorch puts any there.
+void check_file_start(const ByteSource& source, const ZipLayout& layout) {
+  if (source.size() >= 8) {
+    char identifier[4];
+    source.read_at(4, identifier, 4);
+    if (std::memcmp(identifier, "PTMF", 4) == 0) {
+      ambiguous(source, "bytes 4 to 7 are 'PTMF', a mobile flatbuffer model's identifier: torch.jit.load, "
+                        "_load_for_lite_interpreter and torch.load run the file as a flatbuffer model, not as this "
+                        "ZIP archive");
+    }
+  }
+  uint64_t first = layout.central_directory_offset;
+  for (const ZipEntry& e : layout.entries) first = std::min(first, e.local_header_offset);
+  if (first != 0) {
+    ambiguous(source, std::to_string(first) + " bytes before the first entry belong to no entry: readers that "
+                      "start at the first byte (a flatbuffer, pickle or tar reader) see another file there");
+  }
+}
+
 }  // namespace
 
 bool has_zip_signature(const ByteSource& source) {
@@ -482,6 +508,7 @@ ZipLayout read_zip_layout(const ByteSource& source) {
   read_local_headers(source, layout.entries, end.cd_offset);
   check_names_unique(source, layout.entries);
   check_no_overlaps(source, layout.entries);
+  check_file_start(source, layout);
   return layout;
 }
 

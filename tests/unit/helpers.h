@@ -112,12 +112,15 @@ inline CliResult run_cli(std::vector<std::string> args) {
 }
 
 // The bytes of the archive at `path` with record `name` (below its top folder)
-// holding `bytes` instead, every other record kept: damage, or a changed model.
-inline std::string archive_with_record(const std::string& path, const std::string& name, const std::string& bytes) {
+// holding `bytes` instead, every other record kept but those whose names
+// start with `drop` ("data/"): damage, or a changed model.
+inline std::string archive_with_record(const std::string& path, const std::string& name, const std::string& bytes,
+                                      const std::string& drop = {}) {
   using namespace tsarchive;
   const TorchArchive archive(open_file_source(path));
   std::vector<ZipEntrySpec> entries;
   for (const Record& r : archive.records()) {
+    if (!drop.empty() && r.name.rfind(drop, 0) == 0) continue;
     entries.push_back(r.name == name ? ZipEntrySpec::create(archive.top_folder() + "/" + r.name, bytes)
                                      : ZipEntrySpec::keep(*r.entry));
   }

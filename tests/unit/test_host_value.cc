@@ -605,7 +605,8 @@ std::string torch_save_with_shared_string(size_t text_bytes, size_t copies) {
   pkl += std::string("q\x01", 2);                                             // BINPUT 1
   for (size_t i = 1; i < copies; ++i) pkl += std::string("h\x01", 2);          // BINGET 1
   pkl += "l.";                                                                // LIST, STOP
-  return archive_with_record(input("tensor.pt"), "data.pkl", pkl);
+  // Without tensor.pt's storage, which this pickle does not name (torch.save writes none such).
+  return archive_with_record(input("tensor.pt"), "data.pkl", pkl, "data/");
 }
 }  // namespace
 

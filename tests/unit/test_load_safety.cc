@@ -8,6 +8,7 @@
 
 #include "core/inspect/load_safety.h"
 #include "format/byte_source.h"
+#include "format/pickle.h"
 #include "format/pickle_scan.h"
 #include "format/torchscript_code.h"
 #include "helpers.h"
@@ -519,4 +520,87 @@ TEST_CASE("load safety: custom classes of TorchScript pickles, and constants.pkl
   CHECK(mentions(upper, "quantized.__getattr__.__builtins__.get", LoadRisk::Dangerous));  // data.pkl as torch.load reads it
   CHECK(outcome(upper, "torch.load(weights_only=False)") == "runs code");
   CHECK(outcome(upper, "torch.load(weights_only=True)") == "refuses");
+}
+
+TEST_CASE("pickle text: UNICODE and STRING operands decode as CPython's unpickler decodes them") {
+  std::string why;
+  // raw-unicode-escape: a byte is the code point of its value; \\u after an odd count of backslashes only.
+  CHECK(decode_pickle_unicode("\xc3\xa9", &why) == "\xc3\x83\xc2\xa9");  // "Ã©", not "é"
+  CHECK(decode_pickle_unicode("p\\u006fsix", &why) == "posix");
+  CHECK(decode_pickle_unicode("\\\\u0041", &why) == "\\\\u0041");
+  CHECK(decode_pickle_unicode("\\\\\\u0041", &why) == "\\\\A");
+  CHECK(decode_pickle_unicode("\\U0001F600", &why) == "\xf0\x9f\x98\x80");
+  CHECK(decode_pickle_unicode("\\x41", &why) == "\\x41");
+  CHECK(decode_pickle_unicode("abc\\", &why) == "abc\\");
+  for (const char* fails : {"\\u12", "\\U0000004", "\\U00110000", "\\ud800"}) {
+    INFO(fails);
+    CHECK_FALSE(decode_pickle_unicode(fails, &why));
+  }
+  // STRING: quoted, codecs.escape_decode, then torch.load's UTF-8.
+  CHECK(decode_pickle_string("'p\\x6fsix'", &why) == "posix");
+  CHECK(decode_pickle_string("\"a'b\"", &why) == "a'b");
+  CHECK(decode_pickle_string("'\\12x\\\\\\''", &why) == "\nx\\'");
+  CHECK(decode_pickle_string("'\xc3\xa9'", &why) == "\xc3\xa9");
+  for (const char* fails : {"p", "'p", "'\\x6'", "'\\'", "'\\q'", "'\\400'", "'\\xff'", "'\xff'"}) {
+    INFO(fails);
+    CHECK_FALSE(decode_pickle_string(fails, &why));
+  }
+}
+
+TEST_CASE("pickle scan and reader: a STACK_GLOBAL's names and a storage key are the decoded texts") {
+  const PickleScan escaped = scan_pickle("\x80\x02S'p\\x6fsix'\nVsyst\\u0065m\n\x93)R."s);
+  REQUIRE(escaped.complete);
+  REQUIRE(escaped.imports.size() == 1);
+  CHECK(escaped.imports[0].full() == "posix.system");
+  // A text the unpickler fails on, or a lone surrogate, ends the scan: never a guess.
+  CHECK_FALSE(scan_pickle("\x80\x02V\\ud800\nVx\n\x93."s).complete);
+  CHECK_FALSE(scan_pickle("\x80\x02S'\\q'\n."s).complete);
+  // The safe reader (model.cc's storages) reads the same texts.
+  const PickleGraph g = parse_pickle("\x80\x02(V\xc3\xa9\nS'p\\x6fsix'\nX\x01\x00\x00\x00" "at."s, "test");
+  const PickleNode& root = g.at(g.root());
+  REQUIRE(root.kind == PickleKind::Tuple);
+  REQUIRE(g.items(root).size() == 3);
+  CHECK(g.string_at(g.items(root)[0]) == std::optional<std::string_view>("\xc3\x83\xc2\xa9"));
+  CHECK(g.string_at(g.items(root)[1]) == std::optional<std::string_view>("posix"));
+  CHECK(g.string_at(g.items(root)[2]) == std::optional<std::string_view>("a"));
+  CHECK_THROWS_AS(parse_pickle("\x80\x02S'\\x6'\n."s, "test"), Error);
+}
+
+TEST_CASE("load safety: fifth review's files (scripts/make_testdata_loader_views.py)") {
+  // A .pt2 graph's node targets are judged as code's operators are, sub-graphs and as_operator too.
+  const LoadSafety from_file = assess("evil/view_pt2_graph_from_file.pt2");
+  INFO(describe(from_file));
+  CHECK(mentions(from_file, "torch.from_file", LoadRisk::Dangerous));
+  CHECK(outcome(from_file, "torch.export.load") == "runs code");
+  const LoadSafety targets = assess("crafted/view_pt2_graph_targets.pt2");
+  INFO(describe(targets));
+  CHECK(mentions(targets, "'torch.os.system'", LoadRisk::Crafted));
+  CHECK(mentions(targets, "torch.ops.tsarchive_custom_ns", LoadRisk::Unlisted));
+  // An AOTInductor model without a .so is compiled with a command from its flags files.
+  const LoadSafety compiled = assess("evil/view_aoti_cpp_compile.pt2");
+  INFO(describe(compiled));
+  CHECK(mentions(compiled, "system()", LoadRisk::Dangerous));
+  LoadSafetyOptions mine;
+  mine.allowed_globals = {"aoti.model"};
+  CHECK(assess("evil/view_aoti_cpp_compile.pt2", mine).worst() == LoadRisk::Dangerous);
+  // STRING escapes are decoded: posix.system, which no --allow-global of the escaped name passes.
+  LoadSafetyOptions escaped;
+  escaped.allowed_globals = {"p\\x6fsix.system"};
+  const LoadSafety escape = assess("evil/view_string_escape_global.pkl", escaped);
+  INFO(describe(escape));
+  CHECK(mentions(escape, "posix.system", LoadRisk::Dangerous));
+  // A wildcard never allows a name part with a dot (mymodel + "os.system"); its exact name does.
+  LoadSafetyOptions wildcard;
+  wildcard.allowed_globals = {"mymodel.*"};
+  const LoadSafety dotted = assess("evil/view_wildcard_dotted.pkl", wildcard);
+  INFO(describe(dotted));
+  CHECK(mentions(dotted, "mymodel.os.system", LoadRisk::Dangerous));
+  wildcard.allowed_globals = {"mymodel.os.system"};
+  CHECK_FALSE(assess("evil/view_wildcard_dotted.pkl", wildcard).unsafe());
+  // UNICODE's Latin-1 key: torch.load reads data/Ã©; the data/é beside it is no storage of the pickle.
+  const LoadSafety key = assess("crafted/view_unicode_latin1_key.pt");
+  INFO(describe(key));
+  CHECK(mentions(key, "no persistent id", LoadRisk::Crafted));
+  CHECK_FALSE(mentions(key, "has no record", LoadRisk::Crafted));
+  for (const LoadFinding& f : key.findings) CHECK(f.where == "data/\xc3\xa9");
 }

@@ -143,6 +143,17 @@ TEST_CASE("zip: an archive hidden in the comment is refused, with or without tra
   CHECK_THAT(what_of(slurp(testdata("hostile/comment_is_archive.pt"))), Catch::Contains("two end records"));
 }
 
+TEST_CASE("zip: a flatbuffer's identifier at bytes 4-7, or bytes before the first entry, are refused") {
+  // libtorch's getFileFormat() reads a file with PTMF at offset 4 as a mobile flatbuffer model, before the ZIP.
+  const std::string polyglot = slurp(testdata("hostile/view_zip_flatbuffer_polyglot.pt"));
+  REQUIRE(polyglot.compare(4, 4, "PTMF") == 0);
+  CHECK_THAT(what_of(polyglot), Catch::Contains("'PTMF'") && Catch::Contains("flatbuffer"));
+  // The same 8 bytes without the identifier: still no entry covers them.
+  std::string prefixed = polyglot;
+  prefixed.replace(4, 4, std::string(4, '\0'));
+  CHECK_THAT(what_of(prefixed), Catch::Contains("8 bytes before the first entry"));
+}
+
 TEST_CASE("zip: an end signature inside the comment is refused") {
   // Python's zipfile takes the last signature (rfind), even with < 22 bytes after it.
   CHECK_THAT(what_of(with_comment(std::string("ab") + "PK\x05\x06" + "0123456789")),

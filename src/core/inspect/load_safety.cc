@@ -172,10 +172,14 @@ const std::set<std::string, std::less<>>& extra_benign_globals() {
   return s;
 }
 
-bool allowed_by_user(std::string_view g, const LoadSafetyOptions& o) {
+// `dotted`: an import whose name part holds a dot, which protocol 4's
+// find_class follows attribute by attribute from the module (mymodel +
+// "os.system" is mymodel.os.system, the os module nearly every module
+// imports): only its exact full name allows it, never a wildcard.
+bool allowed_by_user(std::string_view g, const LoadSafetyOptions& o, bool dotted = false) {
   for (const std::string& a : o.allowed_globals) {
     if (a == g) return true;
-    if (ends_with(a, ".*") && g.size() > a.size() - 1 && g.compare(0, a.size() - 1, a, 0, a.size() - 1) == 0) {
+    if (!dotted && ends_with(a, ".*") && g.size() > a.size() - 1 && g.compare(0, a.size() - 1, a, 0, a.size() - 1) == 0) {
       return true;
     }
   }
@@ -320,6 +324,24 @@ class Assessor {
     }
   }
 
+  // A torch.save file's data/ records that no persistent id names: torch.save
+  // writes exactly the storages its pickle names, so another one is there for
+  // a reader that takes it for one (a key the loader decodes otherwise than
+  // that reader: UNICODE's Latin-1 "Ã©" beside "é").
+  void check_unnamed_storages(const TorchArchive& archive, const PickleScan& scan, const std::string& where) {
+    std::set<const Record*> named;
+    for (const PicklePersistentId& p : scan.persistent_ids) {
+      if (const Record* r = p.key.empty() ? nullptr : archive.find("data/" + p.key)) named.insert(r);
+    }
+    for (const Record& r : archive.records()) {
+      // Any case: libtorch finds data/KEY whatever case the record spells.
+      if (!starts_with(ascii_lowered(r.name), "data/") || named.count(&r) > 0) continue;
+      crafted(r.name, "is a storage record that no persistent id of " + where + " names, which torch.save never "
+              "writes",
+              "readers that take it for a storage of the file (a key read otherwise than torch.load reads it)");
+    }
+  }
+
   // `python_data`: data.pkl as torch.load reads it when the archive has no
   // record named exactly constants.pkl (torch.load's own test for TorchScript,
   // case-sensitive, where torch.jit.load's lookups ignore case): Python's pickle.
@@ -328,9 +350,7 @@ class Assessor {
     const bool checkpoint_name = checkpoint_extension();
     std::string why = "TorchScript's unpickler resolves " + std::to_string(out_.globals.size()) + " global(s)";
     if (!custom_classes_.empty()) why += "; custom classes needing their library: " + join(custom_classes_);
-    const bool runs = std::any_of(out_.findings.begin(), out_.findings.end(),
-                                  [](const LoadFinding& f) { return f.risk != LoadRisk::Crafted; });
-    add_loader("torch.jit.load", runs ? "runs code" : "accepts", why);
+    add_loader("torch.jit.load", runs_code() ? "runs code" : "accepts", why);
     const bool old = version_before(out_.torch_version, 2, 6);
     if (python_data != nullptr) {
       const std::string refusal = weights_only_refusal(python_data->opcodes, python_data->protocol);
@@ -394,6 +414,17 @@ class Assessor {
     return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
   }
 
+  // "a.b.c" as {"a", "b", "c"}, views of `name`.
+  static std::vector<std::string_view> dotted_parts(std::string_view name) {
+    std::vector<std::string_view> parts;
+    for (size_t at = 0; at <= name.size();) {
+      const size_t dot = std::min(name.find('.', at), name.size());
+      parts.push_back(name.substr(at, dot - at));
+      at = dot + 1;
+    }
+    return parts;
+  }
+
   // What TorchScript's compiler makes of a dotted name (its BuiltinModule):
   // torch.X is aten::X, ops.NS.X and torch.ops.NS.X are NS::X, and an
   // `autograd` anywhere after the root goes back to aten (torch.autograd.X,
@@ -402,12 +433,7 @@ class Assessor {
   // value (`t = torch`, then t.save(...)) is crafted: PyTorch's printer never
   // writes one, and what is called through the alias is not followed.
   void code_name(const std::string& where, const std::string& name) {
-    std::vector<std::string_view> parts;
-    for (size_t at = 0; at <= name.size();) {
-      const size_t dot = std::min(name.find('.', at), name.size());
-      parts.push_back(std::string_view(name).substr(at, dot - at));
-      at = dot + 1;
-    }
+    const std::vector<std::string_view> parts = dotted_parts(name);
     if (parts.size() >= 5 && parts[0] == "__torch__" && parts[1] == "torch" && parts[2] == "classes") {
       custom_class("torch.classes." + std::string(parts[3]) + "." + std::string(parts[4]), where);
       return;
@@ -442,6 +468,10 @@ class Assessor {
               "scanners that follow calls by name: what an alias of it calls (t = torch; t.save(...)) is hidden");
       return;
     }
+    operator_call(where, ns, op);
+  }
+  // The operator NS::OP called, by code, bytecode or a .pt2's graph.
+  void operator_call(const std::string& where, std::string_view ns, std::string_view op) {
     if (ns == "aten" && (op == "from_file" || op == "save")) {
       finding(LoadRisk::Dangerous, where,
               op == "save" ? "calls torch.save (aten::save), which writes a file when the code runs"
@@ -457,6 +487,62 @@ class Assessor {
                 "', which a library outside libtorch defines (torch.ops.load_library)",
             "torch.ops." + std::string(ns), "");
   }
+  // A call target of a .pt2's graph (Pt2Program::call_targets), which
+  // torch.export.load resolves by name, attribute by attribute from torch,
+  // operator or math (deserialize_operator), and the program calls when it
+  // runs. torch.ops.NS.OP and torch.ops.NS.OP.OVERLOAD are the operator
+  // NS::OP; the Python functions torch.export's verifier admits (2.13) pass;
+  // anything else, torch.export never writes (torch.os.system resolves and
+  // runs), so it is crafted.
+  void export_target(const std::string& where, const std::string& target) {
+    static const std::set<std::string_view> kFunctions = {
+        "_operator.getitem", "_operator.add", "_operator.mul", "_operator.sub", "_operator.truediv", "_operator.ge",
+        "_operator.le", "_operator.gt", "_operator.lt", "_operator.eq", "_operator.ne", "_operator.floordiv",
+        "_operator.mod", "_operator.and_", "_operator.or_", "_operator.not_", "_operator.pow", "_operator.neg",
+        "_operator.pos", "_operator.abs", "_operator.lshift", "_operator.rshift", "math.ceil", "math.floor",
+        "math.trunc", "torch.sym_int", "torch.sym_float", "torch.sym_ite", "torch.sym_max", "torch.sym_min",
+        "torch.sym_not", "torch._sym_sqrt", "torch.sym_sum", "torch.autograd.grad_mode.set_grad_enabled",
+        "torch._C._set_grad_enabled", "torch.amp.autocast_mode._enter_autocast",
+        "torch.amp.autocast_mode._exit_autocast", "torch.fx.experimental.symbolic_shapes.cast_symbool_to_symint_guardless",
+        "torch.export.custom_ops._call_custom_autograd_function_in_pre_dispatch",
+        "torch._functorch.predispatch._add_batch_dim", "torch._functorch.predispatch._remove_batch_dim",
+        "torch._functorch.predispatch._vmap_increment_nesting", "torch._functorch.predispatch._vmap_decrement_nesting",
+        "torch._functorch.predispatch.lazy_load_decompositions", "torch._functorch.predispatch._make_dual",
+        "torch._functorch.predispatch._unpack_dual", "torch._functorch.predispatch._jvp_increment_nesting",
+        "torch._functorch.predispatch._jvp_decrement_nesting", "torch._functorch.predispatch._unwrap_for_grad",
+        "torch._functorch.predispatch._enter_dual_level", "torch._functorch.predispatch._exit_dual_level"};
+    // aten's operators spelled as Python's special methods; any other __name__ is an attribute of the
+    // namespace or packet object (torch.ops.aten.__getattr__), not an operator.
+    static const std::set<std::string_view> kDunderOperators = {
+        "__and__", "__or__", "__xor__", "__lshift__", "__rshift__", "__iand__", "__ior__", "__ixor__", "__ilshift__",
+        "__irshift__"};
+    if (kFunctions.count(target) > 0) return;
+    const std::vector<std::string_view> parts = dotted_parts(target);
+    const auto dunder = [](std::string_view p) { return p.rfind("__", 0) == 0; };
+    const bool op = (parts.size() == 4 || parts.size() == 5) && parts[0] == "torch" && parts[1] == "ops" &&
+                    std::all_of(parts.begin() + 2, parts.end(), operator_name_part) && !dunder(parts[2]) &&
+                    (!dunder(parts[3]) || kDunderOperators.count(parts[3]) > 0) &&
+                    (parts.size() == 4 || !dunder(parts[4]));
+    if (op) {
+      operator_call(where, parts[2], parts[3]);
+      return;
+    }
+    crafted(where, "calls '" + target.substr(0, 200) + "', which torch.export never writes: torch.export.load "
+            "resolves it attribute by attribute from torch, operator or math, and the program calls it when it runs",
+            "torch.export.load and the module it makes; scanners that judge a .pt2 by its pickles alone");
+  }
+
+  // A model of an AOTInductor package without a shared library: its .cpp
+  // (and the flags files it is built with), which the loader compiles.
+  void compiled_source(const std::string& record, const std::string& model) {
+    note_unlisted("aoti." + model);
+    finding(LoadRisk::Dangerous, record,
+            "is compiled when torch.export.load or aoti_load_package loads the model, which has no .so: "
+            "AOTIModelPackageLoader runs system() with the compiler and flags of the model's _compile_flags.json "
+            "and _linker_flags.json, a shell command from the file",
+            "aoti." + model, "process execution");
+  }
+
   // The operator namespaces libtorch registers itself (1.13 and 2.13).
   static bool builtin_operator_namespace(std::string_view ns) {
     static const std::set<std::string_view> kBuiltin = {
@@ -481,7 +567,7 @@ class Assessor {
           (module == "sys" || module == "os" || module == "posix" || module == "nt")) {
         return "GLOBAL " + g + ": module " + module + " is blocked";
       }
-      if (!torch_weights_only_allows(g, out_.torch_version) && !allowed_by_user(g, o_)) {
+      if (!torch_weights_only_allows(g, out_.torch_version) && !allowed_by_user(g, o_, dotted_globals_.count(g) > 0)) {
         return "GLOBAL " + g + " is not an allowed global";
       }
     }
@@ -518,6 +604,9 @@ class Assessor {
         role == PickleRole::Plain) {
       for (const PickleImport& i : scan.imports) {
         if (wo_globals_.size() < kMaxListedNames) wo_globals_.insert(i.full());
+        if (i.name.find('.') != std::string::npos && dotted_globals_.size() < kMaxListedNames) {
+          dotted_globals_.insert(i.full());
+        }
       }
     }
     for (const PickleImport& i : scan.imports) {
@@ -568,15 +657,17 @@ class Assessor {
     if (role != PickleRole::Plain) check_persistent_ids(scan, where, role);
   }
 
-  // A shared library of the file that a loader dlopen()s (an AOTInductor
-  // package's model): native code with the loader's rights, trusted only by
-  // name (--allow-global aoti.<model>).
+  // A shared library of the file that a loader dlopen()s, or an object file
+  // it links into one (an AOTInductor package's model): native code with the
+  // loader's rights, trusted only by name (--allow-global aoti.<model>).
   void native_library(const std::string& record, const std::string& name) {
     if (allowed_by_user(name, o_)) return;
     note_unlisted(name);
     finding(LoadRisk::Unlisted, record,
-            "is a shared library that torch.export.load and aoti_load_package load (dlopen): native code from the "
-            "file, run with the loader's rights",
+            ends_with(record, ".o") ? "is an object file that torch.export.load and aoti_load_package link into the "
+                                      "model they compile: native code from the file, run with the loader's rights"
+                                    : "is a shared library that torch.export.load and aoti_load_package load "
+                                      "(dlopen): native code from the file, run with the loader's rights",
             name, "native code");
   }
 
@@ -584,6 +675,12 @@ class Assessor {
     out_.loaders.push_back(LoaderVerdict{std::move(loader), std::move(outcome), std::move(why)});
   }
   bool has_unlisted() const { return !unlisted_.empty(); }
+  // A finding of what a loader would run (not only of a crafted shape).
+  bool runs_code() const {
+    return std::any_of(out_.findings.begin(), out_.findings.end(),
+                       [](const LoadFinding& f) { return f.risk != LoadRisk::Crafted; });
+  }
+  size_t finding_count() const { return out_.findings.size(); }
   std::string unlisted_names() const { return join(unlisted_); }
   const std::string& torch_version() const { return out_.torch_version; }
   const std::string& path() const { return path_; }
@@ -594,7 +691,7 @@ class Assessor {
   // function to its __globals__, __builtins__ and on to anything.
   void judge(const std::string& g, const std::string& where, const std::string& how, const char* verb,
              bool dotted = false) {
-    if (is_benign_global(g) || allowed_by_user(g, o_)) return;
+    if (is_benign_global(g) || allowed_by_user(g, o_, dotted)) return;
     note_unlisted(g);
     const std::string category = dotted ? "attribute access (reaches any function)" : dangerous_category(g);
     if (!category.empty()) {
@@ -660,6 +757,7 @@ class Assessor {
   std::set<std::string> seen_globals_, seen_callables_, seen_findings_, seen_unlisted_;
   bool findings_cut_ = false;
   std::set<std::string> wo_globals_;  // globals torch.load's unpickler meets
+  std::set<std::string> dotted_globals_;  // of those, imported with a dot in the name part
   std::vector<std::string> unlisted_;
   std::vector<std::string> custom_classes_;
   bool memory_attack_ = false;
@@ -756,11 +854,30 @@ void assess_pt2(const TorchArchive& archive, Assessor& a) {
       }
     }
   }
+  bool graph_calls = false;  // a target the module calls is a finding
+  for (const Pt2Program& p : pt2.programs) {
+    const size_t before = a.finding_count();
+    for (const std::string& target : p.call_targets) a.export_target(p.record, target);
+    if (a.finding_count() > before) {
+      graph_calls = true;
+      read.push_back(p.record + " (its graph's call targets, when the module runs)");
+    }
+  }
+  // AOTIModelPackageLoader (2.13) loads a model's .so, and only without one
+  // compiles its .cpp with the .o files: system(compiler + ...) with the
+  // compiler and flags of <cpp>_compile_flags.json and _linker_flags.json.
   for (const Pt2AotiModel& m : pt2.aoti) {
+    const bool library = std::any_of(m.files.begin(), m.files.end(),
+                                     [](const Pt2AotiFile& f) { return ends_with(f.name, ".so"); });
     for (const Pt2AotiFile& f : m.files) {
-      if (ends_with(f.name, ".so")) {
-        a.native_library("data/aotinductor/" + m.name + "/" + f.name, "aoti." + m.name);
-        read.push_back("data/aotinductor/" + m.name + "/" + f.name + " (dlopen)");
+      const std::string record = "data/aotinductor/" + m.name + "/" + f.name;
+      if (ends_with(f.name, ".so") || ends_with(f.name, ".o")) {
+        a.native_library(record, "aoti." + m.name);
+        read.push_back(record + (ends_with(f.name, ".so") ? " (dlopen)" : " (linked)"));
+      } else if (!library && (ends_with(f.name, ".cpp") || ends_with(f.name, "_compile_flags.json") ||
+                              ends_with(f.name, "_linker_flags.json"))) {
+        a.compiled_source(record, m.name);
+        read.push_back(record + " (compiled with system())");
       }
     }
   }
@@ -770,7 +887,7 @@ void assess_pt2(const TorchArchive& archive, Assessor& a) {
     for (size_t i = 1; i < read.size() && i < 4; ++i) why += "; " + read[i];
     if (read.size() > 4) why += "; and " + std::to_string(read.size() - 4) + " more";
   }
-  a.add_loader("torch.export.load", a.has_unlisted() ? "runs code" : "accepts", why);
+  a.add_loader("torch.export.load", a.has_unlisted() || a.runs_code() || graph_calls ? "runs code" : "accepts", why);
   a.add_loader("torch.jit.load", "refuses", "a .pt2 is not a TorchScript archive");
 }
 
@@ -1148,6 +1265,7 @@ LoadSafety assess_archive_load_safety(const TorchArchive& archive, const LoadSaf
       const std::string bytes = archive.read(*data, ReadLimits::kPickle);
       const PickleScan scan = a.pickle(bytes, "data.pkl", PickleRole::TorchSave, true);
       a.check_storages(archive, scan, "data.pkl", "data");
+      a.check_unnamed_storages(archive, scan, "data.pkl");
       a.pickle_loaders(scan, false);
       break;
     }
