@@ -278,7 +278,7 @@ std::string ModelWorker::call(std::string payload, const std::string& activity, 
       }
       continue;
     }
-    if (job_.limits.memory_bytes != 0 && anonymous_resident_bytes(pid_.load()) > job_.limits.memory_bytes) {
+    if (job_.limits.memory_bytes != 0 && counted_resident_bytes(pid_.load()) > job_.limits.memory_bytes) {
       died(0, activity, "libtorch passed the memory limit (" + human_size(job_.limits.memory_bytes) +
                             " resident, --memory-limit) and was stopped");
     }

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <linux/audit.h>
+#include <linux/capability.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -27,6 +28,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
 #include <set>
 #include <sstream>
 #include <string>
@@ -135,17 +137,23 @@ std::vector<std::string> writable_devices() {
   return devices;
 }
 
-// Folders every worker reads: the system's. The user's own (home, /tmp,
-// /var, /run, /mnt, /srv, ...) are not among them.
-constexpr const char* kSystemFolders[] = {"/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin",       "/sbin",
-                                          "/opt", "/proc", "/sys", "/dev",  "/nix/store", "/gnu/store"};
-// /etc's entries that hold secrets by convention (readable only by root, so
-// this matters for a worker of root's): Landlock cannot refuse below a folder
-// it allows, so /etc is allowed entry by entry without these.
-constexpr const char* kEtcSecrets[] = {"shadow",     "shadow-",      "gshadow", "gshadow-", "ssh",       "ssl",
-                                       "pki",        "sudoers",      "sudoers.d", "security", "krb5.keytab", "docker",
-                                       "NetworkManager", "wireguard", "ipsec.secrets", "ipsec.d", "ppp", "openvpn",
-                                       "credstore",  "credstore.encrypted"};
+// Folders every worker reads: the system's programs and libraries, and /sys.
+// The user's own (home, /tmp, /var, /run, /mnt, /srv, ...) are not among
+// them; /dev is not either (the user's terminals, /dev/shm): the devices a
+// worker uses are granted one by one (writable_devices), /proc and /etc
+// likewise (below).
+constexpr const char* kSystemFolders[] = {"/usr", "/lib",  "/lib32", "/lib64",     "/libx32",
+                                          "/bin", "/sbin", "/opt",   "/nix/store", "/gnu/store", "/sys"};
+// Of /proc: the worker's own entries and what libtorch, OpenMP, BLAS and the
+// C library read about the machine; not other processes' command lines.
+constexpr const char* kProcEntries[] = {"/proc/self", "/proc/cpuinfo", "/proc/meminfo", "/proc/stat",
+                                        "/proc/sys",  "/proc/driver",  "/proc/filesystems", "/proc/version"};
+// Of /etc: what the C library and the loader read (no secrets: not shadow,
+// ssh, ssl, sudoers, nor a service's configuration).
+constexpr const char* kEtcEntries[] = {"ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime",   "timezone",
+                                       "nsswitch.conf", "passwd",   "group",        "host.conf",   "hosts",
+                                       "resolv.conf",   "gai.conf", "locale.alias", "locale.conf", "os-release",
+                                       "alternatives"};
 
 // Read rights on `path`: a folder's for a folder, a file's for anything else
 // (Landlock refuses folder rights on a file). False when it does not exist.
@@ -188,15 +196,8 @@ std::set<std::string> loaded_library_folders() {
 
 void allow_system_reads(int ruleset, uint64_t handled) {
   for (const char* folder : kSystemFolders) allow_reading(ruleset, folder, handled);
-  if (DIR* etc = ::opendir("/etc")) {
-    while (const dirent* entry = ::readdir(etc)) {
-      const std::string name = entry->d_name;
-      if (name == "." || name == "..") continue;
-      if (std::find(std::begin(kEtcSecrets), std::end(kEtcSecrets), name) != std::end(kEtcSecrets)) continue;
-      allow_reading(ruleset, "/etc/" + name, handled);
-    }
-    ::closedir(etc);
-  }
+  for (const char* entry : kProcEntries) allow_reading(ruleset, entry, handled);
+  for (const char* entry : kEtcEntries) allow_reading(ruleset, std::string("/etc/") + entry, handled);
 }
 
 void enter_landlock(int abi, const SandboxPolicy& policy) {
@@ -228,6 +229,28 @@ void enter_landlock(int abi, const SandboxPolicy& policy) {
   if (restricted != 0) fail("landlock_restrict_self", err);
 }
 
+// A root worker keeps no capability but reading what its Landlock rules allow
+// whoever owns it (CAP_DAC_READ_SEARCH: a model of another user's that root
+// runs is reopened by /proc/self/fd/N): not the power to read other root
+// processes' /proc entries (environ), which needs every capability they hold,
+// nor to hang up a terminal, set the clock, or raise a limit.
+void drop_capabilities() {
+  for (int cap = 0; cap < 64; ++cap) {
+    if (cap == CAP_DAC_READ_SEARCH) continue;
+    if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 && errno == EINVAL) break;  // past the kernel's last
+  }
+  ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  if (::syscall(SYS_capget, &header, data) != 0) fail("capget", errno);
+  const uint32_t keep = CAP_TO_MASK(CAP_DAC_READ_SEARCH);
+  for (__user_cap_data_struct& d : data) d.inheritable = 0;
+  data[0].permitted &= keep;
+  data[0].effective &= keep;
+  data[1].permitted = data[1].effective = 0;
+  if (::syscall(SYS_capset, &header, data) != 0) fail("capset", errno);
+}
+
 // System calls a model never needs and an exploit would: EPERM.
 constexpr long kDenied[] = {
     __NR_execve, __NR_execveat, __NR_ptrace, __NR_process_vm_readv, __NR_process_vm_writev, __NR_socket,
@@ -235,7 +258,14 @@ constexpr long kDenied[] = {
     __NR_perf_event_open, __NR_userfaultfd, __NR_keyctl, __NR_add_key, __NR_request_key, __NR_init_module,
     __NR_finit_module, __NR_delete_module, __NR_kexec_load, __NR_reboot, __NR_swapon, __NR_swapoff, __NR_acct,
     __NR_open_by_handle_at, __NR_settimeofday, __NR_clock_settime, __NR_adjtimex, __NR_sethostname,
-    __NR_setdomainname, __NR_syslog, __NR_quotactl,
+    __NR_setdomainname, __NR_syslog, __NR_quotactl, __NR_clock_adjtime, __NR_vhangup,
+    // Leaving the worker's session or process group, and the death signal
+    // that ties it to its parent (prctl below): it would outlive tsarchive.
+    __NR_setsid, __NR_setpgid,
+    // Other processes by pid: renice (PRIO_USER reaches all of the user's),
+    // signals from a pidfd, comparing or reaping them.
+    __NR_setpriority, __NR_ioprio_set, __NR_tkill, __NR_pidfd_open, __NR_pidfd_send_signal, __NR_pidfd_getfd,
+    __NR_process_madvise, __NR_process_mrelease, __NR_kcmp,
     // Extended attributes travel with a file the worker wrote (stamp's copy
     // becomes the user's archive): an ACL or a user.* attribute set here would too.
     __NR_setxattr, __NR_lsetxattr, __NR_fsetxattr, __NR_removexattr, __NR_lremovexattr, __NR_fremovexattr,
@@ -311,6 +341,39 @@ void enter_seccomp() {
   f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 1, 0));
   f.push_back(statement(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
   f.push_back(statement(BPF_RET | BPF_K, deny));
+  // `nr` only when argument `arg` (its low 32 bits: the kernel reads a pid,
+  // or prctl's option, as an int) is one of `values`.
+  const auto only_when = [&f, deny](long nr, size_t arg, std::initializer_list<uint32_t> values) {
+    const auto n = static_cast<uint8_t>(values.size());
+    f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr), 0, static_cast<uint8_t>(n + 3)));
+    f.push_back(statement(BPF_LD | BPF_W | BPF_ABS, static_cast<uint32_t>(offsetof(seccomp_data, args) + 8 * arg)));
+    uint8_t i = 0;
+    for (const uint32_t value : values) f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, value, static_cast<uint8_t>(n - i++), 0));
+    f.push_back(statement(BPF_RET | BPF_K, deny));
+    f.push_back(statement(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+  };
+  // Calls that reach a process by its pid reach this one alone (0: "myself";
+  // the filter is made in the worker, so its pid is known). Landlock's signal
+  // scope (ABI 6) refuses signals to the parent on newer kernels; these
+  // cover older ones, and calls that are not signals: prlimit(parent,
+  // RLIMIT_CPU, 0) has the kernel kill the parent, and works on any process
+  // of the user's. kill(0) and kill(-pgid) signal a whole process group.
+  const auto self = static_cast<uint32_t>(::getpid());
+  only_when(__NR_kill, 0, {self});
+  only_when(__NR_tgkill, 0, {self});
+  only_when(__NR_rt_sigqueueinfo, 0, {self});
+  only_when(__NR_rt_tgsigqueueinfo, 0, {self});
+  only_when(__NR_prlimit64, 0, {0, self});
+  only_when(__NR_sched_setscheduler, 0, {0, self});
+  only_when(__NR_sched_setparam, 0, {0, self});
+  only_when(__NR_sched_setattr, 0, {0, self});
+  // prctl: anything but PR_SET_PDEATHSIG (1), which would unbind the worker
+  // from its parent's death.
+  f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, __NR_prctl, 0, 4));
+  f.push_back(statement(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0])));
+  f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, PR_SET_PDEATHSIG, 0, 1));
+  f.push_back(statement(BPF_RET | BPF_K, deny));
+  f.push_back(statement(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
   for (const long nr : kDenied) {
     f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr), 0, 1));
     f.push_back(statement(BPF_RET | BPF_K, deny));
@@ -530,6 +593,7 @@ void enter_sandbox(const SandboxPolicy& policy) {
   // Needed by both without privileges, and no setuid program may gain any after.
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) fail("PR_SET_NO_NEW_PRIVS", errno);
   if (s.landlock_abi > 0) enter_landlock(s.landlock_abi, policy);
+  drop_capabilities();
   if (s.seccomp) enter_seccomp();
 }
 

@@ -119,11 +119,12 @@ std::string crash_hint(const WorkerJob& job, int sig) {
   return "try it with the PyTorch that wrote it; if it runs there, please report the file to tsarchive";
 }
 
-enum class Stop { None, Memory, Time, Payload };
+enum class Stop { None, Memory, Time, Payload, Written };
 
 // Reads the child's payload while enforcing the limits; returns why it was
 // stopped (None: it ended on its own) and leaves its wait status in `status`.
-Stop supervise(pid_t pid, int fd, const WorkerLimits& limits, std::string& payload, int& status) {
+Stop supervise(pid_t pid, int fd, const WorkerLimits& limits, const WatchedFile& archive, std::string& payload,
+               int& status) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   // A result is never larger than the memory the worker may use.
@@ -161,10 +162,12 @@ Stop supervise(pid_t pid, int fd, const WorkerLimits& limits, std::string& paylo
       }
     }
     if (exited) break;
-    if (payload.size() > max_payload) {
+    if (archive.leased && !archive.unchanged()) {
+      stop = Stop::Written;  // a writer waits on the lease: the worker goes before any new byte reaches it
+    } else if (payload.size() > max_payload) {
       stop = Stop::Payload;
-    } else if (limits.memory_bytes != 0 && anonymous_resident_bytes(pid) > limits.memory_bytes) {
-      stop = Stop::Memory;
+    } else if (limits.memory_bytes != 0 && counted_resident_bytes(pid) + payload.size() > limits.memory_bytes) {
+      stop = Stop::Memory;  // what it sent is held here for it: one budget, or a worker could flood the parent
     } else if (limits.time_s > 0 && std::chrono::duration<double>(Clock::now() - start).count() > limits.time_s) {
       stop = Stop::Time;
     }
@@ -180,22 +183,34 @@ Stop supervise(pid_t pid, int fd, const WorkerLimits& limits, std::string& paylo
 
 }  // namespace
 
-void check_archive_unchanged(const WorkerJob& job) {
-  if (job.archive.fd < 0 || job.archive.unchanged()) return;
-  throw Error(ErrorKind::Io,
-              "the file was written while tsarchive used it (after its checks, before or while libtorch read it): "
-              "what libtorch made of it is not what was checked, and is not reported",
-              job.file, "run it again when nothing writes the file; keep model files where only their owner may write");
+namespace {
+
+Error archive_written(const WorkerJob& job) {
+  return Error(ErrorKind::Io,
+               "the file was written while tsarchive used it (after its checks, before or while libtorch read it): "
+               "what libtorch made of it is not what was checked, and is not reported",
+               job.file, "run it again when nothing writes the file; keep model files where only their owner may write");
 }
 
-// RssAnon in /proc/PID/status.
-uint64_t anonymous_resident_bytes(pid_t pid) {
+}  // namespace
+
+void check_archive_unchanged(const WorkerJob& job) {
+  if (job.archive.fd < 0 || job.archive.unchanged()) return;
+  throw archive_written(job);
+}
+
+// RssAnon + RssShmem in /proc/PID/status: MAP_SHARED|MAP_ANONYMOUS memory
+// and touched memfd or /dev/shm mappings are the worker's too.
+uint64_t counted_resident_bytes(pid_t pid) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   std::string line;
+  uint64_t kib = 0;
   while (std::getline(status, line)) {
-    if (line.rfind("RssAnon:", 0) == 0) return std::strtoull(line.c_str() + 8, nullptr, 10) * 1024;
+    if (line.rfind("RssAnon:", 0) == 0 || line.rfind("RssShmem:", 0) == 0) {
+      kib += std::strtoull(line.c_str() + line.find(':') + 1, nullptr, 10);
+    }
   }
-  return 0;
+  return kib * 1024;
 }
 
 std::string signal_text(int sig) {
@@ -224,6 +239,16 @@ std::string run_in_worker(const WorkerJob& job, const std::function<std::string(
     temp = std::make_unique<WorkerTempFolder>();
     if (job.compiled_package) libtorch_tmp = std::make_unique<ReservedLibtorchFolder>();
   }
+  // Held while the worker lives (file_edit.h): a writer that comes now waits,
+  // and the worker is stopped before it can read a new byte.
+  WatchedFile archive = job.archive;
+  struct HeldLease {  // let go however this ends: no writer waits on a finished worker
+    WatchedFile& file;
+    ~HeldLease() { file.release_lease(); }
+  } held{archive};
+  if (archive.fd >= 0) archive.take_lease();
+  const auto believed = [&archive] { return archive.fd < 0 || archive.unchanged(); };
+  if (!believed()) throw archive_written(job);
   OutputRelay relay;
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
@@ -250,11 +275,11 @@ std::string run_in_worker(const WorkerJob& job, const std::function<std::string(
   StagingFolder::watch_child(pid);  // an interrupt kills it before removing what it writes into
   std::string payload;
   int status = 0;
-  const Stop stop = supervise(pid, fds[0], job.limits, payload, status);
+  const Stop stop = supervise(pid, fds[0], job.limits, archive, payload, status);
   StagingFolder::watch_child(0);
   relay.finish();
   ::close(fds[0]);
-  check_archive_unchanged(job);  // before any result, limit or crash of the worker's is believed
+  if (!believed()) throw archive_written(job);  // before any result, limit or crash of the worker's is believed
 
   switch (stop) {
     case Stop::Memory:
@@ -267,6 +292,7 @@ std::string run_in_worker(const WorkerJob& job, const std::function<std::string(
                   "libtorch did not finish within the time limit (" + short_number(job.limits.time_s) + " s" +
                       ", --time-limit) while " + job.activity + " and was stopped",
                   job.file, "if the model needs longer, raise --time-limit; if it should not, the archive may be hostile");
+    case Stop::Written:  // believed() said so above
     case Stop::Payload:
       throw Error(ErrorKind::Torch, "the libtorch worker sent back more than its memory limit while " + job.activity,
                   job.file, suspicion(job));

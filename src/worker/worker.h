@@ -107,9 +107,10 @@ Result in_worker(const WorkerJob& job, Work&& work) {
 }
 
 // Shared with the model worker (model_worker.h): "SIGSEGV (Segmentation
-// fault)", and a process's anonymous resident memory in bytes (0 when gone).
+// fault)", and the resident memory a worker's --memory-limit counts (its
+// anonymous and shared memory, not the libraries' pages), in bytes (0 when gone).
 std::string signal_text(int sig);
-uint64_t anonymous_resident_bytes(pid_t pid);
+uint64_t counted_resident_bytes(pid_t pid);
 
 // Set TSARCHIVE_IN_PROCESS=1 to call libtorch in this process (for a debugger,
 // or to measure what the worker costs); the limits then do not apply.

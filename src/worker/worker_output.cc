@@ -28,7 +28,10 @@ namespace {
 
 constexpr size_t kMaxLine = 4096;  // a longer line is forwarded in pieces
 constexpr std::string_view kOutputPrefix = "tsarchive: model output: ";
-constexpr std::string_view kNotePrefix = "tsarchive: note: ";
+// The torch layer's notes (libtorch_warnings.cc). Native code in the worker can
+// write this pipe too, so a line passes as a note only under this name, and
+// at worst fakes one of libtorch's warnings, never a line of tsarchive's own.
+constexpr std::string_view kNotePrefix = "tsarchive: note: libtorch: ";
 
 // std::cerr's buffer in the worker: straight to the notes pipe.
 class FdBuffer : public std::streambuf {

@@ -12,7 +12,10 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <linux/capability.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -330,6 +333,45 @@ TEST_CASE("a worker starts threads but no process, and sets no extended attribut
   });
   CHECK_THAT(seen, Catch::StartsWith("fork refused, spawn refused, thread ran, xattr "));
   CHECK_THAT(seen, !Catch::EndsWith("xattr set"));
+}
+
+TEST_CASE("a worker reaches no other process by its pid, keeps no capability but reading, reads no terminal or /dev/shm",
+          "[sandbox][worker]") {
+  const SandboxSupport& s = sandbox_support();
+  if (s.disabled || !s.seccomp || s.landlock_abi == 0) {
+    WARN("sandbox on this kernel: " << describe_sandbox(s) << "; skipped");
+    return;
+  }
+  const std::string shm = "/dev/shm/tsarchive-test-" + std::to_string(::getpid());
+  ::close(::open(shm.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+  WorkerJob job{"model.pt", "loading the module", {}, true, {}, {}};
+  const std::string seen = run_in_worker(job, [&] {
+    const auto refused = [](int rc) { return rc < 0 && (errno == EPERM || errno == EACCES) ? "refused" : "allowed"; };
+    const pid_t parent = ::getppid();
+    const rlimit none{0, 0};
+    std::string out = std::string("prlimit(parent) ") + refused(::prlimit(parent, RLIMIT_CPU, &none, nullptr));
+    rlimit mine{};
+    out += std::string(", getrlimit ") + (::getrlimit(RLIMIT_NOFILE, &mine) == 0 ? "allowed" : "refused");
+    out += std::string(", kill(parent) ") + refused(::kill(parent, 0));
+    out += std::string(", kill(group) ") + refused(::kill(0, 0));
+    out += std::string(", kill(self) ") + (::kill(::getpid(), 0) == 0 ? "allowed" : "refused");
+    out += std::string(", setpriority ") + refused(::setpriority(PRIO_USER, 0, 19));
+    out += std::string(", setsid ") + refused(::setsid());
+    out += std::string(", pdeathsig ") + refused(::prctl(PR_SET_PDEATHSIG, 0));
+    out += std::string(", /dev/shm ") + refused(::open(shm.c_str(), O_RDONLY | O_CLOEXEC));
+    out += std::string(", /proc/1/cmdline ") + refused(::open("/proc/1/cmdline", O_RDONLY | O_CLOEXEC));
+    out += std::string(", /proc/self/status ") + (::open("/proc/self/status", O_RDONLY | O_CLOEXEC) >= 0 ? "read" : "refused");
+    __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+    __user_cap_data_struct data[2] = {};
+    ::syscall(SYS_capget, &header, data);
+    const bool reading_only = (data[0].effective & ~CAP_TO_MASK(CAP_DAC_READ_SEARCH)) == 0 && data[1].effective == 0;
+    out += std::string(", capabilities ") + (reading_only ? "reading only" : "more");
+    return out;
+  });
+  ::unlink(shm.c_str());
+  CHECK(seen == "prlimit(parent) refused, getrlimit allowed, kill(parent) refused, kill(group) refused, kill(self) allowed, "
+                "setpriority refused, setsid refused, pdeathsig refused, /dev/shm refused, /proc/1/cmdline refused, "
+                "/proc/self/status read, capabilities reading only");
 }
 
 TEST_CASE("a worker changes no file's mode, owner or times, even one it may read", "[sandbox][worker]") {

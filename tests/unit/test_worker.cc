@@ -4,6 +4,7 @@
 // carries results over the pipe (worker_codec.h) and the limit options.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -12,9 +13,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/posix_fd.h"
 #include "core/edit/file_edit.h"
 #include "helpers.h"
 #include "operations/worker_settings.h"
@@ -257,4 +260,47 @@ TEST_CASE("a worker's result is dropped when the archive was written while it ra
   CHECK_THAT(e.what(), Catch::Contains("was written while tsarchive used it"));
   // And before a (served model's) worker starts again.
   CHECK_THROWS_AS(check_archive_unchanged(watched), Error);
+}
+
+TEST_CASE("a writer that opens the archive while a worker reads it waits until the worker is gone", "[worker]") {
+  TempDir dir;
+  const std::string path = dir.file("model.pt");
+  { std::ofstream(path) << "checked bytes"; }
+  const ArchiveFile file(path, FileAccess::Read, 1);
+  WorkerJob leased = job();
+  leased.archive = file.watched();
+  leased.writable = {dir.path.string()};  // where the worker says who it is
+  {
+    WatchedFile probe = file.watched();
+    if (!probe.take_lease()) {
+      WARN("no read lease on this file system or for this user: a rewrite is only seen after the fact; skipped");
+      return;
+    }
+    probe.release_lease();
+  }
+  const std::string pid_file = dir.file("worker.pid");
+  std::atomic<bool> worker_gone_when_opened{false};
+  std::thread writer([&] {
+    while (!exists(pid_file)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the pid is written in full
+    pid_t worker = 0;
+    std::ifstream(pid_file) >> worker;
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);  // waits on the lease
+    worker_gone_when_opened = worker > 0 && ::kill(worker, 0) != 0 && errno == ESRCH;
+    if (fd >= 0) {
+      CHECK(::write(fd, "swapped", 7) == 7);
+      ::close(fd);
+    }
+  });
+  const Error e = error_of([&] {
+    run_in_worker(leased, [&] {
+      { std::ofstream(pid_file) << ::getpid(); }
+      std::this_thread::sleep_for(std::chrono::seconds(30));  // stopped long before
+      return std::string("what libtorch made of other bytes");
+    });
+  });
+  writer.join();
+  CHECK(e.kind() == ErrorKind::Io);
+  CHECK_THAT(e.what(), Catch::Contains("was written while tsarchive used it"));
+  CHECK(worker_gone_when_opened);
 }

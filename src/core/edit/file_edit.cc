@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <csignal>
 #include <chrono>
 #include <climits>
 #include <cstring>
@@ -142,7 +143,21 @@ void ArchiveFile::wait_for_lock(TryLock try_lock, const char* busy, const char* 
   }
 }
 
+bool WatchedFile::take_lease() {
+  // The lease break's signal: its default action would end tsarchive.
+  static const bool sigio_ignored = std::signal(SIGIO, SIG_IGN) != SIG_ERR;
+  leased = sigio_ignored && fd >= 0 && ::fcntl(fd, F_SETLEASE, F_RDLCK) == 0;
+  return leased;
+}
+
+void WatchedFile::release_lease() {
+  if (leased) ::fcntl(fd, F_SETLEASE, F_UNLCK);
+  leased = false;
+}
+
 bool WatchedFile::unchanged() const {
+  // While a writer waits, the lease reads as what it is being broken to.
+  if (leased && ::fcntl(fd, F_GETLEASE) != F_RDLCK) return false;
   struct stat now {};
   if (::fstat(fd, &now) != 0) return false;
   return now.st_ctim.tv_sec == ctime_s && now.st_ctim.tv_nsec == ctime_ns && now.st_mtim.tv_sec == mtime_s &&

@@ -94,12 +94,29 @@ struct StagedFile {
 // after the checks (libtorch, by the descriptor): a write to the file since
 // (the same inode rewritten in place, which no lock stops) changes its ctime,
 // and what that reader made of it is then not what was checked.
+//
+// That alone finds a rewrite after the fact, when the reader may already
+// have run code from the new bytes (in its sandbox). So where the kernel
+// grants it (the file's owner or CAP_LEASE, a local file system, nobody
+// holding it open for writing) a read lease is held on it while libtorch
+// reads it (fcntl F_SETLEASE): another process's open for writing, or a
+// truncate, then waits until the lease is let go (up to the kernel's
+// lease-break-time, 45 s by default) and unchanged() turns false at once, so
+// the worker is stopped before any new byte can reach it, and then the writer
+// goes on (release()). A lease break also sends SIGIO, which tsarchive ignores.
 struct WatchedFile {
   int fd = -1;
   int64_t ctime_s = 0, ctime_ns = 0, mtime_s = 0, mtime_ns = 0;
   uint64_t size = 0;
-  // Whether the file is still as recorded (false when it cannot be stat'ed).
+  bool leased = false;  // a read lease is held on fd (take_lease)
+  // Whether the file is still as recorded and, when leased, no writer waits
+  // on the lease (false when it cannot be stat'ed).
   bool unchanged() const;
+  // Takes the read lease (sets `leased`); false where the kernel refuses it,
+  // e.g. EAGAIN: a process holds the file open for writing right now.
+  bool take_lease();
+  // Lets go of the lease: a writer waiting on it goes on.
+  void release_lease();
 };
 
 class ArchiveFile {
