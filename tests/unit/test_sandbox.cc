@@ -234,14 +234,15 @@ TEST_CASE("the sandbox: a worker holds none of the parent's descriptors, and can
   REQUIRE(master >= 0);
   REQUIRE(::grantpt(master) == 0);
   REQUIRE(::unlockpt(master) == 0);
-  const int terminal = ::open(::ptsname(master), O_RDWR | O_NOCTTY | O_CLOEXEC);
+  const std::string pts = ::ptsname(master);
+  const int terminal = ::open(pts.c_str(), O_RDWR | O_NOCTTY | O_CLOEXEC);
   REQUIRE(terminal >= 0);
   WorkerJob job{"model.pt", "loading the module", {}, true, {}, {}};
   const std::string seen = run_in_worker(job, [&] {
     std::string out = ::fcntl(written, F_GETFD) < 0 && ::fcntl(leaked, F_GETFD) < 0 ? "closed" : "open";
     out += ::isatty(STDIN_FILENO) == 0 && ::isatty(STDOUT_FILENO) == 0 && ::isatty(STDERR_FILENO) == 0 ? ", no tty" : ", a tty";
     // A copy of a terminal that survived by another way: TIOCSTI is refused all the same.
-    const int tty = ::open(::ptsname(master), O_RDWR | O_NOCTTY | O_CLOEXEC);
+    const int tty = ::open(pts.c_str(), O_RDWR | O_NOCTTY | O_CLOEXEC);
     const char c = 'x';
     if (tty < 0) return out + ", tty not opened";
     const int rc = ::ioctl(tty, TIOCSTI, &c);
