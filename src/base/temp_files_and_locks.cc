@@ -386,6 +386,16 @@ bool try_content_lock(int fd, short type, const std::string& path) {
   return false;
 }
 
+bool content_lock_free(int fd, short type) {
+  struct flock lock {};
+  lock.l_type = type;
+  lock.l_whence = SEEK_SET;
+  lock.l_start = 0;
+  lock.l_len = 1;
+  if (::fcntl(fd, F_OFD_GETLK, &lock) != 0) return true;  // no record locks here: as try_content_lock
+  return lock.l_type == F_UNLCK;
+}
+
 StagingFolder::StagingFolder(const std::string& next_to, uint64_t copy_bytes) {
   const auto [dir, base] = split_path(next_to);
   parent_ = dir;

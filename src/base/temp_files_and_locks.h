@@ -143,4 +143,10 @@ void require_room_for_copies(const std::string& dir, uint64_t copy_bytes, const 
 bool try_flock(int fd, const std::string& path);
 bool try_content_lock(int fd, short type, const std::string& path);
 
+// Whether a lock of `type` on the content could be taken now (F_OFD_GETLK:
+// nothing is taken, and a read-only descriptor may ask about a write lock).
+// True where the file system has no record locks.
+bool content_lock_free(int fd, short type);
+
+
 }  // namespace tsarchive

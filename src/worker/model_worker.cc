@@ -129,6 +129,7 @@ ServedModelInfo ModelWorker::start() {
   check_archive_unchanged(job_);
   if (!sandbox_support().disabled) temp_ = std::make_unique<WorkerTempFolder>();
   const char* temp = temp_ != nullptr ? temp_->path().c_str() : nullptr;
+  relay_ = std::make_unique<OutputRelay>();  // first: when it throws, no pipe is left open
   int to[2], from[2];
   if (::pipe2(to, O_CLOEXEC) != 0) {
     throw Error(ErrorKind::Torch, std::string("cannot start the libtorch worker: ") + std::strerror(errno), job_.file,
@@ -145,7 +146,6 @@ ServedModelInfo ModelWorker::start() {
   const int archive_fd = descriptor_in(request_.archive);
   const std::string exe = executable_;
   const std::string in_arg = std::to_string(to[0]), out_arg = std::to_string(from[1]);
-  relay_ = std::make_unique<OutputRelay>();
   const OutputRelay& relay = *relay_;
   const std::string notes_arg = std::to_string(relay.child_notes_descriptor());
   const pid_t parent = ::getpid();

@@ -163,35 +163,60 @@ bool allow_reading(int ruleset, const std::string& path, uint64_t handled) {
   return allow(ruleset, path, S_ISDIR(st.st_mode) ? kFsReadFile | kFsReadDir : kFsReadFile, handled);
 }
 
-// The folders of every library this process has loaded (the program's too):
-// where their own later dlopen()s look. A site-packages folder counts whole:
-// torch's CUDA libraries load NVIDIA's from beside it (nvidia/*/lib).
-std::set<std::string> loaded_library_folders() {
-  std::set<std::string> folders;
-  const auto folder_of = [&folders](std::string path) {
-    const size_t slash = path.rfind('/');
-    if (path.empty() || path[0] != '/' || slash == std::string::npos) return;
-    for (const char* packages : {"/site-packages/", "/dist-packages/"}) {
-      if (const size_t at = path.find(packages); at != std::string::npos) {
-        folders.insert(path.substr(0, at + std::strlen(packages) - 1));
-        return;
-      }
-    }
-    if (slash > 0) folders.insert(path.substr(0, slash));  // never "/" itself
+// Whether reading all of `folder` would hand the worker the user's own files:
+// /tmp, their home, the working directory or a folder above either, and below
+// their home any folder but a library folder (lib, lib64, a venv's
+// site-packages: libtorch loads CUDA's libraries lazily from there). A library in such
+// a folder is granted as a file instead (a binary in ~/Downloads,
+// --load-library ~/ops.so, a build tree in ~/project/build).
+bool holds_users_files(const std::string& folder) {
+  const auto below = [](const std::string& path, const std::string& top) {
+    return !top.empty() && (path == top || path.rfind(top + "/", 0) == 0);
   };
+  char cwd_buffer[PATH_MAX];
+  const std::string home = std::getenv("HOME") != nullptr ? std::getenv("HOME") : "";
+  const std::string cwd = ::getcwd(cwd_buffer, sizeof cwd_buffer) != nullptr ? cwd_buffer : "";
+  if (folder == "/tmp" || folder == "/var/tmp" || below(home, folder) || below(cwd, folder)) return true;
+  const std::string name = folder.substr(folder.rfind('/') + 1);
+  const bool library_folder =
+      name == "lib" || name == "lib64" || name == "lib32" || name == "site-packages" || name == "dist-packages";
+  return below(folder, home) && home != "/" && !library_folder;
+}
+
+// What a library at `path` may read beside itself: its folder, where its own
+// later dlopen()s look; a site-packages folder counts whole (torch's CUDA
+// libraries load NVIDIA's from beside it, nvidia/*/lib); the file alone where
+// the folder holds the user's files.
+std::string library_reads(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (path.empty() || path[0] != '/' || slash == std::string::npos || slash == 0) return path;
+  for (const char* packages : {"/site-packages/", "/dist-packages/"}) {
+    if (const size_t at = path.find(packages); at != std::string::npos) {
+      const std::string folder = path.substr(0, at + std::strlen(packages) - 1);
+      return holds_users_files(folder) ? path : folder;
+    }
+  }
+  const std::string folder = path.substr(0, slash);
+  return holds_users_files(folder) ? path : folder;
+}
+
+// library_reads of every library this process has loaded, the program too.
+std::set<std::string> loaded_library_reads() {
+  std::set<std::string> reads;
+  const auto add = [&reads](const std::string& path) { reads.insert(library_reads(path)); };
   char exe[PATH_MAX];
-  if (const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1); n > 0) folder_of(std::string(exe, size_t(n)));
+  if (const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1); n > 0) add(std::string(exe, size_t(n)));
   ::dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* data) {
         if (info->dlpi_name != nullptr && info->dlpi_name[0] == '/') {
           char resolved[PATH_MAX];
-          if (::realpath(info->dlpi_name, resolved) != nullptr) (*static_cast<decltype(folder_of)*>(data))(resolved);
-          (*static_cast<decltype(folder_of)*>(data))(info->dlpi_name);
+          if (::realpath(info->dlpi_name, resolved) != nullptr) (*static_cast<decltype(add)*>(data))(resolved);
+          (*static_cast<decltype(add)*>(data))(info->dlpi_name);
         }
         return 0;
       },
-      const_cast<void*>(static_cast<const void*>(&folder_of)));
-  return folders;
+      const_cast<void*>(static_cast<const void*>(&add)));
+  return reads;
 }
 
 void allow_system_reads(int ruleset, uint64_t handled) {
@@ -211,7 +236,7 @@ void enter_landlock(int abi, const SandboxPolicy& policy) {
   if (ruleset < 0) fail("landlock_create_ruleset", errno);
   const uint64_t handled = attr.handled_access_fs;
   allow_system_reads(ruleset, handled);
-  for (const std::string& folder : loaded_library_folders()) allow_reading(ruleset, folder, handled);
+  for (const std::string& path : loaded_library_reads()) allow_reading(ruleset, path, handled);
   for (const std::string& path : policy.readable) {
     if (!allow_reading(ruleset, path, handled)) fail("open " + path, errno);
   }
@@ -264,8 +289,16 @@ constexpr long kDenied[] = {
     __NR_setsid, __NR_setpgid,
     // Other processes by pid: renice (PRIO_USER reaches all of the user's),
     // signals from a pidfd, comparing or reaping them.
-    __NR_setpriority, __NR_ioprio_set, __NR_tkill, __NR_pidfd_open, __NR_pidfd_send_signal, __NR_pidfd_getfd,
-    __NR_process_madvise, __NR_process_mrelease, __NR_kcmp,
+    __NR_setpriority, __NR_ioprio_set, __NR_tkill, __NR_kcmp,
+    424, 434, 438, 440, 448,  // pidfd_send_signal, pidfd_open, pidfd_getfd, process_madvise, process_mrelease
+                              // (the same on x86_64 and aarch64; headers may be older than the kernel)
+    // System V IPC and POSIX message queues: the user's other shared memory
+    // segments and queues, which Landlock does not see.
+    __NR_shmget, __NR_shmat, __NR_shmctl, __NR_shmdt, __NR_msgget, __NR_msgsnd, __NR_msgrcv, __NR_msgctl,
+    __NR_semget, __NR_semop, __NR_semctl, __NR_semtimedop, __NR_mq_open, __NR_mq_unlink, __NR_mq_timedsend,
+    __NR_mq_timedreceive, __NR_mq_notify, __NR_mq_getsetattr,
+    // truncate(path): Landlock sees truncation only from ABI 3 (Linux 6.2).
+    __NR_truncate,
     // Extended attributes travel with a file the worker wrote (stamp's copy
     // becomes the user's archive): an ACL or a user.* attribute set here would too.
     __NR_setxattr, __NR_lsetxattr, __NR_fsetxattr, __NR_removexattr, __NR_lremovexattr, __NR_fremovexattr,
@@ -367,6 +400,35 @@ void enter_seccomp() {
   only_when(__NR_sched_setscheduler, 0, {0, self});
   only_when(__NR_sched_setparam, 0, {0, self});
   only_when(__NR_sched_setattr, 0, {0, self});
+  // fcntl: F_SETOWN(_EX) with F_SETSIG has the kernel signal any process of
+  // the user's (root's: any) when a descriptor becomes ready; F_SETLEASE on
+  // the archive's shared descriptor would undo the parent's lease.
+  f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, __NR_fcntl, 0, 7));
+  f.push_back(statement(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[1])));
+  f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, F_SETOWN, 3, 0));
+  f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, F_SETOWN_EX, 2, 0));
+  f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, F_SETSIG, 1, 0));
+  f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, F_SETLEASE, 0, 1));
+  f.push_back(statement(BPF_RET | BPF_K, deny));
+  f.push_back(statement(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+  // open(O_RDONLY | O_TRUNC) truncates a file Landlock before ABI 3 lets the
+  // worker read (the user's archive by /proc/self/fd/N among them); nobody
+  // means it. openat2's flags are behind a pointer: ENOSYS, as glibc's open
+  // never uses it.
+  const auto no_truncating_read = [&f, deny](long nr, size_t flags_arg) {
+    f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr), 0, 5));
+    f.push_back(statement(BPF_LD | BPF_W | BPF_ABS, static_cast<uint32_t>(offsetof(seccomp_data, args) + 8 * flags_arg)));
+    f.push_back(jump(BPF_JMP | BPF_JSET | BPF_K, O_TRUNC, 0, 2));   // no O_TRUNC: allow
+    f.push_back(jump(BPF_JMP | BPF_JSET | BPF_K, O_ACCMODE, 1, 0));  // O_TRUNC and written: allow
+    f.push_back(statement(BPF_RET | BPF_K, deny));
+    f.push_back(statement(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+  };
+#if defined(__x86_64__)
+  no_truncating_read(__NR_open, 1);
+#endif
+  no_truncating_read(__NR_openat, 2);
+  f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, 437, 0, 1));  // openat2 (Linux 5.6)
+  f.push_back(statement(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS));
   // prctl: anything but PR_SET_PDEATHSIG (1), which would unbind the worker
   // from its parent's death.
   f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, __NR_prctl, 0, 4));
@@ -545,6 +607,7 @@ void scrub_environment() {
   for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
     if (std::string name = name_of(*entry); !worker_keeps_variable(name)) dropped.push_back(std::move(name));
   }
+  for (const std::string& name : dropped) ::unsetenv(name.c_str());  // by name, before the names are zeroed
   // Every string of the initial block, also those a setenv() since replaced.
   const auto [start, end] = environment_block();
   for (uintptr_t at = start; at < end;) {
@@ -553,7 +616,6 @@ void scrub_environment() {
     if (!worker_keeps_variable(name_of(std::string(entry, length).c_str()))) std::memset(entry, 0, length);
     at += length + 1;
   }
-  for (const std::string& name : dropped) ::unsetenv(name.c_str());
 }
 
 SandboxPolicy job_policy(std::vector<std::string> writable, bool cuda, const std::string& archive,
@@ -564,9 +626,7 @@ SandboxPolicy job_policy(std::vector<std::string> writable, bool cuda, const std
     char resolved[PATH_MAX];
     const std::string path = ::realpath(library.c_str(), resolved) != nullptr ? resolved : library;
     policy.readable.push_back(path);
-    if (const size_t slash = path.rfind('/'); slash != std::string::npos && slash > 0) {
-      policy.readable.push_back(path.substr(0, slash));
-    }
+    policy.readable.push_back(library_reads(path));
   }
   return policy;
 }
@@ -603,8 +663,8 @@ Error explain_sandbox_refusal(const Error& e) {
   };
   if (!says("Permission denied") && !says("Operation not permitted")) return e;
   return Error(e.kind(), e.what(), e.file(),
-               "the worker's sandbox refused it: the model's code tried to write outside its temporary folder, run a "
-               "program or open a socket; do not load this archive outside a sandbox")
+               "the worker's sandbox refused it: the model's code tried to read or write outside the folders it is given, "
+               "run a program or open a socket; do not load this archive outside a sandbox")
       .with_detail(e.detail());
 }
 

@@ -8,12 +8,13 @@
 // they cannot see what the code will do. So every worker (worker.h, and
 // serve's model_worker.h) confines itself for good before it loads libtorch:
 //   - Landlock: files are read only in the system's folders (/usr, /lib*,
-//     /bin, /sbin, /opt, /proc, /sys, /dev, /nix/store, /gnu/store, and /etc
-//     but for the entries that hold secrets by convention: shadow, ssh, ssl,
-//     sudoers, ...), the folders of the libraries the worker has loaded (the
-//     torch layer and libtorch, loaded before the sandbox; a site-packages
-//     folder whole, for CUDA's libraries beside torch's), the files the job
-//     names (the archive, --load-library and the folders they lie in) and the
+//     /bin, /sbin, /opt, /sys, /nix/store, /gnu/store), of /proc the
+//     worker's own entries and the machine's, of /etc what the C library and
+//     the loader read, of /dev the devices it uses, the folders of the
+//     libraries the worker has loaded (the torch layer and libtorch, loaded
+//     before the sandbox; a site-packages folder whole, for CUDA's libraries
+//     beside torch's; the file alone where its folder holds the user's own
+//     files), the files the job names (the archive, --load-library) and the
 //     folders it may write: not the user's home, /tmp, /var, /run, /mnt or
 //     any other folder of theirs, so native code from the file (an
 //     AOTInductor package's library) cannot read keys or tokens and return
@@ -39,7 +40,14 @@
 //     travel with a file the worker wrote), and new processes (fork, vfork,
 //     clone without CLONE_THREAD: a process would outlive the worker) fail
 //     with EPERM; clone3 with ENOSYS, so glibc falls back to clone, whose
-//     flags a filter can read. Every worker
+//     flags a filter can read. Calls that reach another process by its pid
+//     (kill, tgkill, sigqueue, prlimit, the scheduler's setters) reach only
+//     the worker itself; fcntl's F_SETOWN/F_SETSIG (a signal to any pid on
+//     I/O) and F_SETLEASE, setpriority, pidfd_*, setsid, setpgid,
+//     PR_SET_PDEATHSIG, vhangup, clock_adjtime, System V IPC and message
+//     queues, truncate(path) and read-only opens with O_TRUNC (Landlock sees
+//     truncation only from ABI 3) are refused; a root worker drops its
+//     capabilities but CAP_DAC_READ_SEARCH. Every worker
 //     speaks over pipes; an AF_UNIX socket would reach daemons by path
 //     (Landlock does not see connect()), so no family is allowed (glibc's
 //     nscd client falls back to the files).
@@ -47,7 +55,7 @@
 // so a worker enters the sandbox while it has one thread: in the child right
 // after fork, or right after exec, having loaded the torch layer (libtorch's
 // initializers start no thread and read nothing of the archive; the worker
-// checks the first: enter_sandbox fails on a second thread it did not expect). Where the kernel lacks one (Landlock:
+// checks the first: prepare_sandbox fails on a thread it did not expect). Where the kernel lacks one (Landlock:
 // Linux 5.13 and the LSM enabled; seccomp filters: 3.5) the worker runs with
 // what there is and the CLI prints one note. TSARCHIVE_NO_SANDBOX=1 turns it
 // off; TSARCHIVE_IN_PROCESS=1 has no worker to confine.

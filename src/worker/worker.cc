@@ -292,7 +292,8 @@ std::string run_in_worker(const WorkerJob& job, const std::function<std::string(
                   "libtorch did not finish within the time limit (" + short_number(job.limits.time_s) + " s" +
                       ", --time-limit) while " + job.activity + " and was stopped",
                   job.file, "if the model needs longer, raise --time-limit; if it should not, the archive may be hostile");
-    case Stop::Written:  // believed() said so above
+    case Stop::Written:  // believed() above has thrown this already
+      throw archive_written(job);
     case Stop::Payload:
       throw Error(ErrorKind::Torch, "the libtorch worker sent back more than its memory limit while " + job.activity,
                   job.file, suspicion(job));

@@ -119,9 +119,10 @@ void close_all(std::initializer_list<int*> fds) {
 // close_range(2) where the kernel has it (5.9), else one close per number.
 void close_range_of(unsigned first, unsigned last) noexcept {
   if (first > last) return;
-#ifdef __NR_close_range
-  if (::syscall(__NR_close_range, first, last, 0) == 0) return;
+#ifndef __NR_close_range
+#define __NR_close_range 436  // Linux 5.9, the same on x86_64 and aarch64; headers may be older
 #endif
+  if (::syscall(__NR_close_range, first, last, 0) == 0) return;
   struct rlimit limit {};
   const rlim_t open_max = ::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY ? limit.rlim_cur : 65536;
   const unsigned end = static_cast<unsigned>(std::min<rlim_t>(open_max, 1u << 20));
@@ -141,6 +142,7 @@ struct OutputRelay::State {
     const int fds[2] = {output[0], notes[0]};
     bool open[2] = {true, true};
     bool stopping = false;
+    size_t drained = 0;  // once stopping: what is left, not whatever keeps coming
     char buffer[4096];
     while (open[0] || open[1]) {
       if (!stopping) {
@@ -159,7 +161,7 @@ struct OutputRelay::State {
           open[i] = false;  // the end of the pipe
         }
       }
-      if (stopping && !read_any) break;  // drained what the child left
+      if (stopping && (!read_any || (drained += sizeof buffer) > 2 * kMaxForwarded)) break;  // what the child left
     }
     forwarders[0].end();
     forwarders[1].end();
@@ -188,7 +190,7 @@ int OutputRelay::attach_child(bool across_exec) const noexcept {
   const State& s = *state_;
   const int null = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   if (null < 0 || ::dup2(null, STDIN_FILENO) < 0) return -1;
-  ::close(null);
+  if (null != STDIN_FILENO) ::close(null);
   if (::dup2(s.output[1], STDOUT_FILENO) < 0 || ::dup2(s.output[1], STDERR_FILENO) < 0) return -1;
   if (across_exec && ::fcntl(s.notes[1], F_SETFD, 0) != 0) return -1;
   return s.notes[1];

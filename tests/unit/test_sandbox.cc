@@ -359,6 +359,13 @@ TEST_CASE("a worker reaches no other process by its pid, keeps no capability but
     out += std::string(", setpriority ") + refused(::setpriority(PRIO_USER, 0, 19));
     out += std::string(", setsid ") + refused(::setsid());
     out += std::string(", pdeathsig ") + refused(::prctl(PR_SET_PDEATHSIG, 0));
+    int pipe_fds[2];
+    REQUIRE(::pipe2(pipe_fds, O_CLOEXEC) == 0);
+    out += std::string(", F_SETOWN ") + refused(::fcntl(pipe_fds[0], F_SETOWN, parent));
+    const std::string scratch = std::string(std::getenv("TMPDIR")) + "/scratch";
+    ::close(::open(scratch.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
+    out += std::string(", O_RDONLY|O_TRUNC ") + refused(::open(scratch.c_str(), O_RDONLY | O_TRUNC | O_CLOEXEC));
+    out += std::string(", truncate ") + refused(::truncate(scratch.c_str(), 0));
     out += std::string(", /dev/shm ") + refused(::open(shm.c_str(), O_RDONLY | O_CLOEXEC));
     out += std::string(", /proc/1/cmdline ") + refused(::open("/proc/1/cmdline", O_RDONLY | O_CLOEXEC));
     out += std::string(", /proc/self/status ") + (::open("/proc/self/status", O_RDONLY | O_CLOEXEC) >= 0 ? "read" : "refused");
@@ -371,7 +378,8 @@ TEST_CASE("a worker reaches no other process by its pid, keeps no capability but
   });
   ::unlink(shm.c_str());
   CHECK(seen == "prlimit(parent) refused, getrlimit allowed, kill(parent) refused, kill(group) refused, kill(self) allowed, "
-                "setpriority refused, setsid refused, pdeathsig refused, /dev/shm refused, /proc/1/cmdline refused, "
+                "setpriority refused, setsid refused, pdeathsig refused, F_SETOWN refused, O_RDONLY|O_TRUNC refused, "
+                "truncate refused, /dev/shm refused, /proc/1/cmdline refused, "
                 "/proc/self/status read, capabilities reading only");
 }
 

@@ -4,7 +4,6 @@
 // carries results over the pipe (worker_codec.h) and the limit options.
 #include <catch2/catch.hpp>
 
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <fstream>
@@ -14,6 +13,8 @@
 #include <cstring>
 #include <limits>
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "base/error.h"
@@ -279,19 +280,24 @@ TEST_CASE("a writer that opens the archive while a worker reads it waits until t
     probe.release_lease();
   }
   const std::string pid_file = dir.file("worker.pid");
-  std::atomic<bool> worker_gone_when_opened{false};
-  std::thread writer([&] {
-    while (!exists(pid_file)) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the pid is written in full
-    pid_t worker = 0;
-    std::ifstream(pid_file) >> worker;
+  // The writer is a process of its own (no thread of this one may be running
+  // when run_in_worker forks): it exits 0 when the worker was gone by the time
+  // its open for writing returned.
+  const pid_t writer = ::fork();
+  REQUIRE(writer >= 0);
+  if (writer == 0) {
+    struct stat st {};
+    while (::stat(pid_file.c_str(), &st) != 0 || st.st_size == 0) ::usleep(5000);
+    ::usleep(20000);  // the pid is written in full
+    char text[32] = {};
+    const int in = ::open(pid_file.c_str(), O_RDONLY | O_CLOEXEC);
+    const ssize_t n = in >= 0 ? ::read(in, text, sizeof text - 1) : -1;
+    const pid_t worker = n > 0 ? static_cast<pid_t>(std::atol(text)) : 0;
     const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);  // waits on the lease
-    worker_gone_when_opened = worker > 0 && ::kill(worker, 0) != 0 && errno == ESRCH;
-    if (fd >= 0) {
-      CHECK(::write(fd, "swapped", 7) == 7);
-      ::close(fd);
-    }
-  });
+    const bool gone = worker > 0 && ::kill(worker, 0) != 0 && errno == ESRCH;
+    const bool wrote = fd >= 0 && ::write(fd, "swapped", 7) == 7;
+    ::_exit(gone && wrote ? 0 : 1);
+  }
   const Error e = error_of([&] {
     run_in_worker(leased, [&] {
       { std::ofstream(pid_file) << ::getpid(); }
@@ -299,8 +305,9 @@ TEST_CASE("a writer that opens the archive while a worker reads it waits until t
       return std::string("what libtorch made of other bytes");
     });
   });
-  writer.join();
+  int status = 0;
+  REQUIRE(::waitpid(writer, &status, 0) == writer);
   CHECK(e.kind() == ErrorKind::Io);
   CHECK_THAT(e.what(), Catch::Contains("was written while tsarchive used it"));
-  CHECK(worker_gone_when_opened);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
 }

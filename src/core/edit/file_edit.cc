@@ -99,6 +99,17 @@ void ArchiveFile::open_and_lock(double lock_timeout_seconds) {
                        std::chrono::duration<double>(lock_timeout_seconds));
   const char* wait_hint = "wait for it to finish, or give it longer with --lock-timeout SECONDS";
   while (true) {
+    if (access_ == FileAccess::EditInPlace) {
+      // A reader holds a read lease while libtorch reads the file (WatchedFile):
+      // an open for writing would stop it as if the file had been written.
+      // Wait for readers on a read-only descriptor first, as the lock below would.
+      struct stat st {};
+      const Fd probe(open_regular_file(path_, O_RDONLY, &st));
+      wait_for_lock([&] { return content_lock_free(probe.get(), F_WRLCK); },
+                    "another process is reading this file (it holds a read lock), and --in-place changes bytes it "
+                    "may be reading",
+                    "wait for it to finish, give it longer with --lock-timeout SECONDS, or leave out --in-place");
+    }
     fd_ = open_regular_file(path_, flags, &opened_);
     if (is_standard_stream(path_)) {  // a copy of its own, or a file given as stdin: only a reader's lock
       wait_for_lock([&] { return try_content_lock(fd_, F_RDLCK, path_); },
