@@ -257,13 +257,16 @@ try:
     # One spec of 16 MiB is counted against the budget before the worker makes it.
     status, _, answer, _ = request(port, multi_io_body({"a": "2048x2048:float32:ones"}), path=MULTI_INFER)
     check(status == 413 and "--max-inflight-bytes" in error_of(answer), f"a 16 MiB spec: {status} {error_of(answer)}")
-    # 400,000 outputs from a 130-byte request: the worker's reply is refused
-    # on its length, not read into the server; the worker serves on.
-    status, _, answer, _ = request(port, multi_io_body({}, n=400000), path=MULTI_INFER, timeout=120)
+    # 150,000 outputs (a 12 MB reply) from a 130-byte request: the worker's
+    # reply is refused on its length, not read into the server; the worker
+    # serves on. (Not more: a sanitizer build on a loaded machine takes minutes.)
+    status, _, answer, _ = request(port, multi_io_body({}, n=150000), path=MULTI_INFER, timeout=600)
     check(status == 413 and "outputs for the request take" in error_of(answer),
-          f"400,000 outputs: {status} {error_of(answer)}")
+          f"150,000 outputs: {status} {error_of(answer)}")
     peak = status_kb(server.pid, "VmHWM")
-    check(peak - base < (16 + 32) * 1024, f"peak RSS {peak} KiB from {base} KiB: past the 16M budget")
+    # An AddressSanitizer build keeps freed memory in its quarantine (above).
+    sanitized = "libasan" in subprocess.run(["ldd", TSARCHIVE], capture_output=True, text=True).stdout
+    check(sanitized or peak - base < (16 + 32) * 1024, f"peak RSS {peak} KiB from {base} KiB: past the 16M budget")
     status, _, answer, _ = request(port, multi_io_body({"a": "2x3:float32:ones"}), path=MULTI_INFER)
     check(status == 200 and ready(port), f"after the refusals: {status} {error_of(answer)}")
     print(f"spec strings and many outputs under 16M: peak RSS {peak // 1024} MiB from {base // 1024} MiB")
