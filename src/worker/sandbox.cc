@@ -462,11 +462,16 @@ void enter_seccomp() {
 
 // The NVIDIA driver, started before the sandbox (sandbox.h). Where there is
 // no libcuda, or cuInit fails here too, libtorch finds out again and says so.
+// Once: prepare_sandbox starts it, and enter_sandbox (called alone by tests) too.
 void start_cuda_driver() {
-  void* cuda = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (cuda == nullptr) return;
-  using CuInit = int (*)(unsigned);
-  if (const auto cu_init = reinterpret_cast<CuInit>(::dlsym(cuda, "cuInit"))) cu_init(0);
+  static const bool started = [] {
+    void* cuda = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (cuda == nullptr) return false;
+    using CuInit = int (*)(unsigned);
+    const auto cu_init = reinterpret_cast<CuInit>(::dlsym(cuda, "cuInit"));
+    return cu_init != nullptr && cu_init(0) == 0;
+  }();
+  (void)started;
 }
 
 int thread_count() {

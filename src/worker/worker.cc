@@ -64,7 +64,7 @@ constexpr int kPollMs = 20;
       // While this process has one thread, before libtorch reads the archive (sandbox.h).
       ::setenv("TMPDIR", temp->path().c_str(), 1);
       SandboxPolicy policy =
-          job_policy(job.writable, job.cuda, job.archive.fd >= 0 ? "/proc/self/fd/" + std::to_string(job.archive.fd) : "",
+          job_policy(job.writable, job.cuda, job.archive.descriptor_path(),
                      job.libraries);
       policy.writable.push_back(temp->path());
       if (libtorch_tmp != nullptr) {

@@ -109,6 +109,8 @@ struct WatchedFile {
   int64_t ctime_s = 0, ctime_ns = 0, mtime_s = 0, mtime_ns = 0;
   uint64_t size = 0;
   bool leased = false;  // a read lease is held on fd (take_lease)
+  // "/proc/self/fd/N", the path libtorch opens it by; "" without a descriptor.
+  std::string descriptor_path() const { return fd >= 0 ? "/proc/self/fd/" + std::to_string(fd) : ""; }
   // Whether the file is still as recorded and, when leased, no writer waits
   // on the lease (false when it cannot be stat'ed).
   bool unchanged() const;
