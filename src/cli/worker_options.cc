@@ -15,6 +15,10 @@ void add_worker_options(CLI::App& app, WorkerSettings& options, bool validate_fl
                  help("Resident memory libtorch's worker may use (default auto: 4G, or 2G + 4x the\n"
                         "archive if more, at most 90% of RAM; none: no limit)"))
       ->type_name("SIZE");
+  app.add_option("--disk-limit", options.disk_limit,
+                 help("What libtorch's worker may write in its own folders (default auto: as --memory-limit's,\n"
+                        "without the RAM bound; none: no limit)"))
+      ->type_name("SIZE");
   app.add_option("--time-limit", options.time_limit_s, help("Seconds libtorch's worker may run (default 600; 0: none)"))
       ->type_name("SECONDS")
       ->check(CLI::Range(0.0, 1e7));

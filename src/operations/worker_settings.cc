@@ -47,14 +47,22 @@ uint64_t parse_memory_size(const std::string& text, const char* flag) {
 WorkerLimits resolve_worker_limits(const WorkerSettings& settings, uint64_t archive_size) {
   WorkerLimits limits;
   limits.time_s = settings.time_limit_s;
+  const uint64_t automatic = std::max(4 * kGiB, 2 * kGiB + 4 * archive_size);
   if (settings.memory_limit == "none") {
     limits.memory_bytes = 0;
   } else if (settings.memory_limit == "auto") {
-    limits.memory_bytes = std::max(4 * kGiB, 2 * kGiB + 4 * archive_size);
+    limits.memory_bytes = automatic;
     const uint64_t ram = physical_memory_bytes();
     if (ram != 0) limits.memory_bytes = std::min(limits.memory_bytes, ram / 10 * 9);
   } else {
     limits.memory_bytes = parse_memory_size(settings.memory_limit, "--memory-limit");
+  }
+  if (settings.disk_limit == "none") {
+    limits.disk_bytes = 0;
+  } else if (settings.disk_limit == "auto") {
+    limits.disk_bytes = automatic;
+  } else {
+    limits.disk_bytes = parse_memory_size(settings.disk_limit, "--disk-limit");
   }
   return limits;
 }

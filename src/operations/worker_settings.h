@@ -17,14 +17,15 @@ namespace tsarchive {
 struct WorkerSettings {
   std::string memory_limit = "auto";  // SIZE (512M, 8G, 1.5GiB, bytes), "auto" or "none"
   double time_limit_s = 600;          // 0: none
+  std::string disk_limit = "auto";    // SIZE, "auto" or "none" (worker/disk_use.h)
   bool no_validate = false;
   bool allow_unsafe_load = false;  // load what the load-safety verdict calls dangerous or crafted (gate.h)
   std::vector<std::string> libraries;  // --load-library
 };
 
 // The limits for an archive of `archive_size` bytes. "auto" allows
-// max(4 GiB, 2 GiB + 4 x the archive), at most 90% of the machine's memory.
-// Error(Usage) for a SIZE that does not parse.
+// max(4 GiB, 2 GiB + 4 x the archive) of memory, at most 90% of the
+// machine's, and as much on disk. Error(Usage) for a SIZE that does not parse.
 WorkerLimits resolve_worker_limits(const WorkerSettings& settings, uint64_t archive_size);
 
 // The job for `activity` on an archive that passed the gate (gate.h), or

@@ -208,12 +208,13 @@ void ModelEndpoint::dispatch(Instance& instance) {
       }
       continue;
     }
-    // Idle, it looks at its worker every 100 ms: one that died between calls
+    // Idle, it looks at its worker every 100 ms: one that died between calls,
+    // or passed its memory or disk limit (a model's own thread may go on),
     // makes the model not ready at once, and is restarted.
     if (!wake_.wait_for(lock, std::chrono::milliseconds(100),
                         [&] { return stopping_ || !queue_.empty() || instance.stats_wanted; })) {
       std::string why;
-      if (instance.worker->ended(why)) {
+      if (instance.worker->ended(why) || instance.worker->stopped_at_limit(why)) {
         warn_("model '" + spec_.name + "' (" + spec_.job.file + "): " + why + " between requests; restarting its worker");
         instance.ready = false;
       }

@@ -19,6 +19,7 @@
 #include "base/error.h"
 #include "base/posix_fd.h"
 #include "base/strings.h"
+#include "worker/disk_use.h"
 #include "worker/worker_codec.h"
 #include "worker/worker_output.h"
 
@@ -149,6 +150,7 @@ ServedModelInfo ModelWorker::start() {
   const OutputRelay& relay = *relay_;
   const std::string notes_arg = std::to_string(relay.child_notes_descriptor());
   const pid_t parent = ::getpid();
+  const uint64_t disk_limit = job_.limits.disk_bytes;
   const pid_t pid = ::fork();
   if (pid < 0) {
     const int err = errno;
@@ -167,7 +169,8 @@ ServedModelInfo ModelWorker::start() {
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE}) ::signal(sig, SIG_DFL);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGPIPE, SIGXFSZ}) ::signal(sig, SIG_DFL);
+    limit_worker_files(disk_limit);  // a write past it ends the worker with SIGXFSZ (disk_use.h)
     // The pipes' worker ends and the archive survive the exec; fds 0, 1 and
     // 2 become /dev/null and the relay's pipe (worker_output.h).
     for (int fd : {to[0], from[1], archive_fd}) {
@@ -213,7 +216,10 @@ ServedStats ModelWorker::stats() {
 
 namespace {
 
-std::string exit_text(int status) {
+std::string exit_text(int status, uint64_t disk_limit) {
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGXFSZ) {
+    return "libtorch's worker wrote a file past the disk limit (" + human_size(disk_limit) + ", --disk-limit) and was stopped";
+  }
   return WIFSIGNALED(status) ? "libtorch crashed with " + signal_text(WTERMSIG(status))
                              : "the libtorch worker ended (exit status " +
                                    std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) + ")";
@@ -229,13 +235,35 @@ bool ModelWorker::ended(std::string& why) {
   if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != pid) {
     return false;
   }
-  why = exit_text(reap());
+  why = exit_text(reap(), job_.limits.disk_bytes);
+  stop();
+  return true;
+}
+
+std::string ModelWorker::over_limit() {
+  const pid_t pid = pid_.load();
+  if (pid <= 0) return {};
+  if (job_.limits.memory_bytes != 0 && counted_resident_bytes(pid) > job_.limits.memory_bytes) {
+    return "libtorch passed the memory limit (" + human_size(job_.limits.memory_bytes) + " resident, --memory-limit) and was stopped";
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (now - disk_looked_ < std::chrono::milliseconds(100)) return {};
+  disk_looked_ = now;
+  std::vector<std::string> folders;
+  if (temp_) folders.push_back(temp_->path());
+  const std::string why = disk_limit_passed(measure_disk_use(pid, folders), job_.limits.disk_bytes);
+  return why.empty() ? why : "libtorch's worker " + why + " and was stopped";
+}
+
+bool ModelWorker::stopped_at_limit(std::string& why) {
+  why = over_limit();
+  if (why.empty()) return false;
   stop();
   return true;
 }
 
 void ModelWorker::died(int status, const std::string& activity, const std::string& why) {
-  const std::string what = why.empty() ? exit_text(status) : why;
+  const std::string what = why.empty() ? exit_text(status, job_.limits.disk_bytes) : why;
   stop();
   throw Error(ErrorKind::Torch, what + " while " + activity, job_.file,
               "the worker is restarted; if this repeats, check the model with 'tsarchive run'");
@@ -278,10 +306,7 @@ std::string ModelWorker::call(std::string payload, const std::string& activity, 
       }
       continue;
     }
-    if (job_.limits.memory_bytes != 0 && counted_resident_bytes(pid_.load()) > job_.limits.memory_bytes) {
-      died(0, activity, "libtorch passed the memory limit (" + human_size(job_.limits.memory_bytes) +
-                            " resident, --memory-limit) and was stopped");
-    }
+    if (const std::string why = over_limit(); !why.empty()) died(0, activity, why);
     if (job_.limits.time_s > 0 && std::chrono::duration<double>(Clock::now() - start).count() > job_.limits.time_s) {
       died(0, activity, "libtorch did not finish within the time limit (" + short_number(job_.limits.time_s) +
                             " s, --time-limit) and was stopped");

@@ -25,6 +25,7 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -78,6 +79,10 @@ class ModelWorker {
   // Between calls: whether the worker has ended (it is then reaped and
   // alive() is false); `why` says how ("libtorch crashed with SIGKILL").
   bool ended(std::string& why);
+  // Between calls: whether the worker passed its memory or disk limit (it
+  // is then stopped and alive() is false); `why` says which. A model's thread
+  // may go on allocating or writing while no request is in flight.
+  bool stopped_at_limit(std::string& why);
   pid_t pid() const { return pid_.load(); }
   // SIGKILL to the worker, from any thread, while its owner may be in a call
   // (which then sees the pipe close). Reaping stays the owner's.
@@ -87,6 +92,9 @@ class ModelWorker {
 
  private:
   std::string call(std::string payload, const std::string& activity, uint64_t max_reply_bytes = UINT64_MAX);
+  // Why the running worker is past its memory or disk limit, "" when it is
+  // not (the disk is looked at every 100 ms at most: disk_use.h).
+  std::string over_limit();
   [[noreturn]] void died(int status, const std::string& activity, const std::string& why);
   // Waits for the worker to end and returns its status; pid_ is -1 before
   // the process is reaped, so kill() never signals a pid that was reused.
@@ -96,6 +104,7 @@ class ModelWorker {
   ServeModelRequest request_;
   std::string executable_;
   std::atomic<pid_t> pid_{-1};  // read by kill() on another thread
+  std::chrono::steady_clock::time_point disk_looked_{};
   int to_worker_ = -1;
   int from_worker_ = -1;
   std::unique_ptr<WorkerTempFolder> temp_;  // the running worker's, removed once it is reaped

@@ -25,6 +25,7 @@
 #include "base/posix_fd.h"
 #include "base/strings.h"
 #include "core/edit/file_edit.h"
+#include "worker/disk_use.h"
 #include "worker/sandbox.h"
 #include "worker/worker_output.h"
 
@@ -33,6 +34,7 @@ namespace {
 
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 constexpr int kPollMs = 20;
+constexpr auto kDiskLookEvery = std::chrono::milliseconds(100);  // disk_use.h
 
 // The child: never returns. `temp`: its temporary folder, null without the
 // sandbox (TSARCHIVE_NO_SANDBOX=1).
@@ -49,7 +51,8 @@ constexpr int kPollMs = 20;
   // A crash ends the worker by its signal, which the parent names. (In
   // sanitizer builds ASan's handler would turn it into a report and exit 1;
   // what the instrumentation itself finds is still reported.)
-  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL}) ::signal(sig, SIG_DFL);
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGXFSZ}) ::signal(sig, SIG_DFL);
+  limit_worker_files(job.limits.disk_bytes);  // a write past it ends the worker with SIGXFSZ
 
   // None of the user's descriptors stays with code from the file (worker_output.h).
   const int notes = relay.attach_child(false);
@@ -119,12 +122,13 @@ std::string crash_hint(const WorkerJob& job, int sig) {
   return "try it with the PyTorch that wrote it; if it runs there, please report the file to tsarchive";
 }
 
-enum class Stop { None, Memory, Time, Payload, Written };
+enum class Stop { None, Memory, Time, Payload, Written, Disk };
 
 // Reads the child's payload while enforcing the limits; returns why it was
-// stopped (None: it ended on its own) and leaves its wait status in `status`.
-Stop supervise(pid_t pid, int fd, const WorkerLimits& limits, const WatchedFile& archive, std::string& payload,
-               int& status) {
+// stopped (None: it ended on its own) and leaves its wait status in `status`;
+// with Stop::Disk, `disk_why` says what it wrote. `folders`: those it may write.
+Stop supervise(pid_t pid, int fd, const WorkerLimits& limits, const std::vector<std::string>& folders,
+               const WatchedFile& archive, std::string& payload, int& status, std::string& disk_why) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   // A result is never larger than the memory the worker may use.
@@ -133,6 +137,13 @@ Stop supervise(pid_t pid, int fd, const WorkerLimits& limits, const WatchedFile&
   bool open = true;
   bool exited = false;
   int waits_after_eof = 0;
+  auto disk_looked = start;
+  const auto disk_passed = [&] {
+    if (Clock::now() - disk_looked < kDiskLookEvery) return false;
+    disk_looked = Clock::now();
+    disk_why = disk_limit_passed(measure_disk_use(pid, folders), limits.disk_bytes);
+    return !disk_why.empty();
+  };
   char buffer[1 << 16];
   while (open || !exited) {
     if (open) {
@@ -170,6 +181,8 @@ Stop supervise(pid_t pid, int fd, const WorkerLimits& limits, const WatchedFile&
       stop = Stop::Memory;  // what it sent is held here for it: one budget, or a worker could flood the parent
     } else if (limits.time_s > 0 && std::chrono::duration<double>(Clock::now() - start).count() > limits.time_s) {
       stop = Stop::Time;
+    } else if (disk_passed()) {
+      stop = Stop::Disk;
     }
     if (stop != Stop::None) {
       ::kill(pid, SIGKILL);
@@ -184,6 +197,14 @@ Stop supervise(pid_t pid, int fd, const WorkerLimits& limits, const WatchedFile&
 }  // namespace
 
 namespace {
+
+// `why`: from disk_limit_passed, or the SIGXFSZ that RLIMIT_FSIZE sent.
+Error disk_limit_error(const WorkerJob& job, const std::string& why) {
+  return Error(ErrorKind::Torch,
+               "libtorch's worker " + why + " while " + job.activity + " and was stopped; what it wrote is removed" +
+                   (job.validated ? "" : "; " + suspicion(job)),
+               job.file, "if the model needs more room, raise --disk-limit; if it should not write, the archive may be hostile");
+}
 
 Error archive_written(const WorkerJob& job) {
   return Error(ErrorKind::Io,
@@ -273,9 +294,12 @@ std::string run_in_worker(const WorkerJob& job, const std::function<std::string(
   ::close(fds[1]);
   relay.start(STDERR_FILENO);
   StagingFolder::watch_child(pid);  // an interrupt kills it before removing what it writes into
-  std::string payload;
+  std::vector<std::string> folders = job.writable;
+  if (temp) folders.push_back(temp->path());
+  if (libtorch_tmp) folders.push_back(libtorch_tmp->path());
+  std::string payload, disk_why;
   int status = 0;
-  const Stop stop = supervise(pid, fds[0], job.limits, archive, payload, status);
+  const Stop stop = supervise(pid, fds[0], job.limits, folders, archive, payload, status, disk_why);
   StagingFolder::watch_child(0);
   relay.finish();
   ::close(fds[0]);
@@ -294,11 +318,16 @@ std::string run_in_worker(const WorkerJob& job, const std::function<std::string(
                   job.file, "if the model needs longer, raise --time-limit; if it should not, the archive may be hostile");
     case Stop::Written:  // believed() above has thrown this already
       throw archive_written(job);
+    case Stop::Disk:
+      throw disk_limit_error(job, disk_why);
     case Stop::Payload:
       throw Error(ErrorKind::Torch, "the libtorch worker sent back more than its memory limit while " + job.activity,
                   job.file, suspicion(job));
     case Stop::None:
       break;
+  }
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGXFSZ) {
+    throw disk_limit_error(job, "wrote a file past the disk limit (" + human_size(job.limits.disk_bytes) + ", --disk-limit)");
   }
   if (WIFSIGNALED(status)) {
     throw Error(ErrorKind::Torch,

@@ -14,7 +14,7 @@
 // Resident memory, not address space, is limited: CUDA reserves terabytes of
 // address space it never touches. The limit counts the child's anonymous
 // resident memory (heap and tensors; not the shared libraries' pages), read
-// from /proc every 20 ms.
+// from /proc every 20 ms. What it writes is bounded too (disk_use.h).
 #pragma once
 
 #include <sys/types.h>
@@ -48,6 +48,7 @@ TorchLayerLocation locate_torch_layer();
 struct WorkerLimits {
   uint64_t memory_bytes = 0;  // anonymous resident memory; 0: no limit
   double time_s = 0;          // wall-clock seconds; 0: no limit
+  uint64_t disk_bytes = 0;    // what it holds on disk (disk_use.h); 0: no limit but the count of files
 };
 
 // What the child does, for the one line that reports its end.
