@@ -48,6 +48,26 @@ bool copy_may_become_the_file(int fd) {
 
 }  // namespace
 
+namespace {
+
+// Error(Torch) naming the first extra file of `kept` that the copy lacks or
+// holds changed: data a user put in the archive is never dropped unnamed.
+void refuse_lost_extras(const std::vector<RecordDigest>& copy, const std::vector<std::pair<std::string, std::string>>& kept,
+                        const std::string& display) {
+  std::map<std::string, const RecordDigest*> by_name;
+  for (const RecordDigest& d : copy) by_name[d.name] = &d;
+  for (const auto& [name, sha256] : kept) {
+    const auto found = by_name.find(name);
+    if (found != by_name.end() && found->second->sha256 == sha256) continue;
+    throw Error(ErrorKind::Torch,
+                "the archive libtorch re-saved " + std::string(found == by_name.end() ? "lacks " : "changed ") + name +
+                    " of the original",
+                display, "nothing was written; stamp it with --keep-bytes, which writes no copy");
+  }
+}
+
+}  // namespace
+
 StagedStamp write_staged_with_stamp(ArchiveFile& file, const std::string& staged, StampContent content,
                                     const std::string& output, const std::string& expected_top, const std::string& display,
                                     const StagedExtras& extras) {
@@ -76,6 +96,7 @@ StagedStamp write_staged_with_stamp(ArchiveFile& file, const std::string& staged
     if (!content.format_version) content.format_version = gate.format_version;
     // verify digested every record; the carried extra files replace or join them.
     const std::string stamp_record = extra_record_name(extras.stamp_name);
+    refuse_lost_extras(gate.records, extras.kept, display);
     std::map<std::string, std::string> digests;
     for (const auto& [name, hex] : digests_without_stamp(gate.records, display, stamp_record)) digests[name] = hex;
     for (const ExtraEdit& e : extras.carried) {

@@ -38,6 +38,10 @@ struct StagedExtras {
   // Sign the result too (stamp --sign-key): the embedded signature goes in
   // with the stamp, in the same write.
   const SignerKeys* sign = nullptr;
+  // (record name, sha256) of the original's extra files that libtorch's save
+  // carried (stamp): the copy must hold each, unchanged. The worker that wrote
+  // the copy runs the model's code; what it wrote is not taken on trust.
+  std::vector<std::pair<std::string, std::string>> kept;
 };
 
 struct StagedStamp {

@@ -86,6 +86,12 @@ Written stamp_by_resave(ArchiveFile& file, const CheckedArchive& checked, const 
   StagedExtras extras;
   extras.stamp_name = place.producer != nullptr ? kStampAltName : kStampName;
   extras.sign = opts.signer;
+  if (!request.extra_names.empty()) {
+    DigestOptions extra_files;
+    extra_files.kinds = {RecordKind::Extra};
+    if (place.stamp != nullptr) extra_files.exclude = {place.stamp->name};
+    for (const RecordDigest& d : digest_records(archive, extra_files)) extras.kept.emplace_back(d.name, d.sha256);
+  }
   const StagedStamp staged = write_staged_with_stamp(file, request.output, content, opts.output, top, opts.model, extras);
   return Written{staged.result, staged.stamp, staged.format_version, staged.signer};
 }

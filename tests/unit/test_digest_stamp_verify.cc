@@ -61,8 +61,8 @@ TEST_CASE("sha256 matches the published test vectors") {
 
 TEST_CASE("record digests cover stored and deflated records, on any number of threads") {
   const auto archive = open_bytes(slurp(testdata("mlp_scripted.pt")));
-  const std::vector<RecordDigest> one = digest_records(*archive, DigestOptions{1, {}});
-  const std::vector<RecordDigest> many = digest_records(*archive, DigestOptions{8, {}});
+  const std::vector<RecordDigest> one = digest_records(*archive, DigestOptions{1, {}, {}});
+  const std::vector<RecordDigest> many = digest_records(*archive, DigestOptions{8, {}, {}});
   REQUIRE(one.size() == archive->records().size());
   bool saw_deflated = false;
   for (size_t i = 0; i < one.size(); ++i) {
@@ -75,7 +75,7 @@ TEST_CASE("record digests cover stored and deflated records, on any number of th
     saw_deflated = saw_deflated || r.entry->method == 8;
   }
   CHECK(saw_deflated);
-  const auto skipped = digest_records(*archive, DigestOptions{0, {"data.pkl"}});
+  const auto skipped = digest_records(*archive, DigestOptions{0, {"data.pkl"}, {}});
   CHECK(skipped.size() == one.size() - 1);
 }
 

@@ -13,6 +13,7 @@
 #include "base/temp_files_and_locks.h"
 #include "core/edit/extra.h"
 #include "core/edit/file_edit.h"
+#include "core/provenance/digest.h"
 #include "core/provenance/producer_info.h"
 #include "core/provenance/verify.h"
 #include "format/zip_writer.h"
@@ -191,6 +192,23 @@ TEST_CASE("staged save: a final stamp that fits the hook's room is written over 
     REQUIRE(::symlink(elsewhere.c_str(), staged.c_str()) == 0);
     CHECK_THROWS_AS(write_staged_with_stamp(file, staged, content, "", top, model), Error);
     CHECK(slurp(elsewhere) == planted);
+    CHECK(slurp(model) == original);
+  }
+  SECTION("a copy that lacks or changed an extra file the save carried is refused, naming it") {
+    ArchiveFile file(model, FileAccess::Edit, 10);
+    const StagingFolder stage(model, original.size());
+    const std::string staged = stage.path() + "/" + top + ".pt";
+    write_file(staged, with_stamp(original, pad_stamp(hook, stamp_size_with_digests(hook, *source))));
+    StagedExtras extras;
+    extras.kept = {{"extra/notes.txt", sha256_hex("a note the save carried")}};
+    const Error lost = error_of([&] { write_staged_with_stamp(file, staged, content, "", top, model, extras); });
+    CHECK(lost.kind() == ErrorKind::Torch);
+    CHECK_THAT(lost.what(), Catch::Contains("lacks extra/notes.txt of the original"));
+    CHECK_THAT(lost.hint(), Catch::Contains("nothing was written"));
+    CHECK(slurp(model) == original);
+    extras.kept = {{"extra/labels.json", sha256_hex("what the original held")}};
+    CHECK_THAT(error_of([&] { write_staged_with_stamp(file, staged, content, "", top, model, extras); }).what(),
+               Catch::Contains("changed extra/labels.json"));
     CHECK(slurp(model) == original);
   }
 }

@@ -103,6 +103,9 @@ std::vector<RecordDigest> digest_records(const TorchArchive& archive, const Dige
   for (const Record& r : archive.records()) {
     if (r.entry->is_directory() || r.entry->local_header_offset < options.from_offset) continue;
     if (std::find(options.exclude.begin(), options.exclude.end(), r.name) != options.exclude.end()) continue;
+    if (!options.kinds.empty() && std::find(options.kinds.begin(), options.kinds.end(), r.kind) == options.kinds.end()) {
+      continue;
+    }
     todo.push_back(&r);
   }
   // Largest first, so one big record does not start last and run alone.

@@ -35,6 +35,8 @@ struct DigestOptions {
   unsigned threads = 0;  // 0: one per core
   // Records whose names are skipped (e.g. the stamp itself).
   std::vector<std::string> exclude;
+  // Of what kinds (format/archive.h) records are digested; empty: every kind.
+  std::vector<RecordKind> kinds;
   // false: check content (CRC-32, sizes) without SHA-256; `sha256` stays empty.
   bool sha256 = true;
   // Only records whose local header starts at or after this offset (an
