@@ -10,6 +10,7 @@
 #include <linux/audit.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
+#include <linux/fs.h>
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <sys/file.h>
@@ -29,6 +30,7 @@
 #include <cstring>
 #include <fstream>
 #include <initializer_list>
+#include <iterator>
 #include <set>
 #include <sstream>
 #include <string>
@@ -290,6 +292,14 @@ constexpr long kDenied[] = {
     // Other processes by pid: renice (PRIO_USER reaches all of the user's),
     // signals from a pidfd, comparing or reaping them.
     __NR_setpriority, __NR_ioprio_set, __NR_tkill, __NR_kcmp,
+    // Memory no limit counts: data queued in a socket pair's buffers is the
+    // kernel's (196 pairs held 1.5 GiB the worker's RSS did not show). And
+    // the user's inotify instances (128 by default), which a worker could
+    // hold all of.
+    __NR_socketpair, __NR_inotify_init1, __NR_fanotify_init,
+#if defined(__x86_64__)
+    __NR_inotify_init,
+#endif
     424, 434, 438, 440, 448,  // pidfd_send_signal, pidfd_open, pidfd_getfd, process_madvise, process_mrelease
                               // (the same on x86_64 and aarch64; headers may be older than the kernel)
     // System V IPC and POSIX message queues: the user's other shared memory
@@ -368,10 +378,16 @@ void enter_seccomp() {
   // model's native code would type commands into their shell (as root, even
   // on a tty that is not its controlling one). TIOCLINUX pastes the console
   // selection likewise. The kernel reads the request as 32 bits: so does this.
-  f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 0, 5));
+  // FS_IOC_SETFLAGS and FS_IOC_FSSETXATTR set a file's attributes (nodump,
+  // append-only, a project id): on stamp's copy they would travel to the
+  // user's archive, as extended attributes would (below).
+  constexpr uint32_t kDeniedIoctls[] = {TIOCSTI, TIOCLINUX, FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS, FS_IOC_FSSETXATTR};
+  constexpr auto kIoctls = static_cast<uint8_t>(std::size(kDeniedIoctls));
+  f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, __NR_ioctl, 0, kIoctls + 3));
   f.push_back(statement(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[1])));  // low half (little-endian)
-  f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, TIOCSTI, 2, 0));
-  f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, TIOCLINUX, 1, 0));
+  for (uint8_t i = 0; i < kIoctls; ++i) {
+    f.push_back(jump(BPF_JMP | BPF_JEQ | BPF_K, kDeniedIoctls[i], static_cast<uint8_t>(kIoctls - i), 0));
+  }
   f.push_back(statement(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
   f.push_back(statement(BPF_RET | BPF_K, deny));
   // `nr` only when argument `arg` (its low 32 bits: the kernel reads a pid,
@@ -400,6 +416,13 @@ void enter_seccomp() {
   only_when(__NR_sched_setscheduler, 0, {0, self});
   only_when(__NR_sched_setparam, 0, {0, self});
   only_when(__NR_sched_setattr, 0, {0, self});
+  // Moving another process's pages, reading its robust futex list (an
+  // address), or its process group and session (whether it exists).
+  only_when(__NR_migrate_pages, 0, {0, self});
+  only_when(__NR_move_pages, 0, {0, self});
+  only_when(__NR_get_robust_list, 0, {0, self});
+  only_when(__NR_getpgid, 0, {0, self});
+  only_when(__NR_getsid, 0, {0, self});
   // fcntl: F_SETOWN(_EX) with F_SETSIG has the kernel signal any process of
   // the user's (root's: any) when a descriptor becomes ready; F_SETLEASE on
   // the archive's shared descriptor would undo the parent's lease.

@@ -31,18 +31,23 @@
 //     whose name says KEY, TOKEN, SECRET, PASSWORD or CREDENTIAL), and the
 //     bytes of the rest are zeroed where /proc/self/environ reads them: a CI
 //     job's AWS_SECRET_ACCESS_KEY or GITHUB_TOKEN is not the model's to read.
-//   - seccomp: execve and execveat, socket() of every family, ptrace and
-//     process_vm_*, new namespaces (unshare, setns, clone's CLONE_NEW*),
-//     mount and the new mount API, bpf, perf_event_open, userfaultfd,
-//     io_uring (its operations do not pass through seccomp), ioctl's
-//     TIOCSTI and TIOCLINUX (they type into a terminal), keyrings,
+//   - seccomp: execve and execveat, socket() and socketpair() of every
+//     family, ptrace and process_vm_*, new namespaces (unshare, setns,
+//     clone's CLONE_NEW*), mount and the new mount API, bpf,
+//     perf_event_open, userfaultfd, io_uring (its operations do not pass
+//     through seccomp), inotify and fanotify (the worker is not to learn
+//     when the user touches a file), ioctl's TIOCSTI and TIOCLINUX (they
+//     type into a terminal) and FS_IOC_SETFLAGS/FS_IOC_FSSETXATTR (an
+//     immutable staging file would outlive tsarchive's removal), keyrings,
 //     modules, kexec and reboot, setting extended attributes (an ACL would
 //     travel with a file the worker wrote), and new processes (fork, vfork,
 //     clone without CLONE_THREAD: a process would outlive the worker) fail
 //     with EPERM; clone3 with ENOSYS, so glibc falls back to clone, whose
 //     flags a filter can read. Calls that reach another process by its pid
-//     (kill, tgkill, sigqueue, prlimit, the scheduler's setters) reach only
-//     the worker itself; fcntl's F_SETOWN/F_SETSIG (a signal to any pid on
+//     (kill, tgkill, sigqueue, prlimit, the scheduler's setters but
+//     sched_setaffinity, which OpenMP calls with thread ids, migrate_pages,
+//     move_pages, get_robust_list, getpgid, getsid) reach only the worker
+//     itself; fcntl's F_SETOWN/F_SETSIG (a signal to any pid on
 //     I/O) and F_SETLEASE, setpriority, pidfd_*, setsid, setpgid,
 //     PR_SET_PDEATHSIG, vhangup, clock_adjtime, System V IPC and message
 //     queues, truncate(path) and read-only opens with O_TRUNC (Landlock sees

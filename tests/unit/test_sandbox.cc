@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <linux/capability.h>
+#include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -36,6 +37,17 @@
 using namespace tsarchive;
 
 namespace {
+
+// A worker job loading "model.pt", with these --load-library files and
+// folders it may write.
+WorkerJob loading_job(std::vector<std::string> libraries, std::vector<std::string> writable) {
+  WorkerJob job;
+  job.file = "model.pt";
+  job.activity = "loading the module";
+  job.libraries = std::move(libraries);
+  job.writable = std::move(writable);
+  return job;
+}
 
 // Whether `path` names anything, a symbolic link itself included (base/posix_fd.h's
 // exists follows links).
@@ -144,7 +156,7 @@ TEST_CASE("the sandbox: a worker reads the files its job names, its libraries' f
   make(libraries.file("libneighbour.so"));
   const int archive = ::open(home.file("model.pt").c_str(), O_RDONLY | O_CLOEXEC);
   REQUIRE(archive >= 0);
-  WorkerJob job{"model.pt", "loading the module", {}, true, {libraries.file("libcustom_ops.so")}, {}};
+  WorkerJob job = loading_job({libraries.file("libcustom_ops.so")}, {});
   struct stat st {};
   REQUIRE(::fstat(archive, &st) == 0);
   job.archive = WatchedFile{archive, st.st_ctim.tv_sec, st.st_ctim.tv_nsec, st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
@@ -210,7 +222,7 @@ TEST_CASE("the sandbox: a worker's environment keeps what libraries read, not a 
   }
   ::setenv("TSARCHIVE_TEST_SECRET_TOKEN", "hunter2-in-the-environment", 1);
   ::setenv("OMP_NUM_THREADS", "1", 1);
-  WorkerJob job{"model.pt", "loading the module", {}, true, {}, {}};
+  WorkerJob job = loading_job({}, {});
   const std::string seen = run_in_worker(job, [] {
     std::ifstream environ_file("/proc/self/environ");
     const std::string block((std::istreambuf_iterator<char>(environ_file)), std::istreambuf_iterator<char>());
@@ -237,7 +249,7 @@ TEST_CASE("the sandbox: a worker holds none of the parent's descriptors, and can
   const std::string pts = ::ptsname(master);
   const int terminal = ::open(pts.c_str(), O_RDWR | O_NOCTTY | O_CLOEXEC);
   REQUIRE(terminal >= 0);
-  WorkerJob job{"model.pt", "loading the module", {}, true, {}, {}};
+  WorkerJob job = loading_job({}, {});
   const std::string seen = run_in_worker(job, [&] {
     std::string out = ::fcntl(written, F_GETFD) < 0 && ::fcntl(leaked, F_GETFD) < 0 ? "closed" : "open";
     out += ::isatty(STDIN_FILENO) == 0 && ::isatty(STDOUT_FILENO) == 0 && ::isatty(STDERR_FILENO) == 0 ? ", no tty" : ", a tty";
@@ -290,7 +302,7 @@ TEST_CASE("a worker writes in its own TMPDIR, which goes with it, and nowhere el
     return;
   }
   TempDir outside, staging;
-  WorkerJob job{"model.pt", "loading the module", {}, true, {}, {staging.path.string()}};
+  WorkerJob job = loading_job({}, {staging.path.string()});
   // TMPDIR is the worker's own folder, writable; the job's folder too; others not.
   const std::string tmpdir = run_in_worker(job, [&] {
     const std::string tmp = std::getenv("TMPDIR");
@@ -314,7 +326,7 @@ TEST_CASE("a worker starts threads but no process, and sets no extended attribut
     return;
   }
   TempDir staging;
-  WorkerJob job{"model.pt", "loading the module", {}, true, {}, {staging.path.string()}};
+  WorkerJob job = loading_job({}, {staging.path.string()});
   const std::string seen = run_in_worker(job, [&] {
     std::string out;
     const pid_t child = ::fork();  // glibc's fork: clone(SIGCHLD), no CLONE_THREAD
@@ -345,7 +357,7 @@ TEST_CASE("a worker reaches no other process by its pid, keeps no capability but
   }
   const std::string shm = "/dev/shm/tsarchive-test-" + std::to_string(::getpid());
   ::close(::open(shm.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
-  WorkerJob job{"model.pt", "loading the module", {}, true, {}, {}};
+  WorkerJob job = loading_job({}, {});
   const std::string seen = run_in_worker(job, [&] {
     const auto refused = [](int rc) { return rc < 0 && (errno == EPERM || errno == EACCES) ? "refused" : "allowed"; };
     const pid_t parent = ::getppid();
@@ -383,6 +395,35 @@ TEST_CASE("a worker reaches no other process by its pid, keeps no capability but
                 "/proc/self/status read, capabilities reading only");
 }
 
+TEST_CASE("a worker holds no socket pair, inotify or file attribute flag, and reaches no other process's pages",
+          "[sandbox][worker]") {
+  const SandboxSupport& s = sandbox_support();
+  if (s.disabled || !s.seccomp) {
+    WARN("sandbox on this kernel: " << describe_sandbox(s) << "; skipped");
+    return;
+  }
+  WorkerJob job = loading_job({}, {});
+  const std::string seen = run_in_worker(job, [&] {
+    const auto refused = [](long rc) { return rc < 0 && errno == EPERM ? "refused" : "allowed"; };
+    const pid_t parent = ::getppid();
+    int pair[2];
+    std::string out = std::string("socketpair ") + refused(::socketpair(AF_UNIX, SOCK_STREAM, 0, pair));
+    out += std::string(", inotify ") + refused(::syscall(SYS_inotify_init1, 0));
+    const std::string scratch = std::string(std::getenv("TMPDIR")) + "/flags";
+    const int fd = ::open(scratch.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+    long flags = 0;
+    out += std::string(", FS_IOC_SETFLAGS ") + refused(::ioctl(fd, FS_IOC_SETFLAGS, &flags));
+    out += std::string(", getpgid(parent) ") + refused(::getpgid(parent));
+    out += std::string(", getpgid(self) ") + (::getpgid(0) > 0 ? "allowed" : "refused");
+    out += std::string(", getsid(parent) ") + refused(::getsid(parent));
+    unsigned long mask = 1;
+    out += std::string(", migrate_pages(parent) ") + refused(::syscall(SYS_migrate_pages, parent, 8, &mask, &mask));
+    return out;
+  });
+  CHECK(seen == "socketpair refused, inotify refused, FS_IOC_SETFLAGS refused, getpgid(parent) refused, "
+                "getpgid(self) allowed, getsid(parent) refused, migrate_pages(parent) refused");
+}
+
 TEST_CASE("a worker changes no file's mode, owner or times, even one it may read", "[sandbox][worker]") {
   const SandboxSupport& s = sandbox_support();
   if (s.disabled || !s.seccomp) {
@@ -394,7 +435,7 @@ TEST_CASE("a worker changes no file's mode, owner or times, even one it may read
   ::close(::open(victim.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0600));
   struct stat before {};
   REQUIRE(::stat(victim.c_str(), &before) == 0);
-  WorkerJob job{"model.pt", "loading the module", {}, true, {}, {staging.path.string()}};
+  WorkerJob job = loading_job({}, {staging.path.string()});
   const std::string seen = run_in_worker(job, [&] {
     const auto refused = [](int rc) { return rc < 0 && errno == EPERM ? "refused" : "allowed"; };
     const timespec epoch[2] = {{0, 0}, {0, 0}};
