@@ -1,5 +1,6 @@
 #include "base/bounded_json.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <unordered_map>
 #include <utility>
@@ -184,6 +185,51 @@ std::optional<std::string> pretty_json(std::string_view text, std::string* probl
   const auto doc = parse_json_for_display(text, problem);
   if (!doc) return std::nullopt;
   return doc->dump(2);
+}
+
+CborShape measure_cbor(std::string_view bytes, size_t max_depth, uint64_t max_values) {
+  CborShape shape;
+  // Items still to read at each open level; the top level holds one item.
+  std::vector<uint64_t> open{1};
+  size_t at = 0;
+  while (!open.empty()) {
+    if (open.back() == 0) {
+      open.pop_back();
+      continue;
+    }
+    --open.back();
+    if (at >= bytes.size() || ++shape.values > max_values) return shape;
+    const auto initial = static_cast<unsigned char>(bytes[at++]);
+    const unsigned major = initial >> 5, info = initial & 31;
+    uint64_t argument = info;
+    if (info >= 24) {
+      if (info > 27) return shape;  // reserved, or an indefinite length / break: to_cbor writes none
+      const size_t size = size_t{1} << (info - 24);
+      if (bytes.size() - at < size) return shape;
+      argument = 0;
+      for (size_t i = 0; i < size; ++i) argument = (argument << 8) | static_cast<unsigned char>(bytes[at++]);
+    }
+    switch (major) {
+      case 2:  // byte string
+      case 3:  // text string
+        if (bytes.size() - at < argument) return shape;
+        at += static_cast<size_t>(argument);
+        break;
+      case 4:  // array
+      case 5:  // map: a key and a value an entry
+        if (major == 5 && argument > UINT64_MAX / 2) return shape;
+        if (open.size() > max_depth) return shape;
+        open.push_back(major == 5 ? argument * 2 : argument);
+        shape.depth = std::max(shape.depth, open.size() - 1);
+        break;
+      case 6:  // tag: from_cbor refuses them
+        return shape;
+      default:  // 0, 1: integers; 7: simple values and floats, whose bytes the argument held
+        break;
+    }
+  }
+  shape.well_formed = at == bytes.size();
+  return shape;
 }
 
 }  // namespace tsarchive

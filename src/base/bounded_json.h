@@ -94,6 +94,19 @@ std::optional<nlohmann::ordered_json> ordered_json_member(std::string_view text,
 // says why.
 std::optional<nlohmann::json> parse_json_for_display(std::string_view text, std::string* problem = nullptr);
 
+// CBOR (RFC 8949) as nlohmann's to_cbor writes it, measured before
+// from_cbor sees it (a worker's reply: worker/worker_codec.h). from_cbor
+// recurses once per level (100,000 nested arrays overflow the stack) and
+// makes a value of 16 to 190 bytes for each one-byte item. Definite lengths
+// only (to_cbor writes no other), no tags; every declared item and byte
+// string must be in `bytes`.
+struct CborShape {
+  bool well_formed = false;  // false also when `max_depth` or `max_values` was passed
+  size_t depth = 0;          // deepest nesting of arrays and maps seen
+  uint64_t values = 0;       // items seen (map keys count)
+};
+CborShape measure_cbor(std::string_view bytes, size_t max_depth, uint64_t max_values);
+
 // parse_json_for_display(text) pretty-printed (indent 2, UTF-8 kept).
 std::optional<std::string> pretty_json(std::string_view text, std::string* problem = nullptr);
 

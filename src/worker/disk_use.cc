@@ -4,7 +4,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -28,8 +30,11 @@ class Tally {
  public:
   // Counts `st` unless its inode was counted: hard links, a file both in a
   // folder and open.
-  void add(const struct stat& st) {
-    if (seen_.insert({st.st_dev, st.st_ino}).second) use.bytes += static_cast<uint64_t>(st.st_blocks) * 512;
+  void add(const struct stat& st, bool in_memory) {
+    if (!seen_.insert({st.st_dev, st.st_ino}).second) return;
+    const uint64_t bytes = static_cast<uint64_t>(st.st_blocks) * 512;
+    use.bytes += bytes;
+    if (in_memory) use.memory_bytes += bytes;
   }
   bool seen(const Inode& inode) const { return seen_.count(inode) != 0; }
   bool done() const { return use.too_deep || use.entries > kMaxWorkerEntries; }
@@ -40,8 +45,15 @@ class Tally {
   std::set<Inode> seen_;
 };
 
-// Everything below the open folder `fd` (taken over), not following links.
-void walk(int fd, int depth, Tally& tally) {
+// Whether what the descriptor (or path) names lives in memory: tmpfs (a /tmp
+// that is one), ramfs, or the kernel's own shmem mount that holds memfds.
+bool in_memory(const struct statfs& fs) {
+  return fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC || fs.f_type == HUGETLBFS_MAGIC;
+}
+
+// Everything below the open folder `fd` (taken over), not following links;
+// `memory`: the folder is on a file system in memory.
+void walk(int fd, int depth, bool memory, Tally& tally) {
   DIR* dir = ::fdopendir(fd);
   if (dir == nullptr) {
     ::close(fd);
@@ -53,14 +65,14 @@ void walk(int fd, int depth, Tally& tally) {
     struct stat st {};
     // Gone since readdir (the worker removes what it unpacked): nothing to count.
     if (::fstatat(::dirfd(dir), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-    tally.add(st);
+    tally.add(st, memory);
     if (!S_ISDIR(st.st_mode)) continue;
     if (depth + 1 > kMaxWorkerFolderDepth) {
       tally.use.too_deep = true;
       break;
     }
     const int sub = ::openat(::dirfd(dir), entry->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (sub >= 0) walk(sub, depth + 1, tally);
+    if (sub >= 0) walk(sub, depth + 1, memory, tally);
     if (tally.done()) break;
   }
   ::closedir(dir);
@@ -100,8 +112,9 @@ void count_open_unlinked(pid_t pid, const std::vector<std::string>& real_folders
     if (::stat(link.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 0) continue;
     char target[4096];
     const ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
+    struct statfs fs {};
     if (n > 0 && made_by_worker(without_deleted(std::string(target, static_cast<size_t>(n))), real_folders)) {
-      tally.add(st);
+      tally.add(st, ::statfs(link.c_str(), &fs) == 0 && in_memory(fs));
     }
   }
   ::closedir(dir);
@@ -112,9 +125,11 @@ void count_open_unlinked(pid_t pid, const std::vector<std::string>& real_folders
 // "start-end perms offset major:minor inode path (deleted)". Anonymous
 // shared memory ("/dev/zero (deleted)", "/SYSV...") is memory, which
 // --memory-limit counts, and is not the worker's to name anyway.
-void count_mapped_unlinked(pid_t pid, const std::vector<std::string>& real_folders, Tally& tally) {
+// `memory_folders`: those of `real_folders` on a file system in memory.
+void count_mapped_unlinked(pid_t pid, const std::vector<std::string>& real_folders,
+                           const std::vector<std::string>& memory_folders, Tally& tally) {
   std::ifstream maps("/proc/" + std::to_string(pid) + "/maps");
-  std::map<Inode, uint64_t> reach;
+  std::map<Inode, std::pair<uint64_t, bool>> reach;  // the furthest byte mapped; in memory
   std::string line;
   while (std::getline(maps, line)) {
     if (line.size() < sizeof kDeleted || line.compare(line.size() - (sizeof kDeleted - 1), std::string::npos, kDeleted) != 0) {
@@ -129,35 +144,43 @@ void count_mapped_unlinked(pid_t pid, const std::vector<std::string>& real_folde
         inode == 0 || end < start) {
       continue;
     }
-    if (!made_by_worker(without_deleted(line.substr(static_cast<size_t>(path_at))), real_folders)) continue;
+    const std::string path = without_deleted(line.substr(static_cast<size_t>(path_at)));
+    if (!made_by_worker(path, real_folders)) continue;
     const Inode key{::makedev(major, minor), static_cast<ino_t>(inode)};
     if (tally.seen(key)) continue;
-    uint64_t& furthest = reach[key];
+    auto& [furthest, memory] = reach[key];
     furthest = std::max(furthest, offset + (end - start));
+    memory = memory || made_by_worker(path, memory_folders);  // a memfd, or in a folder in memory
   }
-  for (const auto& [inode, bytes] : reach) tally.use.bytes += bytes;
+  for (const auto& [inode, extent] : reach) {
+    tally.use.bytes += extent.first;
+    if (extent.second) tally.use.memory_bytes += extent.first;
+  }
 }
 
 }  // namespace
 
 DiskUse measure_disk_use(pid_t pid, const std::vector<std::string>& folders) {
   Tally tally;
-  std::vector<std::string> real_folders;
+  std::vector<std::string> real_folders, memory_folders;
   for (const std::string& folder : folders) {
     const int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) continue;
+    struct statfs fs {};
+    const bool memory = ::fstatfs(fd, &fs) == 0 && in_memory(fs);
     if (char* real = ::realpath(folder.c_str(), nullptr)) {
       real_folders.emplace_back(real);
+      if (memory) memory_folders.emplace_back(real);
       std::free(real);
     }
     struct stat st {};
-    if (::fstat(fd, &st) == 0) tally.add(st);
-    walk(fd, 0, tally);
+    if (::fstat(fd, &st) == 0) tally.add(st, memory);
+    walk(fd, 0, memory, tally);
     if (tally.done()) return tally.use;
   }
   if (pid > 0) {
     count_open_unlinked(pid, real_folders, tally);
-    count_mapped_unlinked(pid, real_folders, tally);
+    count_mapped_unlinked(pid, real_folders, memory_folders, tally);
   }
   return tally.use;
 }

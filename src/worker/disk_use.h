@@ -36,6 +36,9 @@ constexpr int kMaxWorkerFolderDepth = 64;
 
 struct DiskUse {
   uint64_t bytes = 0;      // allocated on disk (or in tmpfs), each inode once
+  // Of `bytes`, those in memory (memfds; files on tmpfs, such as a /tmp that
+  // is one): --memory-limit counts them too, beside the worker's resident memory.
+  uint64_t memory_bytes = 0;
   uint64_t entries = 0;    // files and folders below the folders
   bool too_deep = false;   // a folder nested past kMaxWorkerFolderDepth
 };

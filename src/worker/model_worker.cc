@@ -31,6 +31,9 @@ constexpr int kPollMs = 20;
 constexpr char kInfer = 'I';
 constexpr char kStats = 'S';
 constexpr uint64_t kMaxFrame = uint64_t{16} << 30;  // beyond any tensor a request may carry
+// A model's description (its methods' schemas) and its operator statistics
+// are small; a worker that says otherwise is not believed.
+constexpr uint64_t kMaxStatusReply = uint64_t{64} << 20;
 
 bool write_frame(int fd, const std::string& payload) {
   char header[8];
@@ -187,7 +190,15 @@ ServedModelInfo ModelWorker::start() {
   pid_ = pid;
   to_worker_ = to[1];
   from_worker_ = from[0];
-  ServedModelInfo info = decode_result<ServedModelInfo>(call(encode_result(request_), "loading the module"));
+  ServedModelInfo info;
+  try {
+    info = decode_result<ServedModelInfo>(call(encode_result(request_), "loading the module", kMaxStatusReply));
+  } catch (const ReplyTooLarge& e) {
+    stop();
+    throw Error(ErrorKind::Torch, "the libtorch worker described the model in " + std::to_string(e.reply_bytes()) +
+                                      " bytes, more than a description takes, and was stopped",
+                job_.file, "if the model is what you think it is, please report it to tsarchive");
+  }
   try {
     check_archive_unchanged(job_);
   } catch (...) {
@@ -211,7 +222,7 @@ std::vector<NamedTensor> ModelWorker::infer(const std::vector<HostValue>& inputs
 
 ServedStats ModelWorker::stats() {
   if (!alive()) throw Error(ErrorKind::Torch, "the libtorch worker is not running", job_.file, "it is being restarted");
-  return decode_result<ServedStats>(call(std::string(1, kStats), "reading its operator statistics"));
+  return decode_result<ServedStats>(call(std::string(1, kStats), "reading its operator statistics", kMaxStatusReply));
 }
 
 namespace {
@@ -240,19 +251,22 @@ bool ModelWorker::ended(std::string& why) {
   return true;
 }
 
-std::string ModelWorker::over_limit() {
+std::string ModelWorker::over_limit(uint64_t held) {
   const pid_t pid = pid_.load();
   if (pid <= 0) return {};
-  if (job_.limits.memory_bytes != 0 && counted_resident_bytes(pid) > job_.limits.memory_bytes) {
-    return "libtorch passed the memory limit (" + human_size(job_.limits.memory_bytes) + " resident, --memory-limit) and was stopped";
-  }
   const auto now = std::chrono::steady_clock::now();
-  if (now - disk_looked_ < std::chrono::milliseconds(100)) return {};
-  disk_looked_ = now;
-  std::vector<std::string> folders;
-  if (temp_) folders.push_back(temp_->path());
-  const std::string why = disk_limit_passed(measure_disk_use(pid, folders), job_.limits.disk_bytes);
-  return why.empty() ? why : "libtorch's worker " + why + " and was stopped";
+  if (now - disk_looked_ >= std::chrono::milliseconds(100)) {
+    disk_looked_ = now;
+    std::vector<std::string> folders;
+    if (temp_) folders.push_back(temp_->path());
+    const DiskUse use = measure_disk_use(pid, folders);
+    files_in_memory_ = use.memory_bytes;
+    if (const std::string why = disk_limit_passed(use, job_.limits.disk_bytes); !why.empty()) {
+      return "libtorch's worker " + why + " and was stopped";
+    }
+  }
+  const std::string why = worker_usage_passed(worker_usage(pid), held + files_in_memory_, job_.limits.memory_bytes);
+  return why.empty() ? why : why + " and was stopped";
 }
 
 bool ModelWorker::stopped_at_limit(std::string& why) {
@@ -276,6 +290,7 @@ std::string ModelWorker::call(std::string payload, const std::string& activity, 
   write_frame(to_worker_, payload);
   std::string().swap(payload);  // gone before the reply comes
   const auto start = Clock::now();
+  auto looked = start;
   std::string header, body;
   uint64_t want = 8;
   uint64_t got = 0;  // of the current part: the header, then the body
@@ -283,34 +298,38 @@ std::string ModelWorker::call(std::string payload, const std::string& activity, 
   std::string* into = &header;
   char buffer[1 << 16];
   while (true) {
-    pollfd p{from_worker_, POLLIN, 0};
-    const int ready = ::poll(&p, 1, kPollMs);
-    if (ready > 0) {
-      const size_t room = static_cast<size_t>(std::min<uint64_t>(sizeof buffer, want - got));
-      const ssize_t n = ::read(from_worker_, buffer, room);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) died(reap(), activity, "");
-      if (!dropping) into->append(buffer, static_cast<size_t>(n));
-      got += static_cast<uint64_t>(n);
-      if (got == want) {
-        if (into == &body) {
-          if (dropping) throw ReplyTooLarge(want, max_reply_bytes, job_.file);
-          return body;
-        }
-        want = frame_size(header);
-        if (want > kMaxFrame) died(0, activity, "the libtorch worker sent a malformed reply");
-        dropping = want > max_reply_bytes;
-        into = &body;
-        got = 0;
-        if (want == 0) return body;
-      }
-      continue;
-    }
-    if (const std::string why = over_limit(); !why.empty()) died(0, activity, why);
-    if (job_.limits.time_s > 0 && std::chrono::duration<double>(Clock::now() - start).count() > job_.limits.time_s) {
+    // The limits hold whether or not bytes flow: a worker that sends a byte
+    // every few milliseconds is still stopped on time. What it sent and is
+    // held here counts with its memory, as the one-shot worker's does.
+    const auto now = Clock::now();
+    if (job_.limits.time_s > 0 && std::chrono::duration<double>(now - start).count() > job_.limits.time_s) {
       died(0, activity, "libtorch did not finish within the time limit (" + short_number(job_.limits.time_s) +
                             " s, --time-limit) and was stopped");
     }
+    if (now - looked >= std::chrono::milliseconds(kPollMs)) {
+      looked = now;
+      if (const std::string why = over_limit(body.size()); !why.empty()) died(0, activity, why);
+    }
+    pollfd p{from_worker_, POLLIN, 0};
+    const int ready = ::poll(&p, 1, kPollMs);
+    if (ready <= 0) continue;
+    const size_t room = static_cast<size_t>(std::min<uint64_t>(sizeof buffer, want - got));
+    const ssize_t n = ::read(from_worker_, buffer, room);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) died(reap(), activity, "");
+    if (!dropping) into->append(buffer, static_cast<size_t>(n));
+    got += static_cast<uint64_t>(n);
+    if (got < want) continue;
+    if (into == &body) {
+      if (dropping) throw ReplyTooLarge(want, max_reply_bytes, job_.file);
+      return body;
+    }
+    want = frame_size(header);
+    if (want > kMaxFrame) died(0, activity, "the libtorch worker sent a malformed reply");
+    dropping = want > max_reply_bytes;
+    into = &body;
+    got = 0;
+    if (want == 0) return body;
   }
 }
 
@@ -324,6 +343,7 @@ int model_worker_main(int in_fd, int out_fd, int notes_fd, const char* temp) {
     // close-on-exec goes; the archive the core checked stays.
     const int keep[] = {in_fd, out_fd, notes_fd, descriptor_in(request.archive)};
     close_inherited_descriptors(keep, std::size(keep));
+    reopen_own_description(descriptor_in(request.archive));  // the server's locks stay the server's
     use_notes_descriptor(notes_fd);
     if (temp != nullptr) {
       // Right after the exec, while it has one thread (sandbox.h).

@@ -92,9 +92,10 @@ class ModelWorker {
 
  private:
   std::string call(std::string payload, const std::string& activity, uint64_t max_reply_bytes = UINT64_MAX);
-  // Why the running worker is past its memory or disk limit, "" when it is
-  // not (the disk is looked at every 100 ms at most: disk_use.h).
-  std::string over_limit();
+  // Why the running worker is past its memory limit (its resident memory
+  // and the `held` bytes of its reply read so far) or disk limit, "" when it
+  // is not (the disk is looked at every 100 ms at most: disk_use.h).
+  std::string over_limit(uint64_t held = 0);
   [[noreturn]] void died(int status, const std::string& activity, const std::string& why);
   // Waits for the worker to end and returns its status; pid_ is -1 before
   // the process is reaped, so kill() never signals a pid that was reused.
@@ -105,6 +106,7 @@ class ModelWorker {
   std::string executable_;
   std::atomic<pid_t> pid_{-1};  // read by kill() on another thread
   std::chrono::steady_clock::time_point disk_looked_{};
+  uint64_t files_in_memory_ = 0;  // its memfds and files on a tmpfs, as of the last look (disk_use.h)
   int to_worker_ = -1;
   int from_worker_ = -1;
   std::unique_ptr<WorkerTempFolder> temp_;  // the running worker's, removed once it is reaped

@@ -20,6 +20,7 @@
 #include <iterator>
 #include <iostream>
 #include <memory>
+#include <thread>
 
 #include "base/error.h"
 #include "base/posix_fd.h"
@@ -59,6 +60,7 @@ constexpr auto kDiskLookEvery = std::chrono::milliseconds(100);  // disk_use.h
   if (notes < 0) ::_exit(127);
   const int keep[] = {fd, notes, job.archive.fd};
   close_inherited_descriptors(keep, std::size(keep));
+  reopen_own_description(job.archive.fd);  // the parent's locks and lease stay the parent's
   use_notes_descriptor(notes);
 
   std::string payload;
@@ -122,13 +124,13 @@ std::string crash_hint(const WorkerJob& job, int sig) {
   return "try it with the PyTorch that wrote it; if it runs there, please report the file to tsarchive";
 }
 
-enum class Stop { None, Memory, Time, Payload, Written, Disk };
+enum class Stop { None, Usage, Time, Payload, Written, Disk };
 
 // Reads the child's payload while enforcing the limits; returns why it was
 // stopped (None: it ended on its own) and leaves its wait status in `status`;
-// with Stop::Disk, `disk_why` says what it wrote. `folders`: those it may write.
+// with Stop::Usage and Stop::Disk, `why` says what it passed. `folders`: those it may write.
 Stop supervise(pid_t pid, int fd, const WorkerLimits& limits, const std::vector<std::string>& folders,
-               const WatchedFile& archive, std::string& payload, int& status, std::string& disk_why) {
+               const WatchedFile& archive, std::string& payload, int& status, std::string& why) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   // A result is never larger than the memory the worker may use.
@@ -138,11 +140,14 @@ Stop supervise(pid_t pid, int fd, const WorkerLimits& limits, const std::vector<
   bool exited = false;
   int waits_after_eof = 0;
   auto disk_looked = start;
+  uint64_t files_in_memory = 0;  // memfds, files on a tmpfs: memory too, as of the last look
   const auto disk_passed = [&] {
     if (Clock::now() - disk_looked < kDiskLookEvery) return false;
     disk_looked = Clock::now();
-    disk_why = disk_limit_passed(measure_disk_use(pid, folders), limits.disk_bytes);
-    return !disk_why.empty();
+    const DiskUse use = measure_disk_use(pid, folders);
+    files_in_memory = use.memory_bytes;
+    why = disk_limit_passed(use, limits.disk_bytes);
+    return !why.empty();
   };
   char buffer[1 << 16];
   while (open || !exited) {
@@ -177,8 +182,9 @@ Stop supervise(pid_t pid, int fd, const WorkerLimits& limits, const std::vector<
       stop = Stop::Written;  // a writer waits on the lease: the worker goes before any new byte reaches it
     } else if (payload.size() > max_payload) {
       stop = Stop::Payload;
-    } else if (limits.memory_bytes != 0 && counted_resident_bytes(pid) + payload.size() > limits.memory_bytes) {
-      stop = Stop::Memory;  // what it sent is held here for it: one budget, or a worker could flood the parent
+    } else if (!(why = worker_usage_passed(worker_usage(pid), payload.size() + files_in_memory, limits.memory_bytes))
+                    .empty()) {
+      stop = Stop::Usage;  // what it sent is held here for it: one budget, or a worker could flood the parent
     } else if (limits.time_s > 0 && std::chrono::duration<double>(Clock::now() - start).count() > limits.time_s) {
       stop = Stop::Time;
     } else if (disk_passed()) {
@@ -222,16 +228,33 @@ void check_archive_unchanged(const WorkerJob& job) {
 
 // RssAnon + RssShmem in /proc/PID/status: MAP_SHARED|MAP_ANONYMOUS memory
 // and touched memfd or /dev/shm mappings are the worker's too.
-uint64_t counted_resident_bytes(pid_t pid) {
+WorkerUsage worker_usage(pid_t pid) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
   std::string line;
+  WorkerUsage usage;
   uint64_t kib = 0;
   while (std::getline(status, line)) {
-    if (line.rfind("RssAnon:", 0) == 0 || line.rfind("RssShmem:", 0) == 0) {
-      kib += std::strtoull(line.c_str() + line.find(':') + 1, nullptr, 10);
-    }
+    const auto value = [&line] { return std::strtoull(line.c_str() + line.find(':') + 1, nullptr, 10); };
+    if (line.rfind("RssAnon:", 0) == 0 || line.rfind("RssShmem:", 0) == 0) kib += value();
+    if (line.rfind("Threads:", 0) == 0) usage.threads = value();
   }
-  return kib * 1024;
+  usage.resident_bytes = kib * 1024;
+  return usage;
+}
+
+uint64_t max_worker_threads() {
+  static const uint64_t most = std::max<uint64_t>(1024, 16 * uint64_t{std::thread::hardware_concurrency()});
+  return most;
+}
+
+std::string worker_usage_passed(const WorkerUsage& usage, uint64_t held, uint64_t memory_limit) {
+  if (memory_limit != 0 && usage.resident_bytes + held > memory_limit) {
+    return "libtorch passed the memory limit (" + human_size(memory_limit) + " resident, --memory-limit)";
+  }
+  if (usage.threads > max_worker_threads()) {
+    return "libtorch's worker started more than " + std::to_string(max_worker_threads()) + " threads";
+  }
+  return {};
 }
 
 std::string signal_text(int sig) {
@@ -297,20 +320,20 @@ std::string run_in_worker(const WorkerJob& job, const std::function<std::string(
   std::vector<std::string> folders = job.writable;
   if (temp) folders.push_back(temp->path());
   if (libtorch_tmp) folders.push_back(libtorch_tmp->path());
-  std::string payload, disk_why;
+  std::string payload, why;
   int status = 0;
-  const Stop stop = supervise(pid, fds[0], job.limits, folders, archive, payload, status, disk_why);
+  const Stop stop = supervise(pid, fds[0], job.limits, folders, archive, payload, status, why);
   StagingFolder::watch_child(0);
   relay.finish();
   ::close(fds[0]);
   if (!believed()) throw archive_written(job);  // before any result, limit or crash of the worker's is believed
 
   switch (stop) {
-    case Stop::Memory:
+    case Stop::Usage:
       throw Error(ErrorKind::Torch,
-                  "libtorch passed the memory limit (" + human_size(job.limits.memory_bytes) + " resident, --memory-limit) while " +
-                      job.activity + " and was stopped" + (job.validated ? "" : "; " + suspicion(job)),
-                  job.file, "if the model needs more, raise --memory-limit");
+                  why + " while " + job.activity + " and was stopped" + (job.validated ? "" : "; " + suspicion(job)), job.file,
+                  why.find("--memory-limit") != std::string::npos ? "if the model needs more, raise --memory-limit"
+                                                                   : "libtorch needs a few threads a core; a model that starts thousands may be hostile");
     case Stop::Time:
       throw Error(ErrorKind::Torch,
                   "libtorch did not finish within the time limit (" + short_number(job.limits.time_s) + " s" +
@@ -319,7 +342,7 @@ std::string run_in_worker(const WorkerJob& job, const std::function<std::string(
     case Stop::Written:  // believed() above has thrown this already
       throw archive_written(job);
     case Stop::Disk:
-      throw disk_limit_error(job, disk_why);
+      throw disk_limit_error(job, why);
     case Stop::Payload:
       throw Error(ErrorKind::Torch, "the libtorch worker sent back more than its memory limit while " + job.activity,
                   job.file, suspicion(job));

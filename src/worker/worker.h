@@ -108,10 +108,21 @@ Result in_worker(const WorkerJob& job, Work&& work) {
 }
 
 // Shared with the model worker (model_worker.h): "SIGSEGV (Segmentation
-// fault)", and the resident memory a worker's --memory-limit counts (its
-// anonymous and shared memory, not the libraries' pages), in bytes (0 when gone).
+// fault)", and what a worker's limits count from /proc/PID/status.
 std::string signal_text(int sig);
-uint64_t counted_resident_bytes(pid_t pid);
+struct WorkerUsage {
+  uint64_t resident_bytes = 0;  // anonymous and shared memory, not the libraries' pages (--memory-limit)
+  uint64_t threads = 0;
+};
+WorkerUsage worker_usage(pid_t pid);  // zeros when it is gone
+// Threads a worker may run at once: libtorch starts one per core for each
+// of its pools, CUDA a few. More is a worker taking the user's process slots
+// (ulimit -u), which tsarchive stops whatever the memory they take.
+uint64_t max_worker_threads();
+// The one line for a worker whose usage passes `memory_limit` (0: none, with
+// `held` bytes of its reply counted beside its memory) or max_worker_threads();
+// "" when it does not.
+std::string worker_usage_passed(const WorkerUsage& usage, uint64_t held, uint64_t memory_limit);
 
 // Set TSARCHIVE_IN_PROCESS=1 to call libtorch in this process (for a debugger,
 // or to measure what the worker costs); the limits then do not apply.

@@ -4,6 +4,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "base/bounded_json.h"
 #include "contract/jit.h"
 #include "contract/run.h"
 #include "contract/serve.h"
@@ -174,6 +175,21 @@ std::string encode_result(const Result& result) {
 
 template <class Result>
 Result decode_result(const std::string& bytes) {
+  // Measured first (bounded_json.h): a reply nested 100,000 deep would
+  // overflow the parent's stack in from_cbor, and one of millions of empty
+  // maps would take 190 times its size decoded.
+  const CborShape shape = measure_cbor(bytes, kMaxResultDepth, kMaxResultValues);
+  if (!shape.well_formed) {
+    const bool big = shape.values > kMaxResultValues || shape.depth >= kMaxResultDepth;
+    throw Error(ErrorKind::Torch,
+                big ? "the libtorch worker sent back a result of more than " + std::to_string(kMaxResultValues) +
+                          " values or nested deeper than " + std::to_string(kMaxResultDepth) + " levels, which is not decoded"
+                    : "the libtorch worker sent back a result that does not decode",
+                {},
+                big ? "the model's outputs are too many or too deep to report; return fewer (tensors count one value each)"
+                    : "this is a bug in tsarchive, or native code from the file wrote into the worker's reply; please report it "
+                      "with the command line");
+  }
   nlohmann::json payload;
   try {
     payload = nlohmann::json::from_cbor(bytes);

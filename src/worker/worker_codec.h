@@ -7,6 +7,8 @@
 // needs no version.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "base/error.h"
@@ -22,8 +24,14 @@ std::string encode_result(const Result& result);
 template <class Result>
 void encode_result_into(const Result& result, std::string& out);
 
+// What decode_result decodes at most: CBOR items (map keys and each tensor's
+// bytes count one; about 100 bytes each decoded) and nesting.
+constexpr uint64_t kMaxResultValues = uint64_t{1} << 22;
+constexpr size_t kMaxResultDepth = 512;
+
 // The result; throws the worker's Error when the payload holds one, and
-// Error(Torch) when the bytes are not a payload for `Result`.
+// Error(Torch) when the bytes are not a payload for `Result`, or pass the
+// bounds above.
 template <class Result>
 Result decode_result(const std::string& bytes);
 

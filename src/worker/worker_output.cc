@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
@@ -236,6 +237,17 @@ void close_inherited_descriptors(const int* keep, size_t count) noexcept {
     next = std::max(next, fd + 1);
   }
   close_range_of(next, ~0u);
+}
+
+bool reopen_own_description(int fd) noexcept {
+  if (fd < 0) return false;
+  char path[40];
+  std::snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+  const int fresh = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fresh < 0) return false;
+  const bool replaced = ::dup3(fresh, fd, O_CLOEXEC) == fd;
+  ::close(fresh);
+  return replaced;
 }
 
 }  // namespace tsarchive

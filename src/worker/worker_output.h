@@ -64,4 +64,12 @@ void use_notes_descriptor(int notes_fd);
 // Async-signal-safe.
 void close_inherited_descriptors(const int* keep, size_t count) noexcept;
 
+// In the worker, for the archive's descriptor it keeps: the same file opened
+// afresh (read-only) in its place, so that it shares no open file description
+// with the parent's. Locks (flock, OFD locks) and leases belong to a
+// description: on a shared one, native code in the worker could release the
+// parent's lock and let another writer in. False when the file cannot be
+// opened again (the descriptor is then left as it was).
+bool reopen_own_description(int fd) noexcept;
+
 }  // namespace tsarchive

@@ -192,6 +192,21 @@ TEST_CASE("a worker cannot hide what it writes from --disk-limit by unlinking it
   }
 }
 
+TEST_CASE("a memfd is memory: written and never mapped, it counts against --memory-limit", "[worker]") {
+  if (!worker_has_folder()) return;
+  WorkerJob job = disk_job(0);
+  job.limits.memory_bytes = 256 * kDiskMiB;  // above what the test binary's worker holds itself
+  const Error e = error_of([&] {
+    run_in_worker(job, []() -> std::string {
+      const int fd = ::memfd_create("payload", MFD_CLOEXEC);
+      if (fd < 0) return "no memfd";
+      fill_ones(fd, 1024 * kDiskMiB);
+      return "finished";
+    });
+  });
+  CHECK_THAT(e.what(), Catch::Contains("memory limit (256 MiB resident, --memory-limit)"));
+}
+
 TEST_CASE("a worker within --disk-limit finishes", "[worker]") {
   TempDir staging;
   CHECK(run_in_worker(disk_job(64 * kDiskMiB, {staging.path.string()}), [&] {

@@ -7,16 +7,20 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <system_error>
 #include <thread>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/bounded_json.h"
 #include "base/error.h"
 #include "base/posix_fd.h"
 #include "core/edit/file_edit.h"
@@ -32,7 +36,12 @@ using namespace tsarchive;
 namespace {
 
 WorkerJob job(uint64_t memory_bytes = 0, double time_s = 0) {
-  return WorkerJob{"model.pt", "running forward", WorkerLimits{memory_bytes, time_s}, true, {}, {}};
+  WorkerJob job;
+  job.file = "model.pt";
+  job.activity = "running forward";
+  job.limits.memory_bytes = memory_bytes;
+  job.limits.time_s = time_s;
+  return job;
 }
 
 }  // namespace
@@ -121,6 +130,34 @@ TEST_CASE("a worker that passes the memory limit is stopped", "[worker]") {
   });
   CHECK(e.kind() == ErrorKind::Torch);
   CHECK_THAT(e.what(), Catch::Contains("memory limit (64.0 MiB resident, --memory-limit)"));
+}
+
+TEST_CASE("a worker that starts thousands of threads is stopped (the user's process slots)", "[worker]") {
+  const uint64_t many = max_worker_threads() + 64;
+  std::string started;
+  std::optional<Error> stopped;
+  try {
+    started = run_in_worker(job(0, 60), [many]() -> std::string {
+      for (uint64_t i = 0; i < many; ++i) {
+        try {
+          std::thread([] { ::sleep(60); }).detach();
+        } catch (const std::system_error&) {
+          return "only " + std::to_string(i) + " threads could start";  // ulimit -u: nothing to check here
+        }
+      }
+      ::sleep(60);
+      return "finished";
+    });
+  } catch (const Error& e) {
+    stopped = e;
+  }
+  if (started.rfind("only ", 0) == 0) {
+    WARN(started);
+    return;
+  }
+  REQUIRE(stopped);
+  CHECK(stopped->kind() == ErrorKind::Torch);
+  CHECK_THAT(stopped->what(), Catch::Contains("started more than " + std::to_string(max_worker_threads()) + " threads"));
 }
 
 TEST_CASE("a worker that passes the time limit is stopped", "[worker]") {
@@ -215,6 +252,39 @@ TEST_CASE("results cross the pipe with every field, NaN, Inf and raw bytes", "[w
   CHECK_THROWS_AS(decode_result<RunReport>(encode_result(std::string("a string, not a report"))), Error);
 }
 
+// {"result": <value>} in CBOR, as encode_result writes it, around `value`'s bytes.
+std::string cbor_result(const std::string& value) { return std::string("\xa1\x66result", 8) + value; }
+
+TEST_CASE("a worker's reply is measured before it is decoded: depth and values are bounded", "[worker]") {
+  SECTION("100,000 nested arrays (from_cbor would overflow the stack)") {
+    const Error e = error_of([] { decode_result<std::string>(cbor_result(std::string(100000, '\x81') + "\x60")); });
+    CHECK(e.kind() == ErrorKind::Torch);
+    CHECK_THAT(e.what(), Catch::Contains("nested deeper than 512 levels"));
+  }
+  SECTION("millions of one-byte empty maps (190 bytes each decoded)") {
+    const uint64_t n = kMaxResultValues + 1;
+    std::string array = "\x9b";  // an array with an 8-byte count
+    for (int shift = 56; shift >= 0; shift -= 8) array += static_cast<char>((n >> shift) & 0xff);
+    const Error e = error_of([&] { decode_result<std::string>(cbor_result(array + std::string(n, '\xa0'))); });
+    CHECK_THAT(e.what(), Catch::Contains("more than 4194304 values"));
+  }
+  SECTION("what to_cbor never writes, or bytes missing or left over") {
+    for (const std::string& value : {std::string("\x9f\x60\xff"), std::string("\xc1\x00"), std::string("\x83\x60"),
+                                    std::string("\x5a\xff\xff\xff\xff"), std::string("\x60\x60")}) {
+      CHECK_FALSE(measure_cbor(cbor_result(value), 512, 1000).well_formed);
+      CHECK_THAT(error_of([&] { decode_result<std::string>(cbor_result(value)); }).what(),
+                 Catch::Contains("does not decode"));
+    }
+  }
+  SECTION("what encode_result writes measures as it is") {
+    const CborShape shape = measure_cbor(encode_result(std::string("ok")), 512, 1000);
+    CHECK(shape.well_formed);
+    CHECK(shape.values == 3);  // the map, its key, the string
+    CHECK(shape.depth == 1);
+    CHECK(decode_result<std::string>(cbor_result("\x62ok")) == "ok");
+  }
+}
+
 TEST_CASE("memory limits parse as sizes in powers of 1024", "[worker]") {
   CHECK(parse_memory_size("4096", "--memory-limit") == 4096);
   CHECK(parse_memory_size("512M", "--memory-limit") == 512ull << 20);
@@ -261,6 +331,31 @@ TEST_CASE("a worker's result is dropped when the archive was written while it ra
   CHECK_THAT(e.what(), Catch::Contains("was written while tsarchive used it"));
   // And before a (served model's) worker starts again.
   CHECK_THROWS_AS(check_archive_unchanged(watched), Error);
+}
+
+TEST_CASE("a worker cannot release the parent's lock on the archive: its descriptor is its own", "[worker]") {
+  TempDir dir;
+  const std::string path = dir.file("model.pt");
+  { std::ofstream(path) << "checked bytes"; }
+  const ArchiveFile file(path, FileAccess::Read, 1);  // holds a read lock (F_OFD_SETLK) on the content
+  WorkerJob watched = job();
+  watched.archive = file.watched();
+  const auto lock = [](int fd, short type) {
+    struct flock l {};
+    l.l_type = type;
+    l.l_whence = SEEK_SET;
+    return ::fcntl(fd, F_OFD_SETLK, &l) == 0;
+  };
+  const int fd = watched.archive.fd;
+  CHECK(run_in_worker(watched, [fd, &lock] {
+          // What native code from the file would do to let a writer in.
+          const bool unlocked = lock(fd, F_UNLCK) && ::flock(fd, LOCK_UN) == 0;
+          char byte = 0;
+          const bool reads = ::pread(fd, &byte, 1, 0) == 1 && byte == 'c';
+          return std::string(unlocked && reads ? "unlocked its own" : "failed");
+        }) == "unlocked its own");
+  const Fd writer(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+  CHECK_FALSE(lock(writer.get(), F_WRLCK));  // the parent's read lock still holds
 }
 
 TEST_CASE("a writer that opens the archive while a worker reads it waits until the worker is gone", "[worker]") {
