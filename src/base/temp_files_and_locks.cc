@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -126,24 +128,190 @@ bool parse_leftover_name(std::string_view name, std::string_view prefix, pid_t* 
 
 bool process_alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
 
-// Removes a staging folder: its regular files, then itself. Anything else
-// inside (which we never create) leaves it in place.
-bool remove_staging_folder(int parent_fd, const std::string& name) {
-  const int fd = ::openat(parent_fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return false;
-  DIR* dir = ::fdopendir(fd);
-  if (dir == nullptr) {
-    ::close(fd);
-    return false;
-  }
-  while (const dirent* entry = ::readdir(dir)) {
-    if (std::strcmp(entry->d_name, ".") != 0 && std::strcmp(entry->d_name, "..") != 0) {
-      ::unlinkat(fd, entry->d_name, 0);
+// struct linux_dirent64 (getdents64(2)): u64 d_ino, s64 d_off, u16 d_reclen, u8 d_type, char d_name[].
+constexpr size_t kDirentReclen = 16;
+constexpr size_t kDirentType = 18;
+constexpr size_t kDirentName = 19;
+
+// A folder's entries but "." and "..", read with getdents64(2) into a buffer
+// of its own: readdir without malloc, for the signal handlers.
+class FolderEntries {
+ public:
+  explicit FolderEntries(int fd) : fd_(fd) {}
+  FolderEntries(const FolderEntries&) = delete;
+  FolderEntries& operator=(const FolderEntries&) = delete;
+
+  // The next entry's name (valid until the next call) and d_type; nullptr at the end or on an error.
+  const char* next(unsigned char* type) {
+    for (;;) {
+      if (at_ >= size_) {
+        const long n = ::syscall(SYS_getdents64, fd_, buffer_, sizeof buffer_);
+        if (n <= 0) return nullptr;
+        size_ = n;
+        at_ = 0;
+      }
+      const char* entry = buffer_ + at_;
+      unsigned short reclen = 0;
+      std::memcpy(&reclen, entry + kDirentReclen, sizeof reclen);
+      if (reclen == 0) return nullptr;  // a kernel that did this would make us loop
+      at_ += reclen;
+      const char* name = entry + kDirentName;
+      if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))) continue;
+      *type = static_cast<unsigned char>(entry[kDirentType]);
+      return name;
     }
   }
-  ::closedir(dir);
-  return ::unlinkat(parent_fd, name.c_str(), AT_REMOVEDIR) == 0;
+
+ private:
+  int fd_;
+  long size_ = 0;
+  long at_ = 0;
+  alignas(8) char buffer_[4096];
+};
+
+// What remove_tree_at needs of an entry, not following a link. statx also
+// names the mount (Linux 5.8+), which tells a bind mount of the same file
+// system, where st_dev does not.
+struct TreeEntry {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  uint64_t mount = 0;  // 0: the kernel does not say
+  mode_t mode = 0;
+  uid_t uid = 0;
+};
+
+bool tree_entry_at(int dir, const char* name, TreeEntry* out) {
+  struct statx sx {};
+  const int flags = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | (name[0] == '\0' ? AT_EMPTY_PATH : 0);
+  if (::statx(dir, name, flags, STATX_TYPE | STATX_MODE | STATX_UID | STATX_INO | STATX_MNT_ID, &sx) != 0) return false;
+  out->dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+  out->ino = sx.stx_ino;
+  out->mount = (sx.stx_mask & STATX_MNT_ID) != 0 ? sx.stx_mnt_id : 0;
+  out->mode = sx.stx_mode;
+  out->uid = sx.stx_uid;
+  return true;
 }
+
+bool same_mount(const TreeEntry& a, const TreeEntry& b) {
+  return a.dev == b.dev && (a.mount == 0 || b.mount == 0 || a.mount == b.mount);
+}
+
+// A worker can mkdir a folder with mode 0: to list, empty or move it (which
+// rewrites its ".."), its owner first makes it 0700. AT_SYMLINK_NOFOLLOW: if
+// a link took the folder's name meanwhile, glibc refuses rather than change
+// what it points at (it chmods the O_PATH descriptor through /proc; without
+// /proc the folder stays as it is, and so does the tree).
+void let_owner_in(int dir, const char* name, const TreeEntry& entry) {
+  if (entry.uid == ::geteuid() && (entry.mode & S_IRWXU) != S_IRWXU) ::fchmodat(dir, name, S_IRWXU, AT_SYMLINK_NOFOLLOW);
+}
+
+// Folder `name` of `dir`, which `entry` describes, opened to be listed; -1
+// when it cannot be, or is no longer that folder.
+int open_tree_folder(int dir, const char* name, const TreeEntry& entry) {
+  let_owner_in(dir, name, entry);
+  const int fd = ::openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  TreeEntry opened;
+  if (fd >= 0 && (!tree_entry_at(fd, "", &opened) || opened.ino != entry.ino || !same_mount(opened, entry))) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// The name in the top folder of a folder moved up there: unique while it
+// lives, as its inode is.
+struct MovedName {
+  char text[32];
+  explicit MovedName(ino_t ino) {
+    constexpr char kPrefix[] = ".tsarchive-rm-";
+    std::memcpy(text, kPrefix, sizeof kPrefix - 1);
+    size_t at = sizeof kPrefix - 1;
+    for (int shift = 60; shift >= 0; shift -= 4) text[at++] = "0123456789abcdef"[(static_cast<uint64_t>(ino) >> shift) & 15];
+    text[at] = '\0';
+  }
+};
+
+// How remove_tree_at takes a tree apart with no path, no allocation and two
+// descriptors of its own: it only ever empties a folder one level below the top, moving
+// that folder's own folders up into the top (a rename within one file
+// system), so nothing is deeper than two levels when it is reached, and
+// nothing above the top is ever reached ("..", where a folder moved
+// meanwhile could lead elsewhere, is never opened). The folders just moved
+// are taken next (a stack, so a chain goes a folder at a time); those past
+// its room are found by the next pass over the top.
+struct TreeRemoval {
+  TreeRemoval(int top_fd, const TreeEntry& entry) : top(top_fd), top_entry(entry) {}
+
+  int top;
+  TreeEntry top_entry;
+  static constexpr int kRoom = 64;
+  ino_t moved[kRoom];  // [0, moved_count) are set
+  int moved_count = 0;
+
+  // Removes entry `name` of the top (its files and links, its folders moved
+  // up), given its d_type. Whether anything changed.
+  bool clear(const char* name, unsigned char type) {
+    if (type != DT_DIR && type != DT_UNKNOWN) {
+      if (::unlinkat(top, name, 0) == 0) return true;
+      if (errno != EISDIR) return false;  // gone, or given up
+    }
+    TreeEntry entry;
+    if (!tree_entry_at(top, name, &entry)) return false;
+    if (!S_ISDIR(entry.mode)) return ::unlinkat(top, name, 0) == 0;
+    // Another file system or mount (not ours to empty), or the top itself
+    // mounted inside it (where moving up would change nothing, forever).
+    if (!same_mount(entry, top_entry) || entry.ino == top_entry.ino) return false;
+    bool changed = false;
+    {
+      const Fd folder(open_tree_folder(top, name, entry));
+      if (folder.get() >= 0) changed = empty(folder.get());
+    }
+    return ::unlinkat(top, name, AT_REMOVEDIR) == 0 || changed;
+  }
+
+  bool empty(int folder) {
+    bool changed = false;
+    FolderEntries entries(folder);
+    unsigned char type = DT_UNKNOWN;
+    while (const char* name = entries.next(&type)) {
+      if (type != DT_DIR && type != DT_UNKNOWN) {
+        if (::unlinkat(folder, name, 0) == 0) {
+          changed = true;
+          continue;
+        }
+        if (errno != EISDIR) continue;
+      }
+      TreeEntry entry;
+      if (!tree_entry_at(folder, name, &entry)) continue;
+      if (!S_ISDIR(entry.mode)) {
+        changed |= ::unlinkat(folder, name, 0) == 0;
+        continue;
+      }
+      if (!same_mount(entry, top_entry)) continue;
+      let_owner_in(folder, name, entry);
+      if (::renameat(folder, name, top, MovedName(entry.ino).text) != 0) continue;  // given up (this pass)
+      changed = true;
+      if (moved_count < kRoom) moved[moved_count++] = entry.ino;
+    }
+    return changed;
+  }
+
+  // Passes over the top until one changes nothing: a static tree runs out of
+  // moves (each makes a folder shallower) and of removals, so this ends, with
+  // what could not be removed given up.
+  void run() {
+    for (bool changed = true; changed;) {
+      changed = false;
+      if (::lseek(top, 0, SEEK_SET) != 0) return;
+      FolderEntries entries(top);
+      unsigned char type = DT_UNKNOWN;
+      while (const char* name = entries.next(&type)) {
+        changed |= clear(name, type);
+        while (moved_count > 0) changed |= clear(MovedName(moved[--moved_count]).text, DT_DIR);
+      }
+    }
+  }
+};
 
 // Removes one leftover if its writer is gone (see above); false if it is in use.
 bool remove_if_abandoned(int dir_fd, const std::string& name, pid_t pid) {
@@ -162,7 +330,7 @@ bool remove_if_abandoned(int dir_fd, const std::string& name, pid_t pid) {
       st.st_dev != again.st_dev) {
     return false;
   }
-  return S_ISDIR(st.st_mode) ? remove_staging_folder(dir_fd, name) : ::unlinkat(dir_fd, name.c_str(), 0) == 0;
+  return remove_tree_at(dir_fd, name.c_str());  // a staging folder with whatever a worker made in it
 }
 
 // The one temp file a process has open for writing; signal handlers remove it.
@@ -180,10 +348,6 @@ char g_staging_message[PATH_MAX + 256];  // what follows "interrupted by SIGxxx"
 size_t g_staging_message_size = 0;
 volatile pid_t g_staging_child = 0;
 
-// struct linux_dirent64 (getdents64(2)): u64 d_ino, s64 d_off, u16 d_reclen, u8 d_type, char d_name[].
-constexpr size_t kDirentReclen = 16;
-constexpr size_t kDirentName = 19;
-
 void write_stderr(const char* text, size_t size) {
   while (size > 0) {
     const ssize_t n = ::write(STDERR_FILENO, text, size);
@@ -192,27 +356,6 @@ void write_stderr(const char* text, size_t size) {
     text += n;
     size -= static_cast<size_t>(n);
   }
-}
-
-void remove_staging_folder_now() {
-  const int fd = ::openat(g_staging_parent_fd, g_staging_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd >= 0) {
-    alignas(8) char buffer[4096];
-    for (;;) {
-      const long n = ::syscall(SYS_getdents64, fd, buffer, sizeof buffer);
-      if (n <= 0) break;
-      for (long at = 0; at < n;) {
-        unsigned short reclen = 0;
-        std::memcpy(&reclen, buffer + at + kDirentReclen, sizeof reclen);
-        const char* entry_name = buffer + at + kDirentName;
-        if (std::strcmp(entry_name, ".") != 0 && std::strcmp(entry_name, "..") != 0) ::unlinkat(fd, entry_name, 0);
-        if (reclen == 0) break;
-        at += reclen;
-      }
-    }
-    ::close(fd);
-  }
-  ::unlinkat(g_staging_parent_fd, g_staging_name, AT_REMOVEDIR);
 }
 
 extern "C" void clean_up_staging_and_exit(int sig) {
@@ -224,7 +367,7 @@ extern "C" void clean_up_staging_and_exit(int sig) {
     }
   }
   if (g_temp_armed) ::unlink(g_temp_path);
-  remove_staging_folder_now();
+  remove_tree_at(g_staging_parent_fd, g_staging_name);
   const char* name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGHUP ? "SIGHUP" : "a signal";
   constexpr char kPrefix[] = "tsarchive: error: interrupted by ";
   write_stderr(kPrefix, sizeof kPrefix - 1);
@@ -244,6 +387,17 @@ extern "C" void remove_temp_and_reraise(int sig) {
 std::string megabytes(uint64_t bytes) { return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB"; }
 
 }  // namespace
+
+bool remove_tree_at(int parent_fd, const char* name) {
+  TreeEntry top_entry;
+  if (!tree_entry_at(parent_fd, name, &top_entry)) return errno == ENOENT;
+  if (!S_ISDIR(top_entry.mode)) return ::unlinkat(parent_fd, name, 0) == 0 || errno == ENOENT;
+  {
+    const Fd top(open_tree_folder(parent_fd, name, top_entry));
+    if (top.get() >= 0) TreeRemoval(top.get(), top_entry).run();
+  }
+  return ::unlinkat(parent_fd, name, AT_REMOVEDIR) == 0 || errno == ENOENT;
+}
 
 int remove_leftovers(const std::string& dir_path, const std::string& base) {
   DIR* dir = ::opendir(dir_path.c_str());
@@ -446,7 +600,7 @@ StagingFolder::~StagingFolder() {
   }
   const int parent = ::open(parent_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (parent >= 0) {
-    remove_staging_folder(parent, path_.substr(path_.rfind('/') + 1));
+    remove_tree_at(parent, path_.substr(path_.rfind('/') + 1).c_str());
     ::close(parent);
   }
   if (fd_ >= 0) ::close(fd_);

@@ -9,6 +9,7 @@
 //    writing into it killed, and the process exits 128 + the signal.
 //  - Leftovers of killed writers: removed only when nobody holds their lock
 //    and the pid in their name is not a live process.
+//  - remove_tree_at: a folder with whatever a worker planted in it.
 //  - SignalHold: those signals held off for the few milliseconds of an
 //    in-place write.
 //  - Locks: flock(2) LOCK_EX between editors, an open-file-description lock
@@ -129,6 +130,16 @@ class StagingFolder {
 // Returns how many it removed. Every writer calls it before it writes.
 int remove_leftovers_next_to(const std::string& path);
 int remove_leftovers(const std::string& dir, const std::string& base);  // of file `base` in folder `dir`
+
+// Removes `name` in folder `parent_fd` with everything under it, as a
+// hostile worker may have left it in its folders: any depth (no path is
+// formed, so PATH_MAX is no limit), folders of the user's of any mode (made
+// 0700 first), links removed and never followed, nothing on another file
+// system or mount touched. True when `name` is gone (or never was); false when
+// something could not be removed, which is then given up, and left with the
+// folders that lead to it. Async-signal-safe: no allocation, three descriptors
+// at most, its buffers on the stack (about 9 KiB).
+bool remove_tree_at(int parent_fd, const char* name);
 
 // Error(Io) unless folder `dir` has room for two copies of about `copy_bytes`
 // and the file size limit allows one; `shown` names the file in the error.

@@ -6,7 +6,6 @@
 #include <link.h>
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <linux/audit.h>
 #include <linux/capability.h>
 #include <linux/filter.h>
@@ -38,6 +37,8 @@
 #include <vector>
 
 #include "base/error.h"
+#include "base/posix_fd.h"
+#include "base/temp_files_and_locks.h"
 
 namespace tsarchive {
 namespace {
@@ -540,12 +541,13 @@ std::pair<uintptr_t, uintptr_t> environment_block() {
 
 bool pid_alive(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
 
-int remove_entry(const char* path, const struct stat*, int type, FTW*) {
-  return type == FTW_DP ? ::rmdir(path) : ::unlink(path);
-}
-
-void remove_tree(const std::string& path) {
-  ::nftw(path.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+// The folder at `path` with whatever the worker made in it (remove_tree_at:
+// nftw gave up at a folder deeper than PATH_MAX or of mode 0, and left the
+// tree for good); false when something was left.
+bool remove_tree(const std::string& path) {
+  const auto [dir, name] = posix::split_path(path);
+  const Fd parent(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  return parent.get() >= 0 && remove_tree_at(parent.get(), name.c_str());
 }
 
 std::string temp_base() {
