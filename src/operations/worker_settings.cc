@@ -82,14 +82,21 @@ void note_worker_sandbox(const NoteSink& notes) {
 WorkerJob worker_job(const WorkerSettings& settings, const CheckedArchive& archive, std::string activity,
                      const NoteSink& notes) {
   note_worker_sandbox(notes);
-  WorkerJob job{archive.file(), std::move(activity), resolve_worker_limits(settings, archive.size()),
-                archive.checked(), settings.libraries, {}};
+  WorkerJob job;
+  job.file = archive.file();
+  job.activity = std::move(activity);
+  job.limits = resolve_worker_limits(settings, archive.size());
+  job.validated = archive.checked();
+  job.libraries = settings.libraries;
   job.archive = archive.watched();
   return job;
 }
 
 WorkerJob worker_job_without_archive(std::string activity) {
-  return WorkerJob{"", std::move(activity), resolve_worker_limits(WorkerSettings{}, 0), true, {}, {}};
+  WorkerJob job;
+  job.activity = std::move(activity);
+  job.limits = resolve_worker_limits(WorkerSettings{}, 0);
+  return job;
 }
 
 }  // namespace tsarchive

@@ -749,7 +749,7 @@ extern "C" __attribute__((visibility("default"))) char* mkdtemp(char* pattern) {
   using Mkdtemp = char* (*)(char*);
   static const auto next = reinterpret_cast<Mkdtemp>(::dlsym(RTLD_NEXT, "mkdtemp"));
   char* const reserved = tsarchive::reserved_tmp;
-  if (reserved[0] != '\0' && pattern != nullptr && std::strcmp(pattern, tsarchive::kLibtorchTemplate) == 0) {
+  if (reserved[0] != '\0' && std::strcmp(pattern, tsarchive::kLibtorchTemplate) == 0) {
     std::memcpy(pattern, reserved, sizeof tsarchive::reserved_tmp);
     reserved[0] = '\0';  // once: a second package would share the folder
     return pattern;

@@ -29,7 +29,12 @@ constexpr uint64_t kDiskMiB = uint64_t{1} << 20;
 
 // `staging`: a folder the job may write besides its own (stamp's, trace's).
 WorkerJob disk_job(uint64_t disk_bytes, std::vector<std::string> staging = {}) {
-  return WorkerJob{"model.pt", "running forward", WorkerLimits{0, 30, disk_bytes}, true, {}, std::move(staging)};
+  WorkerJob job;
+  job.file = "model.pt";
+  job.activity = "running forward";
+  job.limits = WorkerLimits{0, 30, disk_bytes};
+  job.writable = std::move(staging);
+  return job;
 }
 
 // Writes `bytes` of ones to the open `fd`, 1 MiB at a time, slowly enough for
