@@ -74,6 +74,7 @@ void write_converted(const ConvertSettings& settings, OpenedArchive& opened, con
                      StampContent content, ConvertReport& report, ConvertOutcome& outcome) {
   const TorchArchive& archive = opened.archive();
   StagedExtras extras;
+  extras.judged_as = &settings.worker;
   if (place.producer != nullptr) extras.stamp_name = kStampAltName;
   for (const Record& r : archive.records()) {
     if (r.kind != RecordKind::Extra || &r == place.stamp) continue;

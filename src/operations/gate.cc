@@ -5,14 +5,20 @@
 
 namespace tsarchive {
 
-void refuse_unsafe_load(const TorchArchive& archive, const std::string& file, const WorkerSettings& settings,
-                        const std::string& consequence) {
-  if (settings.allow_unsafe_load) return;
+std::string unsafe_load_finding(const TorchArchive& archive, const WorkerSettings& settings) {
+  if (settings.allow_unsafe_load) return {};
   LoadSafetyOptions options;
   options.operator_libraries = !settings.libraries.empty();
   const LoadSafety safety = assess_archive_load_safety(archive, options);
-  if (safety.worst() < LoadRisk::Dangerous) return;  // unlisted names: their libraries, native code; the sandbox
-  throw Error(ErrorKind::UnsafeToLoad, "unsafe to load: " + safety.worst_line(), file,
+  if (safety.worst() < LoadRisk::Dangerous) return {};  // unlisted names: their libraries, native code; the sandbox
+  return safety.worst_line();
+}
+
+void refuse_unsafe_load(const TorchArchive& archive, const std::string& file, const WorkerSettings& settings,
+                        const std::string& consequence) {
+  const std::string finding = unsafe_load_finding(archive, settings);
+  if (finding.empty()) return;
+  throw Error(ErrorKind::UnsafeToLoad, "unsafe to load: " + finding, file,
               consequence + "; 'tsarchive verify' lists what loading it would run; --allow-unsafe-load runs it "
                             "anyway, in the worker's sandbox");
 }

@@ -25,5 +25,8 @@ CheckedArchive pass_gate(const OpenedArchive& opened, const WorkerSettings& sett
 // library) are left to the sandbox and --load-library.
 void refuse_unsafe_load(const TorchArchive& archive, const std::string& file, const WorkerSettings& settings,
                         const std::string& consequence);
+// The verdict's worst finding as refuse_unsafe_load() would name it
+// ("crafted: WHERE WHAT"), or "" when it would let `archive` load.
+std::string unsafe_load_finding(const TorchArchive& archive, const WorkerSettings& settings);
 
 }  // namespace tsarchive

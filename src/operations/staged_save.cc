@@ -14,6 +14,7 @@
 #include "base/error.h"
 #include "core/edit/extra.h"
 #include "core/provenance/signing_embedded.h"
+#include "operations/gate.h"
 #include "format/zip_writer.h"
 #include "worker/sandbox.h"
 
@@ -45,10 +46,6 @@ bool copy_may_become_the_file(int fd) {
   const ssize_t attributes = ::flistxattr(fd, nullptr, 0);
   return attributes == 0 || (attributes < 0 && errno == ENOTSUP);
 }
-
-}  // namespace
-
-namespace {
 
 // Error(Torch) naming the first extra file of `kept` that the copy lacks or
 // holds changed: data a user put in the archive is never dropped unnamed.
@@ -97,6 +94,13 @@ StagedStamp write_staged_with_stamp(ArchiveFile& file, const std::string& staged
     // verify digested every record; the carried extra files replace or join them.
     const std::string stamp_record = extra_record_name(extras.stamp_name);
     refuse_lost_extras(gate.records, extras.kept, display);
+    if (extras.judged_as != nullptr) {
+      if (const std::string finding = unsafe_load_finding(copy, *extras.judged_as); !finding.empty()) {
+        throw Error(ErrorKind::UnsafeToLoad, "the archive libtorch wrote is unsafe to load: " + finding, display,
+                    "nothing was written; the model's code or a library it loaded changed what was saved: "
+                    "run 'tsarchive verify' on the original");
+      }
+    }
     std::map<std::string, std::string> digests;
     for (const auto& [name, hex] : digests_without_stamp(gate.records, display, stamp_record)) digests[name] = hex;
     for (const ExtraEdit& e : extras.carried) {

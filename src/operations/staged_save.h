@@ -18,6 +18,7 @@
 #include "core/edit/file_edit.h"
 #include "core/provenance/producer_info.h"
 #include "core/provenance/signing.h"
+#include "operations/worker_settings.h"
 
 namespace tsarchive {
 
@@ -42,6 +43,10 @@ struct StagedExtras {
   // carried (stamp): the copy must hold each, unchanged. The worker that wrote
   // the copy runs the model's code; what it wrote is not taken on trust.
   std::vector<std::pair<std::string, std::string>> kept;
+  // The settings the original passed the gate with (operations/gate.h): the
+  // copy's load-safety verdict is taken as the original's was, since the
+  // worker that wrote it ran the model's code. Null: not judged (tests).
+  const WorkerSettings* judged_as = nullptr;
 };
 
 struct StagedStamp {

@@ -86,6 +86,7 @@ Written stamp_by_resave(ArchiveFile& file, const CheckedArchive& checked, const 
   StagedExtras extras;
   extras.stamp_name = place.producer != nullptr ? kStampAltName : kStampName;
   extras.sign = opts.signer;
+  extras.judged_as = &opts.worker;
   if (!request.extra_names.empty()) {
     DigestOptions extra_files;
     extra_files.kinds = {RecordKind::Extra};

@@ -211,4 +211,25 @@ TEST_CASE("staged save: a final stamp that fits the hook's room is written over 
                Catch::Contains("changed extra/labels.json"));
     CHECK(slurp(model) == original);
   }
+  SECTION("a copy the verdict calls dangerous is refused as its original would have been") {
+    // What a worker whose native code swapped the model would hand back:
+    // TorchScript that maps a file with torch.from_file(shared=True).
+    const std::string evil = slurp(testdata("loadsafety/evil/from_file.pt"));
+    const std::string evil_top = open_bytes(evil)->top_folder();
+    ArchiveFile file(model, FileAccess::Edit, 10);
+    const StagingFolder stage(model, original.size());
+    const std::string staged = stage.path() + "/" + evil_top + ".pt";
+    write_file(staged, evil);
+    WorkerSettings settings;
+    StagedExtras extras;
+    extras.judged_as = &settings;
+    const Error unsafe = error_of([&] { write_staged_with_stamp(file, staged, content, "", evil_top, model, extras); });
+    CHECK(unsafe.kind() == ErrorKind::UnsafeToLoad);
+    CHECK_THAT(unsafe.what(), Catch::StartsWith("the archive libtorch wrote is unsafe to load: dangerous:"));
+    CHECK_THAT(unsafe.hint(), Catch::Contains("nothing was written"));
+    CHECK(slurp(model) == original);
+    settings.allow_unsafe_load = true;  // as the original was let through
+    write_staged_with_stamp(file, staged, content, "", evil_top, model, extras);
+    CHECK(slurp(model) != original);
+  }
 }
