@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <map>
 #include <optional>
 
@@ -63,7 +64,46 @@ void refuse_lost_extras(const std::vector<RecordDigest>& copy, const std::vector
   }
 }
 
+bool holds_tensor_bytes(RecordKind kind) { return kind == RecordKind::TensorData || kind == RecordKind::ConstantData; }
+
+// Error(Torch) unless the copy's tensor storages are `original`'s (SHA-256,
+// sorted) byte for byte. As a multiset: a re-save renumbers the storages, and
+// nothing else about them may change.
+void refuse_other_tensors(const TorchArchive& copy, const std::vector<RecordDigest>& digests,
+                          const std::vector<std::string>& original, const std::string& display) {
+  std::vector<std::string> copied;
+  const RecordDigest* first_unknown = nullptr;
+  for (const RecordDigest& d : digests) {
+    const Record* r = copy.find(d.name);
+    if (r == nullptr || !holds_tensor_bytes(r->kind)) continue;
+    copied.push_back(d.sha256);
+    if (first_unknown == nullptr && !std::binary_search(original.begin(), original.end(), d.sha256)) first_unknown = &d;
+  }
+  std::sort(copied.begin(), copied.end());
+  if (copied == original) return;
+  const std::string what = first_unknown != nullptr
+                               ? "holds tensor data the original does not (" + first_unknown->name + ")"
+                               : "holds " + std::to_string(copied.size()) + " tensor storages where the original has " +
+                                     std::to_string(original.size());
+  throw Error(ErrorKind::Torch, "the archive libtorch re-saved " + what, display,
+              "nothing was written; the model's code or a library it loaded changed its weights while it was saved: "
+              "stamp it with --keep-bytes, which writes no copy");
+}
+
 }  // namespace
+
+std::vector<std::string> tensor_digests(const TorchArchive& archive) {
+  DigestOptions options;
+  options.kinds = {RecordKind::TensorData, RecordKind::ConstantData};
+  std::vector<std::string> out;
+  for (const RecordDigest& d : digest_records(archive, options)) {
+    if (!d.problem.empty()) throw_bad_input("record '" + d.name + "': " + d.problem, archive.zip().source().name(),
+                                            "nothing was written");
+    out.push_back(d.sha256);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
 
 StagedStamp write_staged_with_stamp(ArchiveFile& file, const std::string& staged, StampContent content,
                                     const std::string& output, const std::string& expected_top, const std::string& display,
@@ -94,6 +134,7 @@ StagedStamp write_staged_with_stamp(ArchiveFile& file, const std::string& staged
     // verify digested every record; the carried extra files replace or join them.
     const std::string stamp_record = extra_record_name(extras.stamp_name);
     refuse_lost_extras(gate.records, extras.kept, display);
+    if (extras.tensors) refuse_other_tensors(copy, gate.records, *extras.tensors, display);
     if (extras.judged_as != nullptr) {
       if (const std::string finding = unsafe_load_finding(copy, *extras.judged_as); !finding.empty()) {
         throw Error(ErrorKind::UnsafeToLoad, "the archive libtorch wrote is unsafe to load: " + finding, display,

@@ -47,7 +47,15 @@ struct StagedExtras {
   // copy's load-safety verdict is taken as the original's was, since the
   // worker that wrote it ran the model's code. Null: not judged (tests).
   const WorkerSettings* judged_as = nullptr;
+  // The original's tensor storages (tensor_digests()) when the copy must hold
+  // the same ones (stamp: a re-save changes how records are named and
+  // written, never a weight).
+  std::optional<std::vector<std::string>> tensors;
 };
+
+// SHA-256 of each of `archive`'s tensor storages (data/ and constants/
+// records), sorted; Error(BadInput) for one that cannot be read.
+std::vector<std::string> tensor_digests(const TorchArchive& archive);
 
 struct StagedStamp {
   WriteResult result;

@@ -211,6 +211,30 @@ TEST_CASE("staged save: a final stamp that fits the hook's room is written over 
                Catch::Contains("changed extra/labels.json"));
     CHECK(slurp(model) == original);
   }
+  SECTION("a copy must hold the original's tensors, byte for byte, however they are named") {
+    ArchiveFile file(model, FileAccess::Edit, 10);
+    const StagingFolder stage(model, original.size());
+    const std::string staged = stage.path() + "/" + top + ".pt";
+    write_file(staged, with_stamp(original, pad_stamp(hook, stamp_size_with_digests(hook, *source))));
+    StagedExtras extras;
+    // Another model's weights stand for the original's: the copy's are not them.
+    extras.tensors = tensor_digests(*open_bytes(slurp(testdata("convnet_traced.pt"))));
+    const Error swapped = error_of([&] { write_staged_with_stamp(file, staged, content, "", top, model, extras); });
+    CHECK(swapped.kind() == ErrorKind::Torch);
+    CHECK_THAT(swapped.what(), Catch::Matches("the archive libtorch re-saved holds tensor data the original does not "
+                                              "\\(data/[0-9]+\\)"));
+    CHECK_THAT(swapped.hint(), Catch::Contains("--keep-bytes"));
+    CHECK(slurp(model) == original);
+    // One storage fewer: the count is named.
+    extras.tensors = tensor_digests(*source);
+    extras.tensors->push_back(extras.tensors->front());
+    std::sort(extras.tensors->begin(), extras.tensors->end());
+    CHECK_THAT(error_of([&] { write_staged_with_stamp(file, staged, content, "", top, model, extras); }).what(),
+               Catch::Contains("tensor storages where the original has"));
+    extras.tensors = tensor_digests(*source);
+    write_staged_with_stamp(file, staged, content, "", top, model, extras);
+    require_stamped(model, original);
+  }
   SECTION("a copy the verdict calls dangerous is refused as its original would have been") {
     // What a worker whose native code swapped the model would hand back:
     // TorchScript that maps a file with torch.from_file(shared=True).
