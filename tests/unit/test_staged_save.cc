@@ -130,12 +130,19 @@ TEST_CASE("staged save: a final stamp that fits the hook's room is written over 
   const std::string top = source->top_folder();
   StampContent content = hook_content(*source);
   const std::string hook = render_stamp(content);
+  // What libtorch's save leaves in `stage`: the copy, with the hook's stamp
+  // padded to the room the digests take.
+  const std::string padded_copy = with_stamp(original, pad_stamp(hook, stamp_size_with_digests(hook, *source)));
+  const auto stage_copy = [&](const StagingFolder& stage, const std::string& bytes) {
+    const std::string staged = stage.path() + "/" + top + ".pt";
+    write_file(staged, bytes);
+    return staged;
+  };
 
   SECTION("replacing the archive") {
     ArchiveFile file(model, FileAccess::Edit, 10);
     const StagingFolder stage(model, original.size());
-    const std::string staged = stage.path() + "/" + top + ".pt";
-    write_file(staged, with_stamp(original, pad_stamp(hook, stamp_size_with_digests(hook, *source))));
+    const std::string staged = stage_copy(stage, padded_copy);
     const ino_t copy = inode_of(staged);
     const StagedStamp out = write_staged_with_stamp(file, staged, content, "", top, model);
     require_stamped(model, original);
@@ -151,8 +158,7 @@ TEST_CASE("staged save: a final stamp that fits the hook's room is written over 
     ArchiveFile file(model, FileAccess::Read, 10);
     const std::string output = dir.file("out.pt");
     const StagingFolder stage(output, original.size());
-    const std::string staged = stage.path() + "/" + top + ".pt";
-    write_file(staged, with_stamp(original, pad_stamp(hook, stamp_size_with_digests(hook, *source))));
+    const std::string staged = stage_copy(stage, padded_copy);
     const ino_t copy = inode_of(staged);
     write_staged_with_stamp(file, staged, content, output, top, model);
     require_stamped(output, original);
@@ -162,8 +168,7 @@ TEST_CASE("staged save: a final stamp that fits the hook's room is written over 
   SECTION("a hook's stamp without room: the copy is copied with the stamp") {
     ArchiveFile file(model, FileAccess::Edit, 10);
     const StagingFolder stage(model, original.size());
-    const std::string staged = stage.path() + "/" + top + ".pt";
-    write_file(staged, with_stamp(original, hook));
+    const std::string staged = stage_copy(stage, with_stamp(original, hook));
     const ino_t copy = inode_of(staged);
     const StagedStamp out = write_staged_with_stamp(file, staged, content, "", top, model);
     require_stamped(model, original);
@@ -174,8 +179,7 @@ TEST_CASE("staged save: a final stamp that fits the hook's room is written over 
   SECTION("a copy with a second name is copied, not renamed") {
     ArchiveFile file(model, FileAccess::Edit, 10);
     const StagingFolder stage(model, original.size());
-    const std::string staged = stage.path() + "/" + top + ".pt";
-    write_file(staged, with_stamp(original, pad_stamp(hook, stamp_size_with_digests(hook, *source))));
+    const std::string staged = stage_copy(stage, padded_copy);
     REQUIRE(::link(staged.c_str(), (stage.path() + "/other").c_str()) == 0);
     const ino_t copy = inode_of(staged);
     write_staged_with_stamp(file, staged, content, "", top, model);
@@ -186,7 +190,7 @@ TEST_CASE("staged save: a final stamp that fits the hook's room is written over 
     ArchiveFile file(model, FileAccess::Edit, 10);
     const StagingFolder stage(model, original.size());
     const std::string elsewhere = dir.file("users-other-model.pt");
-    const std::string planted = with_stamp(original, pad_stamp(hook, stamp_size_with_digests(hook, *source)));
+    const std::string planted = padded_copy;
     write_file(elsewhere, planted);
     const std::string staged = stage.path() + "/" + top + ".pt";
     REQUIRE(::symlink(elsewhere.c_str(), staged.c_str()) == 0);
@@ -197,8 +201,7 @@ TEST_CASE("staged save: a final stamp that fits the hook's room is written over 
   SECTION("a copy that lacks or changed an extra file the save carried is refused, naming it") {
     ArchiveFile file(model, FileAccess::Edit, 10);
     const StagingFolder stage(model, original.size());
-    const std::string staged = stage.path() + "/" + top + ".pt";
-    write_file(staged, with_stamp(original, pad_stamp(hook, stamp_size_with_digests(hook, *source))));
+    const std::string staged = stage_copy(stage, padded_copy);
     StagedExtras extras;
     extras.kept = {{"extra/notes.txt", sha256_hex("a note the save carried")}};
     const Error lost = error_of([&] { write_staged_with_stamp(file, staged, content, "", top, model, extras); });
@@ -214,8 +217,7 @@ TEST_CASE("staged save: a final stamp that fits the hook's room is written over 
   SECTION("a copy must hold the original's tensors, byte for byte, however they are named") {
     ArchiveFile file(model, FileAccess::Edit, 10);
     const StagingFolder stage(model, original.size());
-    const std::string staged = stage.path() + "/" + top + ".pt";
-    write_file(staged, with_stamp(original, pad_stamp(hook, stamp_size_with_digests(hook, *source))));
+    const std::string staged = stage_copy(stage, padded_copy);
     StagedExtras extras;
     // Another model's weights stand for the original's: the copy's are not them.
     extras.tensors = tensor_digests(*open_bytes(slurp(testdata("convnet_traced.pt"))));
