@@ -4,7 +4,7 @@
 # testdata/ (archives, .pt2 included, for zip_layer, inspect_path and zip_structure, which also
 # reads its input as mutations of a built-in archive; the pickles inside them
 # for pickle_reader; the extra/ files inside them and testdata's JSON files
-# for json_text; testdata/images for image; model signatures made here for signature_bundle). Prints executions and crashes per target; copies every
+# for json_text; testdata/images for image; a few CBOR replies for worker_reply; model signatures made here for signature_bundle). Prints executions and crashes per target; copies every
 # crash, timeout, leak or OOM input to testdata/fuzz-crashes/<target>-<name>,
 # where CTest's fuzz.replay replays it in the normal build. Exit 1 if any.
 #
@@ -18,7 +18,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 install_packages cmake ninja-build clang libclang-rt-14-dev g++ pkg-config libzip-dev zlib1g-dev libssl-dev libstb-dev libjpeg-dev \
   nlohmann-json3-dev libcli11-dev python3
 build=${TSARCHIVE_FUZZ_BUILD:-$root/build-fuzz}
-targets=(zip_layer pickle_reader inspect_path zip_structure json_text image signature_bundle sigstore_trust_root load_safety)
+targets=(zip_layer pickle_reader inspect_path zip_structure json_text image signature_bundle sigstore_trust_root load_safety worker_reply)
 
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_CXX_COMPILER=${CXX_FUZZ:-clang++} -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DTSARCHIVE_FUZZ=ON >/dev/null
@@ -65,6 +65,13 @@ find "$root/testdata/loadsafety" -type f -size -128k -exec sh -c 'cp "$1" "$2/$(
 find "$root/testdata/images" -type f \( -name '*.png' -o -name '*.jpg' -o -name '*.bmp' -o -name '*.txt' \) \
   -exec sh -c 'cp "$1" "$2/$(echo "${1#$3/}" | tr / _)"' _ {} "$seeds/images" "$root/testdata/images" \;
 
+# Worker replies (CBOR, as worker_codec.h's to_cbor writes them): a result
+# map, arrays, strings, byte strings, floats, a nested error.
+mkdir -p "$seeds/cbor"
+printf '\xa2\x62ok\xf5\x66result\x83\x01\x20\xfb\x3f\xf0\x00\x00\x00\x00\x00\x00' >"$seeds/cbor/result"
+printf '\xa1\x65error\xa2\x64kind\x05\x64text\x64oops' >"$seeds/cbor/error"
+printf '\x82\x43abc\x81\x81\x81\xa0' >"$seeds/cbor/nested"
+
 # Sigstore keyless material: the trust roots and bundles of testdata/sigstore (fake and production).
 mkdir -p "$seeds/sigstore"
 find "$root/testdata/sigstore" -type f \( -name '*.json' -o -name '*.sigstore' \) \
@@ -108,6 +115,7 @@ for t in "${targets[@]}"; do
   [ "$t" = image ] && seed_dir=$seeds/images
   [ "$t" = signature_bundle ] && seed_dir=$seeds/signatures
   [ "$t" = sigstore_trust_root ] && seed_dir=$seeds/sigstore
+  [ "$t" = worker_reply ] && seed_dir=$seeds/cbor
   cp "$seed_dir/"* "$corpus/"
   log=$build/$t.log
   # -fork keeps going after a crash; each crash leaves a file in $artifacts.

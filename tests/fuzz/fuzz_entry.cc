@@ -7,6 +7,9 @@
 
 #include "format/archive.h"
 #include "base/bounded_json.h"
+#include <nlohmann/json.hpp>
+#include <string_view>
+#include <vector>
 #include "base/error.h"
 #include "core/edit/extra.h"
 #include "core/inputs/image.h"
@@ -183,6 +186,26 @@ void json_text(const uint8_t* data, size_t size) {
   }
   const std::string preview = escape_text(info.preview);
   if (needs_escape(preview)) std::abort();
+}
+
+void worker_reply(const uint8_t* data, size_t size) {
+  const std::string bytes = bytes_of(data, size);
+  constexpr size_t kDepth = 64;
+  constexpr uint64_t kValues = uint64_t{1} << 16;
+  const CborShape shape = measure_cbor(bytes, kDepth, kValues);
+  if (!shape.well_formed) return;
+  if (shape.depth > kDepth || shape.values > kValues) std::abort();
+  nlohmann::json decoded;
+  try {
+    decoded = nlohmann::json::from_cbor(bytes);
+  } catch (const nlohmann::json::exception&) {
+    return;  // decode_result says "does not decode"
+  }
+  const std::vector<uint8_t> again = nlohmann::json::to_cbor(decoded);
+  const CborShape written =
+      measure_cbor(std::string_view(reinterpret_cast<const char*>(again.data()), again.size()), kDepth, kValues);
+  // Duplicate map keys collapse when decoded: never more, possibly less.
+  if (!written.well_formed || written.depth > shape.depth || written.values > shape.values) std::abort();
 }
 
 void image(const uint8_t* data, size_t size) {

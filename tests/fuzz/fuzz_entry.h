@@ -51,5 +51,12 @@ void sigstore_trust_root(const uint8_t* data, size_t size);
 // file, which must give a verdict for every loader of a pickle it reads (an
 // empty one aborts) or a tsarchive::Error for what the ZIP checks refuse.
 void load_safety(const uint8_t* data, size_t size);
+// What tsarchive does to a worker's reply before it decodes it (measure_cbor,
+// base/bounded_json.h): the shape must stay within the bounds it was given,
+// and a reply it measures well-formed is then decoded (from_cbor) as
+// decode_result would. What to_cbor writes of the decoded value must measure
+// well-formed too (an honest worker's reply is never refused; a violation
+// aborts).
+void worker_reply(const uint8_t* data, size_t size);
 
 }  // namespace tsarchive::fuzz

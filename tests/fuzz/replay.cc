@@ -29,7 +29,8 @@ int main(int argc, char** argv) {
                                                     {"image", tsarchive::fuzz::image},
                                                     {"signature_bundle", tsarchive::fuzz::signature_bundle},
                                                     {"sigstore_trust_root", tsarchive::fuzz::sigstore_trust_root},
-                                                    {"load_safety", tsarchive::fuzz::load_safety}};
+                                                    {"load_safety", tsarchive::fuzz::load_safety},
+                                                    {"worker_reply", tsarchive::fuzz::worker_reply}};
   std::vector<std::filesystem::path> files;
   for (int i = 1; i < argc; ++i) {
     for (const auto& entry : std::filesystem::recursive_directory_iterator(argv[i])) {
