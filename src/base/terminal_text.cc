@@ -12,6 +12,14 @@ bool is_bidi_control(uint32_t cp) {
          (cp >= 0x2066 && cp <= 0x2069);
 }
 
+// Characters that draw nothing, or break a line where a reader sees none:
+// two names that differ only by them look the same, and U+2028/U+2029 end a
+// line in some viewers and log tools (a forged "tsarchive:" line after them).
+bool is_invisible_or_separator(uint32_t cp) {
+  return cp == 0x180E || cp == 0x200B || cp == 0x2028 || cp == 0x2029 || (cp >= 0x2060 && cp <= 0x2064) ||
+         cp == 0xFEFF;
+}
+
 constexpr char kHex[] = "0123456789abcdef";
 
 // Calls emit(bytes_kept) for text that stays and emit_escape(spelling) for
@@ -41,7 +49,7 @@ void walk(std::string_view text, TextEscape mode, Keep&& keep, Escape&& escape) 
       } else {
         escape(std::string{'\\', 'x', kHex[cp >> 4], kHex[cp & 15]});
       }
-    } else if ((cp >= 0x80 && cp <= 0x9F) || is_bidi_control(cp)) {
+    } else if ((cp >= 0x80 && cp <= 0x9F) || is_bidi_control(cp) || is_invisible_or_separator(cp)) {
       escape(std::string{'\\', 'u', kHex[(cp >> 12) & 15], kHex[(cp >> 8) & 15], kHex[(cp >> 4) & 15], kHex[cp & 15]});
     } else {
       keep(text.substr(i, len));

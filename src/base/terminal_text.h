@@ -10,9 +10,11 @@
 //   \t \n \r          tab, line feed, carriage return
 //   \xHH              any other C0 control, DEL, and each byte that is not
 //                     part of valid UTF-8 (HH: two lowercase hex digits)
-//   \uHHHH            C1 controls U+0080..U+009F and the Bidi_Control
+//   \uHHHH            C1 controls U+0080..U+009F, the Bidi_Control
 //                     characters U+061C, U+200E, U+200F, U+202A..U+202E,
-//                     U+2066..U+2069
+//                     U+2066..U+2069, the line and paragraph separators
+//                     U+2028, U+2029, and what draws nothing: U+180E,
+//                     U+200B, U+2060..U+2064, U+FEFF
 // A backslash is left as it is, so text without those characters prints
 // unchanged and escaping twice changes nothing.
 #pragma once

@@ -52,6 +52,12 @@ TEST_CASE("escape_text: C0, DEL, C1, bidi and bytes that are not UTF-8 are spell
   CHECK(escape_text("x\xe2\x80\xaetxt.exe") == "x\\u202etxt.exe");  // U+202E right-to-left override
   CHECK(escape_text("\xe2\x81\xa6\xe2\x81\xa9\xd8\x9c\xe2\x80\x8e\xe2\x80\x8f") ==
         "\\u2066\\u2069\\u061c\\u200e\\u200f");
+  // A line break some viewers draw, and characters that draw nothing (two
+  // record names that differ by one look the same); a joiner stays.
+  CHECK(escape_text("ok\xe2\x80\xa8tsarchive: fake\xe2\x80\xa9") == "ok\\u2028tsarchive: fake\\u2029");
+  CHECK(escape_text("extra/\xe2\x80\x8bstamp\xef\xbb\xbf\xe2\x81\xa0\xe2\x81\xa4\xe1\xa0\x8e") ==
+        "extra/\\u200bstamp\\ufeff\\u2060\\u2064\\u180e");
+  CHECK(escape_text("\xe2\x80\x8d") == "\xe2\x80\x8d");  // U+200D, in emoji and scripts' spelling
   // Not UTF-8: a stray continuation byte, 0xff, an overlong '/', a surrogate, a cut sequence.
   CHECK(escape_text("a\x80" "b\xff") == "a\\x80b\\xff");
   CHECK(escape_text("\xc0\xaf") == "\\xc0\\xaf");
