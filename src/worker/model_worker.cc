@@ -265,8 +265,8 @@ std::string ModelWorker::over_limit(uint64_t held) {
       return "libtorch's worker " + why + " and was stopped";
     }
   }
-  const std::string why = worker_usage_passed(worker_usage(pid), held + files_in_memory_, job_.limits.memory_bytes);
-  return why.empty() ? why : why + " and was stopped";
+  const UsagePassed usage = worker_usage_passed(worker_usage(pid), held + files_in_memory_, job_.limits.memory_bytes);
+  return usage ? usage.why + " and was stopped" : std::string();
 }
 
 bool ModelWorker::stopped_at_limit(std::string& why) {

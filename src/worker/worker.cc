@@ -128,9 +128,11 @@ enum class Stop { None, Usage, Time, Payload, Written, Disk };
 
 // Reads the child's payload while enforcing the limits; returns why it was
 // stopped (None: it ended on its own) and leaves its wait status in `status`;
-// with Stop::Usage and Stop::Disk, `why` says what it passed. `folders`: those it may write.
+// with Stop::Disk, `disk_why` says what it wrote, with Stop::Usage `usage` what
+// it passed. `folders`: those it may write.
 Stop supervise(pid_t pid, int fd, const WorkerLimits& limits, const std::vector<std::string>& folders,
-               const WatchedFile& archive, std::string& payload, int& status, std::string& why) {
+               const WatchedFile& archive, std::string& payload, int& status, std::string& disk_why,
+               UsagePassed& usage) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   // A result is never larger than the memory the worker may use.
@@ -146,8 +148,8 @@ Stop supervise(pid_t pid, int fd, const WorkerLimits& limits, const std::vector<
     disk_looked = Clock::now();
     const DiskUse use = measure_disk_use(pid, folders);
     files_in_memory = use.memory_bytes;
-    why = disk_limit_passed(use, limits.disk_bytes);
-    return !why.empty();
+    disk_why = disk_limit_passed(use, limits.disk_bytes);
+    return !disk_why.empty();
   };
   char buffer[1 << 16];
   while (open || !exited) {
@@ -182,8 +184,7 @@ Stop supervise(pid_t pid, int fd, const WorkerLimits& limits, const std::vector<
       stop = Stop::Written;  // a writer waits on the lease: the worker goes before any new byte reaches it
     } else if (payload.size() > max_payload) {
       stop = Stop::Payload;
-    } else if (!(why = worker_usage_passed(worker_usage(pid), payload.size() + files_in_memory, limits.memory_bytes))
-                    .empty()) {
+    } else if ((usage = worker_usage_passed(worker_usage(pid), payload.size() + files_in_memory, limits.memory_bytes))) {
       stop = Stop::Usage;  // what it sent is held here for it: one budget, or a worker could flood the parent
     } else if (limits.time_s > 0 && std::chrono::duration<double>(Clock::now() - start).count() > limits.time_s) {
       stop = Stop::Time;
@@ -247,12 +248,14 @@ uint64_t max_worker_threads() {
   return most;
 }
 
-std::string worker_usage_passed(const WorkerUsage& usage, uint64_t held, uint64_t memory_limit) {
+UsagePassed worker_usage_passed(const WorkerUsage& usage, uint64_t held, uint64_t memory_limit) {
   if (memory_limit != 0 && usage.resident_bytes + held > memory_limit) {
-    return "libtorch passed the memory limit (" + human_size(memory_limit) + " resident, --memory-limit)";
+    return {"libtorch passed the memory limit (" + human_size(memory_limit) + " resident, --memory-limit)",
+            "if the model needs more, raise --memory-limit"};
   }
   if (usage.threads > max_worker_threads()) {
-    return "libtorch's worker started more than " + std::to_string(max_worker_threads()) + " threads";
+    return {"libtorch's worker started more than " + std::to_string(max_worker_threads()) + " threads",
+            "libtorch needs a few threads a core; a model that starts thousands may be hostile"};
   }
   return {};
 }
@@ -320,9 +323,10 @@ std::string run_in_worker(const WorkerJob& job, const std::function<std::string(
   std::vector<std::string> folders = job.writable;
   if (temp) folders.push_back(temp->path());
   if (libtorch_tmp) folders.push_back(libtorch_tmp->path());
-  std::string payload, why;
+  std::string payload, disk_why;
+  UsagePassed usage;
   int status = 0;
-  const Stop stop = supervise(pid, fds[0], job.limits, folders, archive, payload, status, why);
+  const Stop stop = supervise(pid, fds[0], job.limits, folders, archive, payload, status, disk_why, usage);
   StagingFolder::watch_child(0);
   relay.finish();
   ::close(fds[0]);
@@ -331,9 +335,8 @@ std::string run_in_worker(const WorkerJob& job, const std::function<std::string(
   switch (stop) {
     case Stop::Usage:
       throw Error(ErrorKind::Torch,
-                  why + " while " + job.activity + " and was stopped" + (job.validated ? "" : "; " + suspicion(job)), job.file,
-                  why.find("--memory-limit") != std::string::npos ? "if the model needs more, raise --memory-limit"
-                                                                   : "libtorch needs a few threads a core; a model that starts thousands may be hostile");
+                  usage.why + " while " + job.activity + " and was stopped" + (job.validated ? "" : "; " + suspicion(job)),
+                  job.file, usage.hint);
     case Stop::Time:
       throw Error(ErrorKind::Torch,
                   "libtorch did not finish within the time limit (" + short_number(job.limits.time_s) + " s" +
@@ -342,7 +345,7 @@ std::string run_in_worker(const WorkerJob& job, const std::function<std::string(
     case Stop::Written:  // believed() above has thrown this already
       throw archive_written(job);
     case Stop::Disk:
-      throw disk_limit_error(job, why);
+      throw disk_limit_error(job, disk_why);
     case Stop::Payload:
       throw Error(ErrorKind::Torch, "the libtorch worker sent back more than its memory limit while " + job.activity,
                   job.file, suspicion(job));

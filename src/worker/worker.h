@@ -119,10 +119,15 @@ WorkerUsage worker_usage(pid_t pid);  // zeros when it is gone
 // of its pools, CUDA a few. More is a worker taking the user's process slots
 // (ulimit -u), which tsarchive stops whatever the memory they take.
 uint64_t max_worker_threads();
-// The one line for a worker whose usage passes `memory_limit` (0: none, with
-// `held` bytes of its reply counted beside its memory) or max_worker_threads();
-// "" when it does not.
-std::string worker_usage_passed(const WorkerUsage& usage, uint64_t held, uint64_t memory_limit);
+// Whether a worker's usage passes `memory_limit` (0: none, with `held` bytes
+// of its reply counted beside its memory) or max_worker_threads(): the one
+// line saying which, and what the user can do.
+struct UsagePassed {
+  std::string why;   // "" when it passes neither
+  std::string hint;
+  explicit operator bool() const { return !why.empty(); }
+};
+UsagePassed worker_usage_passed(const WorkerUsage& usage, uint64_t held, uint64_t memory_limit);
 
 // Set TSARCHIVE_IN_PROCESS=1 to call libtorch in this process (for a debugger,
 // or to measure what the worker costs); the limits then do not apply.

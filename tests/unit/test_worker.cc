@@ -158,6 +158,7 @@ TEST_CASE("a worker that starts thousands of threads is stopped (the user's proc
   REQUIRE(stopped);
   CHECK(stopped->kind() == ErrorKind::Torch);
   CHECK_THAT(stopped->what(), Catch::Contains("started more than " + std::to_string(max_worker_threads()) + " threads"));
+  CHECK_THAT(stopped->hint(), Catch::Contains("may be hostile"));
 }
 
 TEST_CASE("a worker that passes the time limit is stopped", "[worker]") {
