@@ -192,7 +192,7 @@ ServedModelInfo ModelWorker::start() {
   from_worker_ = from[0];
   ServedModelInfo info;
   try {
-    info = decode_result<ServedModelInfo>(call(encode_result(request_), "loading the module", kMaxStatusReply));
+    info = decode_result<ServedModelInfo>(call(encode_result(request_), "loading the module", kMaxStatusReply, false));
   } catch (const ReplyTooLarge& e) {
     stop();
     throw Error(ErrorKind::Torch, "the libtorch worker described the model in " + std::to_string(e.reply_bytes()) +
@@ -283,7 +283,7 @@ void ModelWorker::died(int status, const std::string& activity, const std::strin
               "the worker is restarted; if this repeats, check the model with 'tsarchive run'");
 }
 
-std::string ModelWorker::call(std::string payload, const std::string& activity, uint64_t max_reply_bytes) {
+std::string ModelWorker::call(std::string payload, const std::string& activity, uint64_t max_reply_bytes, bool drain) {
   using Clock = std::chrono::steady_clock;
   // A worker that exits closes its end: the write fails with EPIPE (SIGPIPE is
   // ignored by the server) and the read below sees EOF.
@@ -327,6 +327,7 @@ std::string ModelWorker::call(std::string payload, const std::string& activity, 
     want = frame_size(header);
     if (want > kMaxFrame) died(0, activity, "the libtorch worker sent a malformed reply");
     dropping = want > max_reply_bytes;
+    if (dropping && !drain) throw ReplyTooLarge(want, max_reply_bytes, job_.file);
     into = &body;
     got = 0;
     if (want == 0) return body;

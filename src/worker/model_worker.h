@@ -91,7 +91,11 @@ class ModelWorker {
   void stop();
 
  private:
-  std::string call(std::string payload, const std::string& activity, uint64_t max_reply_bytes = UINT64_MAX);
+  // A reply longer than `max_reply_bytes` is ReplyTooLarge: after it was read
+  // and dropped when `drain` (the worker can answer the next call), at once
+  // when not (the caller stops the worker).
+  std::string call(std::string payload, const std::string& activity, uint64_t max_reply_bytes = UINT64_MAX,
+                   bool drain = true);
   // Why the running worker is past its memory limit (its resident memory
   // and the `held` bytes of its reply read so far) or disk limit, "" when it
   // is not (the disk is looked at every 100 ms at most: disk_use.h).
