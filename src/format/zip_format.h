@@ -24,6 +24,8 @@ constexpr uint16_t kZip64ExtraId = 0x0001;
 constexpr uint16_t kPyTorchPaddingId = 0x4246;  // "FB"
 constexpr uint32_t k32Max = 0xFFFFFFFFu;
 constexpr uint16_t k16Max = 0xFFFFu;
+// External attributes: miniz reads this MS-DOS bit as "a folder", any name.
+constexpr uint32_t kDosFolderAttribute = 0x10;
 
 // Little-endian appenders for records the writer and the edit journal make.
 inline void put16(std::string& s, uint16_t v) {

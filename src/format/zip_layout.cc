@@ -476,7 +476,8 @@ ZipLayout read_zip_layout(const ByteSource& source) {
     const uint32_t csize = r.u32(), usize = r.u32();
     const uint16_t name_len = r.u16(), extra_len = r.u16(), comment_len = r.u16();
     const uint16_t disk = r.u16();
-    r.skip(2 + 4);  // attributes
+    r.skip(2);  // internal attributes
+    const uint32_t external_attributes = r.u32();
     const uint32_t lho = r.u32();
     e.name = std::string(r.bytes(name_len));
     const std::string_view extra = r.bytes(extra_len);
@@ -497,6 +498,13 @@ ZipLayout read_zip_layout(const ByteSource& source) {
       ambiguous(source, "entry name '" + e.name + "' is not UTF-8");
     }
     check_entry_name(source, e.name);
+    // miniz (PyTorch's reader) takes an entry whose DOS attributes say
+    // "folder" for a folder, whatever its name, and reads none of its bytes:
+    // libtorch would get uninitialised memory where a checked record stands.
+    // Python's zipfile and libzip go by the name.
+    if ((external_attributes & kDosFolderAttribute) != 0 && !e.is_directory()) {
+      ambiguous(source, "entry '" + e.name + "' is marked a folder (DOS attribute 0x10) but named as a file");
+    }
     layout.entries.push_back(std::move(e));
   }
   // Python's zipfile reads central records until the directory's size is used

@@ -205,6 +205,19 @@ TEST_CASE("zip: names that differ only in ASCII case are refused, naming both") 
              Catch::Contains("'mlp_scripted/data.pkl' and 'mlp_scripted/DATA.pkl'"));
 }
 
+TEST_CASE("zip: a file entry marked a folder by its DOS attributes is refused (miniz would read none of it)") {
+  const std::string good = slurp(testdata("mlp_scripted.pt"));
+  const ZipArchive zip = open_zip_bytes(good);
+  const ZipEntry& data = *zip.find("mlp_scripted/data/2");
+  std::string marked = good;
+  set32(marked, static_cast<size_t>(data.central_offset) + 38, 0x10);  // external attributes
+  CHECK_THAT(what_of(marked), Catch::Contains("entry 'mlp_scripted/data/2' is marked a folder (DOS attribute 0x10)"));
+  std::string unix_mode = good;  // a Unix mode in the high half, as zip(1) writes: still a file
+  set32(unix_mode, static_cast<size_t>(data.central_offset) + 38, 0x81a40000u);
+  const ZipArchive file = open_zip_bytes(unix_mode);
+  CHECK(file.find("mlp_scripted/data/2") != nullptr);
+}
+
 TEST_CASE("zip: local headers must agree with the central directory") {
   const std::string good = slurp(testdata("mlp_scripted.pt"));
   const ZipArchive zip = open_zip_bytes(good);
