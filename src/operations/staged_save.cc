@@ -6,10 +6,10 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <algorithm>
 #include <map>
 #include <optional>
 
+#include "core/compare/diff.h"
 #include "core/provenance/checked_archive.h"
 #include "format/archive.h"
 #include "base/error.h"
@@ -49,61 +49,65 @@ bool copy_may_become_the_file(int fd) {
 }
 
 // Error(Torch) naming the first extra file of `kept` that the copy lacks or
-// holds changed: data a user put in the archive is never dropped unnamed.
-void refuse_lost_extras(const std::vector<RecordDigest>& copy, const std::vector<std::pair<std::string, std::string>>& kept,
-                        const std::string& display) {
+// holds changed, or one it holds besides them and `stamp_record`: data a user
+// put in the archive is never dropped unnamed, and none is added unasked.
+void refuse_other_extras(const TorchArchive& copy, const std::vector<RecordDigest>& digests,
+                         const std::vector<std::pair<std::string, std::string>>& kept, const std::string& stamp_record,
+                         const std::string& display) {
+  const auto refuse = [&](const std::string& what) {
+    throw Error(ErrorKind::Torch, "the archive libtorch re-saved " + what, display,
+                "nothing was written; stamp it with --keep-bytes, which writes no copy");
+  };
   std::map<std::string, const RecordDigest*> by_name;
-  for (const RecordDigest& d : copy) by_name[d.name] = &d;
+  for (const RecordDigest& d : digests) by_name[d.name] = &d;
+  std::map<std::string, std::string> expected(kept.begin(), kept.end());
   for (const auto& [name, sha256] : kept) {
     const auto found = by_name.find(name);
-    if (found != by_name.end() && found->second->sha256 == sha256) continue;
-    throw Error(ErrorKind::Torch,
-                "the archive libtorch re-saved " + std::string(found == by_name.end() ? "lacks " : "changed ") + name +
-                    " of the original",
-                display, "nothing was written; stamp it with --keep-bytes, which writes no copy");
+    if (found == by_name.end()) refuse("lacks " + name + " of the original");
+    if (found->second->sha256 != sha256) refuse("changed " + name + " of the original");
+  }
+  for (const Record& r : copy.records()) {
+    if (r.kind == RecordKind::Extra && r.name != stamp_record && expected.count(r.name) == 0) {
+      refuse("holds " + r.name + ", which the original does not");
+    }
   }
 }
 
-bool holds_tensor_bytes(RecordKind kind) { return kind == RecordKind::TensorData || kind == RecordKind::ConstantData; }
-
-// Error(Torch) unless the copy's tensor storages are `original`'s (SHA-256,
-// sorted) byte for byte. As a multiset: a re-save renumbers the storages, and
-// nothing else about them may change.
-void refuse_other_tensors(const TorchArchive& copy, const std::vector<RecordDigest>& digests,
-                          const std::vector<std::string>& original, const std::string& display) {
-  std::vector<std::string> copied;
-  const RecordDigest* first_unknown = nullptr;
-  for (const RecordDigest& d : digests) {
-    const Record* r = copy.find(d.name);
-    if (r == nullptr || !holds_tensor_bytes(r->kind)) continue;
-    copied.push_back(d.sha256);
-    if (first_unknown == nullptr && !std::binary_search(original.begin(), original.end(), d.sha256)) first_unknown = &d;
+// Error(Torch) unless the copy holds `original`'s tensors, path by path, with
+// the same dtype, shape and values (diff.h: a layout that changes no value is
+// the re-save's to choose), and no other: a copy whose weights the worker
+// swapped, permuted between parameters or reshaped is not stamped.
+void refuse_other_tensors(const TorchArchive& original, const TorchArchive& copy, const std::string& display) {
+  DiffOptions options;
+  options.code = false;
+  options.ignore_extra = true;
+  const ArchiveDiff diff = diff_archives(original, copy, options);
+  std::string what;
+  for (const TensorChange& t : diff.tensors) {
+    if (t.change == Change::Added) {
+      what = "holds a tensor the original does not (" + t.path + ")";
+    } else if (t.change == Change::Removed) {
+      what = "lacks the original's tensor " + t.path;
+    } else if (t.dtype_changed || t.shape_changed) {
+      what = "changed the dtype or shape of tensor " + t.path;
+    } else if (!t.values.compared) {
+      what = "holds tensor " + t.path + " in a form whose values could not be compared (" + t.values.note + ")";
+    } else if (t.values.differing != 0) {
+      what = "changed " + std::to_string(t.values.differing) + " values of tensor " + t.path;
+    }
+    if (!what.empty()) break;
   }
-  std::sort(copied.begin(), copied.end());
-  if (copied == original) return;
-  const std::string what = first_unknown != nullptr
-                               ? "holds tensor data the original does not (" + first_unknown->name + ")"
-                               : "holds " + std::to_string(copied.size()) + " tensor storages where the original has " +
-                                     std::to_string(original.size());
+  if (what.empty() && diff.new_side.tensors != diff.old_side.tensors) {
+    what = "holds " + std::to_string(diff.new_side.tensors) + " tensors where the original has " +
+           std::to_string(diff.old_side.tensors);
+  }
+  if (what.empty()) return;
   throw Error(ErrorKind::Torch, "the archive libtorch re-saved " + what, display,
               "nothing was written; the model's code or a library it loaded changed its weights while it was saved: "
               "stamp it with --keep-bytes, which writes no copy");
 }
 
 }  // namespace
-
-std::vector<std::string> tensor_digests(const TorchArchive& archive) {
-  DigestOptions options;
-  options.kinds = {RecordKind::TensorData, RecordKind::ConstantData};
-  std::vector<std::string> out;
-  for (const RecordDigest& d : digest_records(archive, options)) {
-    if (!d.problem.empty()) throw_bad_input("record '" + d.name + "': " + d.problem, archive.zip().source().name(),
-                                            "nothing was written");
-    out.push_back(d.sha256);
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
 
 StagedStamp write_staged_with_stamp(ArchiveFile& file, const std::string& staged, StampContent content,
                                     const std::string& output, const std::string& expected_top, const std::string& display,
@@ -133,8 +137,8 @@ StagedStamp write_staged_with_stamp(ArchiveFile& file, const std::string& staged
     if (!content.format_version) content.format_version = gate.format_version;
     // verify digested every record; the carried extra files replace or join them.
     const std::string stamp_record = extra_record_name(extras.stamp_name);
-    refuse_lost_extras(gate.records, extras.kept, display);
-    if (extras.tensors) refuse_other_tensors(copy, gate.records, *extras.tensors, display);
+    if (extras.kept) refuse_other_extras(copy, gate.records, *extras.kept, stamp_record, display);
+    if (extras.tensors_of != nullptr) refuse_other_tensors(*extras.tensors_of, copy, display);
     if (extras.judged_as != nullptr) {
       if (const std::string finding = unsafe_load_finding(copy, *extras.judged_as); !finding.empty()) {
         throw Error(ErrorKind::UnsafeToLoad, "the archive libtorch wrote is unsafe to load: " + finding, display,

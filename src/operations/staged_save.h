@@ -40,22 +40,19 @@ struct StagedExtras {
   // with the stamp, in the same write.
   const SignerKeys* sign = nullptr;
   // (record name, sha256) of the original's extra files that libtorch's save
-  // carried (stamp): the copy must hold each, unchanged. The worker that wrote
-  // the copy runs the model's code; what it wrote is not taken on trust.
-  std::vector<std::pair<std::string, std::string>> kept;
+  // carried (stamp): the copy must hold each, unchanged, and no other but the
+  // stamp. The worker that wrote the copy runs the model's code; what it wrote
+  // is not taken on trust.
+  std::optional<std::vector<std::pair<std::string, std::string>>> kept;
   // The settings the original passed the gate with (operations/gate.h): the
   // copy's load-safety verdict is taken as the original's was, since the
   // worker that wrote it ran the model's code. Null: not judged (tests).
   const WorkerSettings* judged_as = nullptr;
-  // The original's tensor storages (tensor_digests()) when the copy must hold
-  // the same ones (stamp: a re-save changes how records are named and
-  // written, never a weight).
-  std::optional<std::vector<std::string>> tensors;
+  // The original, when the copy must hold its tensors, path by path, with the
+  // same dtype, shape and values (stamp: a re-save changes how records are
+  // named and laid out, never a weight).
+  const TorchArchive* tensors_of = nullptr;
 };
-
-// SHA-256 of each of `archive`'s tensor storages (data/ and constants/
-// records), sorted; Error(BadInput) for one that cannot be read.
-std::vector<std::string> tensor_digests(const TorchArchive& archive);
 
 struct StagedStamp {
   WriteResult result;

@@ -6,7 +6,6 @@
 #include "base/build_info.h"
 #include "base/error.h"
 #include "contract/torch_backend.h"
-#include "core/inspect/load_safety.h"
 #include "core/provenance/checked_archive.h"
 #include "core/edit/extra.h"
 #include "core/edit/file_edit.h"
@@ -52,31 +51,6 @@ void write_stamp(ArchiveFile& file, const TorchArchive& archive, const StampPlac
   }
 }
 
-// Whether loading the archive gives back its tensors as they are stored, so
-// that a re-save writes the same storages: nothing rebuilds them on load,
-// neither a TorchScript __setstate__ (a quantized conv repacks its weight and
-// saves what it unpacks, other bytes) nor a custom class (torch.classes.*,
-// whose state is its own C++ code's).
-bool tensors_survive_resave(const TorchArchive& archive) {
-  static constexpr std::string_view kSetstate = "def __setstate__(";
-  for (const Record& r : archive.records()) {
-    if (r.kind != RecordKind::Code) continue;
-    std::string window;  // the end of the last chunk, for a match across chunks
-    bool found = false;
-    archive.read_to(r, r.entry->uncompressed_size, [&](const unsigned char* data, size_t n) {
-      if (found) return;
-      window.append(reinterpret_cast<const char*>(data), n);
-      found = window.find(kSetstate) != std::string::npos;
-      if (window.size() > kSetstate.size()) window.erase(0, window.size() - kSetstate.size());
-    });
-    if (found) return false;
-  }
-  for (const std::string& global : assess_archive_load_safety(archive).globals) {
-    if (global.rfind("__torch__.torch.classes.", 0) == 0) return false;
-  }
-  return true;
-}
-
 // Through libtorch and its export hook; see the top of this file.
 Written stamp_by_resave(ArchiveFile& file, const CheckedArchive& checked, const StampPlace& place, StampContent content,
                         const StampSettings& opts, const NoteSink& notes) {
@@ -113,12 +87,13 @@ Written stamp_by_resave(ArchiveFile& file, const CheckedArchive& checked, const 
   extras.stamp_name = place.producer != nullptr ? kStampAltName : kStampName;
   extras.sign = opts.signer;
   extras.judged_as = &opts.worker;
-  if (tensors_survive_resave(archive)) extras.tensors = tensor_digests(archive);
+  extras.tensors_of = &archive;
+  extras.kept.emplace();
   if (!request.extra_names.empty()) {
     DigestOptions extra_files;
     extra_files.kinds = {RecordKind::Extra};
     if (place.stamp != nullptr) extra_files.exclude = {place.stamp->name};
-    for (const RecordDigest& d : digest_records(archive, extra_files)) extras.kept.emplace_back(d.name, d.sha256);
+    for (const RecordDigest& d : digest_records(archive, extra_files)) extras.kept->emplace_back(d.name, d.sha256);
   }
   const StagedStamp staged = write_staged_with_stamp(file, request.output, content, opts.output, top, opts.model, extras);
   return Written{staged.result, staged.stamp, staged.format_version, staged.signer};

@@ -198,43 +198,75 @@ TEST_CASE("staged save: a final stamp that fits the hook's room is written over 
     CHECK(slurp(elsewhere) == planted);
     CHECK(slurp(model) == original);
   }
-  SECTION("a copy that lacks or changed an extra file the save carried is refused, naming it") {
+  SECTION("a copy that lacks, changed or added an extra file is refused, naming it") {
     ArchiveFile file(model, FileAccess::Edit, 10);
     const StagingFolder stage(model, original.size());
     const std::string staged = stage_copy(stage, padded_copy);
+    using Kept = std::vector<std::pair<std::string, std::string>>;
+    Kept originals;
+    for (const char* name : {"extra/labels.json", "extra/model_card.md", "extra/config/train.yaml"}) {
+      originals.emplace_back(name, sha256_hex(source->read(*source->find(name), 1 << 20)));
+    }
     StagedExtras extras;
-    extras.kept = {{"extra/notes.txt", sha256_hex("a note the save carried")}};
+    extras.kept = Kept{{"extra/notes.txt", sha256_hex("a note the save carried")}};
     const Error lost = error_of([&] { write_staged_with_stamp(file, staged, content, "", top, model, extras); });
     CHECK(lost.kind() == ErrorKind::Torch);
     CHECK_THAT(lost.what(), Catch::Contains("lacks extra/notes.txt of the original"));
     CHECK_THAT(lost.hint(), Catch::Contains("nothing was written"));
     CHECK(slurp(model) == original);
-    extras.kept = {{"extra/labels.json", sha256_hex("what the original held")}};
+    extras.kept = Kept{{"extra/labels.json", sha256_hex("what the original held")}};
     CHECK_THAT(error_of([&] { write_staged_with_stamp(file, staged, content, "", top, model, extras); }).what(),
                Catch::Contains("changed extra/labels.json"));
     CHECK(slurp(model) == original);
+    // The copy holds one the original did not: added unasked (a forged signature, a run check).
+    extras.kept = Kept(originals.begin(), originals.begin() + 2);
+    CHECK_THAT(error_of([&] { write_staged_with_stamp(file, staged, content, "", top, model, extras); }).what(),
+               Catch::Contains("holds extra/config/train.yaml, which the original does not"));
+    CHECK(slurp(model) == original);
+    extras.kept = originals;
+    write_staged_with_stamp(file, staged, content, "", top, model, extras);
+    require_stamped(model, original);
   }
-  SECTION("a copy must hold the original's tensors, byte for byte, however they are named") {
+  SECTION("a copy must hold the original's tensors, path by path, value for value") {
     ArchiveFile file(model, FileAccess::Edit, 10);
     const StagingFolder stage(model, original.size());
-    const std::string staged = stage_copy(stage, padded_copy);
+    // Two storages of the same size trade bytes: every record's SHA-256 is
+    // still one the original has, but two parameters changed values.
+    const ZipLayout& layout = source->zip().layout();
+    std::vector<const ZipEntry*> same_size;
+    for (const ZipEntry& e : layout.entries) {
+      if (e.name.find("/data/") != std::string::npos && e.uncompressed_size == 64) same_size.push_back(&e);
+    }
+    REQUIRE(same_size.size() >= 2);
+    const auto bytes_of = [&](const ZipEntry& e) { return source->zip().read(e, 1 << 20); };
+    REQUIRE(bytes_of(*same_size[0]) != bytes_of(*same_size[1]));
+    std::vector<ZipEntrySpec> entries;
+    for (const ZipEntry& e : layout.entries) {
+      if (&e == same_size[0]) entries.push_back(ZipEntrySpec::create(e.name, bytes_of(*same_size[1])));
+      else if (&e == same_size[1]) entries.push_back(ZipEntrySpec::create(e.name, bytes_of(*same_size[0])));
+      else entries.push_back(ZipEntrySpec::keep(e));
+    }
+    const ZipRewritePlan plan = plan_zip_rewrite(source->zip().source(), layout, entries);
+    const std::string swapped = render_plan(plan, 0, [&](uint64_t offset, char* out, size_t n) {
+      source->zip().source().read_at(offset, out, n);
+    });
+    const std::string staged = stage_copy(stage, with_stamp(swapped, pad_stamp(hook, stamp_size_with_digests(hook, *source))));
     StagedExtras extras;
-    // Another model's weights stand for the original's: the copy's are not them.
-    extras.tensors = tensor_digests(*open_bytes(slurp(testdata("convnet_traced.pt"))));
-    const Error swapped = error_of([&] { write_staged_with_stamp(file, staged, content, "", top, model, extras); });
-    CHECK(swapped.kind() == ErrorKind::Torch);
-    CHECK_THAT(swapped.what(), Catch::Matches("the archive libtorch re-saved holds tensor data the original does not "
-                                              "\\(data/[0-9]+\\)"));
-    CHECK_THAT(swapped.hint(), Catch::Contains("--keep-bytes"));
+    extras.tensors_of = source.get();
+    const Error changed = error_of([&] { write_staged_with_stamp(file, staged, content, "", top, model, extras); });
+    CHECK(changed.kind() == ErrorKind::Torch);
+    CHECK_THAT(changed.what(), Catch::Matches("the archive libtorch re-saved changed [0-9]+ values of tensor .*"));
+    CHECK_THAT(changed.hint(), Catch::Contains("--keep-bytes"));
     CHECK(slurp(model) == original);
-    // One storage fewer: the count is named.
-    extras.tensors = tensor_digests(*source);
-    extras.tensors->push_back(extras.tensors->front());
-    std::sort(extras.tensors->begin(), extras.tensors->end());
-    CHECK_THAT(error_of([&] { write_staged_with_stamp(file, staged, content, "", top, model, extras); }).what(),
-               Catch::Contains("tensor storages where the original has"));
-    extras.tensors = tensor_digests(*source);
-    write_staged_with_stamp(file, staged, content, "", top, model, extras);
+    // Another model's tensors: paths the original does not have.
+    const auto other = open_bytes(slurp(testdata("convnet_traced.pt")));
+    extras.tensors_of = other.get();
+    CHECK_THAT(error_of([&] { write_staged_with_stamp(file, stage_copy(stage, padded_copy), content, "", top, model,
+                                                      extras); }).what(),
+               Catch::Contains("tensor"));
+    CHECK(slurp(model) == original);
+    extras.tensors_of = source.get();
+    write_staged_with_stamp(file, stage_copy(stage, padded_copy), content, "", top, model, extras);
     require_stamped(model, original);
   }
   SECTION("a copy the verdict calls dangerous is refused as its original would have been") {
