@@ -116,9 +116,9 @@ try:
             expect(not moved, f"keep-bytes changed records {moved}")
 
     # --- a re-save keeps the tensors' bytes, and models that rebuild them on load stamp too --
-    # stamp compares the copy's storages with the original's (a worker that swapped the
-    # weights is refused); a quantized conv repacks its weight on load and saves other
-    # bytes, so its storages are not compared, and it must still stamp.
+    # stamp compares the copy's tensors with the original's, path by path, by value (a
+    # worker that swapped the weights is refused); a quantized conv repacks its weight on
+    # load and saves other bytes of the same values, and it must still stamp.
     for name, rebuilt in (("convnet_traced.pt", False), ("quant_per_channel.pt", True)):
         path = os.path.join(work, name)
         shutil.copy(os.path.join(TESTDATA, name), path)
