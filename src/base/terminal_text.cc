@@ -7,20 +7,36 @@
 namespace tsarchive {
 namespace {
 
+constexpr char kHex[] = "0123456789abcdef";
+
 bool is_bidi_control(uint32_t cp) {
   return cp == 0x061C || cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) ||
          (cp >= 0x2066 && cp <= 0x2069);
 }
 
-// Characters that draw nothing, or break a line where a reader sees none:
-// two names that differ only by them look the same, and U+2028/U+2029 end a
-// line in some viewers and log tools (a forged "tsarchive:" line after them).
-bool is_invisible_or_separator(uint32_t cp) {
-  return cp == 0x180E || cp == 0x200B || cp == 0x2028 || cp == 0x2029 || (cp >= 0x2060 && cp <= 0x2064) ||
-         cp == 0xFEFF;
+// Unicode's Default_Ignorable_Code_Point characters draw nothing: two names
+// that differ only by them look the same (DerivedCoreProperties.txt; the
+// bidi controls among them are above). In a block of text the joiners and
+// variation selectors stay, as scripts and emoji are spelled with them.
+bool is_default_ignorable(uint32_t cp, TextEscape mode) {
+  if (mode == TextEscape::Block && (cp == 0x200C || cp == 0x200D || (cp >= 0xFE00 && cp <= 0xFE0F))) return false;
+  return cp == 0x00AD || cp == 0x034F || cp == 0x115F || cp == 0x1160 || cp == 0x17B4 || cp == 0x17B5 ||
+         (cp >= 0x180B && cp <= 0x180F) || (cp >= 0x200B && cp <= 0x200F) || (cp >= 0x2060 && cp <= 0x206F) ||
+         cp == 0x3164 || (cp >= 0xFE00 && cp <= 0xFE0F) || cp == 0xFEFF || cp == 0xFFA0 ||
+         (cp >= 0xFFF0 && cp <= 0xFFF8) || (cp >= 0x1BCA0 && cp <= 0x1BCA3) || (cp >= 0x1D173 && cp <= 0x1D17A) ||
+         (cp >= 0xE0000 && cp <= 0xE0FFF);
 }
 
-constexpr char kHex[] = "0123456789abcdef";
+// U+2028 and U+2029 end a line in some viewers and log tools: a forged
+// "tsarchive:" line after them.
+bool is_line_separator(uint32_t cp) { return cp == 0x2028 || cp == 0x2029; }
+
+// \uHHHH, or \UHHHHHH above the Basic Multilingual Plane.
+std::string unicode_escape(uint32_t cp) {
+  std::string out = cp > 0xFFFF ? "\\U" : "\\u";
+  for (int shift = cp > 0xFFFF ? 20 : 12; shift >= 0; shift -= 4) out += kHex[(cp >> shift) & 15];
+  return out;
+}
 
 // Calls emit(bytes_kept) for text that stays and emit_escape(spelling) for
 // what is escaped; one walk serves both functions below.
@@ -49,8 +65,8 @@ void walk(std::string_view text, TextEscape mode, Keep&& keep, Escape&& escape) 
       } else {
         escape(std::string{'\\', 'x', kHex[cp >> 4], kHex[cp & 15]});
       }
-    } else if ((cp >= 0x80 && cp <= 0x9F) || is_bidi_control(cp) || is_invisible_or_separator(cp)) {
-      escape(std::string{'\\', 'u', kHex[(cp >> 12) & 15], kHex[(cp >> 8) & 15], kHex[(cp >> 4) & 15], kHex[cp & 15]});
+    } else if ((cp >= 0x80 && cp <= 0x9F) || is_bidi_control(cp) || is_line_separator(cp) || is_default_ignorable(cp, mode)) {
+      escape(unicode_escape(cp));
     } else {
       keep(text.substr(i, len));
     }

@@ -11,10 +11,13 @@
 //   \xHH              any other C0 control, DEL, and each byte that is not
 //                     part of valid UTF-8 (HH: two lowercase hex digits)
 //   \uHHHH            C1 controls U+0080..U+009F, the Bidi_Control
-//                     characters U+061C, U+200E, U+200F, U+202A..U+202E,
+//   \UHHHHHH          characters U+061C, U+200E, U+200F, U+202A..U+202E,
 //                     U+2066..U+2069, the line and paragraph separators
-//                     U+2028, U+2029, and what draws nothing: U+180E,
-//                     U+200B, U+2060..U+2064, U+FEFF
+//                     U+2028, U+2029, and what draws nothing: Unicode's
+//                     Default_Ignorable_Code_Point set (U+00AD, U+200B,
+//                     U+FEFF, the tag characters U+E0000.., ...; in Block
+//                     mode the joiners U+200C, U+200D and the variation
+//                     selectors U+FE00..U+FE0F stay); \U above U+FFFF
 // A backslash is left as it is, so text without those characters prints
 // unchanged and escaping twice changes nothing.
 #pragma once

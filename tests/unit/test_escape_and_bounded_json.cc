@@ -53,11 +53,17 @@ TEST_CASE("escape_text: C0, DEL, C1, bidi and bytes that are not UTF-8 are spell
   CHECK(escape_text("\xe2\x81\xa6\xe2\x81\xa9\xd8\x9c\xe2\x80\x8e\xe2\x80\x8f") ==
         "\\u2066\\u2069\\u061c\\u200e\\u200f");
   // A line break some viewers draw, and characters that draw nothing (two
-  // record names that differ by one look the same); a joiner stays.
+  // record names that differ by one look the same): Default_Ignorable_Code_Point.
   CHECK(escape_text("ok\xe2\x80\xa8tsarchive: fake\xe2\x80\xa9") == "ok\\u2028tsarchive: fake\\u2029");
   CHECK(escape_text("extra/\xe2\x80\x8bstamp\xef\xbb\xbf\xe2\x81\xa0\xe2\x81\xa4\xe1\xa0\x8e") ==
         "extra/\\u200bstamp\\ufeff\\u2060\\u2064\\u180e");
-  CHECK(escape_text("\xe2\x80\x8d") == "\xe2\x80\x8d");  // U+200D, in emoji and scripts' spelling
+  // labels.json with a soft hyphen, a joiner, a variation selector and a tag character.
+  CHECK(escape_text("lab\xc2\xad" "els\xe2\x80\x8d.js\xef\xb8\x8fon\xf3\xa0\x81\x81") ==
+        "lab\\u00adels\\u200d.js\\ufe0fon\\U0e0041");
+  // In a block of text (code, a file's content) joiners and variation
+  // selectors stay: emoji and scripts are spelled with them.
+  CHECK(escape_text("\xe2\x80\x8d\xe2\x80\x8c\xef\xb8\x8f", TextEscape::Block) == "\xe2\x80\x8d\xe2\x80\x8c\xef\xb8\x8f");
+  CHECK(escape_text("\xc2\xad", TextEscape::Block) == "\\u00ad");
   // Not UTF-8: a stray continuation byte, 0xff, an overlong '/', a surrogate, a cut sequence.
   CHECK(escape_text("a\x80" "b\xff") == "a\\x80b\\xff");
   CHECK(escape_text("\xc0\xaf") == "\\xc0\\xaf");
