@@ -344,7 +344,12 @@ int model_worker_main(int in_fd, int out_fd, int notes_fd, const char* temp) {
     // close-on-exec goes; the archive the core checked stays.
     const int keep[] = {in_fd, out_fd, notes_fd, descriptor_in(request.archive)};
     close_inherited_descriptors(keep, std::size(keep));
-    reopen_own_description(descriptor_in(request.archive));  // the server's locks stay the server's
+    // The server's locks stay the server's; a worker that would share its
+    // description does not run.
+    if (const int archive = descriptor_in(request.archive); archive >= 0 && !reopen_own_description(archive)) {
+      throw Error(ErrorKind::Io, "the worker cannot open the archive again (/proc/self/fd)", request.display_name,
+                  "/proc must be mounted");
+    }
     use_notes_descriptor(notes_fd);
     if (temp != nullptr) {
       // Right after the exec, while it has one thread (sandbox.h).

@@ -60,7 +60,9 @@ constexpr auto kDiskLookEvery = std::chrono::milliseconds(100);  // disk_use.h
   if (notes < 0) ::_exit(127);
   const int keep[] = {fd, notes, job.archive.fd};
   close_inherited_descriptors(keep, std::size(keep));
-  reopen_own_description(job.archive.fd);  // the parent's locks and lease stay the parent's
+  // The parent's locks and lease stay the parent's; a worker that would share
+  // its description does not run.
+  if (job.archive.fd >= 0 && !reopen_own_description(job.archive.fd)) ::_exit(127);
   use_notes_descriptor(notes);
 
   std::string payload;
