@@ -128,18 +128,25 @@ std::string crash_hint(const WorkerJob& job, int sig) {
 
 enum class Stop { None, Usage, Time, Payload, Written, Disk };
 
-// Reads the child's payload while enforcing the limits; returns why it was
-// stopped (None: it ended on its own) and leaves its wait status in `status`;
-// with Stop::Disk, `disk_why` says what it wrote, with Stop::Usage `usage` what
-// it passed. `folders`: those it may write.
-Stop supervise(pid_t pid, int fd, const WorkerLimits& limits, const std::vector<std::string>& folders,
-               const WatchedFile& archive, std::string& payload, int& status, std::string& disk_why,
-               UsagePassed& usage) {
+// What supervise() saw of a worker: why it was stopped (None: it ended on
+// its own), its wait status and what it sent; with Stop::Disk `disk_why` says
+// what it wrote, with Stop::Usage `usage` what it passed.
+struct Supervised {
+  Stop stop = Stop::None;
+  int status = 0;
+  std::string payload;
+  std::string disk_why;
+  UsagePassed usage;
+};
+
+// Reads the child's payload while enforcing the limits. `folders`: those it may write.
+Supervised supervise(pid_t pid, int fd, const WorkerLimits& limits, const std::vector<std::string>& folders,
+                     const WatchedFile& archive) {
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   // A result is never larger than the memory the worker may use.
   const uint64_t max_payload = limits.memory_bytes != 0 ? limits.memory_bytes : 64 * kGiB;
-  Stop stop = Stop::None;
+  Supervised out;
   bool open = true;
   bool exited = false;
   int waits_after_eof = 0;
@@ -150,8 +157,8 @@ Stop supervise(pid_t pid, int fd, const WorkerLimits& limits, const std::vector<
     disk_looked = Clock::now();
     const DiskUse use = measure_disk_use(pid, folders);
     files_in_memory = use.memory_bytes;
-    disk_why = disk_limit_passed(use, limits.disk_bytes);
-    return !disk_why.empty();
+    out.disk_why = disk_limit_passed(use, limits.disk_bytes);
+    return !out.disk_why.empty();
   };
   char buffer[1 << 16];
   while (open || !exited) {
@@ -161,7 +168,7 @@ Stop supervise(pid_t pid, int fd, const WorkerLimits& limits, const std::vector<
       if (ready > 0) {
         const ssize_t n = ::read(fd, buffer, sizeof buffer);
         if (n > 0) {
-          payload.append(buffer, static_cast<size_t>(n));
+          out.payload.append(buffer, static_cast<size_t>(n));
         } else if (n == 0 || errno != EINTR) {
           open = false;
         }
@@ -171,41 +178,37 @@ Stop supervise(pid_t pid, int fd, const WorkerLimits& limits, const std::vector<
       ::usleep(++waits_after_eof < 50 ? 1000 : kPollMs * 1000);
     }
     if (!exited) {
-      const pid_t done = ::waitpid(pid, &status, WNOHANG);
+      const pid_t done = ::waitpid(pid, &out.status, WNOHANG);
       exited = done == pid;
       // A grandchild may hold the pipe: once the worker is gone, stop waiting for EOF.
       if (exited && open) {
         ::fcntl(fd, F_SETFL, O_NONBLOCK);
         ssize_t n;
-        while ((n = ::read(fd, buffer, sizeof buffer)) > 0) payload.append(buffer, static_cast<size_t>(n));
+        while ((n = ::read(fd, buffer, sizeof buffer)) > 0) out.payload.append(buffer, static_cast<size_t>(n));
         open = false;
       }
     }
     if (exited) break;
     if (archive.leased && !archive.unchanged()) {
-      stop = Stop::Written;  // a writer waits on the lease: the worker goes before any new byte reaches it
-    } else if (payload.size() > max_payload) {
-      stop = Stop::Payload;
-    } else if ((usage = worker_usage_passed(worker_usage(pid), payload.size() + files_in_memory, limits.memory_bytes))) {
-      stop = Stop::Usage;  // what it sent is held here for it: one budget, or a worker could flood the parent
+      out.stop = Stop::Written;  // a writer waits on the lease: the worker goes before any new byte reaches it
+    } else if (out.payload.size() > max_payload) {
+      out.stop = Stop::Payload;
+    } else if ((out.usage = worker_usage_passed(worker_usage(pid), out.payload.size() + files_in_memory, limits.memory_bytes))) {
+      out.stop = Stop::Usage;  // what it sent is held here for it: one budget, or a worker could flood the parent
     } else if (limits.time_s > 0 && std::chrono::duration<double>(Clock::now() - start).count() > limits.time_s) {
-      stop = Stop::Time;
+      out.stop = Stop::Time;
     } else if (disk_passed()) {
-      stop = Stop::Disk;
+      out.stop = Stop::Disk;
     }
-    if (stop != Stop::None) {
+    if (out.stop != Stop::None) {
       ::kill(pid, SIGKILL);
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+      while (::waitpid(pid, &out.status, 0) < 0 && errno == EINTR) {
       }
       break;
     }
   }
-  return stop;
+  return out;
 }
-
-}  // namespace
-
-namespace {
 
 // `why`: from disk_limit_passed, or the SIGXFSZ that RLIMIT_FSIZE sent.
 Error disk_limit_error(const WorkerJob& job, const std::string& why) {
@@ -325,20 +328,18 @@ std::string run_in_worker(const WorkerJob& job, const std::function<std::string(
   std::vector<std::string> folders = job.writable;
   if (temp) folders.push_back(temp->path());
   if (libtorch_tmp) folders.push_back(libtorch_tmp->path());
-  std::string payload, disk_why;
-  UsagePassed usage;
-  int status = 0;
-  const Stop stop = supervise(pid, fds[0], job.limits, folders, archive, payload, status, disk_why, usage);
+  Supervised supervised = supervise(pid, fds[0], job.limits, folders, archive);
   StagingFolder::watch_child(0);
   relay.finish();
   ::close(fds[0]);
   if (!believed()) throw archive_written(job);  // before any result, limit or crash of the worker's is believed
 
-  switch (stop) {
+  const int status = supervised.status;
+  switch (supervised.stop) {
     case Stop::Usage:
       throw Error(ErrorKind::Torch,
-                  usage.why + " while " + job.activity + " and was stopped" + (job.validated ? "" : "; " + suspicion(job)),
-                  job.file, usage.hint);
+                  supervised.usage.why + " while " + job.activity + " and was stopped" + (job.validated ? "" : "; " + suspicion(job)),
+                  job.file, supervised.usage.hint);
     case Stop::Time:
       throw Error(ErrorKind::Torch,
                   "libtorch did not finish within the time limit (" + short_number(job.limits.time_s) + " s" +
@@ -347,7 +348,7 @@ std::string run_in_worker(const WorkerJob& job, const std::function<std::string(
     case Stop::Written:  // believed() above has thrown this already
       throw archive_written(job);
     case Stop::Disk:
-      throw disk_limit_error(job, disk_why);
+      throw disk_limit_error(job, supervised.disk_why);
     case Stop::Payload:
       throw Error(ErrorKind::Torch, "the libtorch worker sent back more than its memory limit while " + job.activity,
                   job.file, suspicion(job));
@@ -362,13 +363,13 @@ std::string run_in_worker(const WorkerJob& job, const std::function<std::string(
                 "libtorch crashed with " + signal_text(WTERMSIG(status)) + " while " + job.activity + "; " + suspicion(job),
                 job.file, crash_hint(job, WTERMSIG(status)));
   }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || payload.empty()) {
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || supervised.payload.empty()) {
     throw Error(ErrorKind::Torch,
                 "libtorch ended its worker (exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
                     ") while " + job.activity + " without a result; " + suspicion(job),
                 job.file, crash_hint(job, 0));
   }
-  return payload;
+  return std::move(supervised.payload);
 }
 
 void load_job_libraries(const WorkerJob& job) {
