@@ -187,18 +187,33 @@ std::optional<std::string> pretty_json(std::string_view text, std::string* probl
   return doc->dump(2);
 }
 
-CborShape measure_cbor(std::string_view bytes, size_t max_depth, uint64_t max_values) {
+CborShape measure_cbor(std::string_view bytes, size_t max_depth, uint64_t max_decoded_bytes) {
+  // What from_cbor allocates, measured with mallinfo2 (tests/unit/test_worker.cc
+  // holds the estimate above what decoding really takes): a value is 16 bytes
+  // where it sits (an array's buffer, a map's node, the top); an array's
+  // vector and a map's tree are a block each, a map entry a node of 96 with
+  // its key inline up to 15 bytes, a string or byte string a block of 48 and
+  // one more for its text past 15 bytes (any bytes for a byte string).
+  constexpr uint64_t kSlot = 16, kArray = 32, kMap = 64, kEntry = 96, kString = 48, kBlock = 32;
   CborShape shape;
-  // Items still to read at each open level; the top level holds one item.
-  std::vector<uint64_t> open{1};
+  shape.decoded_bytes = kSlot;
+  // Items still to read at each open level, and whether it is a map (whose
+  // keys sit at even counts); the top level holds one item.
+  struct Level {
+    uint64_t left;
+    bool map;
+  };
+  std::vector<Level> open{{1, false}};
   size_t at = 0;
   while (!open.empty()) {
-    if (open.back() == 0) {
+    if (open.back().left == 0) {
       open.pop_back();
       continue;
     }
-    --open.back();
-    if (at >= bytes.size() || ++shape.values > max_values) return shape;
+    const bool key = open.back().map && open.back().left % 2 == 0;
+    --open.back().left;
+    if (at >= bytes.size()) return shape;
+    ++shape.values;
     const auto initial = static_cast<unsigned char>(bytes[at++]);
     const unsigned major = initial >> 5, info = initial & 31;
     uint64_t argument = info;
@@ -209,17 +224,25 @@ CborShape measure_cbor(std::string_view bytes, size_t max_depth, uint64_t max_va
       argument = 0;
       for (size_t i = 0; i < size; ++i) argument = (argument << 8) | static_cast<unsigned char>(bytes[at++]);
     }
+    uint64_t cost = key ? kEntry : 0;
     switch (major) {
       case 2:  // byte string
       case 3:  // text string
         if (bytes.size() - at < argument) return shape;
         at += static_cast<size_t>(argument);
+        if (key) {
+          if (argument > 15) cost += kBlock;
+        } else {
+          cost += kString + (argument > (major == 2 ? 0 : 15) ? kBlock : 0);
+        }
         break;
       case 4:  // array
       case 5:  // map: a key and a value an entry
         if (major == 5 && argument > UINT64_MAX / 2) return shape;
         if (open.size() > max_depth) return shape;
-        open.push_back(major == 5 ? argument * 2 : argument);
+        // Its elements' slots: every element is in `bytes`, so the product is small.
+        cost += major == 5 ? kMap : kArray + (argument > 0 && argument <= bytes.size() ? argument * kSlot + kSlot : 0);
+        open.push_back({major == 5 ? argument * 2 : argument, major == 5});
         shape.depth = std::max(shape.depth, open.size() - 1);
         break;
       case 6:  // tag: from_cbor refuses them
@@ -227,6 +250,8 @@ CborShape measure_cbor(std::string_view bytes, size_t max_depth, uint64_t max_va
       default:  // 0, 1: integers; 7: simple values and floats, whose bytes the argument held
         break;
     }
+    shape.decoded_bytes += cost;
+    if (shape.decoded_bytes > max_decoded_bytes) return shape;
   }
   shape.well_formed = at == bytes.size();
   return shape;

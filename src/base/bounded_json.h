@@ -97,15 +97,19 @@ std::optional<nlohmann::json> parse_json_for_display(std::string_view text, std:
 // CBOR (RFC 8949) as nlohmann's to_cbor writes it, measured before
 // from_cbor sees it (a worker's reply: worker/worker_codec.h). from_cbor
 // recurses once per level (100,000 nested arrays overflow the stack) and
-// makes a value of 16 to 190 bytes for each one-byte item. Definite lengths
-// only (to_cbor writes no other), no tags; every declared item and byte
-// string must be in `bytes`.
+// allocates 16 to 96 bytes for each one-byte item (an empty map is 80 bytes
+// decoded). Definite lengths only (to_cbor writes no other), no tags; every
+// declared item and byte string must be in `bytes`.
 struct CborShape {
-  bool well_formed = false;  // false also when `max_depth` or `max_values` was passed
+  bool well_formed = false;  // false also when `max_depth` or `max_decoded_bytes` was passed
   size_t depth = 0;          // deepest nesting of arrays and maps seen
   uint64_t values = 0;       // items seen (map keys count)
+  // What from_cbor allocates for them (nlohmann 3.11, glibc's malloc: its
+  // 16-byte headers and 32-byte smallest block), beyond the text and bytes
+  // of strings and byte strings, which the reply itself already holds.
+  uint64_t decoded_bytes = 0;
 };
-CborShape measure_cbor(std::string_view bytes, size_t max_depth, uint64_t max_values);
+CborShape measure_cbor(std::string_view bytes, size_t max_depth, uint64_t max_decoded_bytes);
 
 // parse_json_for_display(text) pretty-printed (indent 2, UTF-8 kept).
 std::optional<std::string> pretty_json(std::string_view text, std::string* problem = nullptr);

@@ -177,16 +177,18 @@ template <class Result>
 Result decode_result(const std::string& bytes) {
   // Measured first (bounded_json.h): a reply nested 100,000 deep would
   // overflow the parent's stack in from_cbor, and one of millions of empty
-  // maps would take 190 times its size decoded.
-  const CborShape shape = measure_cbor(bytes, kMaxResultDepth, kMaxResultValues);
+  // maps would take 80 times its size decoded.
+  const CborShape shape = measure_cbor(bytes, kMaxResultDepth, kMaxResultDecodedBytes);
   if (!shape.well_formed) {
-    const bool big = shape.values > kMaxResultValues || shape.depth >= kMaxResultDepth;
+    const bool big = shape.decoded_bytes > kMaxResultDecodedBytes || shape.depth >= kMaxResultDepth;
     throw Error(ErrorKind::Torch,
-                big ? "the libtorch worker sent back a result of more than " + std::to_string(kMaxResultValues) +
-                          " values or nested deeper than " + std::to_string(kMaxResultDepth) + " levels, which is not decoded"
+                big ? "the libtorch worker sent back a result that would take more than " +
+                          std::to_string(kMaxResultDecodedBytes >> 20) + " MiB to decode (beyond its tensors' bytes) " +
+                          "or is nested deeper than " + std::to_string(kMaxResultDepth) + " levels, which is not decoded"
                     : "the libtorch worker sent back a result that does not decode",
                 {},
-                big ? "the model's outputs are too many or too deep to report; return fewer (tensors count one value each)"
+                big ? "the model's outputs are too many or too deep to report; return fewer values (a tensor is one, "
+                      "whatever its size)"
                     : "this is a bug in tsarchive, or native code from the file wrote into the worker's reply; please report it "
                       "with the command line");
   }

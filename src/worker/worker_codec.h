@@ -24,9 +24,11 @@ std::string encode_result(const Result& result);
 template <class Result>
 void encode_result_into(const Result& result, std::string& out);
 
-// What decode_result decodes at most: CBOR items (map keys and each tensor's
-// bytes count one; about 100 bytes each decoded) and nesting.
-constexpr uint64_t kMaxResultValues = uint64_t{1} << 22;
+// What decode_result decodes at most: the memory from_cbor would take beyond
+// the text and bytes the reply holds (bounded_json.h: about 100 to 300 bytes
+// a returned number or string, nothing more for a tensor's bytes), and the
+// nesting.
+constexpr uint64_t kMaxResultDecodedBytes = uint64_t{128} << 20;
 constexpr size_t kMaxResultDepth = 512;
 
 // The result; throws the worker's Error when the payload holds one, and

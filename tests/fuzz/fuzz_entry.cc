@@ -191,10 +191,10 @@ void json_text(const uint8_t* data, size_t size) {
 void worker_reply(const uint8_t* data, size_t size) {
   const std::string bytes = bytes_of(data, size);
   constexpr size_t kDepth = 64;
-  constexpr uint64_t kValues = uint64_t{1} << 16;
-  const CborShape shape = measure_cbor(bytes, kDepth, kValues);
+  constexpr uint64_t kDecoded = uint64_t{1} << 24;
+  const CborShape shape = measure_cbor(bytes, kDepth, kDecoded);
   if (!shape.well_formed) return;
-  if (shape.depth > kDepth || shape.values > kValues) std::abort();
+  if (shape.depth > kDepth || shape.decoded_bytes > kDecoded) std::abort();
   nlohmann::json decoded;
   try {
     decoded = nlohmann::json::from_cbor(bytes);
@@ -203,9 +203,11 @@ void worker_reply(const uint8_t* data, size_t size) {
   }
   const std::vector<uint8_t> again = nlohmann::json::to_cbor(decoded);
   const CborShape written =
-      measure_cbor(std::string_view(reinterpret_cast<const char*>(again.data()), again.size()), kDepth, kValues);
+      measure_cbor(std::string_view(reinterpret_cast<const char*>(again.data()), again.size()), kDepth, kDecoded);
   // Duplicate map keys collapse when decoded: never more, possibly less.
-  if (!written.well_formed || written.depth > shape.depth || written.values > shape.values) std::abort();
+  if (!written.well_formed || written.depth > shape.depth || written.values > shape.values ||
+      written.decoded_bytes > shape.decoded_bytes)
+    std::abort();
 }
 
 void image(const uint8_t* data, size_t size) {
