@@ -10,6 +10,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -32,14 +33,21 @@ class Tally {
   // folder and open.
   void add(const struct stat& st, bool in_memory) {
     if (!seen_.insert({st.st_dev, st.st_ino}).second) return;
-    const uint64_t bytes = static_cast<uint64_t>(st.st_blocks) * 512;
+    add_bytes({st.st_dev, st.st_ino}, static_cast<uint64_t>(st.st_blocks) * 512, in_memory);
+  }
+  // The same for an inode known only by a mapping (count_mapped_unlinked).
+  void add_bytes(const Inode& inode, uint64_t bytes, bool in_memory) {
     use.bytes += bytes;
-    if (in_memory) use.memory_bytes += bytes;
+    if (in_memory) {
+      use.memory_bytes += bytes;
+      memory_inodes[inode] += bytes;
+    }
   }
   bool seen(const Inode& inode) const { return seen_.count(inode) != 0; }
   bool done() const { return use.too_deep || use.entries > kMaxWorkerEntries; }
 
   DiskUse use;
+  std::map<Inode, uint64_t> memory_inodes;  // those counted in use.memory_bytes, and their bytes
 
  private:
   std::set<Inode> seen_;
@@ -152,10 +160,38 @@ void count_mapped_unlinked(pid_t pid, const std::vector<std::string>& real_folde
     furthest = std::max(furthest, offset + (end - start));
     memory = memory || made_by_worker(path, memory_folders);  // a memfd, or in a folder in memory
   }
-  for (const auto& [inode, extent] : reach) {
-    tally.use.bytes += extent.first;
-    if (extent.second) tally.use.memory_bytes += extent.first;
+  for (const auto& [inode, extent] : reach) tally.add_bytes(inode, extent.first, extent.second);
+}
+
+// How much of the files in memory the worker has mapped and resident, from
+// /proc/PID/smaps: a mapping's header ("start-end perms offset major:minor
+// inode path") is followed by its "Rss:" line and later its "Anonymous:"
+// one, the pages a private mapping copied on write (RssAnon, not the file's).
+// Each file's at most its bytes.
+uint64_t mapped_resident(pid_t pid, const std::map<Inode, uint64_t>& memory_inodes) {
+  std::ifstream smaps("/proc/" + std::to_string(pid) + "/smaps");
+  std::map<Inode, uint64_t> resident;
+  const Inode* current = nullptr;
+  Inode header{};
+  std::string line;
+  while (std::getline(smaps, line)) {
+    uint64_t start = 0, end = 0, offset = 0, inode = 0, kib = 0;
+    unsigned major = 0, minor = 0;
+    char perms[8] = {};
+    if (std::sscanf(line.c_str(), "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64, &start, &end, perms, &offset,
+                    &major, &minor, &inode) == 7) {
+      header = {::makedev(major, minor), static_cast<ino_t>(inode)};
+      current = memory_inodes.count(header) != 0 ? &header : nullptr;
+    } else if (current != nullptr && std::sscanf(line.c_str(), "Rss: %" SCNu64 " kB", &kib) == 1) {
+      resident[*current] += kib * 1024;
+    } else if (current != nullptr && std::sscanf(line.c_str(), "Anonymous: %" SCNu64 " kB", &kib) == 1) {
+      resident[*current] -= std::min(resident[*current], kib * 1024);
+      current = nullptr;
+    }
   }
+  uint64_t total = 0;
+  for (const auto& [inode, bytes] : resident) total += std::min(bytes, memory_inodes.at(inode));
+  return total;
 }
 
 }  // namespace
@@ -181,6 +217,7 @@ DiskUse measure_disk_use(pid_t pid, const std::vector<std::string>& folders) {
   if (pid > 0) {
     count_open_unlinked(pid, real_folders, tally);
     count_mapped_unlinked(pid, real_folders, memory_folders, tally);
+    if (!tally.memory_inodes.empty()) tally.use.memory_mapped_bytes = mapped_resident(pid, tally.memory_inodes);
   }
   return tally.use;
 }

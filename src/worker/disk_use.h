@@ -39,6 +39,10 @@ struct DiskUse {
   // Of `bytes`, those in memory (memfds; files on tmpfs, such as a /tmp that
   // is one): --memory-limit counts them too, beside the worker's resident memory.
   uint64_t memory_bytes = 0;
+  // Of `memory_bytes`, those the worker has mapped and resident, which its
+  // RssShmem (worker.h: worker_usage) counts already: memory_bytes less
+  // these is what --memory-limit adds, so nothing counts twice.
+  uint64_t memory_mapped_bytes = 0;
   uint64_t entries = 0;    // files and folders below the folders
   bool too_deep = false;   // a folder nested past kMaxWorkerFolderDepth
 };

@@ -260,7 +260,7 @@ std::string ModelWorker::over_limit(uint64_t held) {
     std::vector<std::string> folders;
     if (temp_) folders.push_back(temp_->path());
     const DiskUse use = measure_disk_use(pid, folders);
-    files_in_memory_ = use.memory_bytes;
+    files_in_memory_ = use.memory_bytes - use.memory_mapped_bytes;
     if (const std::string why = disk_limit_passed(use, job_.limits.disk_bytes); !why.empty()) {
       return "libtorch's worker " + why + " and was stopped";
     }

@@ -156,7 +156,7 @@ Supervised supervise(pid_t pid, int fd, const WorkerLimits& limits, const std::v
     if (Clock::now() - disk_looked < kDiskLookEvery) return false;
     disk_looked = Clock::now();
     const DiskUse use = measure_disk_use(pid, folders);
-    files_in_memory = use.memory_bytes;
+    files_in_memory = use.memory_bytes - use.memory_mapped_bytes;
     out.disk_why = disk_limit_passed(use, limits.disk_bytes);
     return !out.disk_why.empty();
   };

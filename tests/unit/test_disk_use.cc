@@ -212,6 +212,62 @@ TEST_CASE("a memfd is memory: written and never mapped, it counts against --memo
   CHECK_THAT(e.what(), Catch::Contains("memory limit (256 MiB resident, --memory-limit)"));
 }
 
+TEST_CASE("a memfd mapped and touched counts once against --memory-limit, not as file and as mapping", "[worker]") {
+  if (!worker_has_folder()) return;
+  WorkerJob job = disk_job(0);
+  job.limits.memory_bytes = 256 * kDiskMiB;
+  // 160 MiB counted twice (its blocks, and the same pages in RssShmem) would pass 256 MiB.
+  CHECK(run_in_worker(job, []() -> std::string {
+          const uint64_t size = 160 * kDiskMiB;
+          const int fd = ::memfd_create("mapped", MFD_CLOEXEC);
+          if (fd < 0 || ::ftruncate(fd, static_cast<off_t>(size)) != 0) return "no memfd";
+          void* at = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+          if (at == MAP_FAILED) return "no mapping";
+          std::memset(at, 1, size);
+          ::usleep(400 * 1000);  // several looks of the parent's
+          return "finished";
+        }) == "finished");
+}
+
+TEST_CASE("disk use: the part of a file in memory that the worker has mapped and resident", "[worker]") {
+  // The test process stands for the worker: /dev/shm is a tmpfs where there is one.
+  char folder[] = "/dev/shm/tsarchive-test-XXXXXX";
+  if (::mkdtemp(folder) == nullptr) return;
+  const std::string file = std::string(folder) + "/weights";
+  const uint64_t size = 4 * kDiskMiB;
+  const int fd = ::open(file.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+  REQUIRE(fd >= 0);
+  REQUIRE(fill_ones(fd, size));
+  DiskUse use = measure_disk_use(::getpid(), {folder});
+  if (use.memory_bytes == 0) {  // /dev/shm not in memory here
+    ::close(fd);
+    ::unlink(file.c_str());
+    ::rmdir(folder);
+    return;
+  }
+  CHECK(use.memory_bytes >= size);
+  CHECK(use.memory_mapped_bytes == 0);
+  SECTION("mapped shared and read: its pages are the file's") {
+    auto* at = static_cast<volatile char*>(::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0));
+    REQUIRE(at != MAP_FAILED);
+    for (uint64_t i = 0; i < size; i += 4096) (void)at[i];
+    use = measure_disk_use(::getpid(), {folder});
+    CHECK(use.memory_mapped_bytes == size);
+    ::munmap(const_cast<char*>(at), size);
+  }
+  SECTION("mapped privately and written: the copies are its own memory, not the file's") {
+    auto* at = static_cast<char*>(::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0));
+    REQUIRE(at != MAP_FAILED);
+    std::memset(at, 2, size);
+    use = measure_disk_use(::getpid(), {folder});
+    CHECK(use.memory_mapped_bytes == 0);
+    ::munmap(at, size);
+  }
+  ::close(fd);
+  ::unlink(file.c_str());
+  ::rmdir(folder);
+}
+
 TEST_CASE("a worker within --disk-limit finishes", "[worker]") {
   TempDir staging;
   CHECK(run_in_worker(disk_job(64 * kDiskMiB, {staging.path.string()}), [&] {
