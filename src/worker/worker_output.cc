@@ -29,10 +29,18 @@ namespace {
 
 constexpr size_t kMaxLine = 4096;  // a longer line is forwarded in pieces
 constexpr std::string_view kOutputPrefix = "tsarchive: model output: ";
-// The torch layer's notes (libtorch_warnings.cc). Native code in the worker can
-// write this pipe too, so a line passes as a note only under this name, and
-// at worst fakes one of libtorch's warnings, never a line of tsarchive's own.
-constexpr std::string_view kNotePrefix = "tsarchive: note: libtorch: ";
+// The torch layer's notes (libtorch_warnings.h): libtorch's warnings, and the
+// model's own. Native code in the worker can write this pipe too, so a line
+// passes as a note only under these names, and at worst fakes one of
+// libtorch's warnings, never a line of tsarchive's own.
+constexpr std::string_view kNotePrefixes[] = {"tsarchive: note: libtorch: ", "tsarchive: note: the model warns: "};
+
+bool is_note(std::string_view line) {
+  for (const std::string_view prefix : kNotePrefixes) {
+    if (line.substr(0, prefix.size()) == prefix) return true;
+  }
+  return false;
+}
 
 // std::cerr's buffer in the worker: straight to the notes pipe.
 class FdBuffer : public std::streambuf {
@@ -98,7 +106,7 @@ class LineForwarder {
       forwarded_ += piece.size() + 1;
       // Escaping twice changes nothing, so a note the torch layer escaped
       // already prints as it wrote it.
-      const bool note = notes_ && piece.substr(0, kNotePrefix.size()) == kNotePrefix;
+      const bool note = notes_ && is_note(piece);
       write_fully(out_, (note ? std::string() : std::string(kOutputPrefix)) + escape_text(piece, TextEscape::Line) + "\n");
     } while (!line.empty());
   }

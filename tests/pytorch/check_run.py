@@ -286,6 +286,9 @@ try:
     check(json.loads(p.stdout)["outputs"][0]["shape"] == [2], "a warning model still runs")
     check(len(p.stderr) < 300 * 1024 and "more warnings than are shown" in p.stderr,
           f"warnings bounded: {len(p.stderr)} bytes of stderr")
+    # The model's own warnings are named the model's, never libtorch's: its author chose their words.
+    check("tsarchive: note: the model warns: w0 AAAA" in p.stderr and "tsarchive: note: libtorch: w0" not in p.stderr,
+          "a warnings.warn of the model's code is the model's note: " + p.stderr[:300])
 finally:
     shutil.rmtree(tmp, ignore_errors=True)
 
