@@ -194,6 +194,23 @@ torch::jit::Module attributes_only(const torch::jit::Module& original, const std
   return copy;
 }
 
+// `from`'s attribute values (not its submodules: their own, recursively) set
+// on `to`, a module with the same attribute names: attributes_only's copy.
+void restore_attributes(torch::jit::Module& to, const torch::jit::Module& from) {
+  const c10::ClassTypePtr type = to.type();
+  for (size_t i = 0; i < type->numAttributes(); ++i) {
+    const std::string& name = type->getAttributeName(i);
+    if (!from.hasattr(name)) continue;
+    const c10::IValue value = from.attr(name);
+    if (type->getAttribute(i)->is_module() && value.isObject()) {
+      torch::jit::Module sub(to.attr(name).toObject());
+      restore_attributes(sub, torch::jit::Module(value.toObject()));
+    } else {
+      to._ivalue()->setAttr(name, value);
+    }
+  }
+}
+
 torch::jit::Module trace_method(const torch::jit::Module& original, const std::string& method_name,
                                 const std::vector<c10::IValue>& args, const std::vector<std::string>& names,
                                 const std::string& file) {
@@ -362,7 +379,12 @@ ConvertReport convert_module(const ConvertRequest& request) {
     throw Error(ErrorKind::BadInput, "a lite-interpreter archive holds bytecode, not TorchScript to convert", file,
                 "convert the .pt it was made from");
   }
-  torch::jit::Module module = *original.script_module();
+  // What is converted and saved is a copy taken before any call: a model
+  // that keeps state between calls (a streaming RNN's hidden state, silero-vad's
+  // _state) changes its attributes on every call, and the check run below
+  // must not be baked into the archive it checks.
+  torch::jit::Module module =
+      torch_call(file, "copy the module", [&] { return original.script_module()->deepcopy(); });
   const torch::jit::Method method = module.get_method(source.method);
   for (const torch::jit::Method& m : module.get_methods()) report.methods.push_back(m.name());
   report.nodes_before = count_nodes(method_graph(method, true)->block());
@@ -379,7 +401,12 @@ ConvertReport convert_module(const ConvertRequest& request) {
   }
   if (request.trace) {
     const std::vector<std::string> names(args.names.begin(), args.names.begin() + static_cast<std::ptrdiff_t>(args.given));
-    module = trace_method(module, source.method, given_only(args), names, file);  // names: the traced signature's
+    // Tracing runs the method on a copy whose attributes the traced module
+    // shares; they get the values from before that run back.
+    torch::jit::Module traced = trace_method(torch_call(file, "copy the module", [&] { return module.deepcopy(); }),
+                                             source.method, given_only(args), names, file);  // names: the traced signature's
+    restore_attributes(traced, module);
+    module = traced;
     report.steps.push_back("trace " + source.method);
     report.warnings = control_flow_warnings(method, report.notes);
   }

@@ -270,6 +270,31 @@ with tempfile.TemporaryDirectory() as tmp:
         one_error_line(r, what)
         check(os.listdir(bad_dir) == [], f"{what}: left {os.listdir(bad_dir)}")
 
+    # A model that keeps state between calls (a streaming RNN, silero-vad):
+    # what convert and trace write holds the file's state, not the state
+    # their own check run left, and its first call gives the original's.
+    class Stateful(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("calls", torch.zeros(1))
+            self.state = torch.zeros(4)
+
+        def forward(self, x):
+            self.calls += 1
+            self.state = self.state + x.sum()
+            return x * self.calls + self.state.sum()
+
+    stateful = out("stateful.pt")
+    torch.jit.script(Stateful()).save(stateful)
+    want = torch.jit.load(stateful)(seeded("4"))
+    for command, flags in [("convert", []), ("convert", ["--freeze"]), ("trace", [])]:
+        dest = out(f"stateful_{command}{'_'.join(flags)}.pt")
+        r = tsarchive(command, stateful, "--input", "4", *flags, "-o", dest)
+        check(r.returncode == 0, f"{command} {flags} of a stateful model: exit {r.returncode}: {r.stderr}")
+        written = torch.jit.load(dest)
+        check(written.calls.item() == 0, f"{command} {flags}: the check run's state was saved: calls={written.calls}")
+        check(close(written(seeded("4")), want), f"{command} {flags}: the first call differs from the original's")
+
     # Outputs outside tolerance: exit 1, one line, nothing written. Which
     # freeze is not bit-exact depends on the libtorch (conv+bn folding rounds
     # differently in 1.13 and 2.x), so both are tried; at least one must differ.
