@@ -15,6 +15,13 @@ Writes:
   buffers_consts.pt2    a model with a persistent buffer, a non-persistent
                         buffer and a lifted tensor constant, two inputs and a
                         tuple output
+  sym_exprs.pt2         a model whose graph holds the symbolic expressions
+                        torch.export writes (sympy's srepr, as expr_str):
+                        derived dimensions, //, %, Max/Min, an unbacked
+                        .item(), symbolic floats and booleans (cond); every
+                        one must pass tsarchive's grammar of what
+                        torch.export.load hands to sympy.sympify
+                        (`--sym-exprs-only` writes just this file)
   mlp_dynamic_aoti.pt2  torch._inductor.aoti_compile_and_package of the
                         MLP's ExportedProgram, on the CPU (portable code,
                         no line tables)
@@ -82,6 +89,25 @@ class BuffersConsts(nn.Module):
     def forward(self, x: Tensor, mask: Tensor):
         y = x * self.scale + self.offset + self.table.to(x.dtype) + self.cache.to(x.dtype).sum(0)
         return y.masked_fill(mask, 0.0), y.sum() * self.steps
+
+
+class SymExprs(nn.Module):
+    def forward(self, x: Tensor, k: Tensor):
+        n, m = x.shape
+        u = k.item()
+        torch._check(u >= 0)
+        torch._check(u <= n)
+        r = torch.cond(n > 4, lambda t: t + 1, lambda t: t - 1, (x[: n // 2 + 1] * (n % 3),))
+        return r, x * (n / 3.0), torch.ones(max(n, m) * 2 - 1), x[:u]
+
+
+def save_sym_exprs():
+    # Not through save_exported: its facts stop at a symbolic float's unbounded range.
+    dims = {"x": {0: torch.export.Dim.AUTO, 1: torch.export.Dim.AUTO}, "k": None}
+    ep = torch.export.export(SymExprs(), (torch.randn(6, 4), torch.tensor(3)), dynamic_shapes=dims)
+    path = os.path.join(OUT, "sym_exprs.pt2")
+    torch.export.save(ep, path)
+    torch.export.load(path)
 
 
 def dtype_id(dtype):
@@ -203,6 +229,9 @@ def save_aoti(name, ep, sample):
 def main():
     os.makedirs(OUT, exist_ok=True)
     torch.manual_seed(0)
+    save_sym_exprs()
+    if "--sym-exprs-only" in sys.argv:
+        return 0
     expected = {"torch_version": torch.__version__, "files": {}}
 
     mlp = MLP()

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <set>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -90,17 +92,21 @@ class Node {
   const std::string& file_;
 };
 
-json parse_record(const TorchArchive& archive, const Record& r, uint64_t limit) {
-  const std::string text = archive.read(r, limit);
+json parse_json_text(const std::string& text, uint64_t compressed_size, uint64_t limit, const std::string& record,
+                     const std::string& path) {
   std::string problem;
   // Values: a parsed one costs ~100 bytes however short its text, so their
   // count follows the bytes on disk: a deflated flood of `{},` is refused,
   // while real JSON (a program of a million nodes included) deflates a few
   // times at most and passes.
-  const uint64_t values = std::max<uint64_t>(JsonLimits::kValues, 8 * r.entry->compressed_size);
+  const uint64_t values = std::max<uint64_t>(JsonLimits::kValues, 8 * compressed_size);
   auto doc = parse_bounded_json(text, &problem, JsonLimits::kDepth, limit, values);
-  if (!doc) throw_bad_input(r.name + ": " + problem, archive.path(), "the archive is damaged or was not written by torch.export");
+  if (!doc) throw_bad_input(record + ": " + problem, path, "the archive is damaged or was not written by torch.export");
   return std::move(*doc);
+}
+
+json parse_record(const TorchArchive& archive, const Record& r, uint64_t limit) {
+  return parse_json_text(archive.read(r, limit), r.entry->compressed_size, limit, r.name, archive.path());
 }
 
 std::string trim(std::string s) {
@@ -112,6 +118,290 @@ bool mul_overflows(uint64_t a, uint64_t b, uint64_t* out) {
   if (a != 0 && b > std::numeric_limits<uint64_t>::max() / a) return true;
   *out = a * b;
   return false;
+}
+
+// The expressions torch.export writes as expr_str, which torch.export.load
+// hands to sympy.sympify (ExportedProgramDeserializer._parse_sym_expr):
+// sympify runs the text through Python's eval, with sympy's names, Python's
+// builtins and the deserializer's locals (torch.utils._sympy.functions, the
+// symbols read so far). So the text must be what the serializer writes, and
+// nothing it could call or reach is left to chance. The grammar:
+//   PyTorch 2.5 and later (2.13 included) write sympy's srepr:
+//     Symbol('s77', positive=True, integer=True), Integer(2), Rational(1, 2),
+//     Float('1.5', precision=53), Add(..), Mul(..), FloorDiv(..), Max(..),
+//     StrictLessThan(..), true, oo, -int_oo
+//   earlier ones wrote str(): s0 + 2*s1, (s0//2), Max(2, s0), s0 > 4, Eq(s0, 2)
+//   expr  := or;  or := and ('|' and)*;  and := not ('&' not)*;  not := '~' not | cmp
+//   cmp   := sum (('<' | '<=' | '>' | '>=' | '==' | '!=') sum)*
+//   sum   := term (('+' | '-') term)*;  term := unary (('*' | '/' | '//' | '%') unary)*
+//   unary := ('-' | '+') unary | power;  power := atom ('**' unary)?
+//   atom  := number | symbol | constant | '(' expr ')' | call
+//   call  := Symbol|Dummy '(' 'name' (',' keyword '=' literal)* ')'
+//          | Float '(' 'number' | number (',' precision '=' integer)? ')'
+//          | function '(' expr (',' expr)* ')'
+// A function is a sympy class srepr writes or a torch function the
+// deserializer's locals name (below); a bare name a symbol (letters, then
+// digits: s0, u12, zuf0) or a constant (oo, zoo, nan, int_oo, true, false,
+// True, False, pi, E). Strings appear only as a symbol's name or a float's
+// digits: other sympy functions sympify their string arguments, which is eval
+// again. No attribute, subscript, lambda, keyword argument elsewhere or
+// Python keyword passes.
+class SymExprGrammar {
+ public:
+  explicit SymExprGrammar(std::string_view text) : s_(text) {}
+
+  std::string problem() {
+    if (s_.size() > Pt2Limits::kSymExpr) return "longer than " + std::to_string(Pt2Limits::kSymExpr) + " bytes";
+    if (s_.empty()) return "empty";
+    try {
+      expr(0);
+      skip_spaces();
+      if (at_ < s_.size()) fail("'" + std::string(1, s_[at_]) + "' where the expression should end");
+    } catch (const std::string& why) {
+      return why;
+    }
+    return {};
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& why) const { throw why + " (at byte " + std::to_string(at_) + ")"; }
+  void skip_spaces() {
+    while (at_ < s_.size() && s_[at_] == ' ') ++at_;
+  }
+  bool accept(std::string_view op) {
+    skip_spaces();
+    if (s_.compare(at_, op.size(), op) != 0) return false;
+    at_ += op.size();
+    return true;
+  }
+  void expect(std::string_view op) {
+    if (!accept(op)) fail("expected '" + std::string(op) + "'");
+  }
+  // An operator that is not the start of a longer one ('*' of '**', '/' of '//', '<' of '<=').
+  bool accept_alone(std::string_view op, std::string_view not_followed_by) {
+    skip_spaces();
+    if (s_.compare(at_, op.size(), op) != 0) return false;
+    const size_t next = at_ + op.size();
+    if (next < s_.size() && not_followed_by.find(s_[next]) != std::string_view::npos) return false;
+    at_ = next;
+    return true;
+  }
+  void deeper(int depth) const {
+    if (depth > Pt2Limits::kSymExprDepth) fail("nested deeper than " + std::to_string(Pt2Limits::kSymExprDepth));
+  }
+
+  void expr(int depth) {
+    deeper(depth);
+    do conjunction(depth);
+    while (accept("|"));
+  }
+  void conjunction(int depth) {
+    do negation(depth);
+    while (accept("&"));
+  }
+  void negation(int depth) {
+    deeper(depth);
+    if (accept("~")) return negation(depth + 1);
+    do sum(depth);
+    while (accept("<=") || accept(">=") || accept("==") || accept("!=") || accept("<") || accept(">"));
+  }
+  void sum(int depth) {
+    do term(depth);
+    while (accept("+") || accept("-"));
+  }
+  void term(int depth) {
+    do unary(depth);
+    while (accept("//") || accept_alone("*", "*") || accept("/") || accept("%"));
+  }
+  void unary(int depth) {
+    deeper(depth);
+    if (accept("-") || accept("+")) return unary(depth + 1);
+    atom(depth);
+    if (accept("**")) unary(depth + 1);
+  }
+
+  static bool letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+  static bool digit(char c) { return c >= '0' && c <= '9'; }
+  static bool word_char(char c) { return letter(c) || digit(c) || c == '_'; }
+
+  std::string_view word() {
+    const size_t from = at_;
+    while (at_ < s_.size() && word_char(s_[at_])) ++at_;
+    return s_.substr(from, at_ - from);
+  }
+  // Digits, a fraction, an exponent; glued to a letter, '_' or '.' it is Python's
+  // other numbers (1j is sympy's I, 0x10, 1_0) or no number.
+  void number() {
+    while (at_ < s_.size() && digit(s_[at_])) ++at_;
+    if (at_ < s_.size() && s_[at_] == '.') {
+      ++at_;
+      while (at_ < s_.size() && digit(s_[at_])) ++at_;
+    }
+    if (at_ < s_.size() && (s_[at_] == 'e' || s_[at_] == 'E')) {
+      ++at_;
+      if (at_ < s_.size() && (s_[at_] == '+' || s_[at_] == '-')) ++at_;
+      if (at_ >= s_.size() || !digit(s_[at_])) fail("a number with an exponent and no digits");
+      while (at_ < s_.size() && digit(s_[at_])) ++at_;
+    }
+    if (at_ < s_.size() && (word_char(s_[at_]) || s_[at_] == '.')) fail("a number Python reads otherwise");
+  }
+  // A quoted string of `allowed` characters only, no escapes.
+  std::string_view string(bool (*allowed)(char)) {
+    skip_spaces();
+    if (at_ >= s_.size() || (s_[at_] != '\'' && s_[at_] != '"')) fail("expected a quoted name or number");
+    const char quote = s_[at_++];
+    const size_t from = at_;
+    while (at_ < s_.size() && s_[at_] != quote) {
+      if (!allowed(s_[at_])) fail("a string holding '" + std::string(1, s_[at_]) + "'");
+      ++at_;
+    }
+    if (at_ >= s_.size() || at_ == from) fail("an empty or unterminated string");
+    return s_.substr(from, (at_++) - from);
+  }
+  // keyword '=' True|False|integer, after a comma.
+  void keyword(bool precision_only) {
+    skip_spaces();
+    const std::string_view key = word();
+    if (key.empty() || !(key[0] >= 'a' && key[0] <= 'z') || (precision_only && key != "precision")) {
+      fail("a keyword argument torch.export does not write");
+    }
+    expect("=");
+    skip_spaces();
+    const std::string_view value = word();
+    const bool integer = !value.empty() && std::all_of(value.begin(), value.end(), digit);
+    if (!(value == "True" || value == "False" || (integer && !precision_only) || (integer && key == "precision"))) {
+      fail("a keyword value torch.export does not write");
+    }
+    if (precision_only && !integer) fail("a precision that is not a number");
+  }
+
+  // `depth` counts parentheses, calls and chained unary operators.
+  void atom(int depth) {
+    skip_spaces();
+    if (at_ >= s_.size()) fail("the expression ends early");
+    const char c = s_[at_];
+    if (c == '(') {
+      ++at_;
+      expr(depth + 1);
+      expect(")");
+      return;
+    }
+    if (digit(c) || (c == '.' && at_ + 1 < s_.size() && digit(s_[at_ + 1]))) return number();
+    if (!letter(c)) fail("'" + std::string(1, c) + "', which is no part of an expression torch.export writes");
+    const size_t start = at_;
+    const std::string_view name = word();
+    skip_spaces();
+    if (at_ < s_.size() && s_[at_] == '(') {
+      ++at_;
+      return call(name, start, depth);
+    }
+    if (!bare_name(name)) {
+      at_ = start;
+      fail("the name '" + std::string(name.substr(0, 60)) + "', which is neither a symbol nor a constant");
+    }
+  }
+
+  void call(std::string_view name, size_t start, int depth) {
+    if (name == "Symbol" || name == "Dummy") {
+      string([](char c) { return word_char(c); });
+      while (accept(",")) keyword(false);
+    } else if (name == "Float") {
+      skip_spaces();
+      if (at_ < s_.size() && (s_[at_] == '\'' || s_[at_] == '"')) {
+        string([](char c) { return digit(c) || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-' ||
+                                   c == 'i' || c == 'n' || c == 'f' || c == 'a'; });
+      } else {
+        accept("-");
+        skip_spaces();
+        if (at_ >= s_.size() || !digit(s_[at_])) fail("a Float of something other than a number");
+        number();
+      }
+      if (accept(",")) keyword(true);
+    } else if (function(name)) {
+      do expr(depth + 1);
+      while (accept(","));
+    } else {
+      at_ = start;
+      fail("calls '" + std::string(name.substr(0, 60)) + "', which is not a function torch.export writes");
+    }
+    expect(")");
+  }
+
+  // Symbols as torch names them (s0, u3, zuf0, ps1: letters, then digits),
+  // and sympy's constants.
+  static bool bare_name(std::string_view n) {
+    static const std::set<std::string_view> kSympyConstants = {"oo",   "zoo",   "nan",  "int_oo", "true", "false",
+                                                          "True", "False", "pi",   "E"};
+    if (kSympyConstants.count(n) > 0) return true;
+    size_t i = 0;
+    while (i < n.size() && n[i] >= 'a' && n[i] <= 'z') ++i;
+    const size_t letters = i;
+    while (i < n.size() && digit(n[i])) ++i;
+    return letters > 0 && letters < n.size() && i == n.size();
+  }
+  // The sympy classes srepr writes for torch's expressions, and the
+  // deserializer's locals (torch.utils._sympy.functions, 2.13).
+  static bool function(std::string_view n) {
+    static const std::set<std::string_view> kFunctions = {
+        // sympy
+        "Integer", "Rational", "Add", "Mul", "Pow", "Max", "Min", "Abs", "Mod", "floor", "ceiling", "Equality",
+        "Unequality", "StrictLessThan", "LessThan", "StrictGreaterThan", "GreaterThan", "Eq", "Ne", "Lt", "Le", "Gt",
+        "Ge", "And", "Or", "Not", "Xor", "Piecewise", "ExprCondPair",
+        // torch.utils._sympy.functions, as the deserializer's locals name them
+        "FloorDiv", "ModularIndexing", "Where", "PythonMod", "CleanDiv", "CeilToInt", "FloorToInt", "CeilDiv",
+        "LShift", "RShift", "PowByNatural", "FloatPow", "FloatTrueDiv", "IntTrueDiv",
+        "IsNonOverlappingAndDenseIndicator", "TruncToFloat", "TruncToInt", "RoundToInt", "RoundDecimal", "ToFloat",
+        "Identity"};
+    if (kFunctions.count(n) > 0) return true;
+    // torch's functions named per operation (OpaqueUnaryFn_sqrt, BitwiseFn_bitwise_and): names no
+    // namespace of sympify holds, which it makes undefined sympy Functions of.
+    for (std::string_view prefix : {std::string_view("OpaqueUnaryFn_"), std::string_view("BitwiseFn_")}) {
+      if (n.size() > prefix.size() && n.compare(0, prefix.size(), prefix) == 0 &&
+          std::all_of(n.begin() + prefix.size(), n.end(), [](char c) { return (c >= 'a' && c <= 'z') || c == '_'; })) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  std::string_view s_;
+  size_t at_ = 0;
+};
+
+// Every "expr_str" member of a program's JSON, wherever it is: torch.export.load
+// reads the program into its schema's dataclasses, and a SymExpr's expr_str is
+// the one place a string reaches sympify (range_constraints' keys are only
+// looked up). A value that is not a string is not what torch writes: sympify
+// converts a list's items one by one, strings included.
+void collect_sym_exprs(const json& v, std::string& where, uint64_t& count, std::vector<Pt2SymExprProblem>& out) {
+  constexpr size_t kKept = 100;
+  if (v.is_array()) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      const size_t mark = where.size();
+      where += "[" + std::to_string(i) + "]";
+      collect_sym_exprs(v[i], where, count, out);
+      where.resize(mark);
+    }
+    return;
+  }
+  if (!v.is_object()) return;
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    const size_t mark = where.size();
+    where += (where.empty() ? "" : ".") + it.key();
+    if (it.key() == "expr_str") {
+      ++count;
+      std::string why = it->is_string() ? pt2_sym_expr_problem(it->get_ref<const std::string&>())
+                                        : "not a string (" + std::string(it->type_name()) + ")";
+      if (!why.empty() && out.size() < kKept) {
+        std::string text = it->is_string() ? it->get<std::string>() : it->dump();
+        if (text.size() > 200) text = text.substr(0, 200) + "...";
+        out.push_back(Pt2SymExprProblem{where, std::move(text), std::move(why)});
+      }
+    } else {
+      collect_sym_exprs(*it, where, count, out);
+    }
+    where.resize(mark);
+  }
 }
 
 // SymInt: {"as_int": 4} or {"as_expr": {"expr_str": ..., "hint": {"as_int": 2}}}.
@@ -270,6 +560,8 @@ void graph_call_targets(const Node& graph, std::set<std::string>& out) {
 void read_program(const TorchArchive& archive, const Record& r, Pt2Program& p) {
   const json doc = parse_record(archive, r, Pt2Limits::kProgramJson);
   const Node root(doc, r.name, archive.path());
+  std::string where;
+  collect_sym_exprs(doc, where, p.sym_exprs, p.unsafe_sym_exprs);
   if (const auto v = root.find("schema_version")) {
     if (v->has("major")) p.schema_major = v->at("major").integer();
     if (v->has("minor")) p.schema_minor = v->at("minor").integer();
@@ -611,6 +903,20 @@ bool pt2_scalar_type(int64_t code, std::string* dtype, uint64_t* element_size) {
     return true;
   }
   return false;
+}
+
+std::string pt2_sym_expr_problem(std::string_view expr) { return SymExprGrammar(expr).problem(); }
+
+std::vector<Pt2SymExprProblem> pt2_unsafe_sym_exprs(const std::string& program_json, uint64_t compressed_size,
+                                                    const std::string& record, const std::string& path,
+                                                    uint64_t* sym_exprs) {
+  const json doc = parse_json_text(program_json, compressed_size, Pt2Limits::kProgramJson, record, path);
+  std::vector<Pt2SymExprProblem> out;
+  std::string where;
+  uint64_t count = 0;
+  collect_sym_exprs(doc, where, count, out);
+  if (sym_exprs != nullptr) *sym_exprs = count;
+  return out;
 }
 
 std::string pt2_symbol_text(const std::string& expr) {

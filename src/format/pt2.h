@@ -33,6 +33,17 @@ struct Pt2Limits {
   static constexpr uint64_t kConfigJson = 16ull << 20;   // weights and constants configs
   static constexpr uint64_t kMetadataJson = 1ull << 20;  // data/aotinductor/<model>/*_metadata.json
   static constexpr uint64_t kSampleInputs = 64ull << 20; // data/sample_inputs/<model>.pt, read to list its tensors
+  static constexpr size_t kSymExpr = 64 * 1024;           // one expr_str, in bytes
+  static constexpr int kSymExprDepth = 100;               // its nesting (calls, parentheses, operators)
+};
+
+// An expr_str of a program (a SymInt's, SymFloat's or SymBool's as_expr)
+// outside the grammar torch.export writes: torch.export.load hands every
+// expr_str to sympy.sympify, which runs it through Python's eval.
+struct Pt2SymExprProblem {
+  std::string where;  // the JSON path in the record: "graph_module.graph.tensor_values.x.sizes[0].as_expr.expr_str"
+  std::string expr;   // the text, cut at 200 bytes
+  std::string why;    // "calls 'sympify', which is not a function torch.export writes"
 };
 
 // One dimension of a shape: a number, or a symbol ("s77") or expression.
@@ -105,6 +116,8 @@ struct Pt2Program {
   std::vector<Pt2Payload> weights;            // from <model>_weights_config.json
   std::vector<Pt2Payload> constants;          // from <model>_constants_config.json
   std::string weights_config, constants_config;  // their records, empty when absent
+  uint64_t sym_exprs = 0;                           // expr_str values read
+  std::vector<Pt2SymExprProblem> unsafe_sym_exprs;  // those outside torch.export's grammar (the first 100)
 };
 
 struct Pt2AotiFile {
@@ -183,6 +196,18 @@ ModelContents pt2_tensors(const Pt2Contents& contents);
 // The dtype name and element size of the serialized ScalarType `code`
 // (torch/_export/serde/schema.py); false when unknown.
 bool pt2_scalar_type(int64_t code, std::string* dtype, uint64_t* element_size);
+
+// Why sympy.sympify(expr) would do more than build the expression torch.export
+// wrote, or "" when `expr` is within its grammar (pt2.cc: sympy's srepr, as
+// 2.13 writes it, and str(), as PyTorch before 2.5 wrote it).
+std::string pt2_sym_expr_problem(std::string_view expr);
+
+// Every expr_str of a program's JSON text (models/<model>.json, or the layout
+// before 2.6's serialized_exported_program.json) outside that grammar;
+// `sym_exprs` counts them all. Error(BadInput) when it is not JSON.
+std::vector<Pt2SymExprProblem> pt2_unsafe_sym_exprs(const std::string& program_json, uint64_t compressed_size,
+                                                    const std::string& record, const std::string& path,
+                                                    uint64_t* sym_exprs);
 
 // "Symbol('s77', positive=True, integer=True)" -> "s77", in any expression.
 std::string pt2_symbol_text(const std::string& expr);

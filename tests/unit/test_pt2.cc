@@ -190,6 +190,55 @@ std::string inspect_error(const std::string& bytes) {
 
 }  // namespace
 
+TEST_CASE("pt2: every expr_str torch.export 2.13 writes is within the sympify grammar", "[pt2]") {
+  // Written by PyTorch 2.13 (scripts/make_testdata_pt2.py and gen runs with Dim, derived dims,
+  // .item(), symbolic floats, cond): sympy's srepr.
+  for (const char* e : {
+           "Symbol('s77', positive=True, integer=True)", "Symbol('u0', integer=True)",
+           "Add(FloorDiv(Symbol('s77', positive=True, integer=True), Integer(2)), Integer(1))",
+           "Add(Mul(Integer(2), Symbol('u0', integer=True)), Integer(1))",
+           "Add(Symbol('s77', positive=True, integer=True), Integer(-1))",
+           "FloatTrueDiv(ToFloat(Symbol('s77', positive=True, integer=True)), Float('3.0', precision=53))",
+           "FloorDiv(Mul(Integer(-1), Symbol('s77', positive=True, integer=True)), Integer(2))",
+           "GreaterThan(Symbol('u0', integer=True), Integer(0))",
+           "LessThan(Symbol('u0', integer=True), Symbol('s77', positive=True, integer=True))",
+           "Max(Integer(2), Symbol('s77', positive=True, integer=True))",
+           "Min(Symbol('s27', positive=True, integer=True), Symbol('s77', positive=True, integer=True))",
+           "Mod(Mul(Integer(2), Symbol('s39', positive=True, integer=True)), Integer(3))",
+           "Mul(Float('1.5', precision=53), ToFloat(Symbol('s77', positive=True, integer=True)))",
+           "Pow(Symbol('s77', positive=True, integer=True), Integer(2))",
+           "StrictGreaterThan(Symbol('s77', positive=True, integer=True), Integer(4))",
+           // str(), as PyTorch before 2.5 wrote it, and constants srepr writes
+           "s0", "s0 + 2*s1", "(s0//2)", "-s0 + 1", "Max(2, s0)", "s0 > 4", "Eq(s0, 2)", "s0 % 3", "s0**2",
+           "-int_oo", "oo", "true", "1.5e-3", "Rational(1, 2)", "OpaqueUnaryFn_sqrt(s0)"}) {
+    INFO(e);
+    CHECK(pt2_sym_expr_problem(e).empty());
+  }
+  // Python that sympify would eval, and what torch.export never writes.
+  for (const char* e : {
+           "(sympify.__globals__['__builtins__']['__import__']('os').system('id'), Symbol('s77'))[1]",
+           "__import__('os').system('id')", "s0.__class__", "exec('x')", "lambdify(s0, 'x')",
+           "FloorDiv('__import__(\"os\")', 2)", "Symbol('a.b')", "Symbol('s0', positive=os)", "Integer(1j)",
+           "0x10", "1_0", "s0 if s1 else s2", "lambda: 1", "[s0]", "s0; s1", "s0 and s1", "not s0", "Float('1', x=1)",
+           "Symbol(\"s0\\x2e\")", "Max(s0, s1", "", "s0 $ 1", "__debug__"}) {
+    INFO(e);
+    CHECK_FALSE(pt2_sym_expr_problem(e).empty());
+  }
+  CHECK_FALSE(pt2_sym_expr_problem(std::string(100 * 1024, '1')).empty());
+  CHECK_FALSE(pt2_sym_expr_problem(std::string(500, '(') + "s0" + std::string(500, ')')).empty());
+  CHECK_FALSE(pt2_sym_expr_problem(std::string(500, '-') + "s0").empty());
+  CHECK(pt2_sym_expr_problem(std::string(50, '(') + "s0" + std::string(50, ')')).empty());
+  // Every program PyTorch 2.13 wrote here passes, expression by expression.
+  for (const char* f : {"pt2/sym_exprs.pt2", "pt2/mlp_dynamic.pt2", "pt2/buffers_consts.pt2", "pt2/with_extra.pt2"}) {
+    const TorchArchive archive(open_file_source(testdata(f)));
+    for (const Pt2Program& p : read_pt2(archive).programs) {
+      INFO(f << ": " << (p.unsafe_sym_exprs.empty() ? "" : p.unsafe_sym_exprs.front().expr + ": " + p.unsafe_sym_exprs.front().why));
+      CHECK(p.unsafe_sym_exprs.empty());
+      if (std::string(f) == "pt2/sym_exprs.pt2") CHECK(p.sym_exprs > 10);
+    }
+  }
+}
+
 TEST_CASE("pt2: malformed programs are refused in one line", "[pt2]") {
   CHECK(inspect_error(with_record("models/model.json", std::string(100000, '['))) ==
         "models/model.json: JSON nested deeper than 512 levels");
