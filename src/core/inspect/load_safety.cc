@@ -532,6 +532,29 @@ class Assessor {
             "torch.export.load and the module it makes; scanners that judge a .pt2 by its pickles alone");
   }
 
+  // An expr_str outside the grammar torch.export writes (format/pt2.h): torch.export.load
+  // hands it to sympy.sympify, which evaluates it with Python's eval.
+  void sympy_expression(const std::string& record, const Pt2SymExprProblem& e) {
+    finding(LoadRisk::Dangerous, record + ": " + e.where,
+            "holds an expr_str that sympy.sympify would eval: '" + e.expr + "' (" + e.why +
+                "); torch.export.load parses every SymInt, SymFloat and SymBool expression so, and torch.export "
+                "writes only sympy's srepr of symbols, numbers and its own functions",
+            "", "code evaluation");
+  }
+
+  // Native code that an AOTInductor model's loader picks up from outside the
+  // model's own folder (data/constants/, data/aotinductor/<model>.so): torch
+  // never writes code there, so no --allow-global of the model vouches for it.
+  void foreign_native_code(const std::string& record, const std::string& model) {
+    finding(LoadRisk::Dangerous, record,
+            "is native code outside model '" + model + "''s folder that AOTIModelPackageLoader (2.13) takes for the "
+            "model: it extracts every record under data/constants and data/aotinductor/" + model +
+            " (no slash) into the model's folder and loads the last .so (or links the .o, or compiles the .cpp "
+            "with system()) it finds; torch never writes code there, and --allow-global aoti." + model +
+            " does not cover it",
+            "", "native code");
+  }
+
   // A model of an AOTInductor package without a shared library: its .cpp
   // (and the flags files it is built with), which the loader compiles.
   void compiled_source(const std::string& record, const std::string& model) {
@@ -800,6 +823,30 @@ void check_hidden_zip(const ByteSource& source, Assessor& a) {
 //   weights and tensor_* constants with use_pickle: torch.load(weights_only=False)
 //   constants named opaque_obj_*: pickle.loads, whatever use_pickle says
 //   constants named custom_obj_*: torch._C._pickle_load_obj (TorchScript's unpickler)
+// Bytes that torch.export.load hands to torch.load (deserialize_torch_artifact,
+// _package.py's loads): a torch.save ZIP, whose data.pkl is unpickled, or the
+// legacy format, whose pickles are. `role` Plain: pickle.loads of the bytes.
+void judge_torch_load_bytes(Assessor& a, const std::string& bytes, const std::string& name, PickleRole role) {
+  if (bytes.rfind("PK", 0) == 0 && role != PickleRole::Plain) {
+    // A torch.save file inside the archive.
+    const TorchArchive inner(make_memory_source(bytes, name));
+    if (const Record* data = inner.find("data.pkl")) {
+      a.pickle(inner.read(*data, ReadLimits::kPickle), name + ":data.pkl", role, true);
+    }
+  } else {
+    a.pickle(bytes, name, role, true);
+  }
+}
+
+// What torch.export.load's verdict says it reads: the first four, then a count.
+std::string records_read(const std::vector<std::string>& read, const std::string& none) {
+  if (read.empty()) return none;
+  std::string why = "reads " + std::to_string(read.size()) + " record(s) as code or pickles: " + read.front();
+  for (size_t i = 1; i < read.size() && i < 4; ++i) why += "; " + read[i];
+  if (read.size() > 4) why += "; and " + std::to_string(read.size() - 4) + " more";
+  return why;
+}
+
 void assess_pt2(const TorchArchive& archive, Assessor& a) {
   // torch.load takes any ZIP with a data.pkl for a torch.save file; torch.export never writes one.
   if (const Record* data = archive.find("data.pkl")) {
@@ -823,16 +870,7 @@ void assess_pt2(const TorchArchive& archive, Assessor& a) {
                 "scanners and tools that look records up by their exact name");
     }
     read.push_back(name + " (" + how + ")");
-    const std::string bytes = archive.read(*r, ReadLimits::kPickle);
-    if (bytes.rfind("PK", 0) == 0 && role != PickleRole::Plain) {
-      // A torch.save file inside the archive.
-      const TorchArchive inner(make_memory_source(bytes, name));
-      if (const Record* data = inner.find("data.pkl")) {
-        a.pickle(inner.read(*data, ReadLimits::kPickle), name + ":data.pkl", role, true);
-      }
-    } else {
-      a.pickle(bytes, name, role, true);
-    }
+    judge_torch_load_bytes(a, archive.read(*r, ReadLimits::kPickle), name, role);
   };
   const auto base_name = [](const std::string& record) { return record.substr(record.rfind('/') + 1); };
   for (const Pt2Program& p : pt2.programs) {
@@ -854,6 +892,10 @@ void assess_pt2(const TorchArchive& archive, Assessor& a) {
       }
     }
   }
+  for (const Pt2Program& p : pt2.programs) {
+    for (const Pt2SymExprProblem& e : p.unsafe_sym_exprs) a.sympy_expression(p.record, e);
+    if (!p.unsafe_sym_exprs.empty()) read.push_back(p.record + " (expr_str values, with sympy.sympify)");
+  }
   bool graph_calls = false;  // a target the module calls is a finding
   for (const Pt2Program& p : pt2.programs) {
     const size_t before = a.finding_count();
@@ -863,32 +905,102 @@ void assess_pt2(const TorchArchive& archive, Assessor& a) {
       read.push_back(p.record + " (its graph's call targets, when the module runs)");
     }
   }
-  // AOTIModelPackageLoader (2.13) loads a model's .so, and only without one
-  // compiles its .cpp with the .o files: system(compiler + ...) with the
-  // compiler and flags of <cpp>_compile_flags.json and _linker_flags.json.
+  // AOTIModelPackageLoader (2.13), for model m, extracts every record whose
+  // name starts with data/aotinductor/<m> (no slash: data/aotinductor/<m>2/
+  // and data/aotinductor/<m>.so too) or data/constants, copies the constants
+  // into the model's folder, and loads the last .so it saw; only without one
+  // it compiles the last .cpp with the .o files: system(compiler + ...) with
+  // the compiler and flags of <cpp>_compile_flags.json and _linker_flags.json.
+  // Code in the model's folder is the model's (--allow-global aoti.<m>), in
+  // another model's folder that model's, anywhere else no model's.
+  std::set<std::string> models;
+  for (const Pt2AotiModel& m : pt2.aoti) models.insert(m.name);
+  const auto folder_model = [&](const std::string& record) -> std::string {
+    static constexpr std::string_view kAotiFolder = "data/aotinductor/";
+    if (!starts_with(record, kAotiFolder)) return {};
+    const size_t slash = record.find('/', kAotiFolder.size());
+    if (slash == std::string::npos) return {};
+    const std::string model = record.substr(kAotiFolder.size(), slash - kAotiFolder.size());
+    return models.count(model) > 0 ? model : std::string();
+  };
+  const auto compiled = [](const std::string& n) {
+    return ends_with(n, ".cpp") || ends_with(n, "_compile_flags.json") || ends_with(n, "_linker_flags.json");
+  };
+  std::set<std::string> judged;
   for (const Pt2AotiModel& m : pt2.aoti) {
-    const bool library = std::any_of(m.files.begin(), m.files.end(),
-                                     [](const Pt2AotiFile& f) { return ends_with(f.name, ".so"); });
-    for (const Pt2AotiFile& f : m.files) {
-      const std::string record = "data/aotinductor/" + m.name + "/" + f.name;
-      if (ends_with(f.name, ".so") || ends_with(f.name, ".o")) {
-        a.native_library(record, "aoti." + m.name);
-        read.push_back(record + (ends_with(f.name, ".so") ? " (dlopen)" : " (linked)"));
-      } else if (!library && (ends_with(f.name, ".cpp") || ends_with(f.name, "_compile_flags.json") ||
-                              ends_with(f.name, "_linker_flags.json"))) {
-        a.compiled_source(record, m.name);
-        read.push_back(record + " (compiled with system())");
+    std::vector<const Record*> picked;
+    for (const Record& r : archive.records()) {
+      if (starts_with(r.name, "data/aotinductor/" + m.name) || starts_with(r.name, "data/constants")) {
+        picked.push_back(&r);
       }
     }
+    const bool library = std::any_of(picked.begin(), picked.end(), [](const Record* r) { return ends_with(r->name, ".so"); });
+    for (const Record* r : picked) {
+      const bool native = ends_with(r->name, ".so") || ends_with(r->name, ".o");
+      if (!native && (library || !compiled(r->name))) continue;
+      const std::string owner = folder_model(r->name);
+      if (owner.empty()) {
+        a.foreign_native_code(r->name, m.name);
+      } else if (native) {
+        a.native_library(r->name, "aoti." + owner);
+      } else {
+        a.compiled_source(r->name, owner);
+      }
+      if (!judged.insert(r->name).second) continue;
+      read.push_back(r->name + (ends_with(r->name, ".so") ? " (dlopen)" : native ? " (linked)" : " (compiled with system())"));
+    }
   }
-  std::string why = "weights and constants are raw tensors; no pickle is read";
-  if (!read.empty()) {
-    why = "reads " + std::to_string(read.size()) + " record(s) as code or pickles: " + read.front();
-    for (size_t i = 1; i < read.size() && i < 4; ++i) why += "; " + read[i];
-    if (read.size() > 4) why += "; and " + std::to_string(read.size() - 4) + " more";
-  }
+  const std::string why = records_read(read, "weights and constants are raw tensors; no pickle is read");
   a.add_loader("torch.export.load", a.has_unlisted() || a.runs_code() || graph_calls ? "runs code" : "accepts", why);
   a.add_loader("torch.jit.load", "refuses", "a .pt2 is not a TorchScript archive");
+}
+
+// Whether a ZIP's first record is at its root, by its local header (the ZIP
+// checks refuse a file whose central directory names that record otherwise).
+bool first_record_at_root(const ByteSource& source) {
+  unsigned char header[30] = {};
+  if (source.size() < sizeof header) return false;
+  source.read_at(0, header, sizeof header);
+  if (std::memcmp(header, "PK\x03\x04", 4) != 0) return false;
+  const size_t length = header[26] | (size_t(header[27]) << 8);
+  const std::string name = source.read_string(30, static_cast<size_t>(std::min<uint64_t>(length, source.size() - 30)));
+  const size_t slash = name.find('/');
+  return slash == std::string::npos || slash == 0;
+}
+
+// torch.export.load (2.13, torch/export/__init__.py) falls back to the layout
+// before 2.6 when load_pt2 raises RuntimeError (PyTorchFileReader refuses a
+// ZIP whose first record is not in a folder) or finds no program and no extra
+// file. Python's zipfile then needs a record named exactly "version" at the
+// ZIP's root, and reads by their exact names, in ZIP order:
+// serialized_exported_program.json, whose expr_str go to sympy.sympify, and
+// through deserialize_torch_artifact (torch.load with weights_only=True, then
+// weights_only=False when that fails; nothing for empty bytes)
+// serialized_state_dict.pt or .json, serialized_constants.pt or .json and
+// serialized_example_inputs.pt.
+LoadSafety assess_legacy_export(const ZipArchive& zip, const LoadSafetyOptions& options) {
+  const std::string& path = zip.source().name();
+  Assessor a(options, path);
+  std::vector<std::string> read;
+  for (const ZipEntry& e : zip.entries()) {
+    if (e.name == "serialized_exported_program.json") {
+      const std::vector<Pt2SymExprProblem> problems =
+          pt2_unsafe_sym_exprs(zip.read(e, Pt2Limits::kProgramJson), e.compressed_size, e.name, path, nullptr);
+      for (const Pt2SymExprProblem& p : problems) a.sympy_expression(e.name, p);
+      if (!problems.empty()) read.push_back(e.name + " (expr_str values, with sympy.sympify)");
+    } else if ((e.name == "serialized_state_dict.pt" || e.name == "serialized_state_dict.json" ||
+                e.name == "serialized_constants.pt" || e.name == "serialized_constants.json" ||
+                e.name == "serialized_example_inputs.pt") &&
+               e.uncompressed_size > 0) {
+      read.push_back(e.name + " (torch.load, weights_only=False on refusal)");
+      judge_torch_load_bytes(a, zip.read(e, ReadLimits::kPickle), e.name, PickleRole::Pt2Payload);
+    }
+  }
+  a.add_loader("torch.export.load", a.has_unlisted() || a.runs_code() ? "runs code" : "accepts",
+               "reads the layout before PyTorch 2.6 (records at the ZIP's root) with Python's zipfile: " +
+                   records_read(read, "no pickle and no expression it would eval"));
+  a.add_loader("torch.jit.load", "refuses", "its records are not inside a top folder");
+  return a.finish();
 }
 
 LoadSafety assess_legacy_or_plain(const ByteSource& source, const LoadSafetyOptions& options, bool legacy) {
@@ -1314,9 +1426,19 @@ LoadSafety assess_archive_load_safety(const TorchArchive& archive, const LoadSaf
   return a.finish();
 }
 
+std::optional<LoadSafety> assess_legacy_export_load_safety(const ByteSource& source, const LoadSafetyOptions& options) {
+  if (!first_record_at_root(source)) return std::nullopt;
+  const ZipArchive zip(borrow_source(source));
+  const bool version = std::any_of(zip.entries().begin(), zip.entries().end(),
+                                   [](const ZipEntry& e) { return e.name == "version"; });
+  if (!version) return std::nullopt;
+  return assess_legacy_export(zip, options);
+}
+
 LoadSafety assess_load_safety(const ByteSource& source, const LoadSafetyOptions& options) {
   const FileKind kind = detect_file_kind(source);
   if (kind == FileKind::OtherZip) {
+    if (std::optional<LoadSafety> legacy = assess_legacy_export_load_safety(source, options)) return std::move(*legacy);
     const TorchArchive archive(borrow_source(source));
     return assess_archive_load_safety(archive, options);
   }

@@ -90,6 +90,11 @@ struct LoadSafety {
 LoadSafety assess_load_safety(const ByteSource& source, const LoadSafetyOptions& options = {});
 // The same for an archive already open.
 LoadSafety assess_archive_load_safety(const TorchArchive& archive, const LoadSafetyOptions& options = {});
+// The same for a ZIP in torch.export's layout before PyTorch 2.6 (its records
+// at the root, a "version" among them), which torch.export.load (2.13) still
+// reads through Python's zipfile; nothing for any other file.
+std::optional<LoadSafety> assess_legacy_export_load_safety(const ByteSource& source,
+                                                           const LoadSafetyOptions& options = {});
 // The same for a legacy tar file whose members the caller listed (list_tar).
 LoadSafety assess_tar_load_safety(const ByteSource& source, const TarListing& tar, const LoadSafetyOptions& options = {});
 
