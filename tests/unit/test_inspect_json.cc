@@ -123,8 +123,8 @@ TEST_CASE("inspect --json: a report of several chunks is written whole, in order
 TEST_CASE("inspect --json: streamed and built agree on every archive of testdata") {
   namespace fs = std::filesystem;
   size_t compared = 0, escaped = 0;
-  for (const char* folder : {"", "hostile", "pt2", "torch2", "versions", "jit", "loadsafety/benign", "loadsafety/evil",
-                             "loadsafety/crafted"}) {
+  for (const char* folder : {"", "hostile", "pt2", "torch2", "versions", "jit", "pickle_shapes", "loadsafety/benign",
+                             "loadsafety/evil", "loadsafety/crafted"}) {
     const fs::path dir = fs::path(testdata(folder));
     if (!fs::is_directory(dir)) continue;
     for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
