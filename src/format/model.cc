@@ -2,7 +2,6 @@
 #include "format/model.h"
 
 #include <unordered_map>
-#include <unordered_set>
 
 namespace tsarchive {
 
@@ -122,26 +121,31 @@ bool read_storage(const PickleGraph& g, PickleRef ref, const std::string& folder
 class Walker {
  public:
   Walker(const PickleGraph& g, const ClassIndex* classes, std::string folder, ModelContents& out)
-      : g_(g), classes_(classes), folder_(std::move(folder)), out_(out) {}
+      : g_(g), classes_(classes), folder_(std::move(folder)), out_(out), on_path_(g.size()) {}
 
   void walk(PickleRef ref, const std::string& path, TensorRole role, size_t depth) {
     if (stopped_) return;
-    if (depth > kMaxDepth) return stop("values nested deeper than " + std::to_string(kMaxDepth) + " levels");
-    if (++visits_ > kMaxVisits) return stop("the pickle refers to shared values too many times to walk");
     if (ref >= g_.size()) return;
     const PickleNode& n = g_.at(ref);
+    const bool container = n.kind == PickleKind::Call || n.kind == PickleKind::Dict || n.kind == PickleKind::List ||
+                           n.kind == PickleKind::Tuple || n.kind == PickleKind::Set;
+    if (!container) return;
+    // A value that holds one of its own holders through the memo (an
+    // OmegaConf node's _parent, a list appended to itself) is a cycle that
+    // torch.load rebuilds as such: below it is only what is being walked
+    // already, and it is no deeper nesting. A value shared along two paths
+    // is walked on each (tied weights are listed under both names), which
+    // kMaxVisits bounds.
+    if (on_path_[ref]) return;
+    if (depth > kMaxDepth) return stop("values nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    if (++visits_ > kMaxVisits) return stop("the pickle refers to shared values too many times to walk");
+    on_path_[ref] = true;
     switch (n.kind) {
-      case PickleKind::Call: return walk_call(ref, path, role, depth);
-      case PickleKind::Dict:
-        walk_entries(n, path, role, depth);
-        return;
-      case PickleKind::List:
-      case PickleKind::Tuple:
-      case PickleKind::Set:
-        walk_items(n, path, role, depth);
-        return;
-      default: return;
+      case PickleKind::Call: walk_call(ref, path, role, depth); break;
+      case PickleKind::Dict: walk_entries(n, path, role, depth); break;
+      default: walk_items(n, path, role, depth); break;
     }
+    on_path_[ref] = false;
   }
 
   // A tensor is any rebuild call; returns false when `ref` is not one.
@@ -254,7 +258,6 @@ class Walker {
   }
 
   void walk_object(PickleRef ref, const std::string& path, TensorRole role, size_t depth) {
-    if (!on_path_.insert(ref).second) return;  // a cycle through the memo
     const PickleNode& n = g_.at(ref);
     const PickleNode& cls = g_.at(n.a);
     std::string type(g_.text(cls));
@@ -283,7 +286,6 @@ class Walker {
     } else if (n.state != kNoPickleRef) {
       walk(n.state, path, role, depth + 1);  // __getstate__ tuples (packed params, custom classes)
     }
-    on_path_.erase(ref);
   }
 
   // Attribute name -> parameter/buffer, per class, built on first use.
@@ -304,7 +306,7 @@ class Walker {
   ModelContents& out_;
   size_t visits_ = 0;
   bool stopped_ = false;
-  std::unordered_set<PickleRef> on_path_;
+  std::vector<bool> on_path_;  // by node: a holder of the value being walked
 };
 
 }  // namespace
