@@ -233,10 +233,39 @@ class Walker {
     }
     const bool is_class = fn != nullptr && g_.text(*fn).substr(0, 9) == "__torch__";
     if (is_class) return walk_object(ref, path, role, depth);
+    if (fn != nullptr && mapping_class(*fn)) walk_mapping_argument(ref, path, role, depth);
     // Any other call (OrderedDict, ...): its SETITEMs, APPENDs and BUILD state.
     walk_entries(n, path, role, depth);
     walk_items(n, path, role, depth);
     if (n.state != kNoPickleRef) walk(n.state, path, role, depth + 1);
+  }
+
+  // collections.OrderedDict and dict called with their items: how Python 2's
+  // OrderedDict.__reduce__ pickled one (legacy torch.save files such as
+  // lpips' weights), and what a __reduce__ returning (dict, (items,)) writes.
+  bool mapping_class(const PickleNode& fn) const {
+    const std::string_view module = g_.text(fn), name = g_.text2(fn);
+    return (module == "collections" && name == "OrderedDict") ||
+           ((module == "builtins" || module == "__builtin__") && name == "dict");
+  }
+  // The first argument: a list or tuple of [key, value] pairs, whose keys
+  // name the values as SETITEMS' keys do, or a mapping, walked as one.
+  void walk_mapping_argument(PickleRef ref, const std::string& path, TensorRole role, size_t depth) {
+    const auto args = g_.call_args(ref);
+    if (args.empty() || args[0] >= g_.size()) return;
+    const PickleNode& items = g_.at(args[0]);
+    if (items.kind != PickleKind::List && items.kind != PickleKind::Tuple) return walk(args[0], path, role, depth + 1);
+    for (PickleRef item : g_.items(items)) {
+      if (item >= g_.size()) continue;
+      const PickleNode& pair = g_.at(item);
+      const auto kv = g_.items(pair);
+      if ((pair.kind != PickleKind::List && pair.kind != PickleKind::Tuple) || kv.size() != 2 || kv[0] >= g_.size()) {
+        continue;
+      }
+      const PickleNode& key = g_.at(kv[0]);
+      if (key.kind == PickleKind::String) walk(kv[1], join_path(path, g_.text(key)), role, depth + 2);
+      else if (key.kind == PickleKind::Int) walk(kv[1], join_path(path, std::to_string(key.integer)), role, depth + 2);
+    }
   }
 
   // A per-channel quantized tensor (_rebuild_qtensor) keeps its scales and

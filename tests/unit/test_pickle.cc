@@ -238,6 +238,18 @@ std::map<std::string, std::vector<int64_t>> shapes_of(const InspectReport& r) {
 }
 }  // namespace
 
+TEST_CASE("tensors: an OrderedDict or dict built from [key, value] pairs lists its tensors by key") {
+  // scripts/make_testdata_pickle_shapes.py: OrderedDict([[key, tensor], ...]) by REDUCE, as Python 2
+  // pickled one (lpips 0.1.4's legacy weights), and dict([(key, tensor), ...]).
+  const InspectReport od = inspect_file(testdata("pickle_shapes/ordereddict_pairs.pth"));
+  CHECK(od.problems.empty());
+  CHECK(shapes_of(od) == std::map<std::string, std::vector<int64_t>>{{"lin0.model.1.weight", {1, 4, 1, 1}},
+                                                                     {"lin1.model.1.weight", {1, 2, 1, 1}}});
+  const InspectReport d = inspect_file(testdata("pickle_shapes/dict_pairs.pt"));
+  CHECK(d.problems.empty());
+  CHECK(shapes_of(d) == std::map<std::string, std::vector<int64_t>>{{"w", {2, 3}}, {"b", {3}}});
+}
+
 TEST_CASE("tensors: a config whose nodes refer back to their parent does not hide the tensors after it") {
   // scripts/make_testdata_pickle_shapes.py: an OmegaConf-like config (each node's _parent is a memo
   // reference to the node that holds it) saved before the weights.
