@@ -141,6 +141,7 @@ class Scanner {
     if (!seen_[op]) {
       seen_[op] = true;
       out_.opcodes.push_back(op);
+      out_.opcode_offsets.push_back(op_offset_);
     }
   }
   bool room() {

@@ -76,6 +76,7 @@ struct PickleScan {
   std::vector<PicklePersistentId> persistent_ids;
   std::vector<std::string> anomalies;  // with offsets
   std::vector<uint8_t> opcodes;        // the distinct opcodes used, in first-use order
+  std::vector<uint64_t> opcode_offsets;  // the offset of each one's first use
 };
 
 // Scans one pickle starting at `offset` of `bytes`; offsets in the result

@@ -656,3 +656,41 @@ TEST_CASE("load safety: fifth review's files (scripts/make_testdata_loader_views
   CHECK_FALSE(mentions(key, "has no record", LoadRisk::Crafted));
   for (const LoadFinding& f : key.findings) CHECK(f.where == "data/\xc3\xa9");
 }
+
+namespace {
+std::string loader_why(const LoadSafety& s, const std::string& loader) {
+  for (const LoaderVerdict& v : s.loaders) {
+    if (v.loader == loader) return v.why;
+  }
+  return "(none)";
+}
+LoadSafety assess_shape(const std::string& rel, const std::string& torch_version = "") {
+  LoadSafetyOptions o;
+  o.torch_version = torch_version;
+  return assess_load_safety(*open_file_source(testdata("pickle_shapes/" + rel)), o);
+}
+}  // namespace
+
+TEST_CASE("load safety: weights_only's refusal names what stops it first, in the order it reads the pickle") {
+  // scripts/make_testdata_pickle_shapes.py --prove: PyTorch 2.13 and 1.13 both stop at
+  // collections.defaultdict, which comes before __builtin__.list (first by name).
+  for (const char* version : {"2.13", "1.13"}) {
+    const LoadSafety dd = assess_shape("defaultdict_list.pt", version);
+    CHECK(loader_why(dd, "torch.load(weights_only=True)") == "GLOBAL collections.defaultdict is not an allowed global");
+    const LoadSafety config = assess_shape("config_cycle.pt", version);
+    CHECK(loader_why(config, "torch.load(weights_only=True)") == "GLOBAL configlike.DictNode is not an allowed global");
+  }
+  // PyTorch 2 names a Python 2 name as it maps it; 1.13 maps none.
+  CHECK(loader_why(assess_shape("dict_pairs.pt", "2.13"), "torch.load(weights_only=True)") ==
+        "GLOBAL builtins.dict is not an allowed global");
+  CHECK(loader_why(assess_shape("dict_pairs.pt", "1.13"), "torch.load(weights_only=True)") ==
+        "GLOBAL __builtin__.dict is not an allowed global");
+  // An opcode outside the set stops it where it comes: after the GLOBAL here, before it in a protocol 5 file.
+  const std::string global_first = "\x80\x02" "cmymodel\nConfig\n)R\x8c\x01x\x86."s;
+  const LoadSafety g = assess_load_safety(*make_memory_source(global_first, "x.pkl"));
+  CHECK(loader_why(g, "torch.load(weights_only=True)") == "GLOBAL mymodel.Config is not an allowed global");
+  CHECK(loader_why(assess_shape("numpy_protocol5_2_13.pt"), "torch.load(weights_only=True)") ==
+        "opcode FRAME is not in its opcode set (a protocol 5 pickle)");
+  // The lpips-like OrderedDict of pairs is what weights_only accepts.
+  CHECK(outcome(assess_shape("ordereddict_pairs.pth"), "torch.load(weights_only=True)") == "accepts");
+}

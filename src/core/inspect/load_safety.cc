@@ -239,7 +239,7 @@ class Assessor {
         crafted(where, "hides a second pickle after STOP (offset " + std::to_string(scan.end) + ", " +
                            std::to_string(bytes.size() - scan.end) + " bytes)",
                 "scanners and loaders that read on past STOP (a loop of pickle.load) disagree on what the file holds");
-        record(hidden, where + " (second pickle)", role);
+        record(hidden, where + " (second pickle)", role, false);
       } else {
         crafted(where, "continues after STOP with " + std::to_string(bytes.size() - scan.end) + " bytes",
                 "readers that parse on past STOP see something else than torch.load");
@@ -353,7 +353,7 @@ class Assessor {
     add_loader("torch.jit.load", runs_code() ? "runs code" : "accepts", why);
     const bool old = version_before(out_.torch_version, 2, 6);
     if (python_data != nullptr) {
-      const std::string refusal = weights_only_refusal(python_data->opcodes, python_data->protocol);
+      const std::string refusal = weights_only_refusal();
       add_loader("torch.load(weights_only=True)", refusal.empty() ? "accepts" : "refuses",
                  refusal.empty() ? "unpickles data.pkl under its allowlist (no record named exactly constants.pkl)"
                                  : refusal);
@@ -575,30 +575,45 @@ class Assessor {
     return kBuiltin.count(ns) > 0;
   }
 
-  // Why torch.load(weights_only=True) refuses pickles with these opcodes and
-  // the globals recorded so far, by PyTorch's own lists; "" when it does not.
-  std::string weights_only_refusal(const std::vector<uint8_t>& opcodes, int protocol) const {
-    for (uint8_t op : opcodes) {
-      if (!weights_only_opcode(op, out_.torch_version)) {
-        return "opcode " + pickle_opcode_name(op) + " is not in its opcode set" +
-               (protocol > 2 ? " (a protocol " + std::to_string(protocol) + " pickle)" : "");
+  // Why torch.load(weights_only=True) refuses the pickles it has read so
+  // far, by PyTorch's own lists; "" when it does not.
+  const std::string& weights_only_refusal() const { return wo_refusal_; }
+
+  // What stops torch.load(weights_only=True) in one pickle: it reads opcode
+  // by opcode and fails at the first one outside its opcode set or the first
+  // GLOBAL outside its allowlist, whichever comes first (1.13 and 2.13
+  // alike), so that one is named. 2.x maps Python 2 names first (torch._utils'
+  // IMPORT_MAPPING, NAME_MAPPING), then blocks modules by name.
+  std::string weights_only_refusal_of(const PickleScan& scan) const {
+    const bool two = !version_before(out_.torch_version, 2, 0);
+    uint64_t first = UINT64_MAX;
+    std::string why;
+    for (size_t i = 0; i < scan.opcodes.size() && i < scan.opcode_offsets.size(); ++i) {
+      if (weights_only_opcode(scan.opcodes[i], out_.torch_version)) continue;
+      first = scan.opcode_offsets[i];  // first uses are in stream order
+      why = "opcode " + pickle_opcode_name(scan.opcodes[i]) + " is not in its opcode set" +
+            (scan.protocol > 2 ? " (a protocol " + std::to_string(scan.protocol) + " pickle)" : "");
+      break;
+    }
+    for (const PickleImport& i : scan.imports) {
+      if (i.opcode != "GLOBAL" || i.offset >= first) continue;  // other imports are opcodes outside the set
+      const std::string g = i.full();
+      const std::string named = two ? compat_name(g) : g;
+      const std::string module = named == g ? i.module : named.substr(0, named.find('.'));
+      if (two && (module == "sys" || module == "os" || module == "posix" || module == "nt")) {
+        first = i.offset;
+        why = "GLOBAL " + named + ": module " + module + " is blocked";
+      } else if (!torch_weights_only_allows(g, out_.torch_version) &&
+                 !allowed_by_user(g, o_, i.name.find('.') != std::string::npos)) {
+        first = i.offset;
+        why = "GLOBAL " + named + " is not an allowed global";
       }
     }
-    for (const std::string& g : wo_globals_) {
-      const std::string module = g.substr(0, g.rfind('.'));
-      if (!version_before(out_.torch_version, 2, 0) &&
-          (module == "sys" || module == "os" || module == "posix" || module == "nt")) {
-        return "GLOBAL " + g + ": module " + module + " is blocked";
-      }
-      if (!torch_weights_only_allows(g, out_.torch_version) && !allowed_by_user(g, o_, dotted_globals_.count(g) > 0)) {
-        return "GLOBAL " + g + " is not an allowed global";
-      }
-    }
-    return {};
+    return why;
   }
 
-  void pickle_loaders(const PickleScan& first, bool plain) {
-    const std::string refusal = weights_only_refusal(first.opcodes, first.protocol);
+  void pickle_loaders(bool plain) {
+    const std::string refusal = weights_only_refusal();
     if (!refusal.empty()) {
       add_loader("torch.load(weights_only=True)", "refuses", refusal);
     } else if (plain) {
@@ -622,15 +637,13 @@ class Assessor {
     add_loader("torch.jit.load", "refuses", "not a TorchScript archive (no code/)");
   }
 
-  void record(const PickleScan& scan, const std::string& where, PickleRole role) {
-    if (role == PickleRole::TorchSave || role == PickleRole::Legacy || role == PickleRole::LegacyTar ||
-        role == PickleRole::Plain) {
-      for (const PickleImport& i : scan.imports) {
-        if (wo_globals_.size() < kMaxListedNames) wo_globals_.insert(i.full());
-        if (i.name.find('.') != std::string::npos && dotted_globals_.size() < kMaxListedNames) {
-          dotted_globals_.insert(i.full());
-        }
-      }
+  // `read_by_torch_load`: a pickle torch.load reads, in the order it reads
+  // them (not one hidden after another's STOP).
+  void record(const PickleScan& scan, const std::string& where, PickleRole role, bool read_by_torch_load = true) {
+    if (read_by_torch_load && wo_refusal_.empty() &&
+        (role == PickleRole::TorchSave || role == PickleRole::Legacy || role == PickleRole::LegacyTar ||
+         role == PickleRole::Plain)) {
+      wo_refusal_ = weights_only_refusal_of(scan);
     }
     for (const PickleImport& i : scan.imports) {
       const std::string g = i.full();
@@ -779,19 +792,11 @@ class Assessor {
   LoadSafety out_;
   std::set<std::string> seen_globals_, seen_callables_, seen_findings_, seen_unlisted_;
   bool findings_cut_ = false;
-  std::set<std::string> wo_globals_;  // globals torch.load's unpickler meets
-  std::set<std::string> dotted_globals_;  // of those, imported with a dot in the name part
+  std::string wo_refusal_;  // torch.load(weights_only=True)'s, at the first pickle that has one
   std::vector<std::string> unlisted_;
   std::vector<std::string> custom_classes_;
   bool memory_attack_ = false;
 };
-
-// The opcodes of several pickles that one loader reads, for weights_only's opcode set.
-void add_opcodes(const PickleScan& scan, std::vector<uint8_t>& opcodes) {
-  for (uint8_t op : scan.opcodes) {
-    if (std::find(opcodes.begin(), opcodes.end(), op) == opcodes.end()) opcodes.push_back(op);
-  }
-}
 
 // torch.jit.load (miniz) and torch.export.load (its fallback to Python's
 // zipfile) find a ZIP by its end record in the last 64 KiB and 22 bytes of a
@@ -1009,27 +1014,20 @@ LoadSafety assess_legacy_or_plain(const ByteSource& source, const LoadSafetyOpti
   const std::string bytes = source.read_string(0, static_cast<size_t>(std::min(source.size(), kMaxRead)));
   check_hidden_zip(source, a);
   if (!legacy) {
-    PickleScan first = a.pickle(bytes, "the pickle", PickleRole::Plain, true);
-    a.pickle_loaders(first, true);
+    a.pickle(bytes, "the pickle", PickleRole::Plain, true);
+    a.pickle_loaders(true);
     return a.finish();
   }
   // magic number, protocol version, sys info, the object, the storage keys; then raw storages.
   static const char* kNames[] = {"magic number", "protocol version", "system info", "the object", "storage keys"};
   size_t offset = 0;
-  PickleScan object;
-  std::vector<uint8_t> opcodes;  // weights_only reads all five under its opcode set
   for (int i = 0; i < 5; ++i) {
     const std::string where = std::string("legacy pickle ") + std::to_string(i + 1) + " (" + kNames[i] + ")";
-    PickleScan scan = a.pickle(std::string_view(bytes).substr(offset), where, PickleRole::Legacy, false);
-    add_opcodes(scan, opcodes);
-    const bool complete = scan.complete;
-    const uint64_t end = scan.end;
-    if (i == 3) object = std::move(scan);
-    if (!complete) break;
-    offset += end;
+    const PickleScan scan = a.pickle(std::string_view(bytes).substr(offset), where, PickleRole::Legacy, false);
+    if (!scan.complete) break;
+    offset += scan.end;
   }
-  object.opcodes = opcodes;
-  a.pickle_loaders(object, false);
+  a.pickle_loaders(false);
   return a.finish();
 }
 
@@ -1106,8 +1104,6 @@ class LegacyTarWalk {
     next(r, "the object");
   }
 
-  std::vector<uint8_t> opcodes;  // of every pickle walked, for weights_only's opcode set
-  int protocol = -1;             // the highest stated
 
  private:
   struct Member {
@@ -1127,8 +1123,6 @@ class LegacyTarWalk {
     }
     const std::string bytes = pickle_window(source_, r.at, r.end());
     const PickleScan scan = a_.pickle(bytes, where, PickleRole::LegacyTar, false);
-    add_opcodes(scan, opcodes);
-    protocol = std::max(protocol, scan.protocol);
     if (!scan.complete) return std::nullopt;
     r.at += scan.end;
     try {
@@ -1259,7 +1253,7 @@ LoadSafety assess_tar_load_safety(const ByteSource& source, const TarListing& ta
     a.add_loader("torch.load(weights_only=True)", "refuses",
                  "PyTorch 2.6 and later refuse the legacy .tar format under weights_only=True");
   } else {
-    const std::string refusal = a.weights_only_refusal(walk.opcodes, walk.protocol);
+    const std::string refusal = a.weights_only_refusal();
     a.add_loader("torch.load(weights_only=True)", refusal.empty() ? "accepts" : "refuses",
                  refusal.empty() ? "reads the tar's pickles under its allowlist, and every global and opcode is on it"
                                  : refusal);
@@ -1378,7 +1372,7 @@ LoadSafety assess_archive_load_safety(const TorchArchive& archive, const LoadSaf
       const PickleScan scan = a.pickle(bytes, "data.pkl", PickleRole::TorchSave, true);
       a.check_storages(archive, scan, "data.pkl", "data");
       a.check_unnamed_storages(archive, scan, "data.pkl");
-      a.pickle_loaders(scan, false);
+      a.pickle_loaders(false);
       break;
     }
     case FileKind::TorchScript:
