@@ -694,3 +694,20 @@ TEST_CASE("load safety: weights_only's refusal names what stops it first, in the
   // The lpips-like OrderedDict of pairs is what weights_only accepts.
   CHECK(outcome(assess_shape("ordereddict_pairs.pth"), "torch.load(weights_only=True)") == "accepts");
 }
+
+TEST_CASE("load safety: libtorch's own custom classes and operator namespaces need no library") {
+  // A scripted module that uses record_function holds torch.classes.profiler._RecordFunction (1.13 and 2.13).
+  for (const char* f : {"record_function_2_13.pt", "record_function_1_13.pt"}) {
+    const LoadSafety s = assess_shape(f);
+    INFO(f << "\n" << describe(s));
+    CHECK_FALSE(s.unsafe());
+    CHECK(outcome(s, "torch.jit.load") == "accepts");
+  }
+  // _c10d_functional and symm_mem are 2.x's libtorch's; 1.13's libtorch has neither, so a library would.
+  const LoadSafety two = assess_shape("distributed_ops_2_13.pt");
+  INFO(describe(two));
+  CHECK_FALSE(two.unsafe());
+  const LoadSafety old = assess_shape("distributed_ops_2_13.pt", "1.13");
+  CHECK(mentions(old, "torch.ops._c10d_functional", LoadRisk::Unlisted));
+  CHECK(mentions(old, "torch.ops.symm_mem", LoadRisk::Unlisted));
+}

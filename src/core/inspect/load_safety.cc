@@ -566,13 +566,17 @@ class Assessor {
             "aoti." + model, "process execution");
   }
 
-  // The operator namespaces libtorch registers itself (1.13 and 2.13).
-  static bool builtin_operator_namespace(std::string_view ns) {
+  // The operator namespaces libtorch registers itself (1.13 and 2.13), and
+  // those only 2.x's libtorch_cpu registers: the distributed collectives
+  // (c10d is in both) and symmetric memory, which exported distributed
+  // programs call.
+  bool builtin_operator_namespace(std::string_view ns) const {
     static const std::set<std::string_view> kBuiltin = {
         "aten", "prim", "prims", "quantized", "_quantized", "quantization", "prepacked", "sparse", "mkldnn",
         "mkldnn_prepacked", "onednn", "mkl", "_caffe2", "profiler", "_test", "static_runtime", "inductor",
-        "higher_order"};
-    return kBuiltin.count(ns) > 0;
+        "higher_order", "c10d"};
+    static const std::set<std::string_view> kSince2 = {"_c10d_functional", "_c10d_functional_autograd", "symm_mem"};
+    return kBuiltin.count(ns) > 0 || (kSince2.count(ns) > 0 && !version_before(out_.torch_version, 2, 0));
   }
 
   // Why torch.load(weights_only=True) refuses the pickles it has read so
@@ -741,10 +745,12 @@ class Assessor {
     const size_t dot = g.find('.', 14);
     const std::string ns = g.substr(14, dot == std::string::npos ? std::string::npos : dot - 14);
     const bool one_class = dot != std::string::npos && g.find('.', dot + 1) == std::string::npos;
-    if (one_class &&
-        (ns == "quantized" || ns == "xnnpack" || ns == "mkldnn" || ns == "onednn" || ns == "rnn" || ns == "sparse")) {
-      return;  // built into libtorch
-    }
+    // Built into libtorch (1.13 and 2.13): packed weights, and the profiler's
+    // record_function (a scripted module that uses it holds a _RecordFunction),
+    // the process groups and RPC's WorkerInfo.
+    static const std::set<std::string_view> kBuiltin = {"quantized", "xnnpack", "mkldnn", "onednn", "rnn",
+                                                        "sparse", "profiler", "c10d", "dist_rpc"};
+    if (one_class && kBuiltin.count(ns) > 0) return;
     if (g == "torch.classes.aten.OpaqueObject" && !allowed_by_user(g, o_)) {
       // libtorch_python's OpaqueObject: its __setstate__ is pickle.loads(base64.b64decode(state)).
       note_unlisted(g);
