@@ -711,3 +711,14 @@ TEST_CASE("load safety: libtorch's own custom classes and operator namespaces ne
   CHECK(mentions(old, "torch.ops._c10d_functional", LoadRisk::Unlisted));
   CHECK(mentions(old, "torch.ops.symm_mem", LoadRisk::Unlisted));
 }
+
+TEST_CASE("load safety: numpy arrays at pickle protocol 5 (numeric._frombuffer) are benign") {
+  for (const char* f : {"numpy_protocol5_2_13.pt", "numpy_protocol5_1_13.pt"}) {
+    const LoadSafety s = assess_shape(f);
+    INFO(f << "\n" << describe(s));
+    CHECK_FALSE(s.unsafe());
+  }
+  CHECK(is_benign_global("numpy._core.numeric._frombuffer"));
+  CHECK(is_benign_global("numpy.core.numeric._frombuffer"));
+  CHECK_FALSE(is_benign_global("numpy._core.numeric.frombuffer"));
+}

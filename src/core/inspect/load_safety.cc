@@ -154,12 +154,15 @@ constexpr Danger kDangers[] = {
 };
 
 // Globals that are benign beyond PyTorch's list: numpy scalars and arrays
-// (numpy state in optimizer and RNG checkpoints), plain builtins, and
-// TorchScript's own pickle helpers.
+// (numpy state in optimizer and RNG checkpoints; at protocol 5 numpy reduces
+// an array to numeric._frombuffer(buffer, dtype, shape, order), which is
+// numpy.frombuffer, refusing object dtypes, then a reshape), plain builtins,
+// and TorchScript's own pickle helpers.
 const std::set<std::string, std::less<>>& extra_benign_globals() {
   static const std::set<std::string, std::less<>> s = {
       "numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar", "numpy.core.multiarray._reconstruct",
-      "numpy._core.multiarray._reconstruct", "numpy.dtype", "numpy.ndarray", "builtins.dict", "builtins.list",
+      "numpy._core.multiarray._reconstruct", "numpy.core.numeric._frombuffer", "numpy._core.numeric._frombuffer",
+      "numpy.dtype", "numpy.ndarray", "builtins.dict", "builtins.list",
       "builtins.tuple", "builtins.frozenset", "builtins.slice", "builtins.range", "builtins.int", "builtins.float",
       "builtins.bool", "builtins.str", "builtins.bytes", "__builtin__.set", "__builtin__.frozenset",
       "__builtin__.complex", "__builtin__.slice", "collections.defaultdict", "collections.deque",
