@@ -423,6 +423,12 @@ bool tensor_extent(const std::vector<int64_t>& shape, const std::vector<int64_t>
 }
 
 void collect_module(const PickleGraph& graph, const ClassIndex& classes, ModelContents& out) {
+  // torch.jit.load takes data.pkl's value for the module object (toObject):
+  // anything else, a list for one, fails to load.
+  const PickleNode* cls = graph.callable(graph.root());
+  if (cls == nullptr || graph.text(*cls).substr(0, 9) != "__torch__") {
+    out.problems.push_back("data.pkl holds no module object, which torch.jit.load needs");
+  }
   Walker(graph, &classes, "data", out).walk(graph.root(), "", TensorRole::Attribute, 0);
 }
 

@@ -91,6 +91,14 @@ TEST_CASE("pickle: a list that contains itself is walked without looping") {
   CHECK(model.problems.empty());
 }
 
+TEST_CASE("tensors: a TorchScript data.pkl that holds no module object is a problem, whatever it holds") {
+  // testdata/hostile/pkl_self_cycle.pt: data.pkl is a list that contains itself, on which
+  // torch.jit.load fails (Expected Object but got GenericList); the cycle itself is no problem.
+  const InspectReport r = inspect_file(testdata("hostile/pkl_self_cycle.pt"));
+  REQUIRE(r.problems.size() == 1);
+  CHECK(r.problems[0] == "data.pkl holds no module object, which torch.jit.load needs");
+}
+
 TEST_CASE("pickle: values nested deeper than the bound stop the walk, and say so") {
   // 300 lists, each appended to the one before: 300 levels, no cycle.
   const std::string p = "\x80\x02"s + std::string(300, ']') + std::string(299, 'a') + ".";
