@@ -44,9 +44,14 @@ void render_summary(const InspectReport& r, std::ostream& out) {
     if (!r.pt2->programs.empty()) field(out, "parameters", with_commas(r.parameter_count));
   }
   if (!r.tensors.empty() || r.kind == FileKind::TorchScript || r.kind == FileKind::LiteInterpreter) {
-    field(out, "parameters", with_commas(r.parameter_count));
+    // Parameters are what a module declares: a saved object without one (a
+    // state_dict, a checkpoint) has tensors and elements, none typed a parameter.
+    const bool module = r.kind == FileKind::TorchScript || r.kind == FileKind::LiteInterpreter || r.parameter_count > 0;
+    if (module) field(out, "parameters", with_commas(r.parameter_count));
+    uint64_t elements = 0;
+    for (const DtypeTotal& d : r.dtype_totals) elements += d.elements;
     field(out, "tensors", plural(r.tensors.size(), "tensor") + " in " + plural(r.storages.size(), "storage") + ", " +
-                              human_size(r.tensor_bytes));
+                              (module ? "" : with_commas(elements) + " elements, ") + human_size(r.tensor_bytes));
   }
 }
 
@@ -144,6 +149,24 @@ void render_extra(const InspectReport& r, std::ostream& out) {
   render_extra_table(r.extra_files, out);
 }
 
+// A torch.package archive's own files: what PackageImporter imports (and
+// runs) and what load_pickle reads.
+void render_package(const TorchPackageInfo& p, std::ostream& out) {
+  out << "\nPackage (torch.package.PackageImporter reads it)\n";
+  const auto list = [&out](const char* label, const std::vector<std::string>& names) {
+    if (names.empty()) return;
+    field(out, label, std::to_string(names.size()));
+    for (const std::string& name : names) out << "    " << printable(name) << '\n';
+  };
+  list("modules", p.modules);
+  list("extern modules", p.extern_modules);
+  list("pickles", p.pickles);
+  list("resources", p.resources);
+  if (!p.python_version.empty()) field(out, "python version", p.python_version);
+  if (p.storages > 0) field(out, "storages", with_commas(p.storages));
+  if (p.torchscript > 0) field(out, "torchscript", plural(p.torchscript, "module") + " under .data/ts_code/");
+}
+
 // A legacy tar's members, as tarfile lists them (what torch.load reads is the
 // last of each name; Loading judges it).
 void render_tar_members(const TarListing& tar, std::ostream& out) {
@@ -237,6 +260,19 @@ void write_tar(W& w, const TarListing& tar) {
     });
     member(w, "anomalies", tar.anomalies);
     member(w, "read_error", tar.read_error);
+  });
+}
+
+template <class W>
+void write_package(W& w, const TorchPackageInfo& p) {
+  object_member(w, "package", [&] {
+    member(w, "modules", p.modules);
+    member(w, "extern_modules", p.extern_modules);
+    member(w, "pickles", p.pickles);
+    member(w, "resources", p.resources);
+    member(w, "python_version", p.python_version);
+    member(w, "storages", p.storages);
+    member(w, "torchscript_modules", p.torchscript);
   });
 }
 
@@ -368,6 +404,7 @@ void write_inspect(W& w, const InspectReport& r) {
   if (r.onnx) write_onnx(w, *r.onnx);
   if (r.tar) write_tar(w, *r.tar);
   if (r.is_zip) write_zip_members(w, r);
+  if (r.package) write_package(w, *r.package);
   if (r.pt2) member(w, "pt2", pt2_to_json(*r.pt2));
   write_tensor_members(w, r);
   member(w, "parameter_count", r.parameter_count);
@@ -386,6 +423,7 @@ void render_inspect_text(const InspectReport& r, const InspectView& view, std::o
   render_extra(r, out);
   if (r.pt2) render_pt2_text(*r.pt2, out);
   if (r.tar) render_tar_members(*r.tar, out);
+  if (r.package) render_package(*r.package, out);
   render_tensors(r, out);
   render_modules(r, out);
   render_methods(r, out);

@@ -17,6 +17,7 @@ std::string_view file_kind_id(FileKind kind) {
     case FileKind::TorchSave: return "torch_save";
     case FileKind::LegacyTorchSave: return "legacy_torch_save";
     case FileKind::LegacyTar: return "legacy_torch_save_tar";
+    case FileKind::TorchPackage: return "torch_package";
     case FileKind::ExportedProgram: return "exported_program";
     case FileKind::Onnx: return "onnx";
     case FileKind::OtherZip: return "zip";
@@ -33,6 +34,7 @@ std::string_view file_kind_name(FileKind kind) {
     case FileKind::TorchSave: return "torch.save file (not TorchScript)";
     case FileKind::LegacyTorchSave: return "legacy torch.save file (pre-1.6 pickle format, not TorchScript)";
     case FileKind::LegacyTar: return "legacy torch.save tar file (PyTorch 0.1-0.3 format, not TorchScript)";
+    case FileKind::TorchPackage: return "torch.package archive (PackageExporter)";
     case FileKind::ExportedProgram: return "torch.export program (.pt2, not TorchScript)";
     case FileKind::Onnx: return "ONNX model (not TorchScript)";
     case FileKind::OtherZip: return "ZIP archive not written by PyTorch";
@@ -174,8 +176,12 @@ TorchArchive::TorchArchive(std::unique_ptr<ByteSource> source) : zip_(std::move(
 
   by_name_.reserve(records_.size());
   for (size_t i = 0; i < records_.size(); ++i) by_name_.emplace(records_[i].name, i);
+  const bool loader_records = find("data.pkl") != nullptr || find("constants.pkl") != nullptr;
   if (find("bytecode.pkl") != nullptr) {
     kind_ = FileKind::LiteInterpreter;
+  } else if (!loader_records && find(".data/extern_modules") != nullptr) {
+    // Only PackageExporter writes extern_modules; a package named code/ is no TorchScript.
+    kind_ = FileKind::TorchPackage;
   } else if (find("constants.pkl") != nullptr || has_code) {
     kind_ = FileKind::TorchScript;
   } else if (find("serialized_exported_program.json") != nullptr || find("archive_format") != nullptr ||
@@ -294,24 +300,26 @@ FileKind detect_file_kind(const ByteSource& source) {
 }
 
 namespace {
-[[noreturn]] void refuse_kind(FileKind kind, const std::string& path, const std::string& refusal, bool accept_pt2) {
+[[noreturn]] void refuse_kind(FileKind kind, const std::string& path, const std::string& refusal, bool accept_pt2,
+                              const std::string& accepted) {
   const std::string name(file_kind_name(kind));
   const bool vowel = std::string("AEIOU").find(name[0]) != std::string::npos;
   const std::string is = name.rfind("not ", 0) == 0 ? "it is " : vowel ? "it is an " : "it is a ";
   throw_bad_input(refusal + ": " + is + name, path,
-                  accept_pt2 ? "give a TorchScript archive (torch.jit.save) or a .pt2 (torch.export.save)"
-                             : "give a TorchScript archive written by torch.jit.save");
+                  !accepted.empty() ? accepted
+                  : accept_pt2      ? "give a TorchScript archive (torch.jit.save) or a .pt2 (torch.export.save)"
+                                    : "give a TorchScript archive written by torch.jit.save");
 }
 }  // namespace
 
 std::unique_ptr<TorchArchive> open_torchscript_archive(std::unique_ptr<ByteSource> source, const std::string& refusal,
-                                                       bool accept_pt2) {
+                                                       bool accept_pt2, const std::string& accepted) {
   const FileKind sniffed = detect_file_kind(*source);
-  if (sniffed != FileKind::OtherZip) refuse_kind(sniffed, source->name(), refusal, accept_pt2);
+  if (sniffed != FileKind::OtherZip) refuse_kind(sniffed, source->name(), refusal, accept_pt2, accepted);
   auto archive = std::make_unique<TorchArchive>(std::move(source));
   if (archive->kind() != FileKind::TorchScript && archive->kind() != FileKind::LiteInterpreter &&
       !(accept_pt2 && archive->kind() == FileKind::ExportedProgram)) {
-    refuse_kind(archive->kind(), archive->path(), refusal, accept_pt2);
+    refuse_kind(archive->kind(), archive->path(), refusal, accept_pt2, accepted);
   }
   return archive;
 }

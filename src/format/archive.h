@@ -15,6 +15,9 @@
 //   traced_inputs.pkl, traced_inputs/<key>   a traced module's example inputs
 //                     (PyTorch 2.x's torch.jit.save; torch.jit.load(_restore_shapes=True))
 // A torch.save file is the same layout with data.pkl and data/ only.
+// A torch.package archive (PackageExporter) has .data/version,
+// .data/extern_modules, .data/<n>.storage and the package's own files: *.py
+// modules and pickles (load_pickle) under their package names.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +38,8 @@ enum class FileKind {
   TorchSave,         // torch.save, ZIP format: not TorchScript
   LegacyTorchSave,   // torch.save before 1.6: a bare pickle stream
   LegacyTar,         // torch.save of PyTorch 0.1-0.3: a tar of pickles, which torch.load still reads
+  TorchPackage,      // torch.package.PackageExporter: .data/extern_modules, Python modules, pickles;
+                     // no data.pkl or constants.pkl, so torch.load and torch.jit.load refuse it
   ExportedProgram,   // torch.export .pt2
   Onnx,              // ONNX ModelProto
   OtherZip,          // a ZIP, but not written by PyTorch
@@ -147,8 +152,10 @@ class TorchArchive {
 // extra files: it is a torch.save file". `accept_pt2` also opens a .pt2
 // (FileKind::ExportedProgram), for what reads both alike (inspect --extra,
 // extra, verify, diff, stamp --keep-bytes): its hint then names both.
+// `accepted`, when given, is the hint instead (a command that takes more kinds
+// by other paths names them all).
 std::unique_ptr<TorchArchive> open_torchscript_archive(std::unique_ptr<ByteSource> source, const std::string& refusal,
-                                                       bool accept_pt2 = false);
+                                                       bool accept_pt2 = false, const std::string& accepted = "");
 
 // Names the kind of any file from its first bytes and, for ZIPs, its records.
 // Never throws for content; only for I/O.

@@ -218,6 +218,8 @@ void inspect_archive(const TorchArchive& archive, InspectReport& report) {
     for (const Pt2Program& p : report.pt2->programs) {
       for (const Pt2Payload& w : p.weights) report.parameter_count += w.is_param && w.tensor ? w.tensor->numel.value_or(0) : 0;
     }
+  } else if (report.kind == FileKind::TorchPackage) {
+    report.package = read_torch_package(archive);
   } else if (report.kind == FileKind::TorchSave) {
     const PickleGraph saved = read_pickle(archive, *archive.find("data.pkl"));
     collect_saved_object(saved, "data", model);
@@ -325,6 +327,11 @@ void add_kind_notes(InspectReport& report) {
       }
       report.notes.push_back("made by torch.save: it has no code/, so torch::jit::load and torch.jit.load reject it; "
                              "load it with torch.load, or export the model with torch.jit.script/trace and torch.jit.save");
+      break;
+    case FileKind::TorchPackage:
+      report.notes.push_back("made by torch.package.PackageExporter: load it with torch.package.PackageImporter, whose "
+                             "load_pickle imports and runs the Python modules inside (see Loading); torch.load and "
+                             "torch.jit.load refuse it (it has no data.pkl and no constants.pkl)");
       break;
     case FileKind::LegacyTar:
       report.notes.push_back("the tar format of PyTorch 0.1-0.3: torch.load still reads it, but PyTorch 2.6 and later "

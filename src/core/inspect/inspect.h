@@ -12,6 +12,7 @@
 #include "format/archive.h"
 #include "core/edit/extra.h"
 #include "core/inspect/load_safety.h"
+#include "core/inspect/torch_package.h"
 #include "format/model.h"
 #include "format/pt2.h"
 #include "format/tar.h"
@@ -89,6 +90,7 @@ struct InspectReport {
   std::optional<OnnxInfo> onnx;
   std::optional<Pt2Contents> pt2;  // a .pt2 (FileKind::ExportedProgram): its programs, weights, AOTInductor models
   std::optional<TarListing> tar;   // a legacy tar file (FileKind::LegacyTar): its members as tarfile lists them
+  std::optional<TorchPackageInfo> package;  // a torch.package archive (FileKind::TorchPackage)
 
   std::vector<std::string> problems;  // inconsistencies found while reading
 

@@ -11,6 +11,7 @@
 
 #include "base/error.h"
 #include "base/strings.h"
+#include "core/inspect/torch_package.h"
 #include "format/model.h"
 #include "format/pickle.h"
 #include "format/pt2.h"
@@ -1424,6 +1425,7 @@ LoadSafety assess_archive_load_safety(const TorchArchive& archive, const LoadSaf
       break;
     }
     case FileKind::ExportedProgram: assess_pt2(archive, a); break;
+    case FileKind::TorchPackage: return assess_torch_package(archive, options);
     default: break;
   }
   return a.finish();

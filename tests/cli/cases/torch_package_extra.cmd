@@ -1,0 +1,1 @@
+extra list testdata/torch_package/scaler_package.pt

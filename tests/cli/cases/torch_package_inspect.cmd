@@ -1,0 +1,1 @@
+inspect testdata/torch_package/scaler_package.pt

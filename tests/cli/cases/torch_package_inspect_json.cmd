@@ -1,0 +1,1 @@
+inspect --json testdata/torch_package/scaler_package.pt

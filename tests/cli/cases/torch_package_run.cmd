@@ -1,0 +1,1 @@
+run testdata/torch_package/scaler_package.pt --input 2x8

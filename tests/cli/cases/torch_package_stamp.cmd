@@ -1,0 +1,1 @@
+stamp testdata/torch_package/scaler_package.pt -o /nonexistent/out.pt
