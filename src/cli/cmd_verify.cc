@@ -97,9 +97,9 @@ void render_signature_only(const VerifyResult& r, bool json, Context& ctx) {
     return;
   }
   write_text(ctx.out, [&](std::ostream& block) {
-    block << (matches ? "intact: " + printable(r.model) + " matches its signature" +
-                            (r.unsafe ? ", but it is UNSAFE to load" : "")
-                      : "CHANGED: " + printable(r.model) + " differs from what was signed")
+    block << (!matches   ? "CHANGED: " + printable(r.model) + " differs from what was signed"
+              : r.unsafe ? "UNSAFE to load: " + printable(r.model) + " (it matches its signature)"
+                         : "intact: " + printable(r.model) + " matches its signature")
           << '\n';
     render_signature_text(r.signature, block);
     if (r.unsafe) render_load_safety_text(r.safety, block);
@@ -118,22 +118,39 @@ void write_verdict_block(Context& ctx, const char* sgr, const std::function<void
   ctx.out << block;
 }
 
-// torch.save files and plain pickles: the load-safety verdict.
+// The first line of a file verified by its load-safety verdict: the failing
+// check first (damage, then the verdict, then the signature), then what holds.
+std::string load_safety_headline(const VerifyResult& r) {
+  const std::string kind = " (" + std::string(file_kind_name(r.kind)) + ")";
+  if (!r.problems.empty()) return "DAMAGED" + kind;
+  const bool records = r.kind == FileKind::TorchSave || r.kind == FileKind::TorchPackage;
+  if (r.unsafe) return (r.signature_fails ? "UNSAFE to load, and the SIGNATURE FAILS" : "UNSAFE to load") + kind;
+  if (r.signature_fails) {
+    return std::string(records ? "SIGNATURE FAILS; the records are intact and safe to load" : "SIGNATURE FAILS; safe to load") +
+           kind;
+  }
+  return "safe to load" + kind;
+}
+
+// torch.save files, torch.package archives and plain pickles: the load-safety verdict
+// (after a ZIP's structure and CRCs).
 void render_load_safety_only(const VerifyResult& r, bool json, Context& ctx) {
+  const bool damaged = !r.problems.empty();
   if (json) {
     nlohmann::ordered_json doc = {{"schema", "tsarchive.verify-load/1"},
                                   {"file", r.model},
                                   {"kind", file_kind_id(r.kind)},
-                                  {"outcome", r.unsafe ? "unsafe_to_load" : "safe_to_load"},
-                                  {"load_safety", load_safety_to_json(r.safety)}};
+                                  {"outcome", damaged ? "malformed" : r.unsafe ? "unsafe_to_load" : "safe_to_load"},
+                                  {"problems", r.problems},
+                                  {"load_safety", damaged ? nlohmann::ordered_json() : load_safety_to_json(r.safety)}};
     if (r.signature.asked) doc["signature"] = signature_to_json(r.signature);
     ctx.out << json_text(doc, ctx.json_indent) << '\n';
     return;
   }
-  write_verdict_block(ctx, r.unsafe ? "31" : "32", [&](std::ostream& block) {
-    block << printable(r.model) << ": " << (r.unsafe ? "UNSAFE to load" : "safe to load") << " ("
-          << file_kind_name(r.kind) << ")\n";
-    render_load_safety_text(r.safety, block);
+  write_verdict_block(ctx, r.unsafe || damaged || r.signature_fails ? "31" : "32", [&](std::ostream& block) {
+    block << printable(r.model) << ": " << load_safety_headline(r) << '\n';
+    for (const std::string& p : r.problems) block << "  problem   " << printable(p) << '\n';
+    if (!damaged) render_load_safety_text(r.safety, block);
     render_signature_text(r.signature, block);
   });
 }
@@ -150,12 +167,12 @@ void render_archive(const VerifyResult& r, bool json, Context& ctx) {
   }
   // The verdict line: green intact, yellow unreadable, red otherwise (and when the signature fails).
   const VerifyOutcome outcome = report.outcome();
-  const char* sgr = r.signature_fails                   ? "31"
+  const char* sgr = r.signature_fails || r.unsafe      ? "31"
                     : outcome == VerifyOutcome::Intact     ? "32"
                     : outcome == VerifyOutcome::Unreadable ? "33"
                                                            : "31";
   write_verdict_block(ctx, sgr, [&](std::ostream& block) {
-    render_verify_text(report, r.loaded, block, r.signature_fails);
+    render_verify_text(report, r.loaded, block, r.signature_fails, r.unsafe);
     render_signature_text(r.signature, block);
     if (r.safety.unsafe()) render_load_safety_text(r.safety, block);
   });
@@ -184,8 +201,11 @@ int run_verify(const VerifySettings& settings, bool json, Context& ctx) {
                                result.model,
                                accept ? "do not load it; if what it names is your own (a class, an operator "
                                         "library, a model you compiled), accept it with" + allow
-                                      : "do not load it with torch.load, torch.jit.load or pickle.load: its "
-                                        "findings say what loading it would do"));
+                                      : result.kind == FileKind::TorchPackage
+                                            ? "do not load it with torch.package.PackageImporter unless you trust the "
+                                              "modules it names: loading it runs them"
+                                            : "do not load it with torch.load, torch.jit.load or pickle.load: its "
+                                              "findings say what loading it would do"));
   }
   return result.exit_code;
 }

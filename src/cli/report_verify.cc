@@ -71,8 +71,22 @@ std::string_view verify_outcome_id(VerifyOutcome outcome) {
   return "malformed";
 }
 
-void render_verify_text(const VerifyReport& r, bool loaded, std::ostream& out, bool signature_fails) {
-  out << printable(r.path) << ": " << (signature_fails ? headline_signature_fails(r) : headline(r)) << '\n';
+namespace {
+
+// The first line when loading it would run what the verdict names: the records may still be whole.
+std::string headline_unsafe(const VerifyReport& r, bool signature_fails) {
+  const char* unsafe = signature_fails ? "UNSAFE to load, and the SIGNATURE FAILS; " : "UNSAFE to load; ";
+  if (r.outcome() != VerifyOutcome::Intact) return unsafe + headline(r);
+  return std::string(unsafe) + (r.stamp && r.stamp->stamp.has_digests ? "the records are intact and match their stamp"
+                                                                      : "the records are intact");
+}
+
+}  // namespace
+
+void render_verify_text(const VerifyReport& r, bool loaded, std::ostream& out, bool signature_fails, bool unsafe) {
+  out << printable(r.path) << ": "
+      << (unsafe ? headline_unsafe(r, signature_fails) : signature_fails ? headline_signature_fails(r) : headline(r))
+      << '\n';
   size_t crc_ok = 0;
   for (const RecordDigest& d : r.records) crc_ok += d.crc_ok ? 1 : 0;
   out << "  records   " << r.records.size() << ", " << human_size(r.bytes_hashed) << (r.sha256 ? " hashed; " : " read; ")

@@ -8,6 +8,7 @@
 #include "base/posix_fd.h"
 #include "contract/torch_backend.h"
 #include "core/edit/file_edit.h"
+#include "core/provenance/digest.h"
 #include "core/provenance/checked_archive.h"
 #include "core/provenance/signing_crypto.h"
 #include "core/provenance/signing_embedded.h"
@@ -164,8 +165,24 @@ VerifyResult verify_signature_only(const VerifySettings& s, const ArchiveFile* f
   return result;
 }
 
-// torch.save files (ZIP, legacy or legacy tar) and plain pickles: the load-safety verdict
-// is the check. Nothing when the file is an archive that verify's own checks take.
+// The damage a ZIP's records show (CRC-32, declared sizes), read on all cores
+// as an archive's are: torch.load checks neither. Only the records: a
+// torch.save pickle holds any Python object, so what inspect's tensor walker
+// cannot follow in it is no damage.
+std::vector<std::string> damaged_records(const TorchArchive& archive, unsigned threads) {
+  DigestOptions options;
+  options.threads = threads;
+  options.sha256 = false;
+  std::vector<std::string> problems;
+  for (const RecordDigest& d : digest_records(archive, options)) {
+    if (!d.problem.empty()) problems.push_back("record '" + d.name + "': " + d.problem);
+  }
+  return problems;
+}
+
+// torch.save files (ZIP, legacy or legacy tar), torch.package archives and plain
+// pickles: the load-safety verdict is the check, after a ZIP's structure and
+// CRCs. Nothing when the file is an archive that verify's own checks take.
 std::optional<VerifyResult> verify_load_safety_only(const VerifySettings& s, const ArchiveFile& file,
                                                     std::future<SignatureOutcome>& pending) {
   if (is_standard_stream(s.model)) return std::nullopt;
@@ -182,9 +199,12 @@ std::optional<VerifyResult> verify_load_safety_only(const VerifySettings& s, con
     result.safety = std::move(*legacy_export);
   } else if (result.kind == FileKind::OtherZip) {
     const TorchArchive archive(borrow_source(*source));  // the ZIP checks' refusal stands
-    if (archive.kind() != FileKind::TorchSave) return std::nullopt;
-    result.kind = FileKind::TorchSave;
-    result.safety = assess_archive_load_safety(archive, safety_options(s));
+    if (archive.kind() != FileKind::TorchSave && archive.kind() != FileKind::TorchPackage) return std::nullopt;
+    result.kind = archive.kind();
+    // A damaged record is the answer (exit 3), as for an archive: the verdict
+    // reads the pickles only once they are whole.
+    result.problems = damaged_records(archive, s.threads);
+    if (result.problems.empty()) result.safety = assess_archive_load_safety(archive, safety_options(s));
   } else if (result.kind == FileKind::LegacyTorchSave || result.kind == FileKind::LegacyTar ||
              (result.kind == FileKind::NotAModel && looks_like_pickle(*source))) {
     if (result.kind == FileKind::NotAModel) result.kind = FileKind::Pickle;
@@ -194,7 +214,16 @@ std::optional<VerifyResult> verify_load_safety_only(const VerifySettings& s, con
   }
   result.unsafe = result.safety.unsafe();
   result.signature = pending.get();
-  const bool changed = result.signature.check && !result.signature.check->matches();
+  const bool damaged = !result.problems.empty();
+  // A damaged file's signature is not compared: the damage is the answer.
+  const bool changed = !damaged && result.signature.check && !result.signature.check->matches();
+  result.signature_fails = changed;
+  if (damaged) {
+    result.findings.push_back(Error(ErrorKind::BadInput, "the file is damaged: " + result.problems.front(), s.model,
+                                    "do not load it; fetch it again or save it again"));
+    result.exit_code = verify_exit_code(VerifyOutcome::Malformed);
+    return result;
+  }
   if (changed) result.findings.push_back(signed_model_differs("the file", *result.signature.check, s.model));
   if (result.unsafe) {
     result.exit_code = static_cast<int>(ErrorKind::UnsafeToLoad);
@@ -276,7 +305,9 @@ void judge_archive(const VerifySettings& s, VerifyResult& result) {
 // An archive: the core's checks, and the signature's verdict from `pending`.
 VerifyResult verify_archive_file(const VerifySettings& s, const ArchiveFile& file,
                                  std::future<SignatureOutcome>& pending, const NoteSink& notes) {
-  const std::unique_ptr<TorchArchive> archive = open_torchscript_archive(file.source(), "cannot verify this file", true);
+  const std::unique_ptr<TorchArchive> archive = open_torchscript_archive(
+      file.source(), "cannot verify this file", true,
+      "give a TorchScript archive, a .pt2, a torch.save file, a torch.package archive or a pickle file");
   if (s.load && archive->kind() == FileKind::ExportedProgram) {
     // A package's compiled code is code: only `run` loads it, on request.
     throw Error(ErrorKind::Usage, "--load does not load a .pt2 (an AOTInductor package's compiled code is code)",

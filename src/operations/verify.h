@@ -1,7 +1,8 @@
 // `verify` as an operation: one model checked three ways, by what it is.
 //  - A directory, or (with a key or roots) a file that is not a ZIP archive:
 //    its signature alone (core/provenance/signing.h).
-//  - A torch.save file (ZIP or legacy) or a plain pickle: the load-safety
+//  - A torch.save file (ZIP or legacy), a torch.package archive or a plain
+//    pickle: a ZIP's structure and every record's CRC-32, the load-safety
 //    verdict (core/inspect/load_safety.h), and its detached signature.
 //  - An archive (.pt, .ptl, .pt2): the core's checks and the stamp
 //    (core/provenance/verify.h), the load-safety verdict, the signature
@@ -69,9 +70,11 @@ struct VerifyResult {
   VerifiedBy by = VerifiedBy::Archive;
   std::string model;
   SignatureOutcome signature;
-  bool signature_fails = false;  // an archive's signature does not cover it (the report must not vouch for it)
-  // LoadSafety: the file's kind (TorchSave, LegacyTorchSave, LegacyTar, Pickle) and its verdict.
+  bool signature_fails = false;  // the signature does not cover the file (the report must not vouch for it)
+  // LoadSafety: the file's kind (TorchSave, TorchPackage, LegacyTorchSave, LegacyTar, Pickle) and its verdict.
   FileKind kind = FileKind::NotAModel;
+  // LoadSafety: a ZIP's damaged records ("record 'data/3': ..."), exit 3; the verdict is then not read.
+  std::vector<std::string> problems;
   LoadSafety safety;  // also of an Archive whose records verify found whole
   bool unsafe = false;
   // Archive:

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "core/edit/file_edit.h"
 #include "core/provenance/signing_embedded.h"
 #include "helpers.h"
@@ -118,4 +120,84 @@ TEST_CASE("verify: a detached signature is checked against the file whose record
   REQUIRE(after.signature.check);
   CHECK(after.signature.check->matches());
   CHECK(after.exit_code == 0);
+}
+
+namespace {
+
+// `path`'s bytes with one bit of record `name`'s stored data flipped (its CRC-32 left as it was).
+std::string with_flipped_record_byte(const std::string& path, const std::string& name) {
+  std::string bytes = slurp(path);
+  const TorchArchive archive(open_file_source(path));
+  const Record* record = archive.find(name);
+  REQUIRE(record != nullptr);
+  REQUIRE(record->entry->stored());
+  bytes[record->entry->data_offset + record->entry->uncompressed_size / 2] ^= 1;
+  return bytes;
+}
+
+}  // namespace
+
+TEST_CASE("verify: a torch.save ZIP whose tensor record fails its CRC-32 is damaged (exit 3), naming the record") {
+  TempDir dir;
+  const std::string path = (dir.path / "flipped.pth").string();
+  std::ofstream(path, std::ios::binary) << with_flipped_record_byte(testdata("state_dict.pth"), "data/0");
+  VerifySettings settings;
+  settings.model = path;
+  settings.threads = 1;
+  const VerifyResult result = verify_model(settings, [](const std::string&) {});
+  CHECK(result.by == VerifiedBy::LoadSafety);
+  CHECK(result.kind == FileKind::TorchSave);
+  REQUIRE(result.problems.size() == 1);
+  CHECK_THAT(result.problems.front(), Catch::Contains("record 'data/0'") && Catch::Contains("CRC-32"));
+  CHECK(result.exit_code == 3);
+  REQUIRE(result.findings.size() == 1);
+  CHECK_THAT(result.findings.front().what(), Catch::Contains("damaged") && Catch::Contains("data/0"));
+
+  const CliResult cli = run_cli({"verify", path});
+  CHECK(cli.code == 3);
+  CHECK_THAT(cli.out.substr(0, cli.out.find('\n')), Catch::EndsWith(": DAMAGED (torch.save file (not TorchScript))"));
+  CHECK_THAT(cli.out, !Catch::Contains("safe to load"));
+  const CliResult json = run_cli({"verify", "--json", path});
+  const auto doc = nlohmann::json::parse(json.out);
+  CHECK(doc["outcome"] == "malformed");
+  CHECK(doc["problems"].size() == 1);
+
+  // The same file whole passes.
+  settings.model = testdata("state_dict.pth");
+  CHECK(verify_model(settings, [](const std::string&) {}).exit_code == 0);
+}
+
+TEST_CASE("verify: a signed torch.save file that changed leads with the failing signature") {
+  TempDir dir;
+  if (!make_key(dir.path)) {
+    WARN("no openssl command: skipped");
+    return;
+  }
+  const std::string path = (dir.path / "m.pth").string();
+  std::filesystem::copy_file(testdata("state_dict.pth"), path);
+  REQUIRE(run_cli({"sign", path, "--key", (dir.path / "k.key").string()}).code == 0);
+  // Another tensor value, its CRC-32 right: the records are whole, the model is not what was signed.
+  const TorchArchive original(open_file_source(testdata("state_dict.pth")));
+  std::string changed = original.read(*original.find("data/0"), 1 << 20);
+  changed[0] ^= 1;
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      << archive_with_record(testdata("state_dict.pth"), "data/0", changed);
+
+  const CliResult r = run_cli({"verify", path, "--key", (dir.path / "k.pub").string()});
+  CHECK(r.code == 1);
+  CHECK_THAT(r.out.substr(0, r.out.find('\n')),
+             Catch::EndsWith(": SIGNATURE FAILS; the records are intact and safe to load (torch.save file (not TorchScript))"));
+}
+
+TEST_CASE("verify: a torch.package archive is unsafe to load (exit 8), naming the modules PackageImporter runs") {
+  VerifySettings settings;
+  settings.model = testdata("torch_package/scaler_package.pt");
+  settings.threads = 1;
+  const VerifyResult result = verify_model(settings, [](const std::string&) {});
+  CHECK(result.kind == FileKind::TorchPackage);
+  CHECK(result.unsafe);
+  CHECK(result.exit_code == 8);
+  REQUIRE(result.safety.findings.size() == 1);
+  CHECK(result.safety.findings.front().risk == LoadRisk::Dangerous);
+  CHECK_THAT(result.safety.findings.front().what, Catch::Contains("toypkg.scaler"));
 }

@@ -1,0 +1,1 @@
+verify testdata/torch_package/scaler_package.pt
