@@ -118,9 +118,10 @@ void refuse_legacy_export(const ZipArchive& zip, const std::string& path) {
   });
   throw_bad_input("a torch.export file in the legacy layout of early PyTorch 2.x (serialized_exported_program.json at "
                   "the ZIP root" + (plain ? ", schema version " + schema : std::string()) +
-                      "), which current PyTorch no longer reads",
+                      "), which tsarchive reads only for its load-safety verdict (inspect, verify) and current "
+                      "PyTorch only through torch.export.load's fallback",
                   path,
-                  "load it with the PyTorch that wrote it and save it again with a current torch.export.save "
+                  "load it with torch.export.load and save it again with a current torch.export.save "
                   "(a .pt2 in the PT2 archive format)");
 }
 
