@@ -25,6 +25,8 @@
 #include <torch/version.h>
 
 #include <algorithm>
+#include <cstring>
+#include <list>
 #include <map>
 #include <set>
 #include <sstream>
@@ -245,6 +247,94 @@ torch::jit::Module trace_method(const torch::jit::Module& original, const std::s
   return traced;
 }
 
+// --- the state a call may change ------------------------------------------------------
+
+// What a module's state is made of, by identity: every attribute's value,
+// walked into objects, lists, dicts and tuples, each tensor's version counter
+// (every in-place change bumps it; views share their base's) and the scalars
+// containers hold. Equal fingerprints before and after a call mean the call
+// changed no state a later call or a save would see. Nothing when part of the
+// state is opaque (a C++ custom class, such as quantized packed weights; a
+// tensor without a version counter): then nobody can tell. Writes through
+// `.data` escape the version counter; the reload check's comparison still
+// sees what they change.
+using StateFingerprint = std::vector<int64_t>;
+
+bool add_to_fingerprint(const c10::IValue& v, StateFingerprint& out, std::set<const void*>& seen) {
+  const auto identity = [&out](const void* p) { out.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(p))); };
+  // Each value's kind first, so that no two states of different shape read alike.
+  enum Kind : int64_t { kNone, kTensor, kInt, kBool, kDouble, kPointer, kObject, kList, kDict, kTuple };
+  const Kind kind = v.isNone()        ? kNone
+                    : v.isTensor()    ? kTensor
+                    : v.isInt()       ? kInt
+                    : v.isBool()      ? kBool
+                    : v.isDouble()    ? kDouble
+                    : v.isObject()    ? kObject
+                    : v.isList()      ? kList
+                    : v.isGenericDict() ? kDict
+                    : v.isTuple()     ? kTuple
+                                      : kPointer;
+  out.push_back(kind);
+  if (v.isNone()) return true;
+  if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    if (!t.defined()) return true;
+    if (t.is_inference()) return false;
+    identity(t.unsafeGetTensorImpl());
+    out.push_back(t._version());
+    return true;
+  }
+  if (v.isInt()) return out.push_back(v.toInt()), true;
+  if (v.isBool()) return out.push_back(v.toBool()), true;
+  if (v.isDouble()) {
+    const double d = v.toDouble();
+    int64_t bits = 0;
+    std::memcpy(&bits, &d, sizeof bits);
+    return out.push_back(bits), true;
+  }
+  if (v.isString() || v.isDevice()) return identity(v.internalToPointer()), true;
+  const bool container = v.isObject() || v.isList() || v.isGenericDict() || v.isTuple();
+  if (!container) return false;  // capsules, futures, blobs, ...
+  identity(v.internalToPointer());
+  if (!seen.insert(v.internalToPointer()).second) return true;
+  if (v.isObject()) {
+    const c10::intrusive_ptr<c10::ivalue::Object> object = v.toObject();
+    out.push_back(static_cast<int64_t>(object->slots().size()));
+    for (const c10::IValue& slot : object->slots()) {
+      if (!add_to_fingerprint(slot, out, seen)) return false;
+    }
+  } else if (v.isList()) {
+    const c10::List<c10::IValue> list = v.toList();
+    out.push_back(static_cast<int64_t>(list.size()));
+    for (const c10::IValue item : list) {
+      if (!add_to_fingerprint(item, out, seen)) return false;
+    }
+  } else if (v.isGenericDict()) {
+    const c10::Dict<c10::IValue, c10::IValue> dict = v.toGenericDict();
+    out.push_back(static_cast<int64_t>(dict.size()));
+    for (const auto& entry : dict) {
+      if (!add_to_fingerprint(entry.key(), out, seen) || !add_to_fingerprint(entry.value(), out, seen)) return false;
+    }
+  } else {
+    for (const c10::IValue& item : v.toTupleRef().elements()) {
+      if (!add_to_fingerprint(item, out, seen)) return false;
+    }
+  }
+  return true;
+}
+
+std::optional<StateFingerprint> state_fingerprint(const torch::jit::Module& module) {
+  StateFingerprint out;
+  std::set<const void*> seen;
+  if (!add_to_fingerprint(module._ivalue(), out, seen)) return std::nullopt;
+  return out;
+}
+
+// Whether the state `module` holds now is the one `before` fingerprinted.
+bool state_unchanged(const std::optional<StateFingerprint>& before, const torch::jit::Module& module) {
+  return before && before == state_fingerprint(module);
+}
+
 // --- save, reload, compare ----------------------------------------------------------
 
 void save_with_stamp(const torch::jit::Module& module, const ConvertRequest& request) {
@@ -379,19 +469,29 @@ ConvertReport convert_module(const ConvertRequest& request) {
     throw Error(ErrorKind::BadInput, "a lite-interpreter archive holds bytecode, not TorchScript to convert", file,
                 "convert the .pt it was made from");
   }
-  // What is converted and saved is a copy taken before any call: a model
-  // that keeps state between calls (a streaming RNN's hidden state, silero-vad's
-  // _state) changes its attributes on every call, and the check run below
-  // must not be baked into the archive it checks.
-  torch::jit::Module module =
-      torch_call(file, "copy the module", [&] { return original.script_module()->deepcopy(); });
-  const torch::jit::Method method = module.get_method(source.method);
-  for (const torch::jit::Method& m : module.get_methods()) report.methods.push_back(m.name());
+  // A model that keeps state between calls (a streaming RNN's hidden state,
+  // silero-vad's _state) changes its attributes on every call, and the check
+  // run below must not be baked into the archive it checks: when a call
+  // changed the state (or no one can tell), what is converted is loaded
+  // again, with the state the file holds.
+  std::list<LoadedModel> reloads;  // not moved: a LoadedModel's method refers to its module
+  const auto load_again = [&]() -> torch::jit::Module {
+    return *reloads.emplace_back(source, c10::Device(c10::kCPU)).script_module();
+  };
+  const std::optional<StateFingerprint> as_loaded = state_fingerprint(*original.script_module());
+  const torch::jit::Method method = original.script_module()->get_method(source.method);
+  for (const torch::jit::Method& m : original.script_module()->get_methods()) report.methods.push_back(m.name());
   report.nodes_before = count_nodes(method_graph(method, true)->block());
 
   Arguments args = torch_call(file, "make the inputs", [&] { return build_arguments(original, source, 0); });
   for (size_t i = 0; i < args.values.size(); ++i) describe(args.values[i], args.names[i], 0, report.inputs);
   const c10::IValue expected = torch_call(file, "run " + source.method, [&] { return original.call(args.values); });
+  const bool unchanged = state_unchanged(as_loaded, *original.script_module());
+  if (as_loaded && !unchanged) {
+    report.notes.push_back("the model changes its own state when called (an attribute, or a tensor in place): what is "
+                           "converted was loaded again, with the state the file holds, not the state the check run left");
+  }
+  torch::jit::Module module = unchanged ? *original.script_module() : torch_call(file, "load the module", load_again);
 
   // LoadedModel put the module in eval mode: the trace and every pass see it as deployment runs it.
   report.steps.push_back("eval");
@@ -401,11 +501,11 @@ ConvertReport convert_module(const ConvertRequest& request) {
   }
   if (request.trace) {
     const std::vector<std::string> names(args.names.begin(), args.names.begin() + static_cast<std::ptrdiff_t>(args.given));
-    // Tracing runs the method on a copy whose attributes the traced module
-    // shares; they get the values from before that run back.
-    torch::jit::Module traced = trace_method(torch_call(file, "copy the module", [&] { return module.deepcopy(); }),
-                                             source.method, given_only(args), names, file);  // names: the traced signature's
-    restore_attributes(traced, module);
+    // Tracing runs the method, on attributes the traced module shares: a
+    // run that changed them is undone from the file's own state.
+    const std::optional<StateFingerprint> untraced = state_fingerprint(module);
+    torch::jit::Module traced = trace_method(module, source.method, given_only(args), names, file);  // names: the traced signature's
+    if (!state_unchanged(untraced, module)) restore_attributes(traced, torch_call(file, "load the module", load_again));
     module = traced;
     report.steps.push_back("trace " + source.method);
     report.warnings = control_flow_warnings(method, report.notes);

@@ -291,6 +291,7 @@ with tempfile.TemporaryDirectory() as tmp:
         dest = out(f"stateful_{command}{'_'.join(flags)}.pt")
         r = tsarchive(command, stateful, "--input", "4", *flags, "-o", dest)
         check(r.returncode == 0, f"{command} {flags} of a stateful model: exit {r.returncode}: {r.stderr}")
+        check(command == "trace" or "changes its own state" in r.stderr, f"{command} {flags}: no note: {r.stderr}")
         written = torch.jit.load(dest)
         check(written.calls.item() == 0, f"{command} {flags}: the check run's state was saved: calls={written.calls}")
         check(close(written(seeded("4")), want), f"{command} {flags}: the first call differs from the original's")
