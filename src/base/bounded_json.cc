@@ -1,5 +1,9 @@
 #include "base/bounded_json.h"
 
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
 #include <algorithm>
 #include <cstddef>
 #include <unordered_map>
@@ -159,6 +163,97 @@ JsonShape measure_json(std::string_view text, size_t stop_depth) {
   }
   shape.pretty_bytes = pretty + 1;
   return shape;
+}
+
+std::string python_json_as_strict(std::string_view text) {
+  static constexpr std::string_view kMaxDouble = "1.7976931348623157e308";
+  const auto hex4 = [&](size_t at, unsigned* out) {
+    if (at + 4 > text.size()) return false;
+    unsigned v = 0;
+    for (size_t i = at; i < at + 4; ++i) {
+      const char c = text[i];
+      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      if (d < 0) return false;
+      v = v * 16 + unsigned(d);
+    }
+    *out = v;
+    return true;
+  };
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  std::string out;
+  out.reserve(text.size());
+  size_t i = 0;
+  while (i < text.size()) {
+    const char c = text[i];
+    if (c == '"') {
+      out += c;
+      ++i;
+      while (i < text.size() && text[i] != '"') {
+        if (text[i] != '\\' || i + 1 >= text.size()) {
+          out += text[i++];
+          continue;
+        }
+        unsigned unit = 0;
+        if (text[i + 1] != 'u' || !hex4(i + 2, &unit) || unit < 0xd800 || unit > 0xdfff) {
+          out.append(text.substr(i, 2));
+          i += 2;
+          continue;
+        }
+        unsigned low = 0;
+        if (unit < 0xdc00 && text.compare(i + 6, 2, "\\u") == 0 && hex4(i + 8, &low) && low >= 0xdc00 && low <= 0xdfff) {
+          out.append(text.substr(i, 12));  // a surrogate pair: one character
+          i += 12;
+        } else {
+          out += "\\ufffd";
+          i += 6;
+        }
+      }
+      if (i < text.size()) out += text[i++];
+    } else if (text.compare(i, 3, "NaN") == 0) {
+      out += "null";
+      i += 3;
+    } else if (text.compare(i, 8, "Infinity") == 0) {
+      out += kMaxDouble;
+      i += 8;
+    } else if (text.compare(i, 9, "-Infinity") == 0) {
+      out += "-";
+      out += kMaxDouble;
+      i += 9;
+    } else if (digit(c) || (c == '-' && i + 1 < text.size() && digit(text[i + 1]))) {
+      const size_t from = i;
+      if (c == '-') ++i;
+      size_t digits = 0;
+      while (i < text.size() && digit(text[i])) ++i, ++digits;
+      bool integer = true;
+      if (i < text.size() && text[i] == '.') {
+        integer = false;
+        ++i;
+        while (i < text.size() && digit(text[i])) ++i;
+      }
+      if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+        integer = false;
+        ++i;
+        if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+        while (i < text.size() && digit(text[i])) ++i;
+      }
+      const std::string number(text.substr(from, i - from));
+      const bool negative = c == '-';
+      if (integer && digits > 18) {
+        errno = 0;
+        const long long v = std::strtoll(number.c_str(), nullptr, 10);
+        out += errno == ERANGE ? (negative ? "-9223372036854775808" : "9223372036854775807") : std::to_string(v);
+      } else if (!integer && std::isinf(std::strtod(number.c_str(), nullptr))) {
+        if (negative) out += "-";
+        out += kMaxDouble;
+      } else {
+        out += number;
+      }
+    } else {
+      out += c;
+      ++i;
+    }
+  }
+  return out;
 }
 
 std::optional<std::string> json_limit_problem(std::string_view text, size_t max_depth, uint64_t max_bytes,

@@ -75,6 +75,18 @@ std::optional<Json> parse_bounded_json(std::string_view text, std::string* probl
   return doc;
 }
 
+// `text` as strict JSON that reads as Python's json.loads reads it, for
+// records that PyTorch writes and reads with Python's json (a .pt2 program):
+// json.dumps writes a float constant nan or inf as NaN or Infinity, and
+// json.loads accepts them, a lone surrogate escape (\ud800) and integers of
+// any length, which strict JSON (and nlohmann) refuse. Outside strings, NaN
+// becomes null, +-Infinity and a float beyond a double the largest double,
+// an integer beyond int64 int64's bound; in strings, a lone surrogate escape
+// becomes \ufffd (a character no name or expression allows, as the lone
+// surrogate is one). Everything else is copied, so what is not JSON for
+// Python stays not JSON.
+std::string python_json_as_strict(std::string_view text);
+
 // The value of `member` in the top-level object `text`, parsed keeping every
 // object's keys in the text's order (as Python's json.loads and TorchScript's
 // dicts do), in time linear in the text: a key given twice keeps its first
