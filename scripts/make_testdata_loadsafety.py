@@ -356,6 +356,36 @@ def make_pt2():
                 data = data.replace(json.dumps(symbol).encode(), json.dumps(evil).encode(), 1)
             zout.writestr(info.filename, data)
 
+    def program_copy(name, edit):
+        # mlp_dynamic.pt2 with its program's JSON text rewritten by edit(text).
+        with zipfile.ZipFile(dynamic) as zin, zipfile.ZipFile(os.path.join(ROOT, name), "w", zipfile.ZIP_STORED) as zout:
+            for info in zin.infolist():
+                data = zin.read(info.filename)
+                if info.filename.endswith("models/model.json"):
+                    data = edit(data.decode()).encode()
+                zout.writestr(info.filename, data)
+
+    # guards_code, which ep.module() exec()s (torch/export/_unlift.py _convert_guards_code_to_fn): calling
+    # the module runs `id`. torch.export writes only size comparisons, like the second entry.
+    program_copy("evil/pt2_guards_code.pt2", lambda t: t.replace(
+        '"guards_code": []', '"guards_code": [%s]' % json.dumps(
+            ["__import__('os').system('id') == 0", "L['x'].size()[0] <= 1024"])[1:-1], 1))
+    # A user input named with Python: FX writes the placeholder's name into `def forward(self, <name>)`
+    # and exec()s it during torch.export.load, which runs the default value's `id`.
+    program_copy("evil/pt2_placeholder_name.pt2", lambda t: t.replace(
+        '"x"', json.dumps("x=__import__('os').system('id')")))
+    # What Python's json.loads reads and strict JSON refuses (NaN, a lone surrogate, a 400-digit
+    # integer), beside the sympify expr_str of pt2_sympify_expr.pt2: torch.export.load still runs `id`.
+    program_copy("evil/pt2_json_python_only.pt2", lambda t: t.replace(
+        json.dumps(symbol), json.dumps(evil), 1).replace(
+        '{', '{"pad": [NaN, -Infinity, "\\ud800", %s], ' % ("9" * 400), 1))
+    # Sizes that sympify computes exactly: 2**(10**10), and a float of a billion bits (both hang the
+    # loader; tsarchive refuses them unevaluated).
+    program_copy("crafted/pt2_sympify_pow.pt2", lambda t: t.replace(
+        json.dumps(symbol), json.dumps("Max(Integer(2)**Integer(10)**Integer(10), %s)" % symbol), 1))
+    program_copy("crafted/pt2_sympify_precision.pt2", lambda t: t.replace(
+        json.dumps(symbol), json.dumps("Mul(Float('1.1', precision=1000000000), %s)" % symbol), 1))
+
     # AOTInductor code outside the model's folder, which AOTIModelPackageLoader (2.13) still takes
     # for model m: every record under data/constants, and under data/aotinductor/m without a slash
     # (a sibling m2's). The .so files are placeholders, not ELF: nothing here is ever loaded.

@@ -100,7 +100,11 @@ json parse_json_text(const std::string& text, uint64_t compressed_size, uint64_t
   // while real JSON (a program of a million nodes included) deflates a few
   // times at most and passes.
   const uint64_t values = std::max<uint64_t>(JsonLimits::kValues, 8 * compressed_size);
-  auto doc = parse_bounded_json(text, &problem, JsonLimits::kDepth, limit, values);
+  // torch.export.load reads it with Python's json.loads: what that accepts
+  // (NaN, Infinity, lone surrogates, long integers) is read here too and
+  // judged, never refused as damaged. Python's own recursion limit (1000)
+  // bounds its depth.
+  auto doc = parse_bounded_json(python_json_as_strict(text), &problem, Pt2Limits::kJsonDepth, limit, values);
   if (!doc) throw_bad_input(record + ": " + problem, path, "the archive is damaged or was not written by torch.export");
   return std::move(*doc);
 }
@@ -120,41 +124,30 @@ bool mul_overflows(uint64_t a, uint64_t b, uint64_t* out) {
   return false;
 }
 
-// The expressions torch.export writes as expr_str, which torch.export.load
-// hands to sympy.sympify (ExportedProgramDeserializer._parse_sym_expr):
-// sympify runs the text through Python's eval, with sympy's names, Python's
-// builtins and the deserializer's locals (torch.utils._sympy.functions, the
-// symbols read so far). So the text must be what the serializer writes, and
-// nothing it could call or reach is left to chance. The grammar:
-//   PyTorch 2.5 and later (2.13 included) write sympy's srepr:
-//     Symbol('s77', positive=True, integer=True), Integer(2), Rational(1, 2),
-//     Float('1.5', precision=53), Add(..), Mul(..), FloorDiv(..), Max(..),
-//     StrictLessThan(..), true, oo, -int_oo
-//   earlier ones wrote str(): s0 + 2*s1, (s0//2), Max(2, s0), s0 > 4, Eq(s0, 2)
-//   expr  := or;  or := and ('|' and)*;  and := not ('&' not)*;  not := '~' not | cmp
-//   cmp   := sum (('<' | '<=' | '>' | '>=' | '==' | '!=') sum)*
-//   sum   := term (('+' | '-') term)*;  term := unary (('*' | '/' | '//' | '%') unary)*
-//   unary := ('-' | '+') unary | power;  power := atom ('**' unary)?
-//   atom  := number | symbol | constant | '(' expr ')' | call
-//   call  := Symbol|Dummy '(' 'name' (',' keyword '=' literal)* ')'
-//          | Float '(' 'number' | number (',' precision '=' integer)? ')'
-//          | function '(' expr (',' expr)* ')'
-// A function is a sympy class srepr writes or a torch function the
-// deserializer's locals name (below); a bare name a symbol (letters, then
-// digits: s0, u12, zuf0) or a constant (oo, zoo, nan, int_oo, true, false,
-// True, False, pi, E). Strings appear only as a symbol's name or a float's
-// digits: other sympy functions sympify their string arguments, which is eval
-// again. No attribute, subscript, lambda, keyword argument elsewhere or
-// Python keyword passes.
-class SymExprGrammar {
+// What the grammars below share: a cursor over the text, its operators,
+// numbers and nesting. A failure is thrown as the reason and caught by
+// problem(). Numbers are bounded so that evaluating what passes stays cheap:
+// an integer literal has at most kDigits digits, and a power's exponent is a
+// literal of at most kMaxExponent (or a symbol or input size, which sympify
+// keeps symbolic and a guard takes from the input), multiplied along nested
+// powers: Integer(2)**Integer(10)**Integer(10) or Pow(7, 10**9), which
+// sympify (or the guard) would compute exactly, are refused.
+class ExprScanner {
  public:
-  explicit SymExprGrammar(std::string_view text) : s_(text) {}
+  explicit ExprScanner(std::string_view text) : s_(text) {}
 
-  std::string problem() {
+  static constexpr size_t kDigits = 40;       // torch writes int64 bounds (19 digits) at most
+  static constexpr int64_t kMaxExponent = 64;  // torch writes x**2, x**3, x**-1
+
+ protected:
+  [[noreturn]] void fail(const std::string& why) const { throw why + " (at byte " + std::to_string(at_) + ")"; }
+  // Runs `parse` over the whole text: "" or why it is outside the grammar.
+  template <typename Parse>
+  std::string run(Parse parse) {
     if (s_.size() > Pt2Limits::kSymExpr) return "longer than " + std::to_string(Pt2Limits::kSymExpr) + " bytes";
     if (s_.empty()) return "empty";
     try {
-      expr(0);
+      parse();
       skip_spaces();
       if (at_ < s_.size()) fail("'" + std::string(1, s_[at_]) + "' where the expression should end");
     } catch (const std::string& why) {
@@ -162,9 +155,6 @@ class SymExprGrammar {
     }
     return {};
   }
-
- private:
-  [[noreturn]] void fail(const std::string& why) const { throw why + " (at byte " + std::to_string(at_) + ")"; }
   void skip_spaces() {
     while (at_ < s_.size() && s_[at_] == ' ') ++at_;
   }
@@ -186,10 +176,135 @@ class SymExprGrammar {
     at_ = next;
     return true;
   }
+  // A keyword operator ("and", "not"), as a whole word.
+  bool accept_word(std::string_view w) {
+    skip_spaces();
+    if (s_.compare(at_, w.size(), w) != 0) return false;
+    const size_t next = at_ + w.size();
+    if (next < s_.size() && word_char(s_[next])) return false;
+    at_ = next;
+    return true;
+  }
   void deeper(int depth) const {
     if (depth > Pt2Limits::kSymExprDepth) fail("nested deeper than " + std::to_string(Pt2Limits::kSymExprDepth));
   }
 
+  static bool letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+  static bool digit(char c) { return c >= '0' && c <= '9'; }
+  static bool word_char(char c) { return letter(c) || digit(c) || c == '_'; }
+
+  std::string_view word() {
+    const size_t from = at_;
+    while (at_ < s_.size() && word_char(s_[at_])) ++at_;
+    return s_.substr(from, at_ - from);
+  }
+  // Digits, a fraction, an exponent; glued to a letter, '_' or '.' it is Python's
+  // other numbers (1j is sympy's I, 0x10, 1_0) or no number. An integer
+  // longer than kDigits is refused.
+  void number() {
+    const size_t from = at_;
+    while (at_ < s_.size() && digit(s_[at_])) ++at_;
+    bool integer = true;
+    if (at_ < s_.size() && s_[at_] == '.') {
+      integer = false;
+      ++at_;
+      while (at_ < s_.size() && digit(s_[at_])) ++at_;
+    }
+    if (at_ < s_.size() && (s_[at_] == 'e' || s_[at_] == 'E')) {
+      integer = false;
+      ++at_;
+      if (at_ < s_.size() && (s_[at_] == '+' || s_[at_] == '-')) ++at_;
+      if (at_ >= s_.size() || !digit(s_[at_])) fail("a number with an exponent and no digits");
+      while (at_ < s_.size() && digit(s_[at_])) ++at_;
+    }
+    if (at_ < s_.size() && (word_char(s_[at_]) || s_[at_] == '.')) fail("a number Python reads otherwise");
+    if (integer && at_ - from > kDigits) {
+      fail("an integer of " + std::to_string(at_ - from) + " digits (torch writes at most " + std::to_string(kDigits) +
+           "), which is no size");
+    }
+  }
+  // A literal integer exponent: ['-'] digits, at most kMaxExponent; its size.
+  int64_t small_integer() {
+    skip_spaces();
+    const bool negative = at_ < s_.size() && s_[at_] == '-';
+    if (negative) ++at_;
+    skip_spaces();
+    const size_t from = at_;
+    while (at_ < s_.size() && digit(s_[at_])) ++at_;
+    if (at_ == from || (at_ < s_.size() && (word_char(s_[at_]) || s_[at_] == '.'))) {
+      at_ = from;
+      fail("a power whose exponent is not a literal integer or a symbol");
+    }
+    if (at_ - from > 3 || std::stoll(std::string(s_.substr(from, at_ - from))) > kMaxExponent) {
+      fail("a power whose exponent is above " + std::to_string(kMaxExponent) +
+           ": evaluated exactly, it takes any time and memory");
+    }
+    const int64_t e = std::stoll(std::string(s_.substr(from, at_ - from)));
+    return std::max<int64_t>(e, 1);
+  }
+  // Around a power: `base` parses the base, `exponent` the exponent and gives
+  // its size (1 for a symbol). Nested powers multiply their exponents.
+  template <typename Base, typename Exponent>
+  void power(Base base, Exponent exponent) {
+    const int64_t outer = power_;
+    power_ = 1;
+    base();
+    const int64_t inner = power_;
+    const int64_t e = exponent();
+    if (inner * e > kMaxExponent || accept("**")) {
+      fail("powers of powers whose exponents multiply past " + std::to_string(kMaxExponent) +
+           ": evaluated exactly, they take any time and memory");
+    }
+    power_ = std::max(outer, inner * e);
+  }
+
+  std::string_view s_;
+  size_t at_ = 0;
+  int64_t power_ = 1;  // the largest product of exponents seen in the current base
+};
+
+// The expressions torch.export writes as expr_str, which torch.export.load
+// hands to sympy.sympify (ExportedProgramDeserializer._parse_sym_expr):
+// sympify runs the text through Python's eval, with sympy's names, Python's
+// builtins and the deserializer's locals (torch.utils._sympy.functions, the
+// symbols read so far). So the text must be what the serializer writes, and
+// nothing it could call or reach is left to chance. The grammar:
+//   PyTorch 2.5 and later (2.13 included) write sympy's srepr:
+//     Symbol('s77', positive=True, integer=True), Integer(2), Rational(1, 2),
+//     Float('1.5', precision=53), Add(..), Mul(..), FloorDiv(..), Max(..),
+//     StrictLessThan(..), true, oo, -int_oo
+//   earlier ones wrote str(): s0 + 2*s1, (s0//2), Max(2, s0), s0 > 4, Eq(s0, 2)
+//   expr  := or;  or := and ('|' and)*;  and := not ('&' not)*;  not := '~' not | cmp
+//   cmp   := sum (('<' | '<=' | '>' | '>=' | '==' | '!=') sum)*
+//   sum   := term (('+' | '-') term)*;  term := unary (('*' | '/' | '//' | '%') unary)*
+//   unary := ('-' | '+') unary | power;  power := atom ('**' exponent)?
+//   atom  := number | symbol | constant | '(' expr ')' | call
+//   call  := Symbol|Dummy '(' 'name' (',' keyword '=' literal)* ')'
+//          | Float '(' 'number' | number (',' precision '=' integer)? ')'
+//          | Pow|PowByNatural|FloatPow|LShift|RShift '(' expr ',' exponent ')'
+//          | function '(' expr (',' expr)* ')'
+//   exponent := ['-'] integer | Integer '(' ['-'] integer ')' | Rational '(' integer ',' integer ')'
+//             | Float '(' .. ')' | symbol | Symbol '(' .. ')'
+// A function is a sympy class srepr writes or a torch function the
+// deserializer's locals name (below); a bare name a symbol (letters, then
+// digits: s0, u12, zuf0) or a constant (oo, zoo, nan, int_oo, true, false,
+// True, False, pi, E). Strings appear only as a symbol's name or a float's
+// digits: other sympy functions sympify their string arguments, which is eval
+// again. No attribute, subscript, lambda, keyword argument elsewhere or
+// Python keyword passes. Numbers are bounded (ExprScanner), and so is a
+// Float's precision: torch writes 53 (a double), where a larger one makes
+// sympify compute that many digits.
+class SymExprGrammar : ExprScanner {
+ public:
+  explicit SymExprGrammar(std::string_view text) : ExprScanner(text) {}
+
+  static constexpr int64_t kPrecision = 53;
+
+  std::string problem() {
+    return run([this] { expr(0); });
+  }
+
+ private:
   void expr(int depth) {
     deeper(depth);
     do conjunction(depth);
@@ -216,35 +331,43 @@ class SymExprGrammar {
   void unary(int depth) {
     deeper(depth);
     if (accept("-") || accept("+")) return unary(depth + 1);
-    atom(depth);
-    if (accept("**")) unary(depth + 1);
+    bool raised = false;
+    power([&] { atom(depth); raised = accept("**"); },
+          [&]() -> int64_t { return raised ? exponent() : 1; });
+  }
+  // What a power may be raised to: a small literal, or a symbol (sympify keeps it symbolic).
+  int64_t exponent() {
+    skip_spaces();
+    const size_t start = at_;
+    if (at_ < s_.size() && (digit(s_[at_]) || s_[at_] == '-')) return small_integer();
+    const std::string_view name = word();
+    skip_spaces();
+    if (at_ < s_.size() && s_[at_] == '(') {
+      ++at_;
+      int64_t e = 1;
+      if (name == "Integer") {
+        e = small_integer();
+      } else if (name == "Rational") {
+        e = small_integer();
+        expect(",");
+        small_integer();
+      } else if (name == "Symbol" || name == "Dummy" || name == "Float") {
+        call(name, start, 0);
+        return 1;
+      } else {
+        at_ = start;
+        fail("a power whose exponent is not a literal integer or a symbol");
+      }
+      expect(")");
+      return e;
+    }
+    if (name.empty() || !bare_name(name) || constant(name)) {
+      at_ = start;
+      fail("a power whose exponent is not a literal integer or a symbol");
+    }
+    return 1;
   }
 
-  static bool letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-  static bool digit(char c) { return c >= '0' && c <= '9'; }
-  static bool word_char(char c) { return letter(c) || digit(c) || c == '_'; }
-
-  std::string_view word() {
-    const size_t from = at_;
-    while (at_ < s_.size() && word_char(s_[at_])) ++at_;
-    return s_.substr(from, at_ - from);
-  }
-  // Digits, a fraction, an exponent; glued to a letter, '_' or '.' it is Python's
-  // other numbers (1j is sympy's I, 0x10, 1_0) or no number.
-  void number() {
-    while (at_ < s_.size() && digit(s_[at_])) ++at_;
-    if (at_ < s_.size() && s_[at_] == '.') {
-      ++at_;
-      while (at_ < s_.size() && digit(s_[at_])) ++at_;
-    }
-    if (at_ < s_.size() && (s_[at_] == 'e' || s_[at_] == 'E')) {
-      ++at_;
-      if (at_ < s_.size() && (s_[at_] == '+' || s_[at_] == '-')) ++at_;
-      if (at_ >= s_.size() || !digit(s_[at_])) fail("a number with an exponent and no digits");
-      while (at_ < s_.size() && digit(s_[at_])) ++at_;
-    }
-    if (at_ < s_.size() && (word_char(s_[at_]) || s_[at_] == '.')) fail("a number Python reads otherwise");
-  }
   // A quoted string of `allowed` characters only, no escapes.
   std::string_view string(bool (*allowed)(char)) {
     skip_spaces();
@@ -273,6 +396,10 @@ class SymExprGrammar {
       fail("a keyword value torch.export does not write");
     }
     if (precision_only && !integer) fail("a precision that is not a number");
+    if (integer && (value.size() > 3 || std::stoll(std::string(value)) > kPrecision)) {
+      fail("a precision of " + std::string(value.substr(0, 20)) + " bits (torch writes " + std::to_string(kPrecision) +
+           "): sympify computes that many digits");
+    }
   }
 
   // `depth` counts parentheses, calls and chained unary operators.
@@ -302,14 +429,17 @@ class SymExprGrammar {
   }
 
   void call(std::string_view name, size_t start, int depth) {
+    deeper(depth);
     if (name == "Symbol" || name == "Dummy") {
       string([](char c) { return word_char(c); });
       while (accept(",")) keyword(false);
     } else if (name == "Float") {
       skip_spaces();
       if (at_ < s_.size() && (s_[at_] == '\'' || s_[at_] == '"')) {
-        string([](char c) { return digit(c) || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-' ||
-                                   c == 'i' || c == 'n' || c == 'f' || c == 'a'; });
+        const std::string_view digits =
+            string([](char c) { return digit(c) || c == '.' || c == 'e' || c == 'E' || c == '+' || c == '-' ||
+                                       c == 'i' || c == 'n' || c == 'f' || c == 'a'; });
+        if (digits.size() > 2 * kDigits) fail("a Float of " + std::to_string(digits.size()) + " characters");
       } else {
         accept("-");
         skip_spaces();
@@ -317,6 +447,8 @@ class SymExprGrammar {
         number();
       }
       if (accept(",")) keyword(true);
+    } else if (raises(name)) {
+      power([&] { expr(depth + 1); expect(","); }, [&] { return exponent(); });
     } else if (function(name)) {
       do expr(depth + 1);
       while (accept(","));
@@ -327,31 +459,37 @@ class SymExprGrammar {
     expect(")");
   }
 
+  static bool constant(std::string_view n) {
+    static const std::set<std::string_view> kSympyConstants = {"oo",   "zoo",   "nan",  "int_oo", "true", "false",
+                                                              "True", "False", "pi",   "E"};
+    return kSympyConstants.count(n) > 0;
+  }
   // Symbols as torch names them (s0, u3, zuf0, ps1: letters, then digits),
   // and sympy's constants.
   static bool bare_name(std::string_view n) {
-    static const std::set<std::string_view> kSympyConstants = {"oo",   "zoo",   "nan",  "int_oo", "true", "false",
-                                                          "True", "False", "pi",   "E"};
-    if (kSympyConstants.count(n) > 0) return true;
+    if (constant(n)) return true;
     size_t i = 0;
     while (i < n.size() && n[i] >= 'a' && n[i] <= 'z') ++i;
     const size_t letters = i;
     while (i < n.size() && digit(n[i])) ++i;
     return letters > 0 && letters < n.size() && i == n.size();
   }
+  // The functions whose second argument is an exponent (a shift is a power of 2).
+  static bool raises(std::string_view n) {
+    return n == "Pow" || n == "PowByNatural" || n == "FloatPow" || n == "LShift" || n == "RShift";
+  }
   // The sympy classes srepr writes for torch's expressions, and the
   // deserializer's locals (torch.utils._sympy.functions, 2.13).
   static bool function(std::string_view n) {
     static const std::set<std::string_view> kFunctions = {
         // sympy
-        "Integer", "Rational", "Add", "Mul", "Pow", "Max", "Min", "Abs", "Mod", "floor", "ceiling", "Equality",
+        "Integer", "Rational", "Add", "Mul", "Max", "Min", "Abs", "Mod", "floor", "ceiling", "Equality",
         "Unequality", "StrictLessThan", "LessThan", "StrictGreaterThan", "GreaterThan", "Eq", "Ne", "Lt", "Le", "Gt",
         "Ge", "And", "Or", "Not", "Xor", "Piecewise", "ExprCondPair",
         // torch.utils._sympy.functions, as the deserializer's locals name them
         "FloorDiv", "ModularIndexing", "Where", "PythonMod", "CleanDiv", "CeilToInt", "FloorToInt", "CeilDiv",
-        "LShift", "RShift", "PowByNatural", "FloatPow", "FloatTrueDiv", "IntTrueDiv",
-        "IsNonOverlappingAndDenseIndicator", "TruncToFloat", "TruncToInt", "RoundToInt", "RoundDecimal", "ToFloat",
-        "Identity"};
+        "FloatTrueDiv", "IntTrueDiv", "IsNonOverlappingAndDenseIndicator", "TruncToFloat", "TruncToInt",
+        "RoundToInt", "RoundDecimal", "ToFloat", "Identity"};
     if (kFunctions.count(n) > 0) return true;
     // torch's functions named per operation (OpaqueUnaryFn_sqrt, BitwiseFn_bitwise_and): names no
     // namespace of sympify holds, which it makes undefined sympy Functions of.
@@ -363,9 +501,178 @@ class SymExprGrammar {
     }
     return false;
   }
+};
 
-  std::string_view s_;
-  size_t at_ = 0;
+// The guards torch.export writes as ExportedProgram.guards_code, which
+// ep.module() of a loaded program exec()s as the body of a function
+// (torch/export/_unlift.py _convert_guards_code_to_fn), after replacing each
+// input's source ("L['x']") with args[i]. torch writes them with
+// ShapeGuardPythonPrinter (torch/fx/experimental/symbolic_shapes.py,
+// torch/utils/_sympy/printers.py PythonPrinter), 2.13:
+//   1 + (L['x'].size()[0] // 2) <= L['x'].size()[0]
+//   L['x'].size()[0] <= 10,  max(2, L['y']) == L['x'].stride()[0],  not (L['z'] == 0)
+// The grammar, Python's precedence:
+//   expr  := and ('or' and)*;  and := not ('and' not)*;  not := 'not' not | cmp
+//   cmp   := bor (('<' | '<=' | '>' | '>=' | '==' | '!=') bor)*
+//   bor   := bxor ('|' bxor)*;  bxor := band ('^' band)*;  band := sum ('&' sum)*
+//   sum   := term (('+' | '-') term)*;  term := unary (('*' | '/' | '//' | '%') unary)*
+//   unary := ('-' | '+') unary | power;  power := atom ('**' (['-'] integer | source))?
+//   atom  := number | source | True | False | math.inf | math.nan | '(' expr ')'
+//          | function '(' expr (',' expr)* ')'
+//   source := L ('[' 'key' ']' | '[' integer ']' | '.' attribute)+
+//             ('.size()' '[' integer ']' | '.stride()' '[' integer ']' | '.storage_offset()')?
+// A function is one the printer writes (math.floor, math.ceil, math.trunc,
+// abs, max, min, round, math.sin and the like, torch.sym_float,
+// torch._sym_sqrt) or a name of the exec's namespace (SYMPY_INTERP).
+// A key is letters, digits, '_', '-', '.' and spaces: no quote or backslash
+// that would end the string or the error message the guard is quoted in; an
+// attribute is a name that does not start with '_' (no __class__ and the like).
+class GuardGrammar : ExprScanner {
+ public:
+  explicit GuardGrammar(std::string_view text) : ExprScanner(text) {}
+
+  std::string problem() {
+    return run([this] { expr(0); });
+  }
+
+ private:
+  void expr(int depth) {
+    deeper(depth);
+    do conjunction(depth);
+    while (accept_word("or"));
+  }
+  void conjunction(int depth) {
+    do negation(depth);
+    while (accept_word("and"));
+  }
+  void negation(int depth) {
+    deeper(depth);
+    if (accept_word("not")) return negation(depth + 1);
+    do bitwise_or(depth);
+    while (accept("<=") || accept(">=") || accept("==") || accept("!=") || accept("<") || accept(">"));
+  }
+  void bitwise_or(int depth) {
+    do bitwise_xor(depth);
+    while (accept("|"));
+  }
+  void bitwise_xor(int depth) {
+    do bitwise_and(depth);
+    while (accept("^"));
+  }
+  void bitwise_and(int depth) {
+    do sum(depth);
+    while (accept("&"));
+  }
+  void sum(int depth) {
+    do term(depth);
+    while (accept("+") || accept("-"));
+  }
+  void term(int depth) {
+    do unary(depth);
+    while (accept("//") || accept_alone("*", "*") || accept("/") || accept("%"));
+  }
+  void unary(int depth) {
+    deeper(depth);
+    if (accept("-") || accept("+")) return unary(depth + 1);
+    bool raised = false;
+    power([&] { atom(depth); raised = accept("**"); },
+          [&]() -> int64_t {
+            if (!raised) return 1;
+            skip_spaces();
+            if (at_ < s_.size() && s_[at_] == 'L') {
+              source();
+              return 1;
+            }
+            return small_integer();
+          });
+  }
+
+  void atom(int depth) {
+    skip_spaces();
+    if (at_ >= s_.size()) fail("the guard ends early");
+    const char c = s_[at_];
+    if (c == '(') {
+      ++at_;
+      expr(depth + 1);
+      expect(")");
+      return;
+    }
+    if (digit(c) || (c == '.' && at_ + 1 < s_.size() && digit(s_[at_ + 1]))) return number();
+    if (!letter(c)) fail("'" + std::string(1, c) + "', which is no part of a guard torch.export writes");
+    const size_t start = at_;
+    std::string name(word());
+    if (name == "L") {
+      at_ = start;
+      return source();
+    }
+    while (at_ < s_.size() && s_[at_] == '.' && (name == "math" || name == "torch")) {
+      ++at_;
+      name += "." + std::string(word());
+    }
+    if (name == "True" || name == "False" || name == "math.inf" || name == "math.nan" || name == "inf") return;
+    skip_spaces();
+    if (at_ < s_.size() && s_[at_] == '(' && function(name)) {
+      ++at_;
+      do expr(depth + 1);
+      while (accept(","));
+      expect(")");
+      return;
+    }
+    at_ = start;
+    fail("'" + name.substr(0, 60) + "', which is no function or value of a guard torch.export writes");
+  }
+
+  // L['x'], L['x'][0]['k'], L['x'].size()[1], L['x'].storage_offset().
+  void source() {
+    expect("L");
+    size_t steps = 0;
+    for (;; ++steps) {
+      if (s_.compare(at_, 2, "['") == 0) {
+        at_ += 2;
+        const size_t from = at_;
+        while (at_ < s_.size() && (word_char(s_[at_]) || s_[at_] == '-' || s_[at_] == '.' || s_[at_] == ' ')) ++at_;
+        if (at_ == from || s_.compare(at_, 2, "']") != 0) fail("an input key other than letters, digits and '_'");
+        at_ += 2;
+      } else if (at_ < s_.size() && s_[at_] == '[') {
+        ++at_;
+        const size_t from = at_;
+        while (at_ < s_.size() && digit(s_[at_])) ++at_;
+        if (at_ == from || at_ - from > 9 || s_.compare(at_, 1, "]") != 0) fail("an input index that is not a number");
+        ++at_;
+      } else if (at_ < s_.size() && s_[at_] == '.' && steps > 0) {
+        ++at_;
+        const size_t from = at_;
+        const std::string_view attribute = word();
+        if (attribute.empty() || !letter(attribute[0])) {
+          at_ = from;
+          fail("an attribute of an input that is not a plain name");
+        }
+        if (attribute == "size" || attribute == "stride" || attribute == "storage_offset") {
+          if (attribute == "storage_offset") return expect("()");
+          expect("()");
+          if (s_.compare(at_, 1, "[") != 0) fail("a size or stride without its index");
+          ++at_;
+          const size_t index = at_;
+          while (at_ < s_.size() && digit(s_[at_])) ++at_;
+          if (at_ == index || at_ - index > 3) fail("a dimension that is not a number");
+          return expect("]");
+        }
+      } else {
+        break;
+      }
+    }
+    if (steps == 0) fail("'L' that is no input's source");
+  }
+
+  static bool function(const std::string& n) {
+    static const std::set<std::string_view> kFunctions = {
+        "math.floor", "math.ceil", "math.trunc", "abs", "max", "min", "round", "math.cos", "math.cosh",
+        "math.acos", "math.sin", "math.sinh", "math.asin", "math.tan", "math.tanh", "math.atan", "math.log2",
+        "math.sqrt", "math.exp", "math.log", "math.isnan", "torch.sym_float", "torch._sym_sqrt", "torch.sym_max",
+        "torch.sym_min", "torch.sym_not", "torch.sym_ite", "torch.sym_int",
+        "IsNonOverlappingAndDenseIndicator", "cast_symbool_to_symint_guardless"};
+    return kFunctions.count(n) > 0;
+  }
 };
 
 // Every "expr_str" member of a program's JSON, wherever it is: torch.export.load
@@ -399,6 +706,116 @@ void collect_sym_exprs(const json& v, std::string& where, uint64_t& count, std::
       }
     } else {
       collect_sym_exprs(*it, where, count, out);
+    }
+    where.resize(mark);
+  }
+}
+
+// ExportedProgram.guards_code (a list of strings, at the program's root):
+// each entry outside GuardGrammar, which ep.module() would exec.
+void collect_guards(const json& doc, uint64_t& count, std::vector<Pt2SymExprProblem>& out) {
+  if (!doc.is_object()) return;
+  const auto it = doc.find("guards_code");
+  if (it == doc.end() || it->is_null()) return;
+  const auto add = [&](std::string where, const json& v, std::string why) {
+    std::string text = v.is_string() ? v.get<std::string>() : v.dump();
+    if (text.size() > 200) text = text.substr(0, 200) + "...";
+    out.push_back(Pt2SymExprProblem{std::move(where), std::move(text), std::move(why)});
+  };
+  if (!it->is_array()) return add("guards_code", *it, "not a list (" + std::string(it->type_name()) + ")");
+  for (size_t i = 0; i < it->size(); ++i) {
+    const json& g = (*it)[i];
+    ++count;
+    std::string why = g.is_string() ? pt2_guard_problem(g.get_ref<const std::string&>())
+                                    : "not a string (" + std::string(g.type_name()) + ")";
+    if (!why.empty() && out.size() < 100) add("guards_code[" + std::to_string(i) + "]", g, std::move(why));
+  }
+}
+
+bool python_identifier(std::string_view n) {
+  const auto letter = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  return !n.empty() && letter(n[0]) &&
+         std::all_of(n.begin(), n.end(), [&](char c) { return letter(c) || (c >= '0' && c <= '9'); });
+}
+bool python_keyword(std::string_view n) {
+  static const std::set<std::string_view> kKeywords = {
+      "False", "None",   "True",    "and",      "as",   "assert", "async",  "await",    "break",
+      "class", "continue", "def",   "del",      "elif", "else",   "except", "finally",  "for",
+      "from",  "global", "if",      "import",   "in",   "is",     "lambda", "nonlocal", "not",
+      "or",    "pass",   "raise",   "return",   "try",  "while",  "with",   "yield"};
+  return kKeywords.count(n) > 0;
+}
+
+// The names of a program that FX writes into the Python source it generates
+// and exec()s (GraphModule.recompile, during torch.export.load and again in
+// ep.module()): the deserializer gives each graph value (input, node output,
+// symbolic value) its JSON name unchanged (placeholder target, node.name),
+// and FX's code generator writes them raw: `def forward(self, <input>)`,
+// `<name> = torch.ops...(<arg>)`, `<keyword> = <arg>` for a higher-order
+// operator's inputs. So each must be a Python identifier, not a keyword.
+// Parameter, buffer and constant names (FQNs) become get_attr targets, which
+// FX writes as `self.a.b` or `getattr(self, "<part>")`: each part must not
+// hold a quote, a backslash or a control character. Node metadata is not
+// written as code and is not read here.
+void collect_names(const json& v, std::string& where, std::vector<Pt2SymExprProblem>& out) {
+  const auto add = [&](const std::string& text, const char* why) {
+    if (out.size() >= 100) return;
+    out.push_back(Pt2SymExprProblem{where, text.size() > 200 ? text.substr(0, 200) + "..." : text, why});
+  };
+  const auto value_name = [&](const std::string& n) {
+    if (!python_identifier(n)) add(n, "not a Python identifier");
+    else if (python_keyword(n)) add(n, "a Python keyword");
+  };
+  const auto fqn = [&](const std::string& n) {
+    size_t from = 0;
+    for (;;) {
+      const size_t dot = std::min(n.find('.', from), n.size());
+      const std::string_view part = std::string_view(n).substr(from, dot - from);
+      const bool printable = std::all_of(part.begin(), part.end(), [](char c) {
+        return c >= 0x20 && c < 0x7f && c != '"' && c != '\\' && c != '\'';
+      });
+      if (part.empty() || !printable) return add(n, "not a dotted name FX can write as an attribute path");
+      if (dot == n.size()) return;
+      from = dot + 1;
+    }
+  };
+  if (v.is_array()) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      const size_t mark = where.size();
+      where += "[" + std::to_string(i) + "]";
+      collect_names(v[i], where, out);
+      where.resize(mark);
+    }
+    return;
+  }
+  if (!v.is_object()) return;
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    const std::string& key = it.key();
+    if (key == "metadata") continue;
+    const size_t mark = where.size();
+    where += (where.empty() ? "" : ".") + key;
+    if (it->is_string() && (key == "name" || key == "as_name" || key == "user_input_name")) {
+      // A node input's name is its schema argument's (keywords included, as aten names them), or
+      // "" for a higher-order operator's positional one (deserialize_hoo_inputs).
+      const std::string& n = it->get_ref<const std::string&>();
+      if (key == "name" && v.contains("arg")) {
+        if (!n.empty() && !python_identifier(n)) add(n, "not a Python identifier");
+      } else {
+        value_name(n);
+      }
+    } else if (it->is_string() && (key == "parameter_name" || key == "buffer_name" || key == "tensor_constant_name" ||
+                                   key == "custom_obj_name")) {
+      fqn(it->get_ref<const std::string&>());
+    } else if (it->is_object() && (key == "tensor_values" || key == "sym_int_values" || key == "sym_float_values" ||
+                                   key == "sym_bool_values" || key == "custom_obj_values")) {
+      for (auto m = it->begin(); m != it->end(); ++m) {
+        const size_t inner = where.size();
+        where += "." + m.key();
+        value_name(m.key());
+        where.resize(inner);
+      }
+    } else {
+      collect_names(*it, where, out);
     }
     where.resize(mark);
   }
@@ -562,6 +979,11 @@ void read_program(const TorchArchive& archive, const Record& r, Pt2Program& p) {
   const Node root(doc, r.name, archive.path());
   std::string where;
   collect_sym_exprs(doc, where, p.sym_exprs, p.unsafe_sym_exprs);
+  collect_guards(doc, p.guards, p.unsafe_guards);
+  if (doc.is_object() && doc.contains("graph_module")) {
+    where = "graph_module";
+    collect_names(doc["graph_module"], where, p.unsafe_names);
+  }
   if (const auto v = root.find("schema_version")) {
     if (v->has("major")) p.schema_major = v->at("major").integer();
     if (v->has("minor")) p.schema_minor = v->at("minor").integer();
@@ -907,15 +1329,26 @@ bool pt2_scalar_type(int64_t code, std::string* dtype, uint64_t* element_size) {
 
 std::string pt2_sym_expr_problem(std::string_view expr) { return SymExprGrammar(expr).problem(); }
 
+std::string pt2_guard_problem(std::string_view guard) { return GuardGrammar(guard).problem(); }
+
 std::vector<Pt2SymExprProblem> pt2_unsafe_sym_exprs(const std::string& program_json, uint64_t compressed_size,
                                                     const std::string& record, const std::string& path,
-                                                    uint64_t* sym_exprs) {
+                                                    uint64_t* sym_exprs, std::vector<Pt2SymExprProblem>* guards,
+                                                    std::vector<Pt2SymExprProblem>* names) {
   const json doc = parse_json_text(program_json, compressed_size, Pt2Limits::kProgramJson, record, path);
   std::vector<Pt2SymExprProblem> out;
   std::string where;
   uint64_t count = 0;
   collect_sym_exprs(doc, where, count, out);
   if (sym_exprs != nullptr) *sym_exprs = count;
+  if (guards != nullptr) {
+    uint64_t ignored = 0;
+    collect_guards(doc, ignored, *guards);
+  }
+  if (names != nullptr && doc.is_object() && doc.contains("graph_module")) {
+    where = "graph_module";
+    collect_names(doc["graph_module"], where, *names);
+  }
   return out;
 }
 

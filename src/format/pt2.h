@@ -35,6 +35,7 @@ struct Pt2Limits {
   static constexpr uint64_t kSampleInputs = 64ull << 20; // data/sample_inputs/<model>.pt, read to list its tensors
   static constexpr size_t kSymExpr = 64 * 1024;           // one expr_str, in bytes
   static constexpr int kSymExprDepth = 100;               // its nesting (calls, parentheses, operators)
+  static constexpr size_t kJsonDepth = 1024;              // a JSON record's nesting: Python's json stops at ~1000
 };
 
 // An expr_str of a program (a SymInt's, SymFloat's or SymBool's as_expr)
@@ -118,6 +119,12 @@ struct Pt2Program {
   std::string weights_config, constants_config;  // their records, empty when absent
   uint64_t sym_exprs = 0;                           // expr_str values read
   std::vector<Pt2SymExprProblem> unsafe_sym_exprs;  // those outside torch.export's grammar (the first 100)
+  uint64_t guards = 0;                              // guards_code entries read
+  std::vector<Pt2SymExprProblem> unsafe_guards;     // those outside the guards' grammar (the first 100)
+  // Graph value names that are no Python identifier, parameter names FX
+  // cannot write as attributes (pt2.cc collect_names): FX writes them into the
+  // source it exec()s. `expr` is the name, `why` what it is not.
+  std::vector<Pt2SymExprProblem> unsafe_names;
 };
 
 struct Pt2AotiFile {
@@ -202,12 +209,21 @@ bool pt2_scalar_type(int64_t code, std::string* dtype, uint64_t* element_size);
 // 2.13 writes it, and str(), as PyTorch before 2.5 wrote it).
 std::string pt2_sym_expr_problem(std::string_view expr);
 
+// Why exec() of `guard`, as ep.module() runs an ExportedProgram.guards_code
+// entry, would do more than compare input sizes, or "" when it is within the
+// grammar torch.export 2.13 writes (pt2.cc: ShapeGuardPythonPrinter's Python).
+std::string pt2_guard_problem(std::string_view guard);
+
 // Every expr_str of a program's JSON text (models/<model>.json, or the layout
 // before 2.6's serialized_exported_program.json) outside that grammar;
-// `sym_exprs` counts them all. Error(BadInput) when it is not JSON.
+// `sym_exprs` counts them all; `guards`, when given, gets the guards_code
+// entries outside their grammar, `names` the names FX would write into code
+// that it cannot (Pt2Program::unsafe_names). Error(BadInput) when it is not JSON.
 std::vector<Pt2SymExprProblem> pt2_unsafe_sym_exprs(const std::string& program_json, uint64_t compressed_size,
                                                     const std::string& record, const std::string& path,
-                                                    uint64_t* sym_exprs);
+                                                    uint64_t* sym_exprs,
+                                                    std::vector<Pt2SymExprProblem>* guards = nullptr,
+                                                    std::vector<Pt2SymExprProblem>* names = nullptr);
 
 // "Symbol('s77', positive=True, integer=True)" -> "s77", in any expression.
 std::string pt2_symbol_text(const std::string& expr);

@@ -318,6 +318,36 @@ TEST_CASE("load safety: an expr_str that sympy.sympify would eval is dangerous t
   CHECK_FALSE(real.unsafe());
 }
 
+TEST_CASE("load safety: guards_code and graph names that FX and ep.module() exec are dangerous") {
+  const LoadSafety guards = assess("evil/pt2_guards_code.pt2");
+  INFO(describe(guards));
+  CHECK(mentions(guards, "guards_code that ep.module() would exec: '__import__", LoadRisk::Dangerous));
+  CHECK_FALSE(mentions(guards, "L['x'].size()[0] <= 1024", LoadRisk::Dangerous));
+  CHECK(outcome(guards, "torch.export.load") == "runs code");
+  const LoadSafety name = assess("evil/pt2_placeholder_name.pt2");
+  INFO(describe(name));
+  CHECK(mentions(name, "names a graph value or attribute 'x=__import__", LoadRisk::Dangerous));
+  CHECK(outcome(name, "torch.export.load") == "runs code");
+  // JSON only Python reads (NaN, a lone surrogate, a 400-digit integer) is read and judged, not "damaged".
+  const LoadSafety json = assess("evil/pt2_json_python_only.pt2");
+  INFO(describe(json));
+  CHECK(mentions(json, "sympy.sympify would eval", LoadRisk::Dangerous));
+  // What sympify would compute for ever.
+  for (const char* f : {"crafted/pt2_sympify_pow.pt2", "crafted/pt2_sympify_precision.pt2"}) {
+    const LoadSafety s = assess(f);
+    INFO(f << "\n" << describe(s));
+    CHECK(s.unsafe());
+    CHECK((mentions(s, "any time and memory", LoadRisk::Dangerous) ||
+           mentions(s, "sympify computes that many digits", LoadRisk::Dangerous)));
+  }
+  // Real PyTorch 2.13 exports with guards, derived dims, unbacked sizes, nested inputs and nan/inf constants pass.
+  for (const char* f : {"pt2/guards_dim.pt2", "pt2/guards_derived.pt2", "pt2/guards_nested.pt2", "pt2/guards_unbacked.pt2"}) {
+    const LoadSafety s = assess_load_safety(*open_file_source(testdata(f)));
+    INFO(f << "\n" << describe(s));
+    CHECK_FALSE(s.unsafe());
+  }
+}
+
 TEST_CASE("load safety: AOTInductor code wherever the model's loader takes it from") {
   // data/constants/m.so: copied into model m's folder and loaded; no --allow-global covers it.
   LoadSafetyOptions mine;

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/bounded_json.h"
 #include "base/error.h"
 #include "core/inspect/inspect.h"
 #include "core/inspect/pt2_graph.h"
@@ -239,9 +240,65 @@ TEST_CASE("pt2: every expr_str torch.export 2.13 writes is within the sympify gr
   }
 }
 
+TEST_CASE("pt2: guards_code is judged by the grammar torch.export 2.13 writes", "[pt2]") {
+  // ShapeGuardPythonPrinter's output, as 2.13 writes it (scripts/make_testdata_pt2_guards.py).
+  for (const char* g : {"L['x'].size()[0] > 4", "(L['x'].size()[0] // 2) <= L['x'].size()[0]",
+                        "L['y'].size()[0] == (1 + L['x'].size()[0])", "1 + (L['x'].size()[0] // 2) <= L['x'].size()[0]",
+                        "L['d']['k'].size()[0] <= 100", "L['args'][0].stride()[1] == 1", "L['x'].storage_offset() == 0",
+                        "max(2, L['n']) == math.floor(L['x'].size()[0] / 3)", "not (L['n'] == 0)",
+                        "L['x'].size()[0] ** 2 <= 4096 and L['f'] != math.inf", "torch.sym_float(L['n']) < 1.5"}) {
+    INFO(g);
+    CHECK(pt2_guard_problem(g).empty());
+  }
+  for (const char* g : {"__import__('os').system('id') == 0", "L['x'].__class__", "L['x'].size()[0]; exec('x')",
+                        "L['x\\''].size()[0] > 1", "L[\"x\"].size()[0] > 1", "getattr(L['x'], 'size')", "L > 1",
+                        "eval('1')", "[L['x']]", "lambda: 1", "2 ** 10 ** 10 > 1", "(2 ** 64) ** 64 > 1",
+                        "L['x'].size()[0] > 1" "1111111111111111111111111111111111111111111", ""}) {
+    INFO(g);
+    CHECK_FALSE(pt2_guard_problem(g).empty());
+  }
+  for (const char* f : {"pt2/guards_dim.pt2", "pt2/guards_derived.pt2", "pt2/guards_nested.pt2", "pt2/guards_unbacked.pt2",
+                        "pt2/sym_exprs.pt2"}) {
+    const TorchArchive archive(open_file_source(testdata(f)));
+    for (const Pt2Program& p : read_pt2(archive).programs) {
+      INFO(f);
+      CHECK(p.unsafe_guards.empty());
+      CHECK(p.unsafe_names.empty());
+      CHECK(p.unsafe_sym_exprs.empty());
+      if (std::string(f) == "pt2/guards_dim.pt2") CHECK(p.guards == 2);
+    }
+  }
+}
+
+TEST_CASE("pt2: sympify's exact arithmetic is bounded", "[pt2]") {
+  for (const char* e : {"Integer(2)**Integer(10)**Integer(10)", "Pow(Integer(7), Integer(1000000000))",
+                        "Pow(Pow(Integer(3), Integer(64)), Integer(64))", "Float('1.1', precision=1000000000)",
+                        "Mod(Integer(3)**Integer(100), Integer(7))", "LShift(Integer(1), Integer(10000000000))",
+                        "Integer(123456789012345678901234567890123456789012345)", "Pow(Integer(2), Max(Integer(99), Integer(9)))"}) {
+    INFO(e);
+    CHECK_FALSE(pt2_sym_expr_problem(e).empty());
+  }
+  for (const char* e : {"Pow(Symbol('s77', positive=True, integer=True), Integer(-1))", "s0**2", "2**s0",
+                        "PowByNatural(Integer(2), Symbol('s0', positive=True, integer=True))",
+                        "Float('1.0000000000000000', precision=53)", "Integer(9223372036854775807)"}) {
+    INFO(e);
+    CHECK(pt2_sym_expr_problem(e).empty());
+  }
+}
+
+TEST_CASE("pt2: the program is read as Python's json reads it", "[pt2]") {
+  CHECK(python_json_as_strict(R"({"a": NaN, "b": -Infinity, "c": Infinity})") ==
+        R"({"a": null, "b": -1.7976931348623157e308, "c": 1.7976931348623157e308})");
+  CHECK(python_json_as_strict(R"(["\ud800", "\ud83d\ude00", "NaN", 1e999])") ==
+        R"(["\ufffd", "\ud83d\ude00", "NaN", 1.7976931348623157e308])");
+  CHECK(python_json_as_strict("[" + std::string(400, '9') + ", -" + std::string(30, '1') + ", 12]") ==
+        "[9223372036854775807, -9223372036854775808, 12]");
+  CHECK(python_json_as_strict("[nan, -NaN]") == "[nan, -null]");  // still not JSON, as for Python
+}
+
 TEST_CASE("pt2: malformed programs are refused in one line", "[pt2]") {
   CHECK(inspect_error(with_record("models/model.json", std::string(100000, '['))) ==
-        "models/model.json: JSON nested deeper than 512 levels");
+        "models/model.json: JSON nested deeper than 1024 levels");
   CHECK(inspect_error(with_record("models/model.json", "{\"graph_module\": 3}")) ==
         "models/model.json.graph_module: expected an object");
   CHECK(inspect_error(with_record("models/model.json", "not json")) == "models/model.json: not valid JSON");

@@ -546,6 +546,25 @@ class Assessor {
             "", "code evaluation");
   }
 
+  // A guards_code entry outside the grammar torch.export writes (format/pt2.h):
+  // ep.module() exec()s every entry as Python.
+  void guard_code(const std::string& record, const Pt2SymExprProblem& e) {
+    finding(LoadRisk::Dangerous, record + ": " + e.where,
+            "holds guards_code that ep.module() would exec: '" + e.expr + "' (" + e.why +
+                "); ep.module(), the way to run a loaded program, exec()s every ExportedProgram.guards_code entry as "
+                "Python, and torch.export writes only comparisons of input sizes",
+            "", "code execution");
+  }
+
+  // A graph name that FX would write into the Python it generates and exec()s.
+  void python_name(const std::string& record, const Pt2SymExprProblem& e) {
+    finding(LoadRisk::Dangerous, record + ": " + e.where,
+            "names a graph value or attribute '" + e.expr + "' (" + e.why +
+                "): torch.export.load gives FX graph nodes their names from the program unchanged, and FX writes "
+                "them into the Python source of forward() that it exec()s; torch.export writes only identifiers",
+            "", "code execution");
+  }
+
   // Native code that an AOTInductor model's loader picks up from outside the
   // model's own folder (data/constants/, data/aotinductor/<model>.so): torch
   // never writes code there, so no --allow-global of the model vouches for it.
@@ -910,6 +929,10 @@ void assess_pt2(const TorchArchive& archive, Assessor& a) {
   for (const Pt2Program& p : pt2.programs) {
     for (const Pt2SymExprProblem& e : p.unsafe_sym_exprs) a.sympy_expression(p.record, e);
     if (!p.unsafe_sym_exprs.empty()) read.push_back(p.record + " (expr_str values, with sympy.sympify)");
+    for (const Pt2SymExprProblem& g : p.unsafe_guards) a.guard_code(p.record, g);
+    if (!p.unsafe_guards.empty()) read.push_back(p.record + " (guards_code, exec()'d by ep.module())");
+    for (const Pt2SymExprProblem& n : p.unsafe_names) a.python_name(p.record, n);
+    if (!p.unsafe_names.empty()) read.push_back(p.record + " (graph names, in the forward() FX exec()s)");
   }
   bool graph_calls = false;  // a target the module calls is a finding
   for (const Pt2Program& p : pt2.programs) {
@@ -999,10 +1022,15 @@ LoadSafety assess_legacy_export(const ZipArchive& zip, const LoadSafetyOptions& 
   std::vector<std::string> read;
   for (const ZipEntry& e : zip.entries()) {
     if (e.name == "serialized_exported_program.json") {
-      const std::vector<Pt2SymExprProblem> problems =
-          pt2_unsafe_sym_exprs(zip.read(e, Pt2Limits::kProgramJson), e.compressed_size, e.name, path, nullptr);
+      std::vector<Pt2SymExprProblem> guards, names;
+      const std::vector<Pt2SymExprProblem> problems = pt2_unsafe_sym_exprs(
+          zip.read(e, Pt2Limits::kProgramJson), e.compressed_size, e.name, path, nullptr, &guards, &names);
       for (const Pt2SymExprProblem& p : problems) a.sympy_expression(e.name, p);
       if (!problems.empty()) read.push_back(e.name + " (expr_str values, with sympy.sympify)");
+      for (const Pt2SymExprProblem& g : guards) a.guard_code(e.name, g);
+      if (!guards.empty()) read.push_back(e.name + " (guards_code, exec()'d by ep.module())");
+      for (const Pt2SymExprProblem& n : names) a.python_name(e.name, n);
+      if (!names.empty()) read.push_back(e.name + " (graph names, in the forward() FX exec()s)");
     } else if ((e.name == "serialized_state_dict.pt" || e.name == "serialized_state_dict.json" ||
                 e.name == "serialized_constants.pt" || e.name == "serialized_constants.json" ||
                 e.name == "serialized_example_inputs.pt") &&
