@@ -135,6 +135,7 @@ bool mul_overflows(uint64_t a, uint64_t b, uint64_t* out) {
 class ExprScanner {
  public:
   explicit ExprScanner(std::string_view text) : s_(text) {}
+  virtual ~ExprScanner() = default;
 
   static constexpr size_t kDigits = 40;       // torch writes int64 bounds (19 digits) at most
   static constexpr int64_t kMaxExponent = 64;  // torch writes x**2, x**3, x**-1
@@ -258,6 +259,32 @@ class ExprScanner {
     power_ = std::max(outer, inner * e);
   }
 
+  // The arithmetic both grammars share, in Python's precedence:
+  //   sum   := term (('+' | '-') term)*
+  //   term  := unary (('*' | '/' | '//' | '%') unary)*
+  //   unary := ('-' | '+') unary | atom ('**' exponent)?
+  // with each grammar's atom and exponent.
+  bool accept_comparison() {
+    return accept("<=") || accept(">=") || accept("==") || accept("!=") || accept("<") || accept(">");
+  }
+  void sum(int depth) {
+    do term(depth);
+    while (accept("+") || accept("-"));
+  }
+  void term(int depth) {
+    do unary(depth);
+    while (accept("//") || accept_alone("*", "*") || accept("/") || accept("%"));
+  }
+  void unary(int depth) {
+    deeper(depth);
+    if (accept("-") || accept("+")) return unary(depth + 1);
+    bool raised = false;
+    power([&] { atom(depth); raised = accept("**"); }, [&]() -> int64_t { return raised ? exponent() : 1; });
+  }
+  virtual void atom(int depth) = 0;
+  // After '**': what the power is raised to, and the exponent's size (1 for a symbol).
+  virtual int64_t exponent() = 0;
+
   std::string_view s_;
   size_t at_ = 0;
   int64_t power_ = 1;  // the largest product of exponents seen in the current base
@@ -318,25 +345,10 @@ class SymExprGrammar : ExprScanner {
     deeper(depth);
     if (accept("~")) return negation(depth + 1);
     do sum(depth);
-    while (accept("<=") || accept(">=") || accept("==") || accept("!=") || accept("<") || accept(">"));
-  }
-  void sum(int depth) {
-    do term(depth);
-    while (accept("+") || accept("-"));
-  }
-  void term(int depth) {
-    do unary(depth);
-    while (accept("//") || accept_alone("*", "*") || accept("/") || accept("%"));
-  }
-  void unary(int depth) {
-    deeper(depth);
-    if (accept("-") || accept("+")) return unary(depth + 1);
-    bool raised = false;
-    power([&] { atom(depth); raised = accept("**"); },
-          [&]() -> int64_t { return raised ? exponent() : 1; });
+    while (accept_comparison());
   }
   // What a power may be raised to: a small literal, or a symbol (sympify keeps it symbolic).
-  int64_t exponent() {
+  int64_t exponent() override {
     skip_spaces();
     const size_t start = at_;
     if (at_ < s_.size() && (digit(s_[at_]) || s_[at_] == '-')) return small_integer();
@@ -403,7 +415,7 @@ class SymExprGrammar : ExprScanner {
   }
 
   // `depth` counts parentheses, calls and chained unary operators.
-  void atom(int depth) {
+  void atom(int depth) override {
     skip_spaces();
     if (at_ >= s_.size()) fail("the expression ends early");
     const char c = s_[at_];
@@ -549,7 +561,7 @@ class GuardGrammar : ExprScanner {
     deeper(depth);
     if (accept_word("not")) return negation(depth + 1);
     do bitwise_or(depth);
-    while (accept("<=") || accept(">=") || accept("==") || accept("!=") || accept("<") || accept(">"));
+    while (accept_comparison());
   }
   void bitwise_or(int depth) {
     do bitwise_xor(depth);
@@ -563,31 +575,17 @@ class GuardGrammar : ExprScanner {
     do sum(depth);
     while (accept("&"));
   }
-  void sum(int depth) {
-    do term(depth);
-    while (accept("+") || accept("-"));
-  }
-  void term(int depth) {
-    do unary(depth);
-    while (accept("//") || accept_alone("*", "*") || accept("/") || accept("%"));
-  }
-  void unary(int depth) {
-    deeper(depth);
-    if (accept("-") || accept("+")) return unary(depth + 1);
-    bool raised = false;
-    power([&] { atom(depth); raised = accept("**"); },
-          [&]() -> int64_t {
-            if (!raised) return 1;
-            skip_spaces();
-            if (at_ < s_.size() && s_[at_] == 'L') {
-              source();
-              return 1;
-            }
-            return small_integer();
-          });
+  // After '**': a small literal, or a size of an input.
+  int64_t exponent() override {
+    skip_spaces();
+    if (at_ < s_.size() && s_[at_] == 'L') {
+      source();
+      return 1;
+    }
+    return small_integer();
   }
 
-  void atom(int depth) {
+  void atom(int depth) override {
     skip_spaces();
     if (at_ >= s_.size()) fail("the guard ends early");
     const char c = s_[at_];
