@@ -426,12 +426,35 @@ def make_pt2():
         z.writestr("serialized_example_inputs.pt", b"")
 
 
+def fixed_zip(path, records):
+    """A stored ZIP of (name, data) records in order, dated 1980-01-01: the same bytes on every run."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_STORED) as z:
+        for name, data in records:
+            info = zipfile.ZipInfo(name, (1980, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            z.writestr(info, data)
+
+
+def make_package_beside_torch_save():
+    """A torch.save file of one tensor that is a torch.package too: PackageImporter needs only
+    .data/extern_modules, and load_pickle('pkg', 'obj.pkl') imports and runs evilmod.py."""
+    marker = "tsarchive_marker_package_beside_torch_save"
+    data = proto() + dict_of((ustr("w"), tensor("0", 2))) + P.STOP
+    fixed_zip(os.path.join(ROOT, "evil/package_beside_torch_save.pt"), [
+        ("archive/data.pkl", data), ("archive/byteorder", "little"),
+        ("archive/data/0", struct.pack("<2f", 1.0, 2.0)), ("archive/version", "3\n"),
+        ("archive/.data/extern_modules", "os\n"),
+        ("archive/evilmod.py", "import os\nos.system('touch %s')\nclass C:\n    pass\n" % marker),
+        ("archive/pkg/obj.pkl", proto() + glob("evilmod", "C") + P.EMPTY_TUPLE + P.NEWOBJ + P.STOP)])
+
+
 def main():
     for sub in ("evil", "crafted", "benign"):
         os.makedirs(os.path.join(ROOT, sub), exist_ok=True)
     make_evil()
     make_crafted()
     make_pt2()
+    make_package_beside_torch_save()
     if "--no-torch" not in sys.argv:
         scripted = make_benign()
         if not os.path.exists(os.path.join(ROOT, "evil/from_file.pt")):

@@ -752,3 +752,19 @@ TEST_CASE("load safety: numpy arrays at pickle protocol 5 (numeric._frombuffer) 
   CHECK(is_benign_global("numpy.core.numeric._frombuffer"));
   CHECK_FALSE(is_benign_global("numpy._core.numeric.frombuffer"));
 }
+
+TEST_CASE("load safety: a torch.save file that is a torch.package too gets PackageImporter's verdict") {
+  // PackageImporter needs only .data/extern_modules: load_pickle imports and runs evilmod.py,
+  // while torch.load reads the same file's data.pkl, a tensor dict.
+  const LoadSafety both = assess("evil/package_beside_torch_save.pt");
+  INFO(describe(both));
+  CHECK(outcome(both, "torch.load(weights_only=True)") == "accepts");
+  CHECK(outcome(both, "torch.package.PackageImporter") == "runs code");
+  CHECK(mentions(both, "a torch.package as well", LoadRisk::Dangerous));
+  CHECK(mentions(both, "evilmod", LoadRisk::Dangerous));
+  CHECK(both.unsafe());
+  // A real torch.save file (no extern_modules) gets no PackageImporter row.
+  const LoadSafety saved = assess("benign/torch2_13/state_dict.pth");
+  CHECK(outcome(saved, "torch.package.PackageImporter") == "(none)");
+  CHECK_FALSE(saved.unsafe());
+}

@@ -1456,7 +1456,13 @@ LoadSafety assess_archive_load_safety(const TorchArchive& archive, const LoadSaf
     case FileKind::TorchPackage: return assess_torch_package(archive, options);
     default: break;
   }
-  return a.finish();
+  LoadSafety out = a.finish();
+  // PackageImporter needs only .data/extern_modules: a torch.save (or other)
+  // archive that holds it is a torch.package too, and that reader runs its modules.
+  if (archive.kind() != FileKind::OtherZip && archive.find(".data/extern_modules") != nullptr) {
+    add_package_importer_view(archive, options, out);
+  }
+  return out;
 }
 
 std::optional<LoadSafety> assess_legacy_export_load_safety(const ByteSource& source, const LoadSafetyOptions& options) {

@@ -1,5 +1,7 @@
 #include "core/inspect/torch_package.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 #include "base/strings.h"
 
@@ -100,6 +102,19 @@ LoadSafety assess_torch_package(const TorchArchive& archive, const LoadSafetyOpt
   finding.category = "code execution";
   out.findings.push_back(std::move(finding));
   return out;
+}
+
+void add_package_importer_view(const TorchArchive& archive, const LoadSafetyOptions& options, LoadSafety& verdict) {
+  LoadSafety package = assess_torch_package(archive, options);
+  verdict.tensor_rebuilding_only = false;
+  for (const std::string& p : package.pickles) {
+    if (std::find(verdict.pickles.begin(), verdict.pickles.end(), p) == verdict.pickles.end()) verdict.pickles.push_back(p);
+  }
+  verdict.loaders.push_back(std::move(package.loaders.front()));  // PackageImporter's; the others are the file's own
+  LoadFinding finding = std::move(package.findings.front());
+  finding.where = ".data/extern_modules";
+  finding.what = "makes the file a torch.package as well (PackageImporter needs no more): " + finding.what;
+  verdict.findings.push_back(std::move(finding));
 }
 
 }  // namespace tsarchive

@@ -42,4 +42,9 @@ std::string package_module_name(const std::string& record);
 // modules (a dangerous finding naming them); torch.load and torch.jit.load refuse it.
 LoadSafety assess_torch_package(const TorchArchive& archive, const LoadSafetyOptions& options);
 
+// For an archive that another loader reads too (a torch.save file with
+// .data/extern_modules, all PackageImporter needs): adds PackageImporter's row
+// and its dangerous finding to that loader's verdict.
+void add_package_importer_view(const TorchArchive& archive, const LoadSafetyOptions& options, LoadSafety& verdict);
+
 }  // namespace tsarchive
