@@ -448,6 +448,49 @@ def make_package_beside_torch_save():
         ("archive/pkg/obj.pkl", proto() + glob("evilmod", "C") + P.EMPTY_TUPLE + P.NEWOBJ + P.STOP)])
 
 
+def make_zip_name_attacks():
+    """ZIPs tsarchive's checks refuse for their names, which a loader still reads: crafted, not damaged.
+    Each payload touches tsarchive_marker_<file> (the traversal one in the temporary folder's parent)."""
+    # AOTIModelPackageLoader extracts every record under data/aotinductor/ to <temporary folder>/<name>
+    # without resolving '..': five of them climb out of <tmp>/zip_aoti_traversal/data/aotinductor/model.
+    top = "zip_aoti_traversal/"
+    meta = json.dumps({"AOTI_DEVICE_KEY": "cpu"})
+    fixed_zip(os.path.join(ROOT, "crafted/zip_aoti_traversal.pt2"), [
+        (top + "archive_format", "pt2"), (top + "archive_version", "0"), (top + ".data/version", "3\n"),
+        (top + "byteorder", "little"), (top + "data/aotinductor/model/wrapper_metadata.json", meta),
+        (top + "data/aotinductor/model/" + "../" * 5 + "tsarchive_marker_zip_aoti_traversal",
+         "written outside the loader's temporary folder\n")])
+
+    # torch.export's layout before 2.6 (records at the root), read by Python's zipfile, which cuts a name
+    # at a NUL and reads the last entry of a name; torch.load(weights_only=False) of serialized_state_dict.pt.
+    with zipfile.ZipFile(os.path.join(ROOT, "evil/pt2_legacy_zip_layout.pt2")) as z:
+        version, program = z.read("version"), z.read("serialized_exported_program.json")
+
+    def saved(top, pickle):
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as z:
+            for name, data in ((top + "/data.pkl", pickle), (top + "/byteorder", "little"), (top + "/version", "3\n")):
+                z.writestr(zipfile.ZipInfo(name, (1980, 1, 1, 0, 0, 0)), data)
+        return out.getvalue()
+
+    empty = saved("empty", proto() + P.EMPTY_DICT + P.STOP)
+    for name in ("zip_legacy_nul_name", "zip_legacy_dup_name"):
+        evil = saved("evil", proto() + dict_of((ustr("w"), call("os", "system", ustr("touch tsarchive_marker_" + name)))) +
+                     P.STOP)
+        state = ([("serialized_state_dict.ptQZ", evil)] if name.endswith("nul_name") else
+                 [("serialized_state_dict.pt", empty), ("serialized_state_dict.pt", evil)])
+        path = os.path.join(ROOT, "crafted/" + name + ".pt2")
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # zipfile warns of the duplicate name
+            fixed_zip(path, [("version", version), ("serialized_exported_program.json", program)] + state +
+                      [("serialized_constants.pt", empty), ("serialized_example_inputs.pt", b"")])
+        if name.endswith("nul_name"):
+            raw = open(path, "rb").read()
+            assert raw.count(b"serialized_state_dict.ptQZ") == 2
+            write("crafted/" + name + ".pt2", raw.replace(b"serialized_state_dict.ptQZ", b"serialized_state_dict.pt\0Z"))
+
+
 def main():
     for sub in ("evil", "crafted", "benign"):
         os.makedirs(os.path.join(ROOT, sub), exist_ok=True)
@@ -455,6 +498,7 @@ def main():
     make_crafted()
     make_pt2()
     make_package_beside_torch_save()
+    make_zip_name_attacks()
     if "--no-torch" not in sys.argv:
         scripted = make_benign()
         if not os.path.exists(os.path.join(ROOT, "evil/from_file.pt")):

@@ -97,6 +97,12 @@ bool has_zip_signature(const ByteSource& source);
 // Throws Error(BadInput) naming the problem for anything inconsistent.
 ZipLayout read_zip_layout(const ByteSource& source);
 
+// The names of a ZIP's central directory, as they are, for a file that
+// read_zip_layout refuses: what other readers would make of them. Reads the
+// end records and the central directory only and stops at the first record it
+// cannot read; nothing when it finds no end record. Never throws BadInput.
+std::vector<std::string> read_zip_entry_names(const ByteSource& source);
+
 // Human name of a compression method ("stored", "deflated", "method 93").
 std::string zip_method_name(uint16_t method);
 

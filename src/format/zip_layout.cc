@@ -520,6 +520,27 @@ ZipLayout read_zip_layout(const ByteSource& source) {
   return layout;
 }
 
+std::vector<std::string> read_zip_entry_names(const ByteSource& source) {
+  std::vector<std::string> names;
+  try {
+    const EndRecords end = read_end_records(source);
+    if (end.cd_offset > source.size() || end.cd_size > source.size() - end.cd_offset) return names;
+    const std::string cd = source.read_string(end.cd_offset, static_cast<size_t>(end.cd_size));
+    ByteReader r(cd, "central directory");
+    for (uint64_t i = 0; i < end.entry_count && r.remaining() >= kCentralHeaderSize; ++i) {
+      if (r.u32() != kCentralHeaderSig) break;
+      r.skip(24);
+      const uint16_t name_len = r.u16(), extra_len = r.u16(), comment_len = r.u16();
+      r.skip(12);
+      names.emplace_back(r.bytes(name_len));
+      r.skip(size_t(extra_len) + comment_len);
+    }
+  } catch (const Error&) {
+    // what was read stands: the rest is unreadable to every reader
+  }
+  return names;
+}
+
 std::string zip_method_name(uint16_t method) {
   switch (method) {
     case 0: return "stored";

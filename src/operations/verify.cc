@@ -365,6 +365,23 @@ VerifyResult verify_opened(const VerifySettings& s, const ArchiveFile& file, con
   try {
     if (std::optional<VerifyResult> result = verify_load_safety_only(s, file, pending)) return std::move(*result);
     return verify_archive_file(s, file, pending, notes);
+  } catch (const Error& e) {
+    SignatureOutcome signature;
+    if (pending.valid()) signature = pending.get();  // throws the signature's error, if it has one
+    if (e.kind() != ErrorKind::BadInput || is_standard_stream(s.model)) throw;
+    // A ZIP the checks refuse for names a loader still reads (or extracts outside
+    // its folder) is an attack on that loader, not damage: exit 8, not 3.
+    std::optional<RefusedZipVerdict> names = assess_refused_zip_names(*file.source(), safety_options(s));
+    if (!names) throw;
+    VerifyResult result;
+    result.by = VerifiedBy::LoadSafety;
+    result.model = s.model;
+    result.kind = names->kind;
+    result.safety = std::move(names->safety);
+    result.unsafe = true;
+    result.signature = std::move(signature);
+    result.exit_code = static_cast<int>(ErrorKind::UnsafeToLoad);
+    return result;
   } catch (...) {
     if (pending.valid()) pending.get();  // throws the signature's error, if it has one
     throw;

@@ -167,6 +167,13 @@ for _name in ("pt2_aoti_odd_names.pt2", "pt2_huge_shape.pt2", "pt2_json_bomb.pt2
               "pt2_weight_path_escape.pt2", "pt2_hidden_program.pt2"):
     EXPECTED[_name] = {"extra list": {0}, "verify --load": {2}}
 
+# ZIPs the layout parser refuses for names a loader still reads (a NUL, a name
+# twice): crafted, so verify and inspect say unsafe (exit 8); the other
+# commands refuse them (exit 3).
+for _name in ("duplicate_names.pt", "duplicate_data_pkl.pt", "nul_in_name.pt"):
+    EXPECTED[_name] = {"verify": {8}, "verify --load": {8}, "inspect": {8}, "inspect --records": {8},
+                       "inspect --json": {8}}
+
 # Files ZIP readers read differently: the layout parser refuses
 # them before anything else, so every command, --no-validate included, must
 # exit 3 (a 5 would mean libtorch saw the file).

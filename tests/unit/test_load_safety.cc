@@ -768,3 +768,35 @@ TEST_CASE("load safety: a torch.save file that is a torch.package too gets Packa
   CHECK(outcome(saved, "torch.package.PackageImporter") == "(none)");
   CHECK_FALSE(saved.unsafe());
 }
+
+TEST_CASE("load safety: a ZIP refused for names a loader still reads is crafted, not damaged") {
+  const auto refused = [](const std::string& rel) {
+    const auto source = open_file_source(testdata(rel));
+    CHECK_THROWS_AS(TorchArchive(borrow_source(*source)), Error);  // the ZIP checks still refuse it
+    return assess_refused_zip_names(*source);
+  };
+  // AOTIModelPackageLoader extracts data/aotinductor/ records to <tmp>/<name> without resolving '..'.
+  const auto aoti = refused("loadsafety/crafted/zip_aoti_traversal.pt2");
+  REQUIRE(aoti);
+  INFO(describe(aoti->safety));
+  CHECK(aoti->kind == FileKind::ExportedProgram);
+  CHECK(mentions(aoti->safety, "AOTIModelPackageLoader", LoadRisk::Crafted));
+  CHECK(mentions(aoti->safety, "<its temporary folder>/../tsarchive_marker_zip_aoti_traversal", LoadRisk::Crafted));
+  // torch.export's layout before 2.6, read by Python's zipfile: a name cut at its NUL, the last of two names.
+  const auto nul = refused("loadsafety/crafted/zip_legacy_nul_name.pt2");
+  REQUIRE(nul);
+  CHECK(nul->kind == FileKind::ExportedProgram);
+  CHECK(mentions(nul->safety, "reads this record as 'serialized_state_dict.pt'", LoadRisk::Crafted));
+  CHECK(nul->safety.findings.front().where == "serialized_state_dict.pt\\0Z");
+  const auto dup = refused("loadsafety/crafted/zip_legacy_dup_name.pt2");
+  REQUIRE(dup);
+  CHECK(mentions(dup->safety, "is the name of 2 entries", LoadRisk::Crafted));
+  CHECK_THAT(dup->safety.findings.front().attacks, Catch::Contains("torch.export.load"));
+  // In PyTorch's own layout too: miniz and zipfile read one of the twins.
+  const auto twins = refused("hostile/duplicate_data_pkl.pt");
+  REQUIRE(twins);
+  CHECK(twins->kind == FileKind::TorchScript);
+  // Damage that no loader reads past stays damage: nothing here.
+  CHECK_FALSE(refused("hostile/cd_offset_past_end.pt"));
+  CHECK_FALSE(refused("hostile/comment_is_archive.pt"));
+}

@@ -201,3 +201,27 @@ TEST_CASE("verify: a torch.package archive is unsafe to load (exit 8), naming th
   CHECK(result.safety.findings.front().risk == LoadRisk::Dangerous);
   CHECK_THAT(result.safety.findings.front().what, Catch::Contains("toypkg.scaler"));
 }
+
+TEST_CASE("verify: a ZIP refused for names a loader still reads is unsafe (exit 8), not damaged (3)") {
+  for (const char* rel : {"loadsafety/crafted/zip_aoti_traversal.pt2", "loadsafety/crafted/zip_legacy_nul_name.pt2",
+                          "loadsafety/crafted/zip_legacy_dup_name.pt2", "hostile/nul_in_name.pt"}) {
+    INFO(rel);
+    VerifySettings settings;
+    settings.model = testdata(rel);
+    settings.threads = 1;
+    const VerifyResult result = verify_model(settings, [](const std::string&) {});
+    CHECK(result.unsafe);
+    CHECK(result.exit_code == 8);
+    CHECK(result.safety.worst() == LoadRisk::Crafted);
+  }
+  // Damage without such names still exits 3.
+  VerifySettings settings;
+  settings.model = testdata("hostile/cd_offset_past_end.pt");
+  settings.threads = 1;
+  try {
+    verify_model(settings, [](const std::string&) {});
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.exit_code() == 3);
+  }
+}

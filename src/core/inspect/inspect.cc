@@ -231,15 +231,42 @@ void inspect_archive(const TorchArchive& archive, InspectReport& report) {
 
 namespace {
 
+// A ZIP the checks refuse, thrown on: exit 8 where names a loader still reads
+// (or extracts outside its folder) make the refusal an attack.
+[[noreturn]] void refuse_zip(const Error& e, const ByteSource& source, const std::string& path,
+                             const LoadSafetyOptions& load) {
+  if (e.kind() != ErrorKind::BadInput) throw e;
+  const std::optional<RefusedZipVerdict> names = assess_refused_zip_names(source, load);
+  if (!names) throw e;
+  const size_t more = names->safety.findings.size() - 1;
+  throw Error(ErrorKind::UnsafeToLoad,
+              "unsafe to load: " + names->safety.worst_line() +
+                  (more > 0 ? " (and " + std::to_string(more) + " more finding(s))" : std::string()),
+              path, "do not load it: tsarchive refuses this ZIP (" + std::string(e.what()) +
+                        "), but a PyTorch loader reads it; 'tsarchive verify' lists every finding");
+}
+
 void inspect_zip(std::unique_ptr<ByteSource> source, InspectReport& report, const LoadSafetyOptions& load) {
-  if (std::optional<LoadSafety> legacy = assess_legacy_export_load_safety(*source, load)) {
+  std::optional<LoadSafety> legacy;
+  try {
+    legacy = assess_legacy_export_load_safety(*source, load);
+  } catch (const Error& e) {
+    refuse_zip(e, *source, report.path, load);
+  }
+  if (legacy) {
     report.kind = FileKind::ExportedProgram;
     report.load_safety = std::move(*legacy);
     report.notes.push_back("torch.export's layout before PyTorch 2.6 (records at the ZIP's root): only what "
                            "torch.export.load would run of it is read");
     return;
   }
-  const TorchArchive archive(std::move(source));
+  std::unique_ptr<TorchArchive> opened;
+  try {
+    opened = std::make_unique<TorchArchive>(borrow_source(*source));
+  } catch (const Error& e) {
+    refuse_zip(e, *source, report.path, load);
+  }
+  const TorchArchive& archive = *opened;
   if (archive.kind() != FileKind::OtherZip) report.load_safety = assess_archive_load_safety(archive, load);
   inspect_archive(archive, report);
 }

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_map>
 #include <utility>
 
 #include "base/error.h"
@@ -1474,12 +1475,134 @@ std::optional<LoadSafety> assess_legacy_export_load_safety(const ByteSource& sou
   return assess_legacy_export(zip, options);
 }
 
+namespace {
+
+// A name as text: its NUL bytes as "\0".
+std::string shown_name(const std::string& name) {
+  std::string out;
+  for (char c : name) out += c == '\0' ? std::string("\\0") : std::string(1, c);
+  return out.size() > 200 ? out.substr(0, 200) + "..." : out;
+}
+
+// Where AOTIModelPackageLoader writes a record it extracts to
+// <temporary folder>/<name> without resolving '..'; "" when that stays inside.
+std::string aoti_extraction_escape(const std::string& name) {
+  std::vector<std::string> parts;
+  size_t ups = 0;
+  size_t start = 0;
+  while (start <= name.size()) {
+    size_t slash = name.find('/', start);
+    if (slash == std::string::npos) slash = name.size();
+    const std::string part = name.substr(start, slash - start);
+    if (part == "..") {
+      if (parts.empty()) {
+        ups += 1;
+      } else {
+        parts.pop_back();
+      }
+    } else if (!part.empty() && part != ".") {
+      parts.push_back(part);
+    }
+    start = slash + 1;
+  }
+  if (ups == 0) return {};
+  std::string rest;
+  for (const std::string& p : parts) rest += (rest.empty() ? "" : "/") + p;
+  std::string where = "<its temporary folder>/";
+  for (size_t i = 0; i < std::min<size_t>(ups, 3); ++i) where += "../";
+  if (ups > 3) where += "(" + std::to_string(ups) + " '..' in all)/";
+  where += rest;
+  // The folder is /tmp/<random> (create_temp_dir): two levels up is the root, and '..' stays there.
+  if (ups >= 2) where += " (/" + rest + " when that folder is /tmp/<name>)";
+  return where;
+}
+
+}  // namespace
+
+std::optional<RefusedZipVerdict> assess_refused_zip_names(const ByteSource& source, const LoadSafetyOptions& options) {
+  const std::vector<std::string> names = read_zip_entry_names(source);
+  if (names.empty()) return std::nullopt;
+  // Python's zipfile's view: each name cut at its first NUL.
+  std::vector<std::string> cut;
+  cut.reserve(names.size());
+  for (const std::string& n : names) cut.push_back(n.substr(0, n.find('\0')));
+  // torch.export's layout before 2.6 (records at the root, "version" among them), read by zipfile;
+  // else PyTorchFileReader's, every record under one folder.
+  const bool root_layout = cut.front().find('/') == std::string::npos &&
+                           std::find(cut.begin(), cut.end(), "version") != cut.end();
+  const size_t slash = cut.front().find('/');
+  const std::string prefix = root_layout || slash == std::string::npos ? "" : cut.front().substr(0, slash + 1);
+  std::unordered_map<std::string, size_t> count;
+  std::unordered_map<std::string, bool> rel;  // names under the prefix
+  for (const std::string& n : cut) {
+    count[n] += 1;
+    if (n.compare(0, prefix.size(), prefix) == 0) rel[n.substr(prefix.size())] = true;
+  }
+  const auto has = [&](const char* r) { return rel.count(r) > 0; };
+  RefusedZipVerdict out;
+  if (root_layout || has("archive_format") || has("models/model.json") || has("serialized_exported_program.json")) {
+    out.kind = FileKind::ExportedProgram;
+  } else if (has("bytecode.pkl")) {
+    out.kind = FileKind::LiteInterpreter;
+  } else if (has("constants.pkl")) {
+    out.kind = FileKind::TorchScript;
+  } else if (has("data.pkl")) {
+    out.kind = FileKind::TorchSave;
+  } else if (has(".data/extern_modules")) {
+    out.kind = FileKind::TorchPackage;
+  }
+  const std::string zipfile_readers = root_layout
+      ? "torch.export.load (Python's zipfile reads the layout before PyTorch 2.6, then torch.load(weights_only=False) "
+        "of its serialized_*.pt); scanners that refuse or skip the name"
+      : "Python's zipfile and the loaders that use it; scanners that refuse or skip the name";
+  Assessor a(options, source.name());
+  std::unordered_map<std::string, bool> reported;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& n = names[i];
+    if (n.find('\0') != std::string::npos) {
+      a.crafted(shown_name(n), "has a NUL byte in its name: Python's zipfile cuts the name there and reads this "
+                "record as '" + cut[i] + "', which tsarchive's checks never read",
+                zipfile_readers);
+    }
+    if (count[cut[i]] > 1 && !reported[cut[i]]) {
+      reported[cut[i]] = true;
+      a.crafted(shown_name(cut[i]), "is the name of " + std::to_string(count[cut[i]]) + " entries: Python's zipfile "
+                "reads the last of them, miniz (libtorch's reader) whichever its sorted index finds, and tsarchive's "
+                "checks read none",
+                root_layout ? zipfile_readers
+                            : "torch.load, torch.jit.load, torch.export.load (miniz); Python's zipfile; scanners "
+                              "that read the first entry of a name");
+    }
+    if (!root_layout && cut[i].compare(0, prefix.size() + 17, prefix + "data/aotinductor/") == 0) {
+      const std::string escape = aoti_extraction_escape(n);
+      if (!escape.empty()) {
+        a.crafted(shown_name(n), "has '..' parts: AOTIModelPackageLoader (torch.export.load, "
+                  "torch._inductor.aoti_load_package) extracts every record under data/aotinductor/ to <its "
+                  "temporary folder>/<name> without resolving them, before any check, so it writes this record "
+                  "at " + escape + ", outside that folder (a .pth file in site-packages runs at the next Python start)",
+                  "torch.export.load and aoti_load_package (PyTorch 2.6 and later)");
+      }
+    }
+  }
+  out.safety = a.finish();
+  if (out.safety.findings.empty()) return std::nullopt;
+  out.safety.tensor_rebuilding_only = false;
+  return out;
+}
+
 LoadSafety assess_load_safety(const ByteSource& source, const LoadSafetyOptions& options) {
   const FileKind kind = detect_file_kind(source);
   if (kind == FileKind::OtherZip) {
-    if (std::optional<LoadSafety> legacy = assess_legacy_export_load_safety(source, options)) return std::move(*legacy);
-    const TorchArchive archive(borrow_source(source));
-    return assess_archive_load_safety(archive, options);
+    try {
+      if (std::optional<LoadSafety> legacy = assess_legacy_export_load_safety(source, options)) return std::move(*legacy);
+      const TorchArchive archive(borrow_source(source));
+      return assess_archive_load_safety(archive, options);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::BadInput) throw;
+      std::optional<RefusedZipVerdict> names = assess_refused_zip_names(source, options);
+      if (!names) throw;
+      return std::move(names->safety);
+    }
   }
   if (kind == FileKind::LegacyTorchSave) return assess_legacy_or_plain(source, options, true);
   if (kind == FileKind::LegacyTar) {

@@ -86,7 +86,8 @@ struct LoadSafety {
 
 // The verdict for any file tsarchive reads: a TorchScript, torch.save (ZIP or
 // legacy), .pt2 or plain pickle file. `name` (the path) gives the extension.
-// Throws Error(BadInput) for what the ZIP checks refuse, as inspect does.
+// Throws Error(BadInput) for what the ZIP checks refuse, as inspect does,
+// unless names a loader still reads make it crafted (assess_refused_zip_names).
 LoadSafety assess_load_safety(const ByteSource& source, const LoadSafetyOptions& options = {});
 // The same for an archive already open.
 LoadSafety assess_archive_load_safety(const TorchArchive& archive, const LoadSafetyOptions& options = {});
@@ -95,6 +96,19 @@ LoadSafety assess_archive_load_safety(const TorchArchive& archive, const LoadSaf
 // reads through Python's zipfile; nothing for any other file.
 std::optional<LoadSafety> assess_legacy_export_load_safety(const ByteSource& source,
                                                            const LoadSafetyOptions& options = {});
+// A ZIP that tsarchive's ZIP checks refuse (read_zip_layout throws), judged by
+// its names as the loaders would read them: a name that makes a loader write
+// outside its folder (a '..' part under data/aotinductor/, which
+// AOTIModelPackageLoader extracts as it is), a NUL byte (Python's zipfile cuts
+// the name there) or a name twice (zipfile reads the last, miniz either) is
+// crafted, not damage. Nothing when no name is such; `kind` is what the names
+// make the file.
+struct RefusedZipVerdict {
+  FileKind kind = FileKind::OtherZip;
+  LoadSafety safety;
+};
+std::optional<RefusedZipVerdict> assess_refused_zip_names(const ByteSource& source,
+                                                          const LoadSafetyOptions& options = {});
 // The same for a legacy tar file whose members the caller listed (list_tar).
 LoadSafety assess_tar_load_safety(const ByteSource& source, const TarListing& tar, const LoadSafetyOptions& options = {});
 

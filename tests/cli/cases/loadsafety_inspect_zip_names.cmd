@@ -1,0 +1,1 @@
+inspect testdata/loadsafety/crafted/zip_legacy_dup_name.pt2

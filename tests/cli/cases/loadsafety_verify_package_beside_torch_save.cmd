@@ -1,0 +1,1 @@
+verify testdata/loadsafety/evil/package_beside_torch_save.pt

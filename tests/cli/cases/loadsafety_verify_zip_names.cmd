@@ -1,0 +1,1 @@
+verify testdata/loadsafety/crafted/zip_legacy_nul_name.pt2 testdata/loadsafety/crafted/zip_legacy_dup_name.pt2

@@ -1,0 +1,1 @@
+verify testdata/loadsafety/crafted/zip_aoti_traversal.pt2
