@@ -162,6 +162,23 @@ def memo_bomb(levels):
     return pkl(*ops)
 
 
+def memo_long_paths(levels, key_length):
+    """A tensor at the bottom of `levels` dicts, each holding the one below under two
+    `key_length`-byte keys through the memo: 2**levels paths to the tensor, each
+    levels * key_length bytes long, in a few KiB."""
+    def key(i, c):
+        text = (c + str(i)).ljust(key_length, c).encode()
+        return b"X" + struct.pack("<I", len(text)) + text  # BINUNICODE
+    storage = b"(" + b"X\x07\x00\x00\x00storage" + b"ctorch\nFloatStorage\n" + \
+        b"X\x01\x00\x00\x000" + b"X\x03\x00\x00\x00cpu" + b"K\x04" + b"tQ"  # MARK ... TUPLE BINPERSID
+    ops = [b"ctorch._utils\n_rebuild_tensor_v2\n", b"(", storage, b"K\x00", b"K\x04\x85", b"K\x01\x85", b"\x89",
+           b"ccollections\nOrderedDict\n", b")R", b"tR", b"q\x00"]
+    for i in range(1, levels + 1):
+        ops += [b"0", b"}", b"(", key(i, "a"), b"h" + bytes([i - 1]), key(i, "b"), b"h" + bytes([i - 1]), b"u",
+                b"q" + bytes([i])]
+    return pkl(*ops)
+
+
 def deep_nesting(depth):
     """`depth` lists, each inside the next: recursion depth for walkers."""
     return pkl(b"]" * depth, b"a" * (depth - 1))
@@ -480,6 +497,9 @@ def make_cases(testdata):
          build(replace_rec(base, "/data.pkl", data=pkl(b"\x8e" + struct.pack("<Q", 1 << 62)))))
     case("pkl_memo_bomb.pt", "data.pkl is a list holding the previous list twice, 60 levels deep via memo "
          "references (2**60 leaves if expanded).", build(replace_rec(base, "/data.pkl", data=memo_bomb(60))))
+    case("pkl_memo_long_paths.pt", "data.pkl holds one tensor at the bottom of 40 dicts, each holding the one "
+         "below under two 100-byte keys through the memo (2**40 paths to it, each 4 KiB long).",
+         build(replace_rec(base, "/data.pkl", data=memo_long_paths(40, 100))))
     case("pkl_deep_nesting.pt", "data.pkl is 1000000 lists nested in each other (deflated, which ZIP allows).",
          build(replace_rec(base, "/data.pkl", data=deep_nesting(1000000), method=8)))
     case("pkl_node_flood.pt", "data.pkl is 20000000 empty lists appended into one (a 20 KB file; one value per "

@@ -1,6 +1,8 @@
 // Interpretation of PyTorch pickles (the format is summarised in model.h).
 #include "format/model.h"
 
+#include <algorithm>
+
 #include <unordered_map>
 
 namespace tsarchive {
@@ -41,6 +43,14 @@ constexpr DtypeRow kDtypes[] = {
 constexpr size_t kMaxDepth = 256;
 constexpr size_t kMaxVisits = 10'000'000;
 constexpr size_t kMaxTensors = 1'000'000;
+// A value shared through the memo is listed under every path to it, and paths
+// of memo-shared dict keys grow with each level: the text is bounded too, that
+// of the tensors kept, by the pickle's size (1 MiB and 256 bytes a node, at
+// most 64 MiB: a real file's paths are a few times its keys' text), and that
+// of the paths walked (each visit builds its path).
+constexpr uint64_t kMaxTensorPathBytes = 64ull << 20;
+constexpr uint64_t kTensorPathBytesPerNode = 256;
+constexpr uint64_t kMaxWalkedPathBytes = 1ull << 30;
 
 std::string join_path(const std::string& prefix, std::string_view name) {
   std::string path;
@@ -139,6 +149,11 @@ class Walker {
     if (on_path_[ref]) return;
     if (depth > kMaxDepth) return stop("values nested deeper than " + std::to_string(kMaxDepth) + " levels");
     if (++visits_ > kMaxVisits) return stop("the pickle refers to shared values too many times to walk");
+    walked_path_bytes_ += path.size();
+    if (walked_path_bytes_ > kMaxWalkedPathBytes) {
+      return stop("the paths to shared values run past " + std::to_string(kMaxWalkedPathBytes >> 20) +
+                  " MiB of text (the pickle shares values under ever longer names)");
+    }
     on_path_[ref] = true;
     switch (n.kind) {
       case PickleKind::Call: walk_call(ref, path, role, depth); break;
@@ -159,6 +174,14 @@ class Walker {
     if (call == TensorCall::NotATensor) return false;
     if (out_.tensors.size() >= kMaxTensors) {
       stop("more than " + std::to_string(kMaxTensors) + " tensors");
+      return true;
+    }
+    tensor_path_bytes_ += path.size();
+    const uint64_t budget = std::min<uint64_t>(kMaxTensorPathBytes, (1ull << 20) + kTensorPathBytesPerNode * g_.size());
+    if (tensor_path_bytes_ > budget) {
+      stop("the tensors' paths run past " + std::to_string(budget >> 10) + " KiB of text, " +
+           std::to_string(kTensorPathBytesPerNode) + " bytes a pickle node (a shared tensor is listed under every "
+           "path to it)");
       return true;
     }
     if (s.record.empty()) {  // the storage itself is malformed
@@ -334,6 +357,8 @@ class Walker {
   std::string folder_;
   ModelContents& out_;
   size_t visits_ = 0;
+  uint64_t walked_path_bytes_ = 0;
+  uint64_t tensor_path_bytes_ = 0;
   bool stopped_ = false;
   std::vector<bool> on_path_;  // by node: a holder of the value being walked
 };

@@ -135,6 +135,8 @@ EXPECTED = {
     "pkl_huge_numel.pt": allow(INSPECT, EXTRA, diff=True),
     "pkl_huge_sizes.pt": allow(INSPECT, EXTRA, diff=True),
     "pkl_self_cycle.pt": allow(INSPECT, EXTRA, diff=True),
+    # The walk stops at its bound on path text (a problem note): the views work.
+    "pkl_memo_long_paths.pt": allow(INSPECT, EXTRA, diff=True),
     "renamed_buffers.pt": allow(INSPECT, EXTRA, diff=True),
     "renamed_parameters.pt": allow(INSPECT, EXTRA, diff=True),
     "version_disagree.pt": allow(INSPECT, EXTRA, diff=True),

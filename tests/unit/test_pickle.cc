@@ -283,3 +283,16 @@ TEST_CASE("tensors: a cycle through the memo costs one visit; shared values are 
   CHECK(model.tensors[0].path == "a");
   CHECK(model.tensors[1].path == "b");
 }
+
+TEST_CASE("tensors: paths to a memo-shared tensor are bounded in text, by the pickle's size") {
+  // testdata/hostile/pkl_memo_long_paths.pt (16 KiB): one tensor under 40 dicts that each hold the
+  // one below under two 100-byte keys: 2**40 paths, each 4 KiB. Listing them all took 10 GB.
+  const InspectReport r = inspect_file(testdata("hostile/pkl_memo_long_paths.pt"));
+  uint64_t text = 0;
+  for (const TensorInfo& t : r.tensors) text += t.path.size();
+  CHECK(text < (4u << 20));
+  CHECK(r.tensors.size() > 100);  // the first paths are listed, as for tied weights
+  bool said = false;
+  for (const std::string& p : r.problems) said = said || p.find("paths run past") != std::string::npos;
+  CHECK(said);
+}
