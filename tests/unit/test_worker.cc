@@ -322,7 +322,8 @@ TEST_CASE("measure_cbor's estimate is at least what from_cbor allocates", "[work
     const nlohmann::json decoded = nlohmann::json::from_cbor(bytes);
     const uint64_t taken = heap_in_use() - before;
     INFO(value[0].dump() << ": estimated " << shape.decoded_bytes << ", taken " << taken);
-    // Under a sanitizer mallinfo2 says nothing (taken is 0): the check holds trivially.
+    // Under a sanitizer mallinfo2 says nothing (taken is 0): nothing to hold the estimate to.
+    if (taken == 0) continue;
     CHECK(taken <= shape.decoded_bytes + bytes.size());
     CHECK(shape.decoded_bytes <= taken * 2 + 64);  // not so careful it refuses real replies
   }
