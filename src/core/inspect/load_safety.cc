@@ -565,6 +565,20 @@ class Assessor {
                 "them into the Python source of forward() that it exec()s; torch.export writes only identifiers",
             "", "code execution");
   }
+  // Every text of a program (`record`) that torch.export.load or ep.module()
+  // would evaluate as Python and that passes no grammar of format/pt2.h, and
+  // in `read` the kinds of text judged so.
+  void program_texts(const std::string& record, const std::vector<Pt2SymExprProblem>& exprs,
+                     const std::vector<Pt2SymExprProblem>& guards, const std::vector<Pt2SymExprProblem>& names,
+                     std::vector<std::string>& read) {
+    for (const Pt2SymExprProblem& e : exprs) sympy_expression(record, e);
+    if (!exprs.empty()) read.push_back(record + " (expr_str values, with sympy.sympify)");
+    for (const Pt2SymExprProblem& g : guards) guard_code(record, g);
+    if (!guards.empty()) read.push_back(record + " (guards_code, exec()'d by ep.module())");
+    for (const Pt2SymExprProblem& n : names) python_name(record, n);
+    if (!names.empty()) read.push_back(record + " (graph names, in the forward() FX exec()s)");
+  }
+
 
   // Native code that an AOTInductor model's loader picks up from outside the
   // model's own folder (data/constants/, data/aotinductor/<model>.so): torch
@@ -928,12 +942,7 @@ void assess_pt2(const TorchArchive& archive, Assessor& a) {
     }
   }
   for (const Pt2Program& p : pt2.programs) {
-    for (const Pt2SymExprProblem& e : p.unsafe_sym_exprs) a.sympy_expression(p.record, e);
-    if (!p.unsafe_sym_exprs.empty()) read.push_back(p.record + " (expr_str values, with sympy.sympify)");
-    for (const Pt2SymExprProblem& g : p.unsafe_guards) a.guard_code(p.record, g);
-    if (!p.unsafe_guards.empty()) read.push_back(p.record + " (guards_code, exec()'d by ep.module())");
-    for (const Pt2SymExprProblem& n : p.unsafe_names) a.python_name(p.record, n);
-    if (!p.unsafe_names.empty()) read.push_back(p.record + " (graph names, in the forward() FX exec()s)");
+    a.program_texts(p.record, p.unsafe_sym_exprs, p.unsafe_guards, p.unsafe_names, read);
   }
   bool graph_calls = false;  // a target the module calls is a finding
   for (const Pt2Program& p : pt2.programs) {
@@ -1026,12 +1035,7 @@ LoadSafety assess_legacy_export(const ZipArchive& zip, const LoadSafetyOptions& 
       std::vector<Pt2SymExprProblem> guards, names;
       const std::vector<Pt2SymExprProblem> problems = pt2_unsafe_sym_exprs(
           zip.read(e, Pt2Limits::kProgramJson), e.compressed_size, e.name, path, nullptr, &guards, &names);
-      for (const Pt2SymExprProblem& p : problems) a.sympy_expression(e.name, p);
-      if (!problems.empty()) read.push_back(e.name + " (expr_str values, with sympy.sympify)");
-      for (const Pt2SymExprProblem& g : guards) a.guard_code(e.name, g);
-      if (!guards.empty()) read.push_back(e.name + " (guards_code, exec()'d by ep.module())");
-      for (const Pt2SymExprProblem& n : names) a.python_name(e.name, n);
-      if (!names.empty()) read.push_back(e.name + " (graph names, in the forward() FX exec()s)");
+      a.program_texts(e.name, problems, guards, names, read);
     } else if ((e.name == "serialized_state_dict.pt" || e.name == "serialized_state_dict.json" ||
                 e.name == "serialized_constants.pt" || e.name == "serialized_constants.json" ||
                 e.name == "serialized_example_inputs.pt") &&
