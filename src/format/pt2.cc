@@ -11,6 +11,7 @@
 #include "base/bounded_json.h"
 #include "base/error.h"
 #include "base/strings.h"
+#include "base/utf8.h"
 #include "format/pickle.h"
 
 namespace tsarchive {
@@ -23,6 +24,20 @@ constexpr std::string_view kWeights = "data/weights/";
 constexpr std::string_view kConstants = "data/constants/";
 constexpr std::string_view kSampleInputs = "data/sample_inputs/";
 constexpr std::string_view kAoti = "data/aotinductor/";
+
+// The length of the non-ASCII character at s[i] when it can stand inside a
+// quoted Python string literal as itself (0 otherwise): valid UTF-8 (so no
+// byte of it is a quote, a backslash or a line end), not a C1 control, not a
+// Unicode line or paragraph separator, not a byte order mark. torch.export
+// keeps a module's attribute and input names as Python spells them, and
+// Python identifiers may be any letters ('self.线性', forward(self, café)).
+size_t literal_safe_non_ascii_at(std::string_view s, size_t i) {
+  if (static_cast<unsigned char>(s[i]) < 0x80) return 0;
+  uint32_t cp = 0;
+  const size_t n = utf8_sequence_at(s, i, cp);
+  if (n == 0 || cp < 0xA0 || cp == 0x2028 || cp == 0x2029 || cp == 0xFEFF) return 0;
+  return n;
+}
 
 // A JSON value and where it is ("models/model.json: graph_module.signature"),
 // so that every complaint names the record and the place in it.
@@ -628,7 +643,15 @@ class GuardGrammar : ExprScanner {
       if (s_.compare(at_, 2, "['") == 0) {
         at_ += 2;
         const size_t from = at_;
-        while (at_ < s_.size() && (word_char(s_[at_]) || s_[at_] == '-' || s_[at_] == '.' || s_[at_] == ' ')) ++at_;
+        while (at_ < s_.size()) {
+          if (word_char(s_[at_]) || s_[at_] == '-' || s_[at_] == '.' || s_[at_] == ' ') {
+            ++at_;
+          } else if (const size_t n = literal_safe_non_ascii_at(s_, at_)) {
+            at_ += n;
+          } else {
+            break;
+          }
+        }
         if (at_ == from || s_.compare(at_, 2, "']") != 0) fail("an input key other than letters, digits and '_'");
         at_ += 2;
       } else if (at_ < s_.size() && s_[at_] == '[') {
@@ -753,7 +776,8 @@ bool python_keyword(std::string_view n) {
 // operator's inputs. So each must be a Python identifier, not a keyword.
 // Parameter, buffer and constant names (FQNs) become get_attr targets, which
 // FX writes as `self.a.b` or `getattr(self, "<part>")`: each part must not
-// hold a quote, a backslash or a control character. Node metadata is not
+// hold a quote, a backslash or a control character (letters of any script
+// are kept: they are Python's, see literal_safe_non_ascii_at). Node metadata is not
 // written as code and is not read here.
 void collect_names(const json& v, std::string& where, std::vector<Pt2SymExprProblem>& out) {
   const auto add = [&](const std::string& text, const char* why) {
@@ -769,9 +793,17 @@ void collect_names(const json& v, std::string& where, std::vector<Pt2SymExprProb
     for (;;) {
       const size_t dot = std::min(n.find('.', from), n.size());
       const std::string_view part = std::string_view(n).substr(from, dot - from);
-      const bool printable = std::all_of(part.begin(), part.end(), [](char c) {
-        return c >= 0x20 && c < 0x7f && c != '"' && c != '\\' && c != '\'';
-      });
+      bool printable = true;
+      for (size_t i = 0; i < part.size() && printable;) {
+        const char c = part[i];
+        if (c >= 0x20 && c < 0x7f && c != '"' && c != '\\' && c != '\'') {
+          ++i;
+        } else if (const size_t len = literal_safe_non_ascii_at(part, i)) {
+          i += len;
+        } else {
+          printable = false;
+        }
+      }
       if (part.empty() || !printable) return add(n, "not a dotted name FX can write as an attribute path");
       if (dot == n.size()) return;
       from = dot + 1;

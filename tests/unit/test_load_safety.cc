@@ -341,7 +341,9 @@ TEST_CASE("load safety: guards_code and graph names that FX and ep.module() exec
            mentions(s, "sympify computes that many digits", LoadRisk::Dangerous)));
   }
   // Real PyTorch 2.13 exports with guards, derived dims, unbacked sizes, nested inputs and nan/inf constants pass.
-  for (const char* f : {"pt2/guards_dim.pt2", "pt2/guards_derived.pt2", "pt2/guards_nested.pt2", "pt2/guards_unbacked.pt2"}) {
+  // ... and attribute and input names in any script (self.线性, forward(self, 输入, café)), as Python allows.
+  for (const char* f : {"pt2/guards_dim.pt2", "pt2/guards_derived.pt2", "pt2/guards_nested.pt2", "pt2/guards_unbacked.pt2",
+                        "pt2/unicode_names.pt2"}) {
     const LoadSafety s = assess_load_safety(*open_file_source(testdata(f)));
     INFO(f << "\n" << describe(s));
     CHECK_FALSE(s.unsafe());

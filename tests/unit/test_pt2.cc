@@ -246,14 +246,18 @@ TEST_CASE("pt2: guards_code is judged by the grammar torch.export 2.13 writes", 
                         "L['y'].size()[0] == (1 + L['x'].size()[0])", "1 + (L['x'].size()[0] // 2) <= L['x'].size()[0]",
                         "L['d']['k'].size()[0] <= 100", "L['args'][0].stride()[1] == 1", "L['x'].storage_offset() == 0",
                         "max(2, L['n']) == math.floor(L['x'].size()[0] / 3)", "not (L['n'] == 0)",
-                        "L['x'].size()[0] ** 2 <= 4096 and L['f'] != math.inf", "torch.sym_float(L['n']) < 1.5"}) {
+                        "L['x'].size()[0] ** 2 <= 4096 and L['f'] != math.inf", "torch.sym_float(L['n']) < 1.5",
+                        "L['\xe8\xbe\x93\xe5\x85\xa5'].size()[0] == L['caf\xc3\xa9'].size()[0]"}) {  // 输入, café
     INFO(g);
     CHECK(pt2_guard_problem(g).empty());
   }
   for (const char* g : {"__import__('os').system('id') == 0", "L['x'].__class__", "L['x'].size()[0]; exec('x')",
                         "L['x\\''].size()[0] > 1", "L[\"x\"].size()[0] > 1", "getattr(L['x'], 'size')", "L > 1",
                         "eval('1')", "[L['x']]", "lambda: 1", "2 ** 10 ** 10 > 1", "(2 ** 64) ** 64 > 1",
-                        "L['x'].size()[0] > 1" "1111111111111111111111111111111111111111111", ""}) {
+                        "L['x'].size()[0] > 1" "1111111111111111111111111111111111111111111", "",
+                        // Not letters: a C1 control, a line separator, a lone continuation byte, an overlong '\''.
+                        "L['a\xc2\x85'].size()[0] > 1", "L['a\xe2\x80\xa8'].size()[0] > 1", "L['a\x80'].size()[0] > 1",
+                        "L['a\xc0\xa7'].size()[0] > 1"}) {
     INFO(g);
     CHECK_FALSE(pt2_guard_problem(g).empty());
   }

@@ -562,7 +562,7 @@ class Assessor {
     finding(LoadRisk::Dangerous, record + ": " + e.where,
             "names a graph value or attribute '" + e.expr + "' (" + e.why +
                 "): torch.export.load gives FX graph nodes their names from the program unchanged, and FX writes "
-                "them into the Python source of forward() that it exec()s; torch.export writes only identifiers",
+                "them into the Python source of forward() that it exec()s; torch.export writes only identifiers and dotted paths of them",
             "", "code execution");
   }
   // Every text of a program (`record`) that torch.export.load or ep.module()
