@@ -1,10 +1,12 @@
 #include "format/byte_source.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <mutex>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -90,21 +92,32 @@ class BorrowedSource final : public ByteSource {
   const ByteSource& source_;
 };
 
-// An unlinked temporary file in $TMPDIR (default /tmp) holding what
-// standard input gives, up to kStdinLimit bytes.
-int spool_stdin() {
+std::string temp_folder() {
   const char* env = std::getenv("TMPDIR");
-  const std::string dir = env != nullptr && *env != '\0' ? env : "/tmp";
+  return env != nullptr && *env != '\0' ? env : "/tmp";
+}
+
+// An unlinked file in `dir`, open for reading and writing, the caller's
+// alone (0600, no name). `what` names its use in the error.
+int unnamed_temp_file(const std::string& dir, const std::string& what) {
   int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) {  // a filesystem without O_TMPFILE
-    std::string name = dir + "/.tsarchive-stdin-XXXXXX";
+    std::string name = dir + "/.tsarchive-copy-XXXXXX";
     fd = ::mkostemp(name.data(), O_CLOEXEC);
     if (fd >= 0) ::unlink(name.c_str());
   }
   if (fd < 0) {
-    throw_io(std::string("cannot make a temporary file for standard input: ") + std::strerror(errno), dir,
+    throw_io("cannot make a temporary file for " + what + ": " + std::strerror(errno), dir,
              "set TMPDIR to a folder you can write to");
   }
+  return fd;
+}
+
+// An unlinked temporary file in $TMPDIR (default /tmp) holding what
+// standard input gives, up to kStdinLimit bytes.
+int spool_stdin() {
+  const std::string dir = temp_folder();
+  int fd = unnamed_temp_file(dir, "standard input");
   std::string buf(1 << 20, '\0');
   uint64_t total = 0;
   while (true) {
@@ -156,6 +169,39 @@ int open_stdin_file(struct stat* st) {
   const int fd = ::fcntl(file, F_DUPFD_CLOEXEC, 0);
   if (fd < 0 || ::fstat(fd, st) != 0) throw_io(std::string("cannot read standard input: ") + std::strerror(errno), "-");
   return fd;
+}
+
+int private_copy(int fd, uint64_t size, const std::string& path) {
+  const std::string dir = temp_folder();
+  const int copy = unnamed_temp_file(dir, "a private copy of the model");
+  const auto fail = [&](const std::string& what, const std::string& where, const char* hint) {
+    const int err = errno;
+    ::close(copy);
+    throw_io(what + ": " + std::strerror(err), where, hint);
+  };
+  loff_t from = 0;
+  while (static_cast<uint64_t>(from) < size) {
+    const size_t chunk = static_cast<size_t>(std::min<uint64_t>(size - static_cast<uint64_t>(from), 1u << 30));
+    ssize_t n = ::copy_file_range(fd, &from, copy, nullptr, chunk, 0);
+    if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) {
+      n = ::sendfile(copy, fd, &from, chunk);  // kernels and file systems without copy_file_range between them
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const bool space = errno == ENOSPC || errno == EDQUOT || errno == EFBIG;
+      fail(space ? "no room for a private copy of the model" : "cannot copy the model", space ? dir : path,
+           space ? "free space there, or set TMPDIR to a folder with room" : "check the file and run it again");
+    }
+    if (n == 0) {
+      ::close(copy);
+      throw_io("the file became shorter while it was copied", path, "run it again when nothing writes the file");
+    }
+  }
+  // From here on nobody has it open for writing: not even this process.
+  const int read_only = ::open(("/proc/self/fd/" + std::to_string(copy)).c_str(), O_RDONLY | O_CLOEXEC);
+  if (read_only < 0) fail("cannot reopen the private copy of the model", dir, "check that /proc is mounted");
+  ::close(copy);
+  return read_only;
 }
 
 int open_regular_file(const std::string& path, int flags, struct stat* st) {

@@ -53,6 +53,12 @@ inline constexpr uint64_t kStdinLimit = 64ull << 30;
 // descriptor (close-on-exec) the caller owns, and fills `st`.
 int open_stdin_file(struct stat* st);
 
+// The first `size` bytes of `fd` copied into an unlinked temporary file in
+// $TMPDIR (default /tmp) that no process holds open for writing: a read-only
+// descriptor (close-on-exec) the caller owns. `path` names the original in
+// errors. Throws Error(Io) when there is no room, or the file got shorter.
+int private_copy(int fd, uint64_t size, const std::string& path);
+
 // Reads from a descriptor it takes ownership of; `size` is fixed at creation.
 std::unique_ptr<ByteSource> make_fd_source(int fd, uint64_t size, std::string name);
 

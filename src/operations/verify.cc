@@ -342,7 +342,7 @@ VerifyResult verify_model(const VerifySettings& s, const NoteSink& notes) {
   if (is_directory(s.model)) return verify_signature_only(s, nullptr);
   std::unique_ptr<ArchiveFile> file;
   try {
-    file = std::make_unique<ArchiveFile>(s.model, FileAccess::Read, s.lock_timeout);
+    file = std::make_unique<ArchiveFile>(s.model, s.load ? FileAccess::ReadHeld : FileAccess::Read, s.lock_timeout);
   } catch (...) {
     check_signature(s, nullptr);  // the signature's verdict (exit 7) comes first
     throw;

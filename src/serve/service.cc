@@ -142,7 +142,7 @@ ModelSpec model_spec(const std::string& arg, const ServiceSettings& opts, const 
   for (const ModelSpec& other : specs) {
     if (other.name == name) throw_usage("two models are named '" + name + "'", "name them: tsarchive serve A=PATH B=PATH");
   }
-  files.push_back(std::make_unique<OpenedArchive>(path, FileAccess::Read, kReaderLockTimeout, "cannot serve this file", log.note));
+  files.push_back(std::make_unique<OpenedArchive>(path, FileAccess::ReadHeld, kReaderLockTimeout, "cannot serve this file", log.note));
   const OpenedArchive& opened = *files.back();
   const TorchArchive* archive = &opened.archive();
   const CheckedArchive checked = pass_gate(opened, opts.worker, "nothing was served", log.note);

@@ -294,11 +294,15 @@ std::string run_in_worker(const WorkerJob& job, const std::function<std::string(
   // Held while the worker lives (file_edit.h): a writer that comes now waits,
   // and the worker is stopped before it can read a new byte.
   WatchedFile archive = job.archive;
+  // One the opener holds already (FileAccess::ReadHeld) is its to let go.
   struct HeldLease {  // let go however this ends: no writer waits on a finished worker
     WatchedFile& file;
-    ~HeldLease() { file.release_lease(); }
-  } held{archive};
-  if (archive.fd >= 0) archive.take_lease();
+    bool ours;
+    ~HeldLease() {
+      if (ours) file.release_lease();
+    }
+  } held{archive, !archive.leased};
+  if (held.ours && archive.fd >= 0) archive.take_lease();
   const auto believed = [&archive] { return archive.fd < 0 || archive.unchanged(); };
   if (!believed()) throw archive_written(job);
   OutputRelay relay;

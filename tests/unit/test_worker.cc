@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <malloc.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -449,4 +450,60 @@ TEST_CASE("a writer that opens the archive while a worker reads it waits until t
   CHECK(e.kind() == ErrorKind::Io);
   CHECK_THAT(e.what(), Catch::Contains("was written while tsarchive used it"));
   CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+}
+
+// Reads all of `source`.
+std::string all_of(const ByteSource& source) {
+  std::string bytes(static_cast<size_t>(source.size()), '\0');
+  source.read_at(0, bytes.data(), bytes.size());
+  return bytes;
+}
+
+TEST_CASE("ReadHeld: a writer that holds the file mapped before the checks cannot change what libtorch reads", "[worker]") {
+  // Writes through a shared mapping whose page is already dirty change
+  // neither ctime nor mtime: the time check alone would believe the file.
+  TempDir dir;
+  const std::string path = dir.file("model.pt");
+  { std::ofstream(path) << "checked bytes"; }
+  const Fd writer(::open(path.c_str(), O_RDWR | O_CLOEXEC));
+  REQUIRE(writer.get() >= 0);
+  void* mapped = ::mmap(nullptr, 13, PROT_READ | PROT_WRITE, MAP_SHARED, writer.get(), 0);
+  REQUIRE(mapped != MAP_FAILED);
+  static_cast<char*>(mapped)[0] = 'c';  // dirty: later writes through it leave the times as they are
+
+  const ArchiveFile held(path, FileAccess::ReadHeld, 1);
+  REQUIRE(held.notes().size() == 1);
+  CHECK_THAT(held.notes().front(), Catch::Contains("another process has it open for writing") &&
+                                       Catch::Contains("private temporary file"));
+  std::memcpy(mapped, "swapped", 7);  // after the open, before libtorch reads it
+  CHECK(all_of(*held.source()) == "checked bytes");
+  const WatchedFile watched = held.watched();
+  CHECK(watched.unchanged());
+  char seen[13] = {};
+  const Fd libtorch(::open(watched.descriptor_path().c_str(), O_RDONLY | O_CLOEXEC));  // as libtorch opens it
+  REQUIRE(::pread(libtorch.get(), seen, sizeof seen, 0) == 13);
+  CHECK(std::string(seen, 13) == "checked bytes");
+  // Read leaves the file as it is: the swap is what a reader sees.
+  const ArchiveFile plain(path, FileAccess::Read, 1);
+  CHECK(all_of(*plain.source()).substr(0, 7) == "swapped");
+  ::munmap(mapped, 13);
+}
+
+TEST_CASE("ReadHeld: with no writer the file itself is read, under a lease a writer breaks", "[worker]") {
+  TempDir dir;
+  const std::string path = dir.file("model.pt");
+  { std::ofstream(path) << "checked bytes"; }
+  const ArchiveFile held(path, FileAccess::ReadHeld, 1);
+  const WatchedFile watched = held.watched();
+  if (!watched.leased) {
+    WARN("no read lease on this file system or for this user: the private copy is read instead; skipped");
+    return;
+  }
+  CHECK(held.notes().empty());
+  CHECK(watched.unchanged());
+  // A writer's open breaks the lease (O_NONBLOCK: it does not wait for it here).
+  const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  CHECK(fd < 0);
+  CHECK(errno == EWOULDBLOCK);
+  CHECK_FALSE(watched.unchanged());
 }

@@ -33,6 +33,7 @@
 
 #include "base/error.h"
 #include "base/posix_fd.h"
+#include "base/strings.h"
 #include "base/temp_files_and_locks.h"
 #include "core/edit/output_paths.h"
 #include "format/zip_format.h"
@@ -72,24 +73,26 @@ std::string journal_folder_problem(const struct stat& dir, uid_t owner) {
 
 ArchiveFile::ArchiveFile(const std::string& path, FileAccess access, double lock_timeout_seconds)
     : path_(path), access_(access) {
-  if (is_standard_stream(path) && access != FileAccess::Read) {
+  if (is_standard_stream(path) && writes(access)) {
     throw_usage("standard input ('-') cannot be edited: this command changes the archive it reads",
                 "give the archive as a file, or write the result elsewhere with -o FILE where the command has it");
   }
   open_and_lock(lock_timeout_seconds);
   struct stat journal {};
   if (!is_standard_stream(path) && ::lstat(journal_path().c_str(), &journal) == 0) {
-    if (access_ == FileAccess::Read) {
+    if (!writes(access_)) {
       notes_.push_back(interrupted_edit_note(path_));
     } else {
       recover_interrupted_edit();
     }
   }
-  if (access_ != FileAccess::Read) remove_stale_temp_files();
+  if (writes(access_)) remove_stale_temp_files();
+  if (access_ == FileAccess::ReadHeld) hold_contents();
 }
 
 ArchiveFile::~ArchiveFile() {
-  if (fd_ >= 0) ::close(fd_);  // also releases the locks
+  if (copy_fd_ >= 0) ::close(copy_fd_);
+  if (fd_ >= 0) ::close(fd_);  // also releases the locks and the lease
 }
 
 void ArchiveFile::open_and_lock(double lock_timeout_seconds) {
@@ -121,7 +124,7 @@ void ArchiveFile::open_and_lock(double lock_timeout_seconds) {
     target_ = resolved;
     std::tie(dir_, base_) = split_path(target_);
 
-    if (access_ == FileAccess::Read) {
+    if (!writes(access_)) {
       wait_for_lock([&] { return try_content_lock(fd_, F_RDLCK, path_); },
                     "another process is editing this file in place (it holds the write lock)", wait_hint);
     } else {
@@ -176,15 +179,48 @@ bool WatchedFile::unchanged() const {
 }
 
 WatchedFile ArchiveFile::watched() const {
-  return WatchedFile{fd_, static_cast<int64_t>(opened_.st_ctim.tv_sec), static_cast<int64_t>(opened_.st_ctim.tv_nsec),
-                     static_cast<int64_t>(opened_.st_mtim.tv_sec), static_cast<int64_t>(opened_.st_mtim.tv_nsec),
-                     static_cast<uint64_t>(opened_.st_size)};
+  const struct stat& st = read_stat();
+  return WatchedFile{read_fd(),
+                     static_cast<int64_t>(st.st_ctim.tv_sec),
+                     static_cast<int64_t>(st.st_ctim.tv_nsec),
+                     static_cast<int64_t>(st.st_mtim.tv_sec),
+                     static_cast<int64_t>(st.st_mtim.tv_nsec),
+                     static_cast<uint64_t>(st.st_size),
+                     leased_ && copy_fd_ < 0};
 }
 
 std::unique_ptr<ByteSource> ArchiveFile::source() const {
-  const int fd = ::fcntl(fd_, F_DUPFD_CLOEXEC, 0);
+  const int fd = ::fcntl(read_fd(), F_DUPFD_CLOEXEC, 0);
   if (fd < 0) throw_io("cannot read: " + errno_text(), path_);
-  return make_fd_source(fd, static_cast<uint64_t>(opened_.st_size), path_);
+  return make_fd_source(fd, static_cast<uint64_t>(read_stat().st_size), path_);
+}
+
+// Before anything reads the file. A time check alone (WatchedFile) misses a
+// writer that already holds the file mapped shared and writable: writes
+// through pages it has dirtied change neither ctime nor mtime. A read lease
+// is granted only while nobody holds the file open for writing (a mapping
+// counts), and from then on a new writer waits and breaks it, which
+// unchanged() sees. Where the kernel refuses one, the checks and libtorch
+// read a private copy instead; unless only root could write the file (the
+// usual deployment: the model root's, the server another user's), since
+// root can change this process's memory as well.
+void ArchiveFile::hold_contents() {
+  WatchedFile file = watched();
+  if (file.take_lease()) {
+    leased_ = true;
+    return;
+  }
+  const int why = errno;
+  const bool only_root_writes = opened_.st_uid == 0 && (opened_.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+  if (why != EAGAIN && only_root_writes) return;
+  copy_fd_ = private_copy(fd_, static_cast<uint64_t>(opened_.st_size), path_);
+  if (::fstat(copy_fd_, &copy_) != 0) throw_io("cannot stat the private copy: " + errno_text(), path_);
+  const std::string reason = why == EAGAIN ? "another process has it open for writing"
+                             : why == EACCES ? "it is another user's, who could write it while it is read"
+                                             : std::string("the file system does not hold it still (no read lease: ") +
+                                                   std::strerror(why) + ")";
+  notes_.push_back(path_ + ": " + reason + "; its " + human_size(static_cast<uint64_t>(opened_.st_size)) +
+                   " were copied into a private temporary file ($TMPDIR), which the checks and libtorch read");
 }
 
 std::string ArchiveFile::journal_path() const { return journal_path_of(dir_, base_); }

@@ -72,7 +72,13 @@
 
 namespace tsarchive {
 
-enum class FileAccess { Read, Edit, EditInPlace };
+// Read: the file as it is, for a report. ReadHeld: for a reader whose checks
+// vouch for the bytes libtorch reads afterwards (serve, verify --load): from
+// the open on, what the checks read is what libtorch will read (see
+// ArchiveFile::hold_contents). Edit: rewritten by rename. EditInPlace: the
+// same inode rewritten.
+enum class FileAccess { Read, ReadHeld, Edit, EditInPlace };
+inline bool writes(FileAccess access) { return access == FileAccess::Edit || access == FileAccess::EditInPlace; }
 
 struct WriteResult {
   bool written = false;     // false: the plan was the file as it is
@@ -165,8 +171,12 @@ class ArchiveFile {
  private:
   friend class InPlaceEdit;
   friend class CheckedArchive;  // the only way to libtorch: checked_archive.h
-  // "/proc/self/fd/N": the locked file itself, for code that opens by name (libtorch).
-  std::string descriptor_path() const { return "/proc/self/fd/" + std::to_string(fd_); }
+  // "/proc/self/fd/N": the locked file itself (or its private copy), for code that opens by name (libtorch).
+  std::string descriptor_path() const { return "/proc/self/fd/" + std::to_string(read_fd()); }
+  // What readers read: the file, or under ReadHeld its private copy.
+  int read_fd() const { return copy_fd_ >= 0 ? copy_fd_ : fd_; }
+  const struct stat& read_stat() const { return copy_fd_ >= 0 ? copy_ : opened_; }
+  void hold_contents();
   struct Journal {
     uint64_t offset = 0, old_size = 0, new_size = 0;
     uint32_t new_crc = 0;
@@ -199,6 +209,9 @@ class ArchiveFile {
   FileAccess access_;
   int fd_ = -1;
   struct stat opened_ {};
+  int copy_fd_ = -1;  // ReadHeld without a lease: the private copy read instead of fd_
+  struct stat copy_ {};
+  bool leased_ = false;  // ReadHeld: a read lease on fd_, held until it is closed
   std::chrono::steady_clock::time_point lock_deadline_;
   std::vector<std::string> notes_;
 };
