@@ -1382,22 +1382,6 @@ std::vector<Pt2SymExprProblem> pt2_unsafe_sym_exprs(const std::string& program_j
   return out;
 }
 
-std::string pt2_symbol_text(const std::string& expr) {
-  static constexpr std::string_view kSymbol = "Symbol('";
-  std::string out;
-  size_t i = 0;
-  while (i < expr.size()) {
-    const size_t at = expr.find(kSymbol, i);
-    if (at == std::string::npos) break;
-    const size_t name_end = expr.find('\'', at + kSymbol.size());
-    const size_t close = name_end == std::string::npos ? std::string::npos : expr.find(')', name_end);
-    if (close == std::string::npos) break;
-    out += expr.substr(i, at - i) + expr.substr(at + kSymbol.size(), name_end - at - kSymbol.size());
-    i = close + 1;
-  }
-  return out + expr.substr(i);
-}
-
 Pt2Contents read_pt2(const TorchArchive& archive) {
   refuse_hidden_programs(archive);
   Pt2Contents out;

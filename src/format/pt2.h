@@ -225,7 +225,10 @@ std::vector<Pt2SymExprProblem> pt2_unsafe_sym_exprs(const std::string& program_j
                                                     std::vector<Pt2SymExprProblem>* guards = nullptr,
                                                     std::vector<Pt2SymExprProblem>* names = nullptr);
 
-// "Symbol('s77', positive=True, integer=True)" -> "s77", in any expression.
+// A symbolic size as Python's str() shows it: sympy's srepr, as torch.export
+// 2.5 and later writes expr_str, printed as sympy does ("Add(FloorDiv(
+// Symbol('s77', positive=True, integer=True), Integer(2)), Integer(1))" ->
+// "(s77//2) + 1"); other text with each Symbol('name', ...) as its name.
 std::string pt2_symbol_text(const std::string& expr);
 
 }  // namespace tsarchive

@@ -153,6 +153,44 @@ TEST_CASE("pt2: symbols and scalar types", "[pt2]") {
   CHECK(pt2_symbol_text("2*Symbol('s0', integer=True) + Symbol('s1')") == "2*s0 + s1");
   CHECK(pt2_symbol_text("s3 + 1") == "s3 + 1");
   CHECK(pt2_symbol_text("Symbol('unterminated") == "Symbol('unterminated");
+  // srepr, as 2.5+ writes it, against str(sympy.sympify(srepr)) of PyTorch 2.13 (sympy 1.14), where the
+  // only difference is sympy's own doubled parentheses around a FloorDiv in a sum ("((s77//2)) + 1").
+  const std::pair<const char*, const char*> kPrinted[] = {
+      {"Add(FloorDiv(Symbol('s77', positive=True, integer=True), Integer(2)), Integer(1))", "(s77//2) + 1"},
+      {"Add(Mul(Integer(2), Symbol('u0', integer=True)), Integer(1))", "2*u0 + 1"},
+      {"Add(Symbol('s77', positive=True, integer=True), Integer(-1))", "s77 - 1"},
+      {"FloorDiv(Mul(Integer(-1), Symbol('s77', positive=True, integer=True)), Integer(2))", "((-s77)//2)"},
+      {"GreaterThan(Symbol('u0', integer=True), Integer(0))", "u0 >= 0"},
+      {"Add(Mul(Integer(2), Max(Symbol('s27', positive=True, integer=True), Symbol('s77', positive=True, "
+       "integer=True))), Integer(-1))",
+       "2*Max(s27, s77) - 1"},
+      {"Mul(Symbol('s0', integer=True), Symbol('s1', integer=True))", "s0*s1"},
+      {"Mul(Integer(-1), Symbol('s0', integer=True))", "-s0"},
+      {"Mul(Integer(-2), Symbol('s0', integer=True))", "-2*s0"},
+      {"Pow(Symbol('s0', integer=True), Integer(2))", "s0**2"},
+      {"Pow(Symbol('s0', integer=True), Integer(-1))", "1/s0"},
+      {"Mul(Integer(3), Pow(Symbol('s0', integer=True), Integer(-1)))", "3/s0"},
+      {"Pow(Add(Symbol('s0', integer=True), Integer(1)), Integer(2))", "(s0 + 1)**2"},
+      {"Add(Symbol('s0', integer=True), Mul(Integer(-1), Symbol('s1', integer=True)))", "s0 - s1"},
+      {"Add(Integer(4), Mul(Integer(-1), Symbol('s0', integer=True)))", "4 - s0"},
+      {"Add(Mul(Integer(-2), Symbol('s0', integer=True)), Integer(4))", "4 - 2*s0"},
+      {"Add(Mul(Integer(-1), Symbol('s0', integer=True)), Integer(-1))", "-s0 - 1"},
+      {"Add(Mul(Integer(-1), Symbol('s0', integer=True)), Symbol('s1', integer=True), Integer(4))", "-s0 + s1 + 4"},
+      {"Mod(Symbol('s0', integer=True), Integer(4))", "Mod(s0, 4)"},
+      {"PythonMod(Symbol('s0', integer=True), Integer(4))", "PythonMod(s0, 4)"},
+      {"CleanDiv(Symbol('s0', integer=True), Integer(4))", "(s0//4)"},
+      {"Rational(1, 2)", "1/2"},
+      {"Mul(Rational(1, 2), Symbol('s0'))", "s0/2"},
+      {"StrictLessThan(Symbol('s0', integer=True), Integer(5))", "s0 < 5"},
+      {"LessThan(Symbol('s0', integer=True), Integer(5))", "s0 <= 5"},
+      {"Equality(Symbol('s0', integer=True), Integer(5))", "Eq(s0, 5)"},
+      {"Unequality(Symbol('s0', integer=True), Integer(5))", "Ne(s0, 5)"},
+      {"ToFloat(Symbol('s0', integer=True))", "ToFloat(s0)"},
+  };
+  for (const auto& [srepr, printed] : kPrinted) {
+    INFO(srepr);
+    CHECK(pt2_symbol_text(srepr) == printed);
+  }
   std::string dtype;
   uint64_t size = 0;
   CHECK(pt2_scalar_type(13, &dtype, &size));
