@@ -4,6 +4,8 @@
 // matched against an archive's records.
 #include <catch2/catch.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include "base/base64.h"
 #include "base/error.h"
 #include "core/provenance/model_signature.h"
@@ -30,6 +32,17 @@ ModelStatement two_files() {
   sort_signed_files(s.files);
   s.ignore_paths = {".git", "model.sig"};
   return s;
+}
+
+// A key method's bundle over two_files() (its signature not a real one).
+ModelBundle fake_key_bundle() {
+  ModelBundle b;
+  b.payload = statement_json(two_files());
+  b.payload_type = std::string(kInTotoPayloadType);
+  b.signature = "sig";
+  b.has_public_key = true;
+  b.key_hint = std::string(64, 'e');
+  return b;
 }
 
 }  // namespace
@@ -87,12 +100,7 @@ TEST_CASE("signing: PAE of DSSE v1 and of model_signing 0.2") {
 }
 
 TEST_CASE("signing: a bundle round-trips; malformed ones are refused with the reason") {
-  ModelBundle b;
-  b.payload = statement_json(two_files());
-  b.payload_type = std::string(kInTotoPayloadType);
-  b.signature = "sig";
-  b.has_public_key = true;
-  b.key_hint = std::string(64, 'e');
+  const ModelBundle b = fake_key_bundle();
   const ModelBundle back = parse_bundle(bundle_json(b));
   CHECK(back.payload == b.payload);
   CHECK(back.signature == "sig");
@@ -105,7 +113,41 @@ TEST_CASE("signing: a bundle round-trips; malformed ones are refused with the re
   CHECK(bundle_refusal(text.replace(text.find("\"tlogEntries\":[]"), 16, "\"tlogEntries\":[{}]")).find("transparency-log") !=
         std::string::npos);
   text = bundle_json(b);
-  CHECK(bundle_refusal(text.replace(text.find("\"keyid\""), 0, "\"x\":1,\"sig\":\"@@@@\",")).find("base64") != std::string::npos);
+  CHECK(bundle_refusal(text.replace(text.find("\"keyid\""), 0, "\"sig\":\"@@@@\",")).find("base64") != std::string::npos);
+}
+
+TEST_CASE("signing: a bundle with a member outside the Sigstore bundle format is refused, naming it") {
+  const nlohmann::json good = nlohmann::json::parse(bundle_json(fake_key_bundle()));
+  // As sigstore-models (model_signing's reader, extra="forbid"): nothing signs these members, and
+  // with them a signature file could double as a file a loader reads (config.json).
+  const auto refusal_with = [&](const nlohmann::json::json_pointer& where, const char* member) {
+    nlohmann::json doc = good;
+    doc[where][member] = "attacker-chosen";
+    return bundle_refusal(doc.dump());
+  };
+  using pointer = nlohmann::json::json_pointer;
+  CHECK_THAT(refusal_with(pointer(""), "model_type"),
+             Catch::Contains("the bundle has the member \"model_type\", which the Sigstore bundle format does not have"));
+  CHECK_THAT(refusal_with(pointer("/verificationMaterial"), "extra"),
+             Catch::Contains("the bundle's verificationMaterial has the member \"extra\""));
+  CHECK_THAT(refusal_with(pointer("/verificationMaterial/publicKey"), "rawBytes"),
+             Catch::Contains("the bundle's publicKey has the member \"rawBytes\""));
+  CHECK_THAT(refusal_with(pointer("/dsseEnvelope"), "note"), Catch::Contains("the DSSE envelope has the member \"note\""));
+  CHECK_THAT(refusal_with(pointer("/dsseEnvelope/signatures/0"), "note"),
+             Catch::Contains("the DSSE signature has the member \"note\""));
+  // Members the format has, and tsarchive does not read, are no reason to refuse...
+  nlohmann::json stamped = good;
+  stamped["verificationMaterial"]["timestampVerificationData"] = {{"rfc3161Timestamps", {{{"signedTimestamp", "AAAA"}}}}};
+  CHECK(bundle_refusal(stamped.dump()) == "accepted");
+  // ...but what is inside them is held to the format too.
+  stamped["verificationMaterial"]["timestampVerificationData"]["rfc3161Timestamps"][0]["x"] = 1;
+  CHECK_THAT(bundle_refusal(stamped.dump()), Catch::Contains("an RFC 3161 timestamp has the member \"x\""));
+  nlohmann::json message = good;
+  message["messageSignature"] = {{"signature", "AAAA"}};
+  CHECK_THAT(bundle_refusal(message.dump()), Catch::Contains("messageSignature"));
+  nlohmann::json two_signers = good;
+  two_signers["verificationMaterial"]["certificate"] = {{"rawBytes", "AAAA"}};
+  CHECK_THAT(bundle_refusal(two_signers.dump()), Catch::Contains("more than one of publicKey"));
 }
 
 TEST_CASE("signing: an embedded statement must list exactly the other records") {

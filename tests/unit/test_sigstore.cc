@@ -6,6 +6,8 @@
 // bundle checked against the real trust root.
 #include <catch2/catch.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include "base/base64.h"
 #include "base/error.h"
 #include "cli/cli.h"
@@ -164,6 +166,19 @@ TEST_CASE("sigstore: keyless bundles refused for each tampering") {
   // A log that is not the trust root's: the production root does not know the fake Rekor.
   CHECK(says(fake_bundle_refusal("good.sigstore.json", keyless_trust("sigstore/production/trusted_root.json")),
              "is not in the trust root"));
+}
+
+TEST_CASE("sigstore: a transparency-log entry with a member outside the bundle format is refused, naming it") {
+  const std::string path = testdata("sigstore/good.sigstore.json");
+  const nlohmann::json good = nlohmann::json::parse(slurp(path));
+  for (const char* where : {"", "/logId", "/kindVersion", "/inclusionPromise", "/inclusionProof", "/inclusionProof/checkpoint"}) {
+    INFO(where);
+    nlohmann::json doc = good;
+    doc["verificationMaterial"]["tlogEntries"][0][nlohmann::json::json_pointer(where)]["note"] = "unsigned";
+    const Error e = error_of([&] { check_model_signature(testdata("sigstore/model.bin"), path, doc.dump(), keyless_trust(), {}); },
+                             ErrorKind::SignatureInvalid, "has the member \"note\"");
+    CHECK_THAT(e.what(), Catch::Contains("the transparency-log entry 0"));
+  }
 }
 
 TEST_CASE("sigstore: a keyless bundle without --trust-root, and a key bundle with it") {

@@ -21,6 +21,7 @@ using nlohmann::ordered_json;
 using signed_json::base64_member;
 using signed_json::hex_to_bytes;
 using signed_json::member;
+using signed_json::only_members;
 using signed_json::string_member;
 
 std::vector<std::string_view> components(std::string_view path) {
@@ -186,9 +187,27 @@ bool keyless_media_type(std::string_view media) {
          media == "application/vnd.dev.sigstore.bundle+json;version=0.3";
 }
 
+// timestampVerificationData: RFC 3161 timestamps, not read (docs/signing.md),
+// but held to the schema as the rest of the bundle.
+void check_timestamp_data(const json& data) {
+  only_members(data, {"rfc3161Timestamps"}, "the bundle's timestampVerificationData");
+  const json* stamps = signed_json::optional_member(data, "rfc3161Timestamps");
+  if (stamps == nullptr) return;
+  if (!stamps->is_array()) throw_signature_invalid("the bundle's rfc3161Timestamps is not a list");
+  for (const json& stamp : *stamps) only_members(stamp, {"signedTimestamp"}, "an RFC 3161 timestamp");
+}
+
 // verificationMaterial's key or certificates into `bundle`: publicKey (key
 // method), x509CertificateChain, or v0.3's single certificate.
 void parse_verification_material(const json& material, bool keyless, ModelBundle& bundle) {
+  only_members(material, {"publicKey", "x509CertificateChain", "certificate", "tlogEntries", "timestampVerificationData"},
+               "the bundle's verificationMaterial");
+  const size_t signers = material.count("publicKey") + material.count("x509CertificateChain") + material.count("certificate");
+  if (signers > 1) {
+    throw_signature_invalid("the bundle's verificationMaterial has more than one of publicKey, x509CertificateChain "
+                            "and certificate");
+  }
+  if (const json* data = signed_json::optional_member(material, "timestampVerificationData")) check_timestamp_data(*data);
   if (const auto tlog = material.find("tlogEntries"); tlog != material.end() && !(tlog->is_array() && tlog->empty())) {
     if (!keyless) {
       throw_signature_invalid("the bundle has transparency-log entries (Sigstore keyless signing)", {},
@@ -199,13 +218,14 @@ void parse_verification_material(const json& material, bool keyless, ModelBundle
   }
   if (const auto key = material.find("publicKey"); key != material.end()) {
     bundle.has_public_key = true;
-    if (!key->is_object()) throw_signature_invalid("the bundle's publicKey is not a JSON object");
+    only_members(*key, {"hint"}, "the bundle's publicKey");
     if (const auto hint = key->find("hint"); hint != key->end() && !hint->is_null()) {
       if (!hint->is_string()) throw_signature_invalid("the bundle's key hint is not a string");
       bundle.key_hint = hint->get<std::string>();
     }
   }
   if (const auto chain = material.find("x509CertificateChain"); chain != material.end()) {
+    only_members(*chain, {"certificates"}, "the bundle's x509CertificateChain");
     const json& certs = member(*chain, "certificates", "the bundle's certificate chain");
     if (!certs.is_array() || certs.empty()) throw_signature_invalid("the bundle's certificate chain is empty");
     // A signer's chain is a leaf and a few CAs; each certificate costs a parse and a place in the chain search.
@@ -214,10 +234,14 @@ void parse_verification_material(const json& material, bool keyless, ModelBundle
       throw_signature_invalid("the bundle's certificate chain has " + std::to_string(certs.size()) +
                               " certificates, more than any signer's (at most " + std::to_string(kMaxChain) + ")");
     }
-    for (const json& cert : certs) bundle.certificates.push_back(base64_member(cert, "rawBytes", "a certificate"));
+    for (const json& cert : certs) {
+      only_members(cert, {"rawBytes"}, "a certificate of the chain");
+      bundle.certificates.push_back(base64_member(cert, "rawBytes", "a certificate"));
+    }
   }
-  if (const auto cert = material.find("certificate"); keyless && cert != material.end() && bundle.certificates.empty()) {
-    bundle.certificates.push_back(base64_member(*cert, "rawBytes", "the bundle's certificate"));
+  if (const auto cert = material.find("certificate"); cert != material.end()) {
+    only_members(*cert, {"rawBytes"}, "the bundle's certificate");
+    if (keyless) bundle.certificates.push_back(base64_member(*cert, "rawBytes", "the bundle's certificate"));
   }
   if (bundle.has_public_key == !bundle.certificates.empty()) {
     throw_signature_invalid(bundle.has_public_key ? "the bundle has both a public key and certificates"
@@ -232,6 +256,11 @@ ModelBundle parse_bundle(std::string_view text, bool allow_keyless) {
   // The bundle is a few dozen values (the statement is one base64 string): a flood of them is not one.
   const std::optional<json> doc = parse_bounded_json(text, &problem, 64, kMaxBundleBytes, 1u << 16);
   if (!doc) throw_signature_invalid("the signature is not a Sigstore bundle: " + problem);
+  only_members(*doc, {"mediaType", "verificationMaterial", "dsseEnvelope", "messageSignature"}, "the bundle");
+  if (doc->contains("messageSignature")) {
+    throw_signature_invalid("the bundle holds a messageSignature (a signature over a digest), not a DSSE envelope: "
+                            "not a model signature");
+  }
   ModelBundle bundle;
   bundle.media_type = string_member(*doc, "mediaType", "the bundle");
   if (bundle.media_type != kBundleMediaType && !(allow_keyless && keyless_media_type(bundle.media_type))) {
@@ -240,6 +269,7 @@ ModelBundle parse_bundle(std::string_view text, bool allow_keyless) {
   }
   parse_verification_material(member(*doc, "verificationMaterial", "the bundle"), allow_keyless, bundle);
   const json& envelope = member(*doc, "dsseEnvelope", "the bundle");
+  only_members(envelope, {"payload", "payloadType", "signatures"}, "the DSSE envelope");
   bundle.payload_type = string_member(envelope, "payloadType", "the DSSE envelope");
   if (bundle.payload_type != kInTotoPayloadType) {
     throw_signature_invalid("the DSSE payload type is '" + bundle.payload_type.substr(0, 80) + "', not " +
@@ -252,6 +282,7 @@ ModelBundle parse_bundle(std::string_view text, bool allow_keyless) {
                             (signatures.is_array() ? std::to_string(signatures.size()) : std::string("no list of")) +
                             " signatures, not one");
   }
+  only_members(signatures.front(), {"sig", "keyid"}, "the DSSE signature");
   bundle.signature = base64_member(signatures.front(), "sig", "the DSSE signature");
   return bundle;
 }

@@ -5,7 +5,9 @@
 // first; these helpers never recurse.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -24,6 +26,21 @@ inline const json& member(const json& object, const char* key, const std::string
   const auto it = object.find(key);
   if (it == object.end()) throw_signature_invalid(where + " has no \"" + key + "\"");
   return *it;
+}
+
+// Refuses a member of `object` outside `known`, the members the Sigstore
+// bundle's protobuf schema gives that object, as sigstore-models (model_signing's
+// reader) refuses them: nothing signs them, and they let a signature file
+// double as another file (a loader's config.json).
+inline void only_members(const json& object, std::initializer_list<const char*> known, const std::string& where) {
+  if (!object.is_object()) throw_signature_invalid(where + " is not a JSON object");
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    const std::string& key = it.key();
+    if (std::none_of(known.begin(), known.end(), [&](const char* k) { return key == k; })) {
+      throw_signature_invalid(where + " has the member \"" + key.substr(0, 80) +
+                              "\", which the Sigstore bundle format does not have");
+    }
+  }
 }
 
 // The member, or nullptr when it is absent or null.

@@ -24,6 +24,7 @@ std::string hash_member(const json& object, const char* key, const std::string& 
 }
 
 InclusionProof parse_inclusion_proof(const json& proof, const std::string& where) {
+  only_members(proof, {"logIndex", "rootHash", "treeSize", "hashes", "checkpoint"}, where);
   InclusionProof out;
   out.log_index = int64_member(proof, "logIndex", where);
   out.tree_size = int64_member(proof, "treeSize", where);
@@ -36,20 +37,30 @@ InclusionProof parse_inclusion_proof(const json& proof, const std::string& where
     if (!raw || raw->size() != 32) throw_signature_invalid(where + " has a hash that is not base64 SHA-256");
     out.hashes.push_back(std::move(*raw));
   }
-  out.checkpoint = string_member(member(proof, "checkpoint", where), "envelope", where + ".checkpoint");
+  const json& checkpoint = member(proof, "checkpoint", where);
+  only_members(checkpoint, {"envelope"}, where + ".checkpoint");
+  out.checkpoint = string_member(checkpoint, "envelope", where + ".checkpoint");
   return out;
 }
 
 TlogEntry parse_entry(const json& entry, size_t index) {
   const std::string where = "the transparency-log entry " + std::to_string(index);
+  only_members(entry,
+               {"logIndex", "logId", "kindVersion", "integratedTime", "inclusionPromise", "inclusionProof",
+                "canonicalizedBody"},
+               where);
   TlogEntry out;
   out.log_index = int64_member(entry, "logIndex", where);
-  out.log_id = base64_member(member(entry, "logId", where), "keyId", where + "'s logId");
+  const json& log_id = member(entry, "logId", where);
+  only_members(log_id, {"keyId"}, where + "'s logId");
+  out.log_id = base64_member(log_id, "keyId", where + "'s logId");
   const json& kind = member(entry, "kindVersion", where);
+  only_members(kind, {"kind", "version"}, where + "'s kindVersion");
   out.kind = string_member(kind, "kind", where + "'s kindVersion");
   out.version = string_member(kind, "version", where + "'s kindVersion");
   out.integrated_time = int64_member(entry, "integratedTime", where);
   if (const json* promise = optional_member(entry, "inclusionPromise")) {
+    only_members(*promise, {"signedEntryTimestamp"}, where + "'s inclusionPromise");
     out.signed_entry_timestamp = base64_member(*promise, "signedEntryTimestamp", where + "'s inclusionPromise");
   }
   if (const json* proof = optional_member(entry, "inclusionProof")) {
