@@ -98,8 +98,8 @@ Runner setup_sign(CLI::App& app, Context& ctx) {
       ".gitignore are left out. With --embed, an archive carries its own signature (extra/tsarchive/model.sig),\n"
       "over every other record, and `tsarchive verify --key` finds it. Keys: EC P-256, P-384 or P-521 (PEM).\n"
       "Does not load libtorch.\n"
-      "Exit 0 signed, 2 usage error (a key of another kind, a symbolic link without --allow-symlinks), 3 with\n"
-      "--embed: the archive is damaged or cannot hold extra files, 4 I/O error.");
+      "Exit 0 signed, 2 usage error (a key of another kind, a certificate not allowed to sign, a symbolic link\n"
+      "without --allow-symlinks), 3 with --embed: the archive is damaged or cannot hold extra files, 4 I/O error.");
   app.add_option("model", opts->settings.model, "The model: one file, or a directory")->required();
   app.add_option("--key", opts->settings.key, "The private key (PEM: EC P-256, P-384 or P-521)")->required()->type_name("PRIVATE.pem");
   app.add_option("-o,--output", opts->settings.output,

@@ -146,6 +146,9 @@ issue("inter.key", "/CN=Test Intermediate CA", "ca.pem", "ca.key", ca_ext, "inte
 issue("leaf.key", "/CN=ci-signer/O=tsarchive tests", "inter.pem", "inter.key", leaf_ext, "leaf.pem")
 issue("leaf.key", "/CN=expired-signer", "inter.pem", "inter.key", leaf_ext, "expired.pem", days="-1")
 issue("leaf.key", "/CN=no-signing-usage", "inter.pem", "inter.key", nosign_ext, "nosign.pem")
+encsign_ext = ext_file("encsign.ext", "basicConstraints=critical,CA:FALSE\nkeyUsage=critical,keyEncipherment\n"
+                                      "extendedKeyUsage=codeSigning\n")
+issue("leaf.key", "/CN=encipher-only", "inter.pem", "inter.key", encsign_ext, "encsign.pem")
 
 # The models: an archive PyTorch wrote (one file) and a directory of several files.
 shutil.copy(os.path.join(TESTDATA, "mlp_scripted.pt"), "model.pt")
@@ -327,14 +330,21 @@ check(not os.path.exists("expired.sig"), "no signature made with an expired cert
 # are outside what the signature signs): verify refuses it for the certificate's dates.
 expect(ts("sign", "t", "--key", "leaf.key", "--certificate", "leaf.pem", "--certificate-chain", "inter.pem",
           "-o", "expired.sig"), 0, "sign with the leaf, to swap its certificate")
-openssl("x509", "-in", "expired.pem", "-outform", "DER", "-out", "expired.der")
-with open("expired.sig") as f:
-    swapped = json.load(f)
-with open("expired.der", "rb") as f:
-    swapped["verificationMaterial"]["x509CertificateChain"]["certificates"][0]["rawBytes"] = \
-        base64.b64encode(f.read()).decode()
-with open("expired.sig", "w") as f:
-    json.dump(swapped, f)
+
+
+def swap_certificate(sig, pem):
+    """The signer's certificate in `sig` replaced by `pem`'s (for the same key): outside what is signed."""
+    openssl("x509", "-in", pem, "-outform", "DER", "-out", pem + ".der")
+    with open(sig) as f:
+        swapped = json.load(f)
+    with open(pem + ".der", "rb") as f:
+        swapped["verificationMaterial"]["x509CertificateChain"]["certificates"][0]["rawBytes"] = \
+            base64.b64encode(f.read()).decode()
+    with open(sig, "w") as f:
+        json.dump(swapped, f)
+
+
+swap_certificate("expired.sig", "expired.pem")
 expect(ts("verify", "t", "--certificate-chain", "ca.pem", "--signature", "expired.sig"), 7, "expired certificate",
        ["expired"])
 expect(ts("verify", "t", "--certificate-chain", "ca2.pem", "--signature", "t/model.sig"), 7,
@@ -346,10 +356,19 @@ expect(ts("verify", "t", "--certificate-chain", "ca2.pem", "--signature", "leaf.
 expect(ts("sign", "t", "--key", "leaf.key", "--certificate", "leaf.pem", "-o", "nochain.sig"), 0, "sign, no chain")
 expect(ts("verify", "t", "--certificate-chain", "ca.pem", "--signature", "nochain.sig"), 7,
        "chain that does not reach the root", ["not trusted"])
-expect(ts("sign", "t", "--key", "leaf.key", "--certificate", "nosign.pem", "--certificate-chain", "inter.pem",
-          "-o", "nosign.sig"), 0, "sign with a certificate without signing usage")
-expect(ts("verify", "t", "--certificate-chain", "ca.pem", "--signature", "nosign.sig"), 7, "no signing usage",
-       ["may not sign"])
+# RFC 5280: each usage extension present restricts the key. keyEncipherment alone, with or without an extended
+# key usage of codeSigning (which model_signing 1.1.1 accepts), does not sign: sign refuses, and verify refuses
+# a signature whose certificate was swapped for it.
+for cert in ["nosign.pem", "encsign.pem"]:
+    expect(ts("sign", "t", "--key", "leaf.key", "--certificate", cert, "--certificate-chain", "inter.pem",
+              "-o", "nosign.sig"), 2, f"sign with {cert}, whose key usage forbids signing",
+           ["may not sign: its key usage does not include digitalSignature"])
+    check(not os.path.exists("nosign.sig"), f"no signature made with {cert}")
+    shutil.copy("leaf.sig", "nosign.sig")
+    swap_certificate("nosign.sig", cert)
+    expect(ts("verify", "t", "--certificate-chain", "ca.pem", "--signature", "nosign.sig"), 7,
+           f"verify a signature whose certificate is {cert}", ["may not sign: its key usage does not include digitalSignature"])
+    os.remove("nosign.sig")
 expect(ts("sign", "t", "--key", "p256.key", "--certificate", "leaf.pem", "-o", "mismatch.sig"), 2,
        "certificate for another key", ["not for this private key"])
 

@@ -1,6 +1,10 @@
 // verify as an operation (operations/verify.h): the file is opened once, so an
 // archive swapped at its path while verify runs cannot have its records
-// checked in one file and its embedded signature read from another.
+// checked in one file and its embedded signature read from another. And
+// signing and verifying on disk, with keys and certificates the openssl
+// command makes: a directory's signature file that is a symbolic link, links
+// added to a signed directory, verify's --ignore-paths, and which
+// certificates may sign (RFC 5280's key usage and extended key usage).
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -9,7 +13,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/base64.h"
 #include "core/edit/file_edit.h"
+#include "core/provenance/signing.h"
+#include "core/provenance/signing_crypto.h"
 #include "core/provenance/signing_embedded.h"
 #include "helpers.h"
 #include "operations/verify.h"
@@ -223,5 +230,90 @@ TEST_CASE("verify: a ZIP refused for names a loader still reads is unsafe (exit 
     FAIL("no error");
   } catch (const Error& e) {
     CHECK(e.exit_code() == 3);
+  }
+}
+
+namespace {
+
+bool run_openssl(const std::string& args) { return std::system(("openssl " + args + " >/dev/null 2>&1").c_str()) == 0; }
+
+// A P-256 key pair: `dir`/signer.key and `dir`/signer.pub.
+bool make_signer_key(const std::filesystem::path& dir) {
+  const std::string key = "'" + (dir / "signer.key").string() + "'";
+  return run_openssl("ecparam -name prime256v1 -genkey -noout -out " + key) &&
+         run_openssl("ec -in " + key + " -pubout -out '" + (dir / "signer.pub").string() + "'");
+}
+
+}  // namespace
+
+namespace {
+
+// A root CA in `dir` (ca.key, ca.pem), and certificates for signer.key it
+// issues with the extensions `ext` (openssl's extfile lines): `dir`/NAME.pem.
+bool make_ca(const std::filesystem::path& dir) {
+  const std::string ca = "'" + (dir / "ca").string();
+  return run_openssl("ecparam -name prime256v1 -genkey -noout -out " + ca + ".key'") &&
+         run_openssl("req -x509 -new -key " + ca + ".key' -subj /CN=Test-Root -days 2 -addext "
+                     "basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign,cRLSign -out " + ca + ".pem'") &&
+         run_openssl("req -new -key '" + (dir / "signer.key").string() + "' -subj /CN=signer -out '" +
+                     (dir / "signer.csr").string() + "'");
+}
+
+std::string issue_certificate(const std::filesystem::path& dir, const std::string& name, const std::string& ext) {
+  const std::string ext_file = (dir / (name + ".ext")).string(), pem = (dir / (name + ".pem")).string();
+  std::ofstream(ext_file) << "basicConstraints=critical,CA:FALSE\n" << ext;
+  const std::string ca = "'" + (dir / "ca").string();
+  REQUIRE(run_openssl("x509 -req -in '" + (dir / "signer.csr").string() + "' -CA " + ca + ".pem' -CAkey " + ca +
+                      ".key' -CAcreateserial -days 1 -extfile '" + ext_file + "' -out '" + pem + "'"));
+  return pem;
+}
+
+SignRequest certificate_request(const std::filesystem::path& dir, const std::string& certificate) {
+  SignRequest request;
+  request.model = (dir / "m.bin").string();
+  request.signature_path = request.model + ".sig";
+  request.keys = read_signer_keys((dir / "signer.key").string(), "", certificate, {});
+  return request;
+}
+
+}  // namespace
+
+TEST_CASE("signing: a certificate signs only where each usage extension present allows it (RFC 5280)") {
+  TempDir dir;
+  if (!make_signer_key(dir.path) || !make_ca(dir.path)) {
+    WARN("no openssl command: skipped");
+    return;
+  }
+  std::ofstream(dir.path / "m.bin") << "model";
+  const std::string good = issue_certificate(dir.path, "good", "keyUsage=critical,digitalSignature\nextendedKeyUsage=codeSigning\n");
+  struct Case {
+    const char* name;
+    const char* ext;
+    const char* refusal;  // empty: may sign
+  };
+  for (const Case& c : {Case{"encipher", "keyUsage=critical,keyEncipherment\nextendedKeyUsage=codeSigning\n",
+                             "its key usage does not include digitalSignature"},
+                        Case{"email", "keyUsage=critical,digitalSignature\nextendedKeyUsage=emailProtection\n",
+                             "its extended key usage does not include codeSigning"},
+                        Case{"no_usage", "", ""}, Case{"key_usage_only", "keyUsage=critical,digitalSignature\n", ""},
+                        Case{"code_signing_only", "extendedKeyUsage=codeSigning\n", ""},
+                        Case{"any_eku", "keyUsage=digitalSignature\nextendedKeyUsage=anyExtendedKeyUsage\n", ""}}) {
+    INFO(c.name);
+    const std::string pem = issue_certificate(dir.path, c.name, c.ext);
+    if (*c.refusal == '\0') {
+      CHECK_NOTHROW(sign_model(certificate_request(dir.path, pem)));
+      continue;
+    }
+    error_of([&] { sign_model(certificate_request(dir.path, pem)); }, ErrorKind::Usage, c.refusal);
+    // A signature made with an allowed certificate, the refused one (for the same key) swapped in:
+    // the certificates are outside what is signed, and verify refuses it for its usage.
+    nlohmann::json bundle = nlohmann::json::parse(sign_model(certificate_request(dir.path, good)).bundle);
+    const std::string der = certificates_from_pem(slurp(pem), pem).front().der();
+    bundle["verificationMaterial"]["x509CertificateChain"]["certificates"][0]["rawBytes"] = base64_encode(der);
+    SignatureTrust trust;
+    trust.root_files = {(dir.path / "ca.pem").string()};
+    trust.root_pems = {slurp(trust.root_files.front())};
+    error_of([&] { check_model_signature((dir.path / "m.bin").string(), "m.bin.sig", bundle.dump(), trust, {}); },
+             ErrorKind::SignatureInvalid, std::string("may not sign: ") + c.refusal);
   }
 }

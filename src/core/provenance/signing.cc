@@ -170,9 +170,8 @@ PublicKey trusted_certificate_key(const ModelBundle& bundle, const SignatureTrus
     throw_signature_invalid("the signer's certificate (" + check.subject.substr(0, 200) + ") is not trusted: " + why,
                             signature_path, "check --certificate-chain names the root that issued it");
   }
-  if (!leaf.may_sign()) {
-    throw_signature_invalid("the signer's certificate (" + check.subject.substr(0, 200) +
-                                ") may not sign: neither digitalSignature nor codeSigning usage",
+  if (const std::string why = leaf.signing_usage_problem(); !why.empty()) {
+    throw_signature_invalid("the signer's certificate (" + check.subject.substr(0, 200) + ") may not sign: " + why,
                             signature_path);
   }
   try {
@@ -325,6 +324,11 @@ SignResult sign_statement(ModelStatement statement, const SignerKeys& keys) {
                   std::string("the certificate ") + (now > not_after ? "has expired" : "is not valid yet") +
                       " (valid " + format_utc(not_before) + " to " + format_utc(not_after) + ")",
                   keys.certificate_file, "a signature made with it would not verify; give a certificate valid now");
+    }
+    // Verifiers refuse a certificate whose usages do not allow signing code: so does sign.
+    if (const std::string why = leaf.front().signing_usage_problem(); !why.empty()) {
+      throw Error(ErrorKind::Usage, "the certificate may not sign: " + why, keys.certificate_file,
+                  "a signature made with it would not verify; give a certificate for digitalSignature and codeSigning");
     }
     bundle.certificates.push_back(leaf.front().der());
     for (size_t i = 0; i < keys.chain_pems.size(); ++i) {

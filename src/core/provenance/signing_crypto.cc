@@ -373,12 +373,18 @@ std::string Certificate::subject() const { return name_text(crypto().x509_subjec
 std::string Certificate::issuer() const { return name_text(crypto().x509_issuer(x509.get())); }
 std::string Certificate::sha256() const { return sha256_hex(der()); }
 
-bool Certificate::may_sign() const {
+std::string Certificate::signing_usage_problem() const {
+  // RFC 5280 (4.2.1.3, 4.2.1.12): each of the two extensions that is present
+  // restricts the key, so a certificate for encryption only does not sign
+  // because its extended key usage says codeSigning. UINT32_MAX: absent.
   const Crypto& c = crypto();
   const uint32_t usage = c.key_usage(x509.get());
-  if (usage != UINT32_MAX && (usage & KU_DIGITAL_SIGNATURE) != 0) return true;
   const uint32_t extended = c.extended_key_usage(x509.get());
-  return extended != UINT32_MAX && (extended & XKU_CODE_SIGN) != 0;
+  if (usage != UINT32_MAX && (usage & KU_DIGITAL_SIGNATURE) == 0) return "its key usage does not include digitalSignature";
+  if (extended != UINT32_MAX && (extended & (XKU_CODE_SIGN | XKU_ANYEKU)) == 0) {
+    return "its extended key usage does not include codeSigning";
+  }
+  return {};
 }
 
 PublicKey Certificate::public_key() const {

@@ -71,8 +71,10 @@ class Certificate {
   std::string subject() const;  // RFC 2253 text
   std::string issuer() const;
   std::string sha256() const;   // of the DER
-  // May it sign code: key usage digitalSignature, or extended key usage codeSigning.
-  bool may_sign() const;
+  // Why it may not sign code, or empty when it may: where present, key usage
+  // must include digitalSignature and extended key usage codeSigning (or
+  // anyExtendedKeyUsage); a certificate with neither extension may sign.
+  std::string signing_usage_problem() const;
   PublicKey public_key() const;  // throws Error(SignatureInvalid) for a key of another kind
   // The subject alternative names that are an email address or a URI, as written.
   std::vector<std::string> san_identities() const;

@@ -118,7 +118,9 @@ std::string trusted_authority(const Certificate& leaf, const std::vector<Certifi
 }
 
 void check_identity(const Certificate& leaf, const KeylessPolicy& policy, KeylessCheck& check) {
-  if (!leaf.may_sign()) throw_signature_invalid("the signing certificate may not sign: neither digitalSignature nor codeSigning usage");
+  if (const std::string why = leaf.signing_usage_problem(); !why.empty()) {
+    throw_signature_invalid("the signing certificate may not sign: " + why);
+  }
   const std::vector<std::string> names = leaf.san_identities();
   if (std::find(names.begin(), names.end(), policy.identity) == names.end()) {
     throw_signature_invalid("the signer is " + (names.empty() ? std::string("nobody named") : "'" + names.front().substr(0, 200) + "'") +
