@@ -121,7 +121,7 @@ Runner setup_sign(CLI::App& app, Context& ctx) {
                  "With --certificate: the certificates between it and the root, put into the signature")
       ->type_name("CHAIN.pem")
       ->needs(cert);
-  app.add_option("--ignore-paths", opts->settings.ignore_paths, "Files or folders of the model to leave out (relative to it)")
+  app.add_option("--ignore-paths", opts->settings.ignore_paths, "Files or folders of the model to leave out: a path from here when it lies inside the model, else relative to the model")
       ->type_name("PATH");
   app.add_flag("--no-ignore-git-paths", opts->no_ignore_git_paths,
                "Sign .git, .gitattributes, .github and .gitignore too");

@@ -48,7 +48,8 @@ inline void add_signer_options(CLI::App& app, VerifySettings& settings, bool dir
       ->excludes(require);
   if (!directories) return;
   app.add_option("--ignore-paths", settings.ignore_paths,
-                 "Files of a model directory that are not checked against the signature (relative to it)")
+                 "Files of a model directory that are not checked against the signature: a path from here when it "
+                 "lies inside the model, else relative to the model (as sign takes them)")
       ->type_name("PATH");
 }
 

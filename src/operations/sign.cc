@@ -1,10 +1,7 @@
 #include "operations/sign.h"
 
-#include <sys/stat.h>
-
 #include "base/error.h"
 #include "base/posix_fd.h"
-#include "base/strings.h"
 #include "core/edit/file_edit.h"
 #include "core/edit/output_paths.h"
 #include "core/provenance/signing_embedded.h"
@@ -12,29 +9,6 @@
 
 namespace tsarchive {
 namespace {
-
-// --ignore-paths as model_signing takes them: a path from here that lies in
-// the model, or else a path relative to the model directory.
-std::vector<std::string> model_relative(const std::string& model, const std::vector<std::string>& paths) {
-  std::vector<std::string> out;
-  for (const std::string& p : paths) {
-    struct stat st {};
-    if (::lstat(p.c_str(), &st) == 0) {
-      if (auto inside = path_inside_model(model, p)) {
-        out.push_back(*inside);
-        continue;
-      }
-    }
-    std::string relative = p;
-    while (starts_with(relative, "./")) relative.erase(0, 2);
-    if (!signed_name_problem(relative).empty() || relative == ".") {
-      throw_usage("--ignore-paths " + p.substr(0, 200) + " is not a path inside the model",
-                  "give paths relative to the model directory, e.g. --ignore-paths README.md");
-    }
-    out.push_back(relative);
-  }
-  return out;
-}
 
 // The signature goes into the archive (replaced, or `output` written).
 SignOutcome sign_embedded(const SignSettings& s, const NoteSink& notes) {
@@ -74,7 +48,7 @@ SignOutcome sign_detached(const SignSettings& s) {
   request.model = s.model;
   request.signature_path = output;
   request.keys = read_signer_keys(s.key, s.password_file, s.certificate, s.chain);
-  request.files.ignore_paths = model_relative(s.model, s.ignore_paths);
+  request.files.ignore_paths = ignore_paths_in_model(s.model, s.ignore_paths);
   request.files.ignore_git_paths = s.ignore_git_paths;
   request.files.allow_symlinks = s.allow_symlinks;
   request.files.threads = s.threads;

@@ -105,7 +105,8 @@ SignatureOutcome check_signature(const VerifySettings& s, const ArchiveFile* fil
   }
   const std::string bundle = read_signing_file(path, "the signature");
   ModelFilesOptions files;
-  for (const std::string& p : s.ignore_paths) files.ignore_paths.push_back(p);
+  // As sign takes them: from here when inside the model, else relative to it.
+  if (!s.ignore_paths.empty() && is_directory(s.model)) files.ignore_paths = ignore_paths_in_model(s.model, s.ignore_paths);
   files.threads = s.threads;
   const std::unique_ptr<ByteSource> opened = file != nullptr ? file->source() : nullptr;
   files.opened = opened.get();
@@ -117,9 +118,20 @@ SignatureOutcome check_signature(const VerifySettings& s, const ArchiveFile* fil
 std::string differences(const SignatureCheck& c) {
   std::string first;
   if (c.changed.size() == 1 && c.changed.front() == ".") return "its SHA-256 is not the one signed (the file changed)";
-  if (!c.changed.empty()) first = "'" + c.changed.front() + "' changed";
-  else if (!c.missing.empty()) first = "'" + c.missing.front() + "' missing";
-  else first = "'" + c.added.front() + "' added (not signed)";
+  // A link or a pipe where a file was signed, or beside them: what it is, since a signature never lists one.
+  const auto no_file = [&](const std::string& name) {
+    const auto it = c.not_files.find(name);
+    return it == c.not_files.end() ? std::string() : it->second;
+  };
+  if (!c.changed.empty()) {
+    const std::string now = no_file(c.changed.front());
+    first = "'" + c.changed.front() + "' changed" + (now.empty() ? "" : " (now " + now + ")");
+  } else if (!c.missing.empty()) {
+    first = "'" + c.missing.front() + "' missing";
+  } else {
+    const std::string now = no_file(c.added.front());
+    first = "'" + c.added.front() + "' added (" + (now.empty() ? "" : now + ", ") + "not signed)";
+  }
   const size_t more = c.changed.size() + c.missing.size() + c.added.size() - 1;
   return first + (more > 0 ? " and " + std::to_string(more) + " more" : std::string());
 }

@@ -263,6 +263,10 @@ expect(ts("verify", "t", "--key", "p256.pub"), 0, "t restored")
 open("t/extra.bin", "w").write("unsigned")
 expect(ts("verify", "t", "--key", "p256.pub"), 1, "file added", ["'extra.bin' added"])
 expect(ts("verify", "t", "--key", "p256.pub", "--ignore-paths", "extra.bin"), 0, "file added, --ignore-paths")
+expect(ts("verify", "t", "--key", "p256.pub", "--ignore-paths", "t/extra.bin"), 0,
+       "file added, --ignore-paths from the current directory (as sign and model_signing take it)")
+expect(ms("verify", "key", "--signature", "t/model.sig", "--public_key", "p256.pub", "--ignore-paths", "t/extra.bin", "t"),
+       0, "model_signing takes the same --ignore-paths")
 os.remove("t/extra.bin")
 os.rename("t/config.json", "t/config2.json")
 expect(ts("verify", "t", "--key", "p256.pub"), 1, "file renamed", ["'config.json' missing"])
@@ -421,6 +425,34 @@ json.dump(sign_statement(s), open("hostile.sig", "w"))
 expect(ts("verify", "t", "--key", "p256.pub", "--signature", "hostile.sig"), 7, "root digest that does not match",
        ["root digest"])
 
+# A directory's signature file that is a symbolic link to a file a loader reads (which holds the bundle; members
+# of the attacker's choosing are refused below): refused by both tools, never "that file is the signature".
+make_dir("sl")
+expect(ts("sign", "sl", "--key", "p256.key"), 0, "sign sl")
+os.rename("sl/model.sig", "sl/generation_config.json")
+os.symlink("generation_config.json", "sl/model.sig")
+expect(ts("verify", "sl", "--key", "p256.pub"), 7, "a signature file that is a symbolic link",
+       ["the signature file 'model.sig' inside the model is a symbolic link"])
+check(ms("verify", "key", "--signature", "sl/model.sig", "--public_key", "p256.pub", "sl").returncode != 0,
+      "model_signing refuses a signature file that is a symbolic link")
+expect(ts("sign", "sl", "--key", "p256.key"), 2, "sign will not write a signature through a link", ["symbolic link"])
+
+# Members outside the Sigstore bundle format: refused, naming the member and where, as model_signing refuses them.
+for where, needle in [((), 'the bundle has the member "auto_map"'),
+                      (("verificationMaterial",), 'verificationMaterial has the member "auto_map"'),
+                      (("dsseEnvelope",), 'the DSSE envelope has the member "auto_map"'),
+                      (("dsseEnvelope", "signatures", 0), 'the DSSE signature has the member "auto_map"')]:
+    b = json.loads(json.dumps(bundle))
+    node = b
+    for key in where:
+        node = node[key]
+    node["auto_map"] = {"AutoModel": "m.M"}
+    json.dump(b, open("members.sig", "w"))
+    expect(ts("verify", "t", "--key", "p256.pub", "--signature", "members.sig"), 7, f"a member in {where or 'the bundle'}",
+           [needle])
+    check(ms("verify", "key", "--signature", "members.sig", "--public_key", "p256.pub", "t").returncode != 0,
+          f"model_signing refuses a member in {where or 'the bundle'}")
+
 # Hostile bundles: bounded, one line, exit 7.
 with open("deep.sig", "w") as f:
     f.write("[" * 100000 + "]" * 100000)
@@ -465,6 +497,8 @@ expect(ts("sign", "nonutf8", "--key", "p256.key", "-o", "nonutf8.sig"), 3, "a fi
        ["not UTF-8", "--ignore-paths"])
 check(not os.path.exists("nonutf8.sig"), "no signature written for a name it cannot hold")
 os.symlink("weights.bin", "t/link.bin")
+expect(ts("verify", "t", "--key", "p256.pub"), 1, "a symbolic link added to a signed directory: changed",
+       ["'link.bin' added (a symbolic link, not signed)"])
 expect(ts("sign", "t", "--key", "p256.key", "-o", "l.sig"), 2, "symbolic link refused", ["link.bin", "--allow-symlinks"])
 expect(ts("sign", "t", "--key", "p256.key", "-o", "l.sig", "--allow-symlinks"), 0, "--allow-symlinks")
 expect(ms("verify", "key", "--signature", "l.sig", "--public_key", "p256.pub", "--allow_symlinks", "t"), 0,

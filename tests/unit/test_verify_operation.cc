@@ -244,7 +244,117 @@ bool make_signer_key(const std::filesystem::path& dir) {
          run_openssl("ec -in " + key + " -pubout -out '" + (dir / "signer.pub").string() + "'");
 }
 
+// `dir`/model, two files a loader reads, signed with `dir`/signer.key into model/model.sig.
+std::string signed_model_directory(const std::filesystem::path& dir, bool allow_symlinks = false) {
+  const std::filesystem::path model = dir / "model";
+  std::filesystem::create_directories(model);
+  std::ofstream(model / "weights.bin") << "weights";
+  std::ofstream(model / "tokenizer.json") << "{\"tokenizer\": \"signed\"}";
+  SignRequest request;
+  request.model = model.string();
+  request.signature_path = (model / "model.sig").string();
+  request.keys = read_signer_keys((dir / "signer.key").string(), "", "", {});
+  request.files.allow_symlinks = allow_symlinks;
+  request.files.threads = 1;
+  const std::string bundle = sign_model(request).bundle;
+  std::ofstream(model / "model.sig") << bundle;
+  return model.string();
+}
+
+VerifyResult verify_directory(const std::filesystem::path& dir, const std::vector<std::string>& ignore_paths = {}) {
+  VerifySettings settings;
+  settings.model = (dir / "model").string();
+  settings.key = (dir / "signer.pub").string();
+  settings.ignore_paths = ignore_paths;
+  settings.threads = 1;
+  return verify_model(settings, [](const std::string&) {});
+}
+
+// The attacker's move: config.json, a file the loader reads, holds the signature
+// file's bundle, and model.sig becomes a link to it.
+void signature_becomes_link_to_config(const std::string& model) {
+  std::filesystem::rename(model + "/model.sig", model + "/config.json");
+  std::filesystem::create_symlink("config.json", model + "/model.sig");
+}
+
 }  // namespace
+
+TEST_CASE("signing: a directory's signature file is left out by its own name, never a link's target") {
+  TempDir dir;
+  if (!make_signer_key(dir.path)) {
+    WARN("no openssl command: skipped");
+    return;
+  }
+  const std::string model = signed_model_directory(dir.path);
+  signature_becomes_link_to_config(model);
+  CHECK(path_inside_model(model, model + "/model.sig") == std::optional<std::string>("model.sig"));
+  CHECK(path_inside_model(model + "/", model + "/./sub/../model.sig/") == std::optional<std::string>("model.sig"));
+  CHECK_FALSE(path_inside_model(model, model + "/../other"));
+  // As model_signing: a signature file that is a link is refused (exit 7), at verify...
+  const Error refused = error_of([&] { verify_directory(dir.path); }, ErrorKind::SignatureInvalid,
+                                 "the signature file 'model.sig' inside the model is a symbolic link");
+  CHECK(refused.exit_code() == 7);
+  // ...and at sign.
+  SignRequest request;
+  request.model = model;
+  request.signature_path = model + "/model.sig";
+  request.keys = read_signer_keys((dir.path / "signer.key").string(), "", "", {});
+  error_of([&] { sign_model(request); }, ErrorKind::Usage, "is a symbolic link");
+}
+
+TEST_CASE("signing: where links are allowed, a signature that is a link still leaves out only its own name") {
+  TempDir dir;
+  if (!make_signer_key(dir.path)) {
+    WARN("no openssl command: skipped");
+    return;
+  }
+  const std::string model = signed_model_directory(dir.path, true);
+  signature_becomes_link_to_config(model);
+  const VerifyResult result = verify_directory(dir.path);
+  REQUIRE(result.signature.check);
+  CHECK(result.signature.check->added == std::vector<std::string>{"config.json"});
+  CHECK(result.exit_code == 1);
+}
+
+TEST_CASE("verify: a symbolic link in a signed directory is a change (exit 1) that names it") {
+  TempDir dir;
+  if (!make_signer_key(dir.path)) {
+    WARN("no openssl command: skipped");
+    return;
+  }
+  const std::string model = signed_model_directory(dir.path);
+  std::filesystem::create_symlink("weights.bin", model + "/lnk");
+  VerifyResult result = verify_directory(dir.path);
+  CHECK(result.exit_code == 1);
+  REQUIRE(result.findings.size() == 1);
+  CHECK_THAT(result.findings.front().what(), Catch::Contains("'lnk' added (a symbolic link, not signed)"));
+
+  // A signed file replaced by a link to a copy: changed, and said to be a link now.
+  std::filesystem::remove(model + "/lnk");
+  std::filesystem::rename(model + "/weights.bin", dir.path / "weights.bin");
+  std::filesystem::create_symlink(dir.path / "weights.bin", model + "/weights.bin");
+  result = verify_directory(dir.path);
+  CHECK(result.exit_code == 1);
+  REQUIRE(result.findings.size() == 1);
+  CHECK_THAT(result.findings.front().what(), Catch::Contains("'weights.bin' changed (now a symbolic link)"));
+}
+
+TEST_CASE("verify: --ignore-paths from the current directory, as sign and model_signing take them") {
+  TempDir dir;
+  if (!make_signer_key(dir.path)) {
+    WARN("no openssl command: skipped");
+    return;
+  }
+  const std::string model = signed_model_directory(dir.path);
+  std::ofstream(model + "/scratch.txt") << "not signed";
+  CHECK(verify_directory(dir.path).exit_code == 1);
+  // A path from here (absolute: whatever the current directory) that lies in the model.
+  CHECK(verify_directory(dir.path, {model + "/scratch.txt"}).exit_code == 0);
+  // A name relative to the model, which names nothing from here, still works.
+  REQUIRE_FALSE(std::filesystem::exists("scratch.txt"));
+  CHECK(verify_directory(dir.path, {"scratch.txt"}).exit_code == 0);
+  error_of([&] { verify_directory(dir.path, {"../scratch.txt"}); }, ErrorKind::Usage, "not a path inside the model");
+}
 
 namespace {
 

@@ -59,7 +59,8 @@ inline const std::vector<std::string> kGitPaths = {".git", ".gitattributes", ".g
 
 struct SignedFile {
   std::string name;    // '/'-separated, relative; "." for a one-file model
-  std::string sha256;  // lowercase hex
+  std::string sha256;  // lowercase hex; empty for what verify found that is no file (not_a_file)
+  std::string not_a_file = {};  // verify: why it was not hashed ("a symbolic link"); never in a statement
 };
 
 struct ModelStatement {

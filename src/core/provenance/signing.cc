@@ -15,6 +15,7 @@
 
 #include "base/error.h"
 #include "base/posix_fd.h"
+#include "base/strings.h"
 #include "core/provenance/digest.h"
 #include "core/provenance/signing_crypto.h"
 #include "core/provenance/sigstore_keyless.h"
@@ -43,10 +44,21 @@ struct FileToHash {
   std::string name;  // relative
   std::string path;  // to open
   uint64_t size = 0;
+  std::string not_a_file = {};  // why it is not hashed ("a symbolic link"), when `differs` found one
 };
 
+// What in a directory cannot be signed as a file: a symbolic link not
+// allowed, a link to something that is not a regular file, a pipe, socket or
+// device. Sign refuses it (Error(Usage)); verify, with `differs`, lists it
+// unhashed: the model changed, and verify says so, naming it.
+void refuse_or_list(const std::string& model, const std::string& name, const std::string& why, const char* hint,
+                    bool differs, std::vector<FileToHash>& out) {
+  if (!differs) throw Error(ErrorKind::Usage, "'" + name + "' is " + why, model, hint);
+  out.push_back(FileToHash{name, {}, 0, why});
+}
+
 std::vector<FileToHash> list_directory(const std::string& model, const std::vector<std::string>& ignore,
-                                       bool allow_symlinks) {
+                                       bool allow_symlinks, bool differs) {
   std::vector<FileToHash> out;
   std::error_code ec;
   fs::recursive_directory_iterator it(model, fs::directory_options::none, ec), end;
@@ -62,22 +74,25 @@ std::vector<FileToHash> list_directory(const std::string& model, const std::vect
     const fs::file_status link = it->symlink_status(ec);
     if (fs::is_symlink(link)) {
       if (!allow_symlinks) {
-        throw Error(ErrorKind::Usage, "'" + name + "' is a symbolic link", model,
-                    "sign what it points to, or pass --allow-symlinks to hash its target");
+        refuse_or_list(model, name, "a symbolic link", "sign what it points to, or pass --allow-symlinks to hash its target",
+                       differs, out);
+        continue;
       }
       const fs::file_status target = fs::status(path, ec);
       if (!fs::is_regular_file(target)) {
-        throw Error(ErrorKind::Usage, "'" + name + "' is a symbolic link to something that is not a regular file", model,
-                    "leave it out with --ignore-paths");
+        refuse_or_list(model, name, "a symbolic link to something that is not a regular file",
+                       "leave it out with --ignore-paths", differs, out);
+        continue;
       }
     } else if (fs::is_directory(link)) {
       continue;
     } else if (!fs::is_regular_file(link)) {
-      throw Error(ErrorKind::Usage, "'" + name + "' is not a regular file (a pipe, socket or device)", model,
-                  "leave it out with --ignore-paths");
+      refuse_or_list(model, name, "not a regular file (a pipe, socket or device)", "leave it out with --ignore-paths",
+                     differs, out);
+      continue;
     }
     const uintmax_t size = fs::file_size(path, ec);
-    out.push_back(FileToHash{name, path.string(), ec ? 0 : static_cast<uint64_t>(size)});
+    out.push_back(FileToHash{name, path.string(), ec ? 0 : static_cast<uint64_t>(size), {}});
   }
   return out;
 }
@@ -102,7 +117,9 @@ std::vector<SignedFile> hash_all(std::vector<FileToHash> files, unsigned threads
   auto worker = [&] {
     for (size_t i; (i = next.fetch_add(1)) < files.size();) {
       try {
-        out[i] = SignedFile{files[i].name, hash_file(files[i].path)};
+        // No digest for what is no file: it never matches a signed one.
+        out[i] = SignedFile{files[i].name, files[i].not_a_file.empty() ? hash_file(files[i].path) : std::string(),
+                            files[i].not_a_file};
       } catch (...) {
         std::lock_guard<std::mutex> lock(failure_mutex);
         if (!failure) failure = std::current_exception();
@@ -129,13 +146,41 @@ std::string model_name_of(const std::string& model) {
   return name;
 }
 
+// The name a directory's signature file is left out under: its own name,
+// lexically (path_inside_model), and only while that name is the file read; a
+// '..' through a linked folder can make them differ, and then nothing is left
+// out. A signature file that is a symbolic link is refused unless links are
+// allowed, as model_signing refuses it: a link model.sig -> config.json would
+// make a file the loader reads double as the signature. Nothing when the
+// signature is not inside the model.
+std::optional<std::string> signature_name_in_model(const std::string& model, const std::string& signature_path,
+                                                   bool allow_symlinks, ErrorKind refuse_as) {
+  std::optional<std::string> name = path_inside_model(model, signature_path);
+  if (!name) return std::nullopt;
+  const std::string at_name = (fs::path(model) / *name).string();
+  struct stat link {};
+  if (::lstat(at_name.c_str(), &link) != 0) return name;  // not written yet: sign is about to
+  if (S_ISLNK(link.st_mode) && !allow_symlinks) {
+    throw Error(refuse_as, "the signature file '" + *name + "' inside the model is a symbolic link", signature_path,
+                "give the signature file itself: a link could stand for a file the model's loader reads");
+  }
+  struct stat named {}, read {};
+  if (::stat(at_name.c_str(), &named) != 0 || ::stat(signature_path.c_str(), &read) != 0 ||
+      named.st_dev != read.st_dev || named.st_ino != read.st_ino) {
+    return std::nullopt;
+  }
+  return name;
+}
+
 // The paths a signature of `model` leaves out and records: those given, the
 // signature file when inside, and git's (model_signing's defaults).
 std::vector<std::string> ignore_list(const std::string& model, const std::string& signature_path,
                                      const ModelFilesOptions& options) {
   std::vector<std::string> out = options.ignore_paths;
   if (is_directory(model)) {
-    if (auto inside = path_inside_model(model, signature_path)) out.push_back(*inside);
+    if (auto inside = signature_name_in_model(model, signature_path, options.allow_symlinks, ErrorKind::Usage)) {
+      out.push_back(*inside);
+    }
   }
   if (options.ignore_git_paths) out.insert(out.end(), kGitPaths.begin(), kGitPaths.end());
   std::sort(out.begin(), out.end());
@@ -244,15 +289,39 @@ std::string read_signing_file(const std::string& path, const char* what) {
 }
 
 std::optional<std::string> path_inside_model(const std::string& model, const std::string& path) {
+  // Lexically, never through a link: a signature file that is a link to
+  // config.json stands for the name model.sig, and leaving out its target
+  // would leave config.json unchecked.
   std::error_code ec;
-  const fs::path root = fs::weakly_canonical(fs::absolute(model), ec);
+  const fs::path root = fs::absolute(model, ec).lexically_normal();
   if (ec) return std::nullopt;
-  const fs::path target = fs::weakly_canonical(fs::absolute(path), ec);
+  const fs::path target = fs::absolute(path, ec).lexically_normal();
   if (ec) return std::nullopt;
-  const fs::path relative = target.lexically_relative(root);
-  const std::string text = relative.generic_string();
+  std::string text = target.lexically_relative(root).generic_string();
+  while (text.size() > 1 && text.back() == '/') text.pop_back();
   if (text.empty() || text == "." || text == ".." || text.rfind("../", 0) == 0) return std::nullopt;
   return text;
+}
+
+std::vector<std::string> ignore_paths_in_model(const std::string& model, const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const std::string& p : paths) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) == 0) {
+      if (auto inside = path_inside_model(model, p)) {
+        out.push_back(*inside);
+        continue;
+      }
+    }
+    std::string relative = p;
+    while (starts_with(relative, "./")) relative.erase(0, 2);
+    if (!signed_name_problem(relative).empty() || relative == ".") {
+      throw_usage("--ignore-paths " + p.substr(0, 200) + " is not a path inside the model",
+                  "give paths relative to the model directory, e.g. --ignore-paths README.md");
+    }
+    out.push_back(relative);
+  }
+  return out;
 }
 
 std::string default_signature_path(const std::string& model) {
@@ -277,7 +346,8 @@ std::vector<SignedFile> hash_model_files(const std::string& model, const ModelFi
     return hash_all({FileToHash{".", model, static_cast<uint64_t>(st.st_size)}}, 1);
   }
   if (!S_ISDIR(st.st_mode)) throw Error(ErrorKind::Usage, "the model is neither a file nor a directory", model);
-  return hash_all(list_directory(model, options.ignore_paths, options.allow_symlinks), options.threads);
+  return hash_all(list_directory(model, options.ignore_paths, options.allow_symlinks, options.not_files_differ),
+                  options.threads);
 }
 
 SignerKeys read_signer_keys(const std::string& key_file, const std::string& password_file,
@@ -439,11 +509,14 @@ SignatureCheck check_model_signature(const std::string& model, const std::string
       if (!listed) options.ignore_paths.push_back(git);
     }
   }
+  options.allow_symlinks = files.allow_symlinks || check.statement.allow_symlinks;
+  options.not_files_differ = true;
   const bool directory = options.opened == nullptr && is_directory(model);
   if (directory) {
-    if (auto inside = path_inside_model(model, signature_path)) options.ignore_paths.push_back(*inside);
+    if (auto inside = signature_name_in_model(model, signature_path, options.allow_symlinks, ErrorKind::SignatureInvalid)) {
+      options.ignore_paths.push_back(*inside);
+    }
   }
-  options.allow_symlinks = files.allow_symlinks || check.statement.allow_symlinks;
 
   const bool one_file = check.statement.files.size() == 1 && check.statement.files.front().name == ".";
   if (one_file == directory) {
@@ -453,7 +526,10 @@ SignatureCheck check_model_signature(const std::string& model, const std::string
   }
   const std::vector<SignedFile> actual = hash_model_files(model, options);
   std::map<std::string, const std::string*> have;
-  for (const SignedFile& f : actual) have.emplace(f.name, &f.sha256);
+  for (const SignedFile& f : actual) {
+    have.emplace(f.name, &f.sha256);
+    if (!f.not_a_file.empty()) check.not_files.emplace(f.name, f.not_a_file);
+  }
   for (const SignedFile& f : check.statement.files) {
     const auto it = have.find(f.name);
     if (it == have.end()) {

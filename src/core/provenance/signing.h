@@ -16,6 +16,7 @@
 // and added files named in the report, not thrown).
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,10 @@ struct ModelFilesOptions {
   bool ignore_git_paths = true;
   bool allow_symlinks = false;
   unsigned threads = 0;  // 0: one per core
+  // Verify: what a directory holds that is no file to hash (a symbolic link
+  // not allowed, a pipe) is listed without a digest (SignedFile::not_a_file),
+  // a difference from what was signed, instead of refused as a usage error.
+  bool not_files_differ = false;
   // The model is one file the caller holds open (verify's locked descriptor):
   // hashed from it, never reopened by its path, so that the bytes the
   // signature covers are the bytes the caller checks.
@@ -46,8 +51,16 @@ std::vector<SignedFile> hash_model_files(const std::string& model, const ModelFi
 std::string default_signature_path(const std::string& model);
 
 // `path` as a path relative to the directory `model`, when it is inside it
-// (model_signing's rule for --ignore-paths and the signature file); nothing otherwise.
+// (model_signing's rule for --ignore-paths and the signature file); nothing
+// otherwise. Worked out lexically (absolute, normalized): a symbolic link is
+// never resolved, so the name given is the name left out, never its target.
 std::optional<std::string> path_inside_model(const std::string& model, const std::string& path);
+
+// --ignore-paths as sign and verify take them (as model_signing does): a path
+// from the current directory that exists and lies inside the model directory
+// (path_inside_model), or else a name relative to the model directory.
+// Error(Usage) for one that is neither (absolute elsewhere, '..').
+std::vector<std::string> ignore_paths_in_model(const std::string& model, const std::vector<std::string>& paths);
 
 // A key, certificate, password or signature file's bytes (at most 64 MiB;
 // Error(Io) naming `path` and saying `what` it is when it cannot be read).
@@ -109,6 +122,7 @@ struct SignatureCheck {
   bool embedded = false;          // the archive's own record (signing_embedded.h), not a file beside it
   ModelStatement statement;
   std::vector<std::string> changed, missing, added;
+  std::map<std::string, std::string> not_files;  // of changed and added: what is no file, and why ("a symbolic link")
   bool matches() const { return changed.empty() && missing.empty() && added.empty(); }
 };
 
