@@ -40,6 +40,11 @@ void render_signature_text(const SignatureOutcome& s, std::ostream& out) {
   if (s.embedded_unchecked) {
     out << "signature  " << kEmbeddedSignatureRecord << " (embedded): not checked (give --key or --certificate-chain)\n";
   }
+  if (!s.check && !s.embedded_refused.empty()) {
+    out << "signature  " << kEmbeddedSignatureRecord << " (embedded): cannot be checked ("
+        << printable(s.embedded_refused) << ")\n";
+    return;
+  }
   if (!s.check) {
     if (!s.looked_for.empty()) out << "signature  none (no " << printable(s.looked_for) << "; --allow-unsigned)\n";
     return;

@@ -6,12 +6,14 @@
 #include <memory>
 
 #include "base/posix_fd.h"
+#include "base/strings.h"
 #include "contract/torch_backend.h"
 #include "core/edit/file_edit.h"
 #include "core/provenance/digest.h"
 #include "core/provenance/checked_archive.h"
 #include "core/provenance/signing_crypto.h"
 #include "core/provenance/signing_embedded.h"
+#include "format/zip.h"
 #include "worker/worker.h"
 
 namespace tsarchive {
@@ -26,26 +28,53 @@ bool looks_like_zip(const ArchiveFile& file) {
 
 bool signature_asked(const VerifySettings& s) { return s.trusts_a_signer(); }
 
+// Whether the ZIP's entries name an embedded signature (under any top folder).
+bool names_embedded_signature(const ArchiveFile& file) {
+  try {
+    const std::string suffix = "/" + std::string(kEmbeddedSignatureRecord);
+    for (const std::string& name : read_zip_entry_names(*file.source())) {
+      if (ends_with(name, suffix)) return true;
+    }
+  } catch (const Error&) {
+    // Not even its entries can be listed: nothing to say of a signature in it.
+  }
+  return false;
+}
+
+struct EmbeddedBundle {
+  std::optional<std::string> bundle;
+  // Why verify's checks refuse the archive (a duplicate entry, a local name
+  // that is not the central one), so that no embedded signature can be read.
+  std::string refused;
+  // And its entries name one: that refusal is verify's answer, not "not signed".
+  bool names_signature = false;
+};
+
 // The archive's embedded signature, when the opened file is an archive that
 // has one: only the kinds verify_archive_file checks (the records are compared
 // there; a record planted in a torch.save file is not a signature). Read from
 // the opened file, so the records checked and the signature are of one file.
-std::optional<std::string> embedded_bundle(const ArchiveFile* file) {
+EmbeddedBundle embedded_bundle(const ArchiveFile* file) {
   // Only a file verify reads as an archive (it starts with a ZIP record): the
   // statement is compared with the records those checks read. A ZIP behind
   // other bytes is no archive to verify, and its signature no signature of it.
-  if (file == nullptr || is_standard_stream(file->path()) || !looks_like_zip(*file)) return std::nullopt;
+  EmbeddedBundle out;
+  if (file == nullptr || is_standard_stream(file->path()) || !looks_like_zip(*file)) return out;
   try {
     const TorchArchive archive(file->source());
     const FileKind kind = archive.kind();
     if (kind != FileKind::TorchScript && kind != FileKind::LiteInterpreter && kind != FileKind::ExportedProgram) {
-      return std::nullopt;
+      return out;
     }
-    if (const Record* record = find_embedded_signature(archive)) return archive.read(*record, kMaxBundleBytes);
-  } catch (const Error&) {
+    if (const Record* record = find_embedded_signature(archive)) out.bundle = archive.read(*record, kMaxBundleBytes);
+  } catch (const Error& e) {
     // Not an archive verify reads: its own checks say why; a detached signature may still apply.
+    if (e.kind() == ErrorKind::BadInput) {
+      out.refused = e.what();
+      out.names_signature = names_embedded_signature(*file);
+    }
   }
-  return std::nullopt;
+  return out;
 }
 
 // --load-library names the libraries of the custom operators and classes the
@@ -87,18 +116,25 @@ SignatureOutcome check_signature(const VerifySettings& s, const ArchiveFile* fil
   const SignatureTrust trust = read_trust(s);
   if (!s.key.empty()) PublicKey::from_pem(trust.public_key_pem, s.key);
   for (size_t i = 0; i < trust.root_pems.size(); ++i) certificates_from_pem(trust.root_pems[i], trust.root_files[i]);
+  std::string refused;  // why no embedded signature could be read from an archive verify refuses
   if (s.signature.empty()) {
-    if (const std::optional<std::string> bundle = embedded_bundle(file)) {
-      out.check = check_embedded_bundle(*bundle, trust, s.model);
+    EmbeddedBundle embedded = embedded_bundle(file);
+    if (embedded.bundle) {
+      out.check = check_embedded_bundle(*embedded.bundle, trust, s.model);
       out.records_pending = true;
       return out;
     }
+    if (embedded.names_signature) out.embedded_refused = embedded.refused;
+    refused = std::move(embedded.refused);
   }
   const std::string path = s.signature.empty() ? default_signature_path(s.model) : s.signature;
   if (s.signature.empty() && !exists(path)) {
     out.looked_for = path;
+    // The archive's refusal comes first, as without a key (signature_verdict otherwise).
+    if (!out.embedded_refused.empty()) return out;
     if (!s.allow_unsigned) {
-      throw_signature_invalid("the model is not signed: no " + path + " and no embedded " + kEmbeddedSignatureRecord,
+      throw_signature_invalid("the model is not signed: no " + path + " and no embedded " + kEmbeddedSignatureRecord +
+                                  (refused.empty() ? std::string() : " verify can read (" + refused + ")"),
                               s.model, "sign it with 'tsarchive sign', or give its signature with --signature SIG");
     }
     return out;
@@ -111,6 +147,19 @@ SignatureOutcome check_signature(const VerifySettings& s, const ArchiveFile* fil
   const std::unique_ptr<ByteSource> opened = file != nullptr ? file->source() : nullptr;
   files.opened = opened.get();
   out.check = check_model_signature(s.model, path, bundle, trust, files);
+  return out;
+}
+
+// The signature's verdict once the file was read without a structural
+// refusal: an embedded signature that could not be read, with no other
+// signature found, is still no signature (exit 7).
+SignatureOutcome signature_verdict(std::future<SignatureOutcome>& pending, const std::string& model) {
+  SignatureOutcome out = pending.get();
+  if (!out.check && !out.embedded_refused.empty()) {
+    throw_signature_invalid("the model carries an embedded signature (" + std::string(kEmbeddedSignatureRecord) +
+                                ") that cannot be checked: " + out.embedded_refused,
+                            model, "do not deploy it; fetch the signed model again");
+  }
   return out;
 }
 
@@ -225,7 +274,7 @@ std::optional<VerifyResult> verify_load_safety_only(const VerifySettings& s, con
     return std::nullopt;
   }
   result.unsafe = result.safety.unsafe();
-  result.signature = pending.get();
+  result.signature = signature_verdict(pending, s.model);
   const bool damaged = !result.problems.empty();
   // A damaged file's signature is not compared: the damage is the answer.
   const bool changed = !damaged && result.signature.check && !result.signature.check->matches();
@@ -333,7 +382,7 @@ VerifyResult verify_archive_file(const VerifySettings& s, const ArchiveFile& fil
   options.all_sha256 = s.all_sha256;
   result.report = verify_archive(*archive, options);
   const VerifyReport& report = *result.report;
-  result.signature = pending.get();
+  result.signature = signature_verdict(pending, s.model);
   match_embedded(result.signature, report, s.model);
   result.signature.embedded_unchecked = !result.signature.asked && find_embedded_signature(*archive) != nullptr;
   // The verdict reads the pickles again: only once verify found them whole

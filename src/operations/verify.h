@@ -62,6 +62,9 @@ struct SignatureOutcome {
   std::string looked_for;  // the signature path tried, when none was found
   bool records_pending = false;  // embedded: the statement not compared with the records (a damaged archive)
   bool embedded_unchecked = false;  // no key or roots, and the archive carries a signature
+  // The archive names an embedded signature, and its structure is refused
+  // (why): the signature could not be read, and the refusal is the answer.
+  std::string embedded_refused;
 };
 
 enum class VerifiedBy { Signature, LoadSafety, Archive };

@@ -647,6 +647,17 @@ expect(ts("sign", "model.pt", "--key", "p256.key", "-o", "file.sig"), 0, "a file
 expect(ts("extra", "set", "t-file.pt", "tsarchive/model.sig=@file.sig"), 0, "a file's signature planted as embedded")
 expect(ts("verify", "t-file.pt", "--key", "p256.pub"), 7, "a file's signature embedded", ["not of the archive's records"])
 
+# A signed archive crafted so that PyTorch reads another data/0 (a duplicate entry placed first): verify --key
+# answers as verify does without a key (the structural refusal, naming the entry), not "not signed".
+rezip("emb.pt", "t-dup.pt", lambda n, d: [(n, b"\0" * len(d)), (n, d)] if n == data0 else [(n, d)])
+plain = ts("verify", "t-dup.pt")
+keyed = expect(ts("verify", "t-dup.pt", "--key", "p256.pub"), plain.returncode,
+               "a crafted archive with an embedded signature: as without a key", ["data/0"])
+check(plain.returncode in (3, 8) and "not signed" not in keyed.stderr,
+      f"a crafted archive's refusal comes first: exit {plain.returncode}, {keyed.stderr!r}")
+check([l for l in keyed.stderr.splitlines() if "error:" in l] == [l for l in plain.stderr.splitlines() if "error:" in l],
+      f"the same refusal with a key and without: {keyed.stderr!r} vs {plain.stderr!r}")
+
 # A signature record planted in a torch.save file is no signature: verify's checks there are load safety's.
 with zipfile.ZipFile(os.path.join(TESTDATA, "state_dict.pth")) as z:
     sd_top = z.namelist()[0].split("/")[0]
