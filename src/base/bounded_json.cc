@@ -15,7 +15,7 @@ namespace {
 
 std::string mib(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
-// Builds the value of one top-level member in order (ordered_json_member).
+// Builds the value of one top-level member in order (parse_bounded_json_apart).
 // Objects are filled by appending to ordered_map's vector, with an index per
 // open object for the keys seen, instead of ordered_map's linear lookups.
 class OrderedMemberBuilder : public nlohmann::json_sax<nlohmann::ordered_json> {
@@ -37,12 +37,19 @@ class OrderedMemberBuilder : public nlohmann::json_sax<nlohmann::ordered_json> {
   bool key(string_t& k) override {
     if (depth_ == 1) {
       inside_ = k == member_;
+      seen_ = seen_ || inside_;
     } else if (building()) {
       pending_key_ = std::move(k);
     }
     return true;
   }
   bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override { return false; }
+  // Whether the next value is the member's or part of it (ParserApart).
+  bool within() const { return inside_; }
+  // Whether the text has the member: its value may be null.
+  bool seen() const { return seen_; }
+  // Nesting, the top-level object's 1.
+  size_t depth() const { return depth_; }
 
  private:
   struct Open {
@@ -97,26 +104,87 @@ class OrderedMemberBuilder : public nlohmann::json_sax<nlohmann::ordered_json> {
   std::string_view member_;
   size_t depth_ = 0;      // 1: inside the top-level object
   bool inside_ = false;   // within the member's value
+  bool seen_ = false;
   std::string pending_key_;
   std::vector<Open> stack_;
 };
 
+// Parses a document as nlohmann::json::parse does, except one top-level
+// member, whose value an OrderedMemberBuilder builds in order instead: each
+// value of the text is made once, in one form or the other
+// (parse_bounded_json_apart). nlohmann's sax_parse calls it statically.
+class ParserApart {
+ public:
+  using Json = nlohmann::json;
+  using number_integer_t = Json::number_integer_t;
+  using number_unsigned_t = Json::number_unsigned_t;
+  using number_float_t = Json::number_float_t;
+  using string_t = Json::string_t;
+  using binary_t = Json::binary_t;
+
+  ParserApart(Json& doc, std::string_view member) : dom_(doc, false), member_(member) {}
+  nlohmann::ordered_json& member() { return member_.result; }
+  bool seen() const { return member_.seen(); }
+
+  bool null() { return member_.within() ? member_.null() : dom_.null(); }
+  bool boolean(bool v) { return member_.within() ? member_.boolean(v) : dom_.boolean(v); }
+  bool number_integer(number_integer_t v) {
+    return member_.within() ? member_.number_integer(v) : dom_.number_integer(v);
+  }
+  bool number_unsigned(number_unsigned_t v) {
+    return member_.within() ? member_.number_unsigned(v) : dom_.number_unsigned(v);
+  }
+  bool number_float(number_float_t v, const string_t& text) {
+    return member_.within() ? member_.number_float(v, text) : dom_.number_float(v, text);
+  }
+  bool string(string_t& v) { return member_.within() ? member_.string(v) : dom_.string(v); }
+  bool binary(binary_t& v) { return member_.within() ? member_.binary(v) : dom_.binary(v); }
+  // The builder sees every bracket and top-level key, to know where the
+  // member is; the document, all but the member's.
+  bool start_object(std::size_t n) {
+    return member_.within() ? member_.start_object(n) : member_.start_object(n) && dom_.start_object(n);
+  }
+  bool start_array(std::size_t n) {
+    return member_.within() ? member_.start_array(n) : member_.start_array(n) && dom_.start_array(n);
+  }
+  // An end at depth 1 is the top-level object's, though a scalar member
+  // left the builder within().
+  bool end_object() { return closes_member() ? member_.end_object() : member_.end_object() && dom_.end_object(); }
+  bool end_array() { return closes_member() ? member_.end_array() : member_.end_array() && dom_.end_array(); }
+  bool key(string_t& k) {
+    if (member_.within() && member_.depth() >= 2) return member_.key(k);  // a key inside the member
+    if (member_.depth() == 1) {
+      member_.key(k);  // a top-level key: the member's, or the document's
+      if (member_.within()) return true;
+    }
+    return dom_.key(k);
+  }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) { return false; }
+
+ private:
+  bool closes_member() const { return member_.within() && member_.depth() >= 2; }
+
+  nlohmann::detail::json_sax_dom_parser<Json> dom_;
+  OrderedMemberBuilder member_;
+};
+
 }  // namespace
 
-std::optional<nlohmann::ordered_json> ordered_json_member(std::string_view text, std::string_view member,
-                                                          std::string* problem, size_t max_depth, uint64_t max_bytes,
-                                                          uint64_t max_values) {
+std::optional<JsonApart> parse_bounded_json_apart(std::string_view text, std::string_view member, std::string* problem,
+                                                  size_t max_depth, uint64_t max_bytes, uint64_t max_values) {
   if (auto why = json_limit_problem(text, max_depth, max_bytes, max_values)) {
     if (problem != nullptr) *problem = *why;
     return std::nullopt;
   }
-  OrderedMemberBuilder builder(member);
+  JsonApart parsed;
+  ParserApart parser(parsed.rest, member);
   if (text.find('\0') != std::string_view::npos ||  // nlohmann would stop there (parse_bounded_json)
-      !nlohmann::ordered_json::sax_parse(text.begin(), text.end(), &builder)) {
+      !nlohmann::json::sax_parse(text.begin(), text.end(), &parser)) {
     if (problem != nullptr) *problem = std::string(kNotValidJson);
     return std::nullopt;
   }
-  return std::move(builder.result);
+  if (parser.seen()) parsed.member = std::move(parser.member());
+  return parsed;
 }
 
 JsonShape measure_json(std::string_view text, size_t stop_depth) {

@@ -87,18 +87,26 @@ std::optional<Json> parse_bounded_json(std::string_view text, std::string* probl
 // Python stays not JSON.
 std::string python_json_as_strict(std::string_view text);
 
-// The value of `member` in the top-level object `text`, parsed keeping every
-// object's keys in the text's order (as Python's json.loads and TorchScript's
-// dicts do), in time linear in the text: a key given twice keeps its first
-// place and its last value, as a Python dict does. nlohmann's ordered_json
+// `text` parsed as parse_bounded_json parses it, but with its top-level
+// member `member` apart: `rest` is the document without it, and `member` its
+// value parsed keeping every object's keys in the text's order (as Python's
+// json.loads and TorchScript's dicts do), or nothing when the text has no
+// such member. A key given twice keeps its first place and its last value,
+// as a Python dict does, in time linear in the text: nlohmann's ordered_json
 // parser would look every key up among its siblings (quadratic: a request of
-// a million keys would take hours). Nothing when `text` is over the limits or
-// not JSON (*problem says why), null when the member is absent.
-std::optional<nlohmann::ordered_json> ordered_json_member(std::string_view text, std::string_view member,
-                                                          std::string* problem = nullptr,
-                                                          size_t max_depth = JsonLimits::kDepth,
-                                                          uint64_t max_bytes = JsonLimits::kBytes,
-                                                          uint64_t max_values = JsonLimits::kValues);
+// a million keys would take hours). One pass, and each value is made once, in
+// one form or the other: a request's "parameters" (serve) costs one parse,
+// as its budget counts it, not two. Nothing when `text` is over the limits or
+// not JSON (*problem says why).
+struct JsonApart {
+  nlohmann::json rest;
+  std::optional<nlohmann::ordered_json> member;
+};
+std::optional<JsonApart> parse_bounded_json_apart(std::string_view text, std::string_view member,
+                                                  std::string* problem = nullptr,
+                                                  size_t max_depth = JsonLimits::kDepth,
+                                                  uint64_t max_bytes = JsonLimits::kBytes,
+                                                  uint64_t max_values = JsonLimits::kValues);
 
 // `text` parsed, as parse_bounded_json, when it also stays within
 // JsonLimits::kPrettyBytes pretty-printed (what shows it indented: `inspect

@@ -195,12 +195,14 @@ const nlohmann::json* parameters_of(const nlohmann::json& object, const std::str
   return &*p;
 }
 
-bool flag(const nlohmann::json* parameters, const char* name, const std::string& what) {
+// A request's own "parameters" are an ordered_json (parse_infer_request).
+template <class Json>
+bool flag(const Json* parameters, const char* name, const std::string& what) {
   if (parameters == nullptr) return false;
   const auto v = parameters->find(name);
   if (v == parameters->end()) return false;
   if (!v->is_boolean()) throw ApiError(400, what + ": parameter \"" + name + "\" is not true or false");
-  return v->get<bool>();
+  return v->template get<bool>();
 }
 
 // A BYTES input's one string: a str parameter's value. From "data" (a
@@ -377,9 +379,14 @@ InferRequest parse_infer_request(std::string_view whole, std::optional<uint64_t>
   const std::string_view body = json_size ? whole.substr(0, *json_size) : whole;
   std::string_view binary = json_size ? whole.substr(*json_size) : std::string_view();
   std::string problem;
-  // A request's tensors are its values: only the body's size (the server's limit) bounds them.
-  const auto doc = parse_bounded_json(body, &problem, 64, body.size() + 1, UINT64_MAX);
-  if (!doc) throw ApiError(400, "the request body is " + problem);
+  // A request's tensors are its values: only the body's size (the server's
+  // limit) bounds them. Its "parameters" are parsed in order (a Dict argument
+  // keeps it), apart from the rest, whose keys come sorted: each value once,
+  // as parse_cost counts it.
+  std::optional<JsonApart> parsed =
+      parse_bounded_json_apart(body, "parameters", &problem, 64, body.size() + 1, UINT64_MAX);
+  if (!parsed) throw ApiError(400, "the request body is " + problem);
+  const nlohmann::json* doc = &parsed->rest;
   if (!doc->is_object()) throw ApiError(400, "the request body is not a JSON object");
   InferRequest request;
   if (const auto id = doc->find("id"); id != doc->end()) {
@@ -402,13 +409,10 @@ InferRequest parse_infer_request(std::string_view whole, std::optional<uint64_t>
                                                         "binary_data_size claims");
   }
   parse_outputs(*doc, request);
-  const nlohmann::json* parameters = parameters_of(*doc, "the request");
-  request.binary_data_output = flag(parameters, "binary_data_output", "the request");
-  if (parameters != nullptr) {  // again, in order: `doc` sorted every object's keys
-    std::optional<nlohmann::ordered_json> in_order = ordered_json_member(body, "parameters", &problem, 64, body.size() + 1,
-                                                                                 UINT64_MAX);
-    if (!in_order || !in_order->is_object()) throw ApiError(500, "the request's \"parameters\" did not parse again in order");
-    request.parameters = std::move(*in_order);
+  if (parsed->member) {
+    if (!parsed->member->is_object()) throw ApiError(400, "the request: \"parameters\" is not an object");
+    request.binary_data_output = flag(&*parsed->member, "binary_data_output", "the request");
+    request.parameters = std::move(*parsed->member);
   }
   return request;
 }

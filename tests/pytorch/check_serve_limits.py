@@ -13,7 +13,8 @@ start line, as check_serve.py does) and sends it what a hostile client would:
 - --max-inflight-bytes: a body larger than the budget is 413 before it is
   read; a body that does not fit beside one half sent is 503 with
   Retry-After; a JSON body whose parsing would pass it is 413; four large
-  JSON requests at once keep the server's peak RSS within the budget;
+  JSON requests at once keep the server's peak RSS within the budget, and
+  so does a request's own "parameters" (parsed once, as counted);
   --max-response: a JSON response over it is 500 naming it, the same
   outputs as binary fit;
 - a request's spec strings bounded in all (the worker is not killed), their
@@ -225,6 +226,24 @@ try:
     sanitized = "libasan" in subprocess.run(["ldd", TSARCHIVE], capture_output=True, text=True).stdout
     check(sanitized or peak - base < (256 + 64) * 1024, f"peak RSS {peak} KiB from {base} KiB: more than the 256M budget")
     print(f"four 4 MB JSON requests: {results}, peak RSS {peak // 1024} MiB from {base // 1024} MiB")
+finally:
+    stop(server)
+
+# A request's own "parameters" are parsed once, as the budget counts them:
+# 5,000,000 numbers there (about 250 MB parsed, within 256M) keep the peak
+# RSS within the budget, as they do under an input's "parameters".
+server, port = start("--max-inflight-bytes", "256M")
+try:
+    time.sleep(0.5)
+    base = status_kb(server.pid, "VmRSS")
+    numbers = b",".join([b"1"] * 5000000)
+    status, _, answer, _ = request(port, b'{"inputs": [], "parameters": {"zz": [' + numbers + b']}}')
+    peak = status_kb(server.pid, "VmHWM")
+    check(status == 400 and "zz" in error_of(answer), f"a large unknown parameter: {status} {error_of(answer)}")
+    sanitized = "libasan" in subprocess.run(["ldd", TSARCHIVE], capture_output=True, text=True).stdout
+    check(sanitized or peak - base < (256 + 16) * 1024,
+          f"peak RSS {peak} KiB from {base} KiB: the request's parameters took more than the 256M budget")
+    print(f"5,000,000 numbers in a request's parameters: peak RSS {peak // 1024} MiB from {base // 1024} MiB")
 finally:
     stop(server)
 

@@ -120,7 +120,7 @@ TEST_CASE("bounded JSON: the depth is measured before nlohmann parses anything")
   CHECK(parse_bounded_json<nlohmann::ordered_json>("{\"b\": 1, \"a\": 2}")->dump() == "{\"b\":1,\"a\":2}");
 }
 
-TEST_CASE("bounded JSON: one member parsed in the text's order, in linear time") {
+TEST_CASE("bounded JSON: one member parsed apart in the text's order, in linear time") {
   const auto keys = [](const nlohmann::ordered_json& object) {
     std::string out;
     for (const auto& [key, value] : object.items()) out += key + ",";
@@ -128,32 +128,47 @@ TEST_CASE("bounded JSON: one member parsed in the text's order, in linear time")
   };
   const std::string text =
       R"({"inputs": [{"z": 1}], "parameters": {"m": {"z": 1, "y": 2}, "a": [{"q": 1, "p": 2}], "b": 3}, "id": "x"})";
-  const auto parameters = ordered_json_member(text, "parameters");
-  REQUIRE(parameters.has_value());
-  CHECK(keys(*parameters) == "m,a,b,");
-  CHECK(keys(parameters->at("m")) == "z,y,");
-  CHECK(keys(parameters->at("a").at(0)) == "q,p,");
-  CHECK(parameters->at("b") == 3);
-  CHECK(ordered_json_member(text, "id") == nlohmann::ordered_json("x"));
-  CHECK(ordered_json_member(text, "absent")->is_null());
+  const auto parsed = parse_bounded_json_apart(text, "parameters");
+  REQUIRE(parsed.has_value());
+  REQUIRE(parsed->member.has_value());
+  const nlohmann::ordered_json& parameters = *parsed->member;
+  CHECK(keys(parameters) == "m,a,b,");
+  CHECK(keys(parameters.at("m")) == "z,y,");
+  CHECK(keys(parameters.at("a").at(0)) == "q,p,");
+  CHECK(parameters.at("b") == 3);
+  // The rest is the document without the member, made once.
+  CHECK(parsed->rest == nlohmann::json::parse(R"({"inputs": [{"z": 1}], "id": "x"})"));
+  CHECK(parse_bounded_json_apart(text, "id")->member == nlohmann::ordered_json("x"));
+  CHECK(parse_bounded_json_apart(text, "id")->rest.size() == 2);
+  CHECK_FALSE(parse_bounded_json_apart(text, "absent")->member.has_value());
+  CHECK(parse_bounded_json_apart(text, "absent")->rest == nlohmann::json::parse(text));
+  CHECK(parse_bounded_json_apart(R"({"p": null})", "p")->member == nlohmann::ordered_json(nullptr));
+  // A scalar member before the top-level object's end, and beside nested keys of the same name.
+  const auto scalar = parse_bounded_json_apart(R"({"a": {"p": [1]}, "p": 2})", "p");
+  CHECK(scalar->member == nlohmann::ordered_json(2));
+  CHECK(scalar->rest == nlohmann::json::parse(R"({"a": {"p": [1]}})"));
+  CHECK(parse_bounded_json_apart("[1, 2]", "p")->rest == nlohmann::json::parse("[1, 2]"));
   // A key given twice keeps its first place and its last value, as a Python dict does.
-  const auto twice = ordered_json_member(R"({"p": {"x": 1, "y": 2, "x": 3}})", "p");
-  CHECK(keys(*twice) == "x,y,");
-  CHECK(twice->at("x") == 3);
+  const auto twice = parse_bounded_json_apart(R"({"p": {"x": 1, "y": 2, "x": 3}})", "p");
+  CHECK(keys(*twice->member) == "x,y,");
+  CHECK(twice->member->at("x") == 3);
+  CHECK(parse_bounded_json_apart(R"({"p": 1, "q": 0, "p": [2]})", "p")->member == nlohmann::ordered_json({2}));
   std::string problem;
-  CHECK_FALSE(ordered_json_member(R"({"p": {"x": })", "p", &problem).has_value());
+  CHECK_FALSE(parse_bounded_json_apart(R"({"p": {"x": })", "p", &problem).has_value());
   CHECK(problem == kNotValidJson);
-  CHECK_FALSE(ordered_json_member(std::string(600, '[') + std::string(600, ']'), "p", &problem).has_value());
+  CHECK_FALSE(parse_bounded_json_apart(R"({"q": 1} [])", "p", &problem).has_value());  // garbage after the document
+  CHECK_FALSE(parse_bounded_json_apart(std::string(600, '[') + std::string(600, ']'), "p", &problem).has_value());
   CHECK_THAT(problem, Catch::Contains("deeper"));
   // A million keys: ordered_map's own parser looks each up among the others
   // (hours); this one indexes them (about a second).
   std::string many = R"({"p": {)";
   for (int i = 0; i < 1000000; ++i) many += (i ? ",\"" : "\"") + std::to_string(i) + "\":0";
   many += "}}";
-  const auto big = ordered_json_member(many, "p", nullptr, JsonLimits::kDepth, many.size(), UINT64_MAX);  // as serve
+  const auto big = parse_bounded_json_apart(many, "p", nullptr, JsonLimits::kDepth, many.size(), UINT64_MAX);  // as serve
   REQUIRE(big.has_value());
-  CHECK(big->size() == 1000000);
-  CHECK(big->begin().key() == "0");
+  CHECK(big->member->size() == 1000000);
+  CHECK(big->member->begin().key() == "0");
+  CHECK(big->rest.empty());
 }
 
 TEST_CASE("bounded JSON: pretty printing is refused when the indentation would blow it up") {
@@ -411,7 +426,7 @@ TEST_CASE("bounded JSON: a NUL byte is not JSON, and nothing after it goes unrea
   CHECK_FALSE(parse_bounded_json("{\"a\": 1}\0{\"b\": 2}"s, &problem));
   CHECK(problem == kNotValidJson);
   CHECK_FALSE(parse_bounded_json("[1]\0"s));
-  CHECK_FALSE(ordered_json_member("{\"a\": 1}\0garbage"s, "a", &problem));
+  CHECK_FALSE(parse_bounded_json_apart("{\"a\": 1}\0garbage"s, "a", &problem));
   CHECK(parse_bounded_json("{\"a\": \"\\u0000\"}"));  // an escaped NUL in a string is JSON
 }
 
@@ -425,5 +440,5 @@ TEST_CASE("bounded JSON: the values are counted before nlohmann parses any") {
   CHECK(problem == "JSON of more than 1000 values");
   CHECK(parse_bounded_json(flood, &problem, JsonLimits::kDepth, JsonLimits::kBytes, 3000));
   CHECK(measure_json("{\"a\": [1, \"x,y:z\"]}").values == 5);  // not inside strings
-  CHECK_FALSE(ordered_json_member(flood, "a", &problem, JsonLimits::kDepth, JsonLimits::kBytes, 10));
+  CHECK_FALSE(parse_bounded_json_apart(flood, "a", &problem, JsonLimits::kDepth, JsonLimits::kBytes, 10));
 }

@@ -162,6 +162,20 @@ TEST_CASE("v2: bad requests are 400 with a reason") {
             .find("needs") != std::string::npos);
 }
 
+TEST_CASE("v2: the request's parameters are parsed once, in order, beside the rest") {
+  const InferRequest r = parse_infer_request(
+      R"({"parameters": {"z": 1, "binary_data_output": true, "a": {"y": 1, "b": 2}}, "inputs": [], "id": "p"})");
+  CHECK(r.id == "p");
+  CHECK(r.binary_data_output);
+  CHECK(r.parameters.dump() == R"({"z":1,"binary_data_output":true,"a":{"y":1,"b":2}})");
+  CHECK(parse_infer_request(R"({"inputs": []})").parameters.is_null());
+  for (const char* body : {R"({"inputs": [], "parameters": null})", R"({"inputs": [], "parameters": [1]})"}) {
+    CHECK_THROWS_WITH(parse_infer_request(body), "the request: \"parameters\" is not an object");
+  }
+  CHECK_THROWS_WITH(parse_infer_request(R"({"inputs": [], "parameters": {"binary_data_output": 1}})"),
+                    "the request: parameter \"binary_data_output\" is not true or false");
+}
+
 TEST_CASE("v2: a request of many inputs is checked for repeated names in linear time") {
   // 80,000 inputs (5 MB): comparing each name with every earlier one took
   // minutes; a hash set takes well under a second (the bound is loose for a
