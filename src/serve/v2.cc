@@ -151,10 +151,22 @@ bool put_element(const nlohmann::json& v, const Datatype& d, std::string& out) {
   return true;
 }
 
-// Flattens `data` (flat, or nested row-major) into `out`, at most `limit` elements.
+// Appends `data`'s values to `out` in row-major order, at most `limit` of
+// them. `shape`: null for flat data (an array of values, or one value); for
+// nested data, level k must hold exactly shape[k] entries and values lie at
+// depth shape->size() alone, so that a ragged nesting ([[1], [2, 3, 4]] for
+// [1, 4]) or a transposed one is refused rather than read as the values in a
+// row.
 void flatten(const nlohmann::json& data, const Datatype& d, const std::string& name, uint64_t limit, uint64_t& count,
-             std::string& out) {
+             std::string& out, const std::vector<int64_t>* shape = nullptr, size_t depth = 0) {
+  const auto misnested = [&](const std::string& what) {
+    return ApiError(400, "input '" + name + "': nested \"data\" must follow shape " + shape_text(*shape) +
+                             " (or be flat): " + what);
+  };
   if (!data.is_array()) {
+    if (shape != nullptr && depth != shape->size()) {
+      throw misnested("a value lies at depth " + std::to_string(depth) + ", not " + std::to_string(shape->size()));
+    }
     if (++count > limit) return;
     if (!put_element(data, d, out)) {
       throw ApiError(400, "input '" + name + "': " + data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).substr(0, 40) +
@@ -162,10 +174,25 @@ void flatten(const nlohmann::json& data, const Datatype& d, const std::string& n
     }
     return;
   }
+  if (shape != nullptr) {
+    if (depth >= shape->size()) {
+      throw misnested("an array lies at depth " + std::to_string(depth) + ", past its " +
+                      std::to_string(shape->size()) + " dimensions");
+    }
+    if (data.size() != static_cast<uint64_t>((*shape)[depth])) {
+      throw misnested("an array at depth " + std::to_string(depth) + " holds " + std::to_string(data.size()) +
+                      " entries, not " + std::to_string((*shape)[depth]));
+    }
+  }
   for (const nlohmann::json& item : data) {
-    flatten(item, d, name, limit, count, out);
+    flatten(item, d, name, limit, count, out, shape, depth + 1);
     if (count > limit) return;
   }
+}
+
+// Whether "data" is nested: an array holding an array.
+bool nested(const nlohmann::json& data) {
+  return data.is_array() && std::any_of(data.begin(), data.end(), [](const nlohmann::json& v) { return v.is_array(); });
 }
 
 }  // namespace
@@ -311,7 +338,7 @@ std::string tensor_bytes(const nlohmann::json& in, const InferInput& input, cons
   if (data == in.end()) throw ApiError(400, "input '" + input.name + "' has no \"data\" (nor binary_data_size)");
   std::string bytes;
   uint64_t count = 0;
-  flatten(*data, d, input.name, elements, count, bytes);
+  flatten(*data, d, input.name, elements, count, bytes, nested(*data) ? &input.tensor.shape : nullptr);
   if (count != elements) {
     throw ApiError(400, "input '" + input.name + "': shape " + shape_text(input.tensor.shape) + " needs " +
                             std::to_string(elements) + " values, but " +

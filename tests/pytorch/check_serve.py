@@ -253,6 +253,13 @@ try:
         ("unknown model metadata", "GET", url + "/v2/models/nope", None, 404),
         ("unknown path", "GET", url + "/v3", None, 404),
         ("GET on infer", "GET", infer, None, 405),
+        # Nested data follows the shape, level by level, or it is not the tensor's rows.
+        ("ragged nested data", "POST", infer,
+         {"inputs": [{"name": "x", "shape": [1, 8], "datatype": "FP32", "data": [[1.0], [1.0] * 7]}]}, 400),
+        ("transposed nested data", "POST", infer,
+         {"inputs": [{"name": "x", "shape": [1, 8], "datatype": "FP32", "data": [[1.0]] * 8}]}, 400),
+        ("nested too deep", "POST", infer,
+         {"inputs": [{"name": "x", "shape": [1, 8], "datatype": "FP32", "data": [[[1.0] * 8]]}]}, 400),
     ]
     for what, method, target, body, want_status in cases:
         status, answer = http(method, target, body, {"Content-Type": "application/json"})

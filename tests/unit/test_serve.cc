@@ -162,6 +162,40 @@ TEST_CASE("v2: bad requests are 400 with a reason") {
             .find("needs") != std::string::npos);
 }
 
+TEST_CASE("v2: nested data follows the shape level by level; flat data is any row-major list") {
+  const auto values = [](const std::string& shape, const std::string& data) {
+    const InferRequest r = parse_infer_request(R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": )" + shape +
+                                               R"(, "data": )" + data + "}]}");
+    return values_of<float>(r.inputs[0].tensor);
+  };
+  const auto message_of = [](const std::string& shape, const std::string& data) -> std::string {
+    try {
+      parse_infer_request(R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": )" + shape + R"(, "data": )" + data +
+                          "}]}");
+    } catch (const ApiError& e) {
+      CHECK(e.status() == 400);
+      return e.what();
+    }
+    return "accepted";
+  };
+  const std::vector<float> four{1, 2, 3, 4};
+  CHECK(values("[1, 4]", "[1, 2, 3, 4]") == four);
+  CHECK(values("[1, 4]", "[[1, 2, 3, 4]]") == four);
+  CHECK(values("[2, 2]", "[[1, 2], [3, 4]]") == four);
+  CHECK(values("[2, 1, 2]", "[[[1, 2]], [[3, 4]]]") == four);
+  CHECK(values("[2, 0]", "[[], []]").empty());
+  CHECK(values("[]", "[5]") == std::vector<float>{5});
+  // Ragged, transposed, too deep, too shallow, or half flat: refused, not read in a row.
+  CHECK(message_of("[1, 4]", "[[1], [2, 3, 4]]") ==
+        "input 'x': nested \"data\" must follow shape [1, 4] (or be flat): an array at depth 0 holds 2 entries, not 1");
+  CHECK(message_of("[1, 4]", "[[1], [2], [3], [4]]").find("holds 4 entries, not 1") != std::string::npos);
+  CHECK(message_of("[2, 2]", "[[1, 2, 3], [4]]").find("an array at depth 1 holds 3 entries, not 2") != std::string::npos);
+  CHECK(message_of("[1, 1]", "[[[1]]]").find("an array lies at depth 2, past its 2 dimensions") !=
+        std::string::npos);
+  CHECK(message_of("[2, 2, 1]", "[[1, 2], [3, 4]]").find("a value lies at depth 2, not 3") != std::string::npos);
+  CHECK(message_of("[4]", "[1, [2], 3, 4]").find("an array lies at depth 1, past its 1 dimensions") != std::string::npos);
+}
+
 TEST_CASE("v2: the request's parameters are parsed once, in order, beside the rest") {
   const InferRequest r = parse_infer_request(
       R"({"parameters": {"z": 1, "binary_data_output": true, "a": {"y": 1, "b": 2}}, "inputs": [], "id": "p"})");
