@@ -155,11 +155,12 @@ void ModelEndpoint::abort() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stopping_ = true;
+    aborting_ = true;
     fail_queued("the server is shutting down: the request was still queued when the grace period (--grace) ended");
   }
   wake_.notify_all();
   stats_fetched_.notify_all();
-  // A worker mid-call sees its pipe end; its dispatcher answers 500.
+  // A worker mid-call sees its pipe end; its dispatcher answers 503 (worker_died).
   for (auto& instance : instances_) {
     instance->worker->kill();
   }
@@ -306,19 +307,26 @@ InferOutcome reply_refusal(const ReplyTooLarge& e, const ReplyRoom& room) {
 
 }  // namespace
 
+// A worker that died under a call of `requests` requests: it is not ready
+// (its dispatcher restarts it), and they get 500 with its error. Unless
+// abort() killed it at the end of --grace: then the server is exiting, the
+// worker is not restarted, and they get 503 like the requests still queued.
+InferOutcome ModelEndpoint::worker_died(Instance& instance, const Error& e, size_t requests) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  instance.ready = false;
+  if (aborting_) return failure(503, "the server is shutting down: the request was still running when --grace ended");
+  warn_("model '" + spec_.name + "' (" + spec_.job.file + "): " + e.what() + "; " + std::to_string(requests) +
+        " request(s) failed; restarting its worker");
+  return failure(500, e.what());
+}
+
 void ModelEndpoint::run(Instance& instance, std::vector<Pending>& batch) {
   ModelWorker& worker = *instance.worker;
   const std::vector<Pending*> live = within_deadline(batch);
   if (live.empty()) return;
 
-  bool crashed = false;
-  const auto crash = [&](const Error& e) {
-    crashed = true;
-    warn_("model '" + spec_.name + "' (" + spec_.job.file + "): " + e.what() + "; " + std::to_string(live.size()) +
-          " request(s) failed; restarting its worker");
-    std::lock_guard<std::mutex> lock(mutex_);
-    instance.ready = false;
-  };
+  // Once the worker died under a call, what the batch's other requests get.
+  std::optional<InferOutcome> died;
   // One worker call, timed for /metrics.
   const auto call = [&](const std::vector<HostValue>& inputs, size_t requests, uint64_t max_reply_bytes) {
     const auto began = Clock::now();
@@ -331,8 +339,8 @@ void ModelEndpoint::run(Instance& instance, std::vector<Pending>& batch) {
     return worker.infer(inputs, max_reply_bytes);
   };
   const auto alone = [&](Pending& p) {
-    if (crashed) {
-      p.promise.set_value(failure(500, "the model's worker died; it is being restarted"));
+    if (died) {
+      p.promise.set_value(*died);
       return;
     }
     try {
@@ -343,8 +351,8 @@ void ModelEndpoint::run(Instance& instance, std::vector<Pending>& batch) {
       p.promise.set_value(reply_refusal(e, p.reply));
     } catch (const Error& e) {
       if (!worker.alive()) {
-        crash(e);
-        p.promise.set_value(failure(500, e.what()));
+        died = worker_died(instance, e, live.size());
+        p.promise.set_value(*died);
       } else {
         p.promise.set_value(failure(400, e.what()));
       }
@@ -375,8 +383,8 @@ void ModelEndpoint::run(Instance& instance, std::vector<Pending>& batch) {
     }
   } catch (const Error& e) {
     if (!worker.alive()) {
-      crash(e);
-      for (Pending* p : live) p->promise.set_value(failure(500, e.what()));
+      died = worker_died(instance, e, live.size());
+      for (Pending* p : live) p->promise.set_value(*died);
       return;
     }
   }

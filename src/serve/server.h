@@ -100,7 +100,8 @@ class ModelEndpoint {
   // Answers what is queued (runs it), then stops the workers.
   void stop();
   // Answers what is still queued with 503 and kills the workers: the
-  // requests they run get 500. For the end of SIGTERM's grace period.
+  // requests they run get 503 too, and the workers are not restarted. For
+  // the end of SIGTERM's grace period.
   void abort();
 
  private:
@@ -121,6 +122,7 @@ class ModelEndpoint {
   void dispatch(Instance& instance);
   void run(Instance& instance, std::vector<Pending>& batch);
   std::vector<Pending*> within_deadline(std::vector<Pending>& batch);
+  InferOutcome worker_died(Instance& instance, const Error& e, size_t requests);
   static uint64_t reply_cap(const std::vector<Pending*>& requests);
   bool restart(Instance& instance);
   int ready_count() const;  // with mutex_ held
@@ -138,6 +140,7 @@ class ModelEndpoint {
   std::condition_variable stats_fetched_;
   std::deque<Pending> queue_;
   bool stopping_ = false;
+  bool aborting_ = false;  // abort() kills the workers: a call that fails is not a crash
 };
 
 class InferenceServer {

@@ -172,8 +172,8 @@ ModelSpec model_spec(const std::string& arg, const ServiceSettings& opts, const 
 }
 
 // A stop signal: stop accepting, then let the requests in flight and
-// queued finish; what is left when --grace ends gets 503 (queued) or 500
-// (running: its worker is killed).
+// queued finish; what is left when --grace ends gets 503, queued or running
+// (its worker is killed, and not restarted).
 void serve_until_stopped(InferenceServer& server, HttpServer& http, const StopSignals& signals,
                          int grace_ms, const LogLine& warn) {
   std::mutex served_mutex;
