@@ -53,6 +53,18 @@ bool has_token(std::string_view value, std::string_view token) {
   return false;
 }
 
+// Whether a line of `head` ends with LF alone. RFC 9112 (2.2) lets a server
+// take a bare LF as a line's end; this one refuses it at once instead,
+// rather than wait out --header-timeout for a CRLF CRLF that never comes, or
+// read a head differently from a proxy in front of it. It looks at the LFs
+// alone: no dearer than the search for the head's end that comes with it.
+bool has_bare_lf(std::string_view head) {
+  for (size_t lf = head.find('\n'); lf != std::string_view::npos; lf = head.find('\n', lf + 1)) {
+    if (lf == 0 || head[lf - 1] != '\r') return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 const std::string* HttpRequest::header(std::string_view name) const {
@@ -163,6 +175,9 @@ HttpParser::State HttpParser::parse() {
     while (buffer_.compare(skip, 2, "\r\n") == 0) skip += 2;
     if (skip > 0) buffer_.erase(0, skip);
     const size_t end = buffer_.find("\r\n\r\n");
+    if (has_bare_lf(std::string_view(buffer_).substr(0, end == std::string::npos ? buffer_.size() : end + 4))) {
+      return fail(400, "a line of the request's head ends with a bare LF: lines end with CRLF");
+    }
     if (end == std::string::npos) {
       if (buffer_.size() > limits_.max_header_bytes) {
         return fail(431, "the request line and headers are longer than " + std::to_string(limits_.max_header_bytes) + " bytes");
@@ -528,6 +543,9 @@ bool HttpServer::respond(int fd, HttpRequest& request, MemoryReservation& memory
     response = json_error(500, std::string("internal error: ") + e.what());
   }
   keep_alive = request.keep_alive && !response.close && !stopping_;
+  // HEAD gets the head GET would, Content-Length and all, and never a body
+  // (RFC 9110, 9.3.2): the client would read one as the next response.
+  if (request.method == "HEAD") return send_all(fd, render_head(response, keep_alive), options_.read_timeout_ms);
   // A large body goes after its head rather than copied behind it.
   return response.body.size() < (size_t{1} << 16)
              ? send_all(fd, render_response(response, keep_alive), options_.read_timeout_ms)

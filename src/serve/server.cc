@@ -446,11 +446,18 @@ HttpResponse empty_ok() {
   return r;
 }
 
-HttpResponse not_allowed(const char* allow) {
-  HttpResponse r = json_error(405, std::string("use ") + allow + " here");
+// 405 with the route's methods in Allow, as "GET, HEAD".
+HttpResponse not_allowed(const std::string& allow) {
+  std::string methods = allow;
+  if (const size_t comma = methods.find(", "); comma != std::string::npos) methods.replace(comma, 2, " or ");
+  HttpResponse r = json_error(405, "use " + methods + " here");
   r.headers.emplace_back("Allow", allow);
   return r;
 }
+
+// What an error echoes of the request's path: its first 200 bytes, so that
+// a 16 KiB segment does not come back whole.
+std::string shown(const std::string& text) { return text.substr(0, 200); }
 
 std::vector<std::string> split_path(const std::string& path) {
   std::vector<std::string> parts;
@@ -470,7 +477,8 @@ HttpResponse InferenceServer::handle(HttpRequest& request) {
   const std::string path = request.target.substr(0, request.target.find('?'));
   std::vector<std::string> parts = split_path(path);
   if (!parts.empty() && parts.back().empty() && parts.size() > 1) parts.pop_back();  // a trailing slash
-  const bool get = request.method == "GET";
+  // HEAD is GET without the body (HttpServer sends the head alone).
+  const bool get = request.method == "GET" || request.method == "HEAD";
   const auto is = [&](std::initializer_list<const char*> want) {
     if (parts.size() != want.size()) return false;
     size_t i = 0;
@@ -481,17 +489,17 @@ HttpResponse InferenceServer::handle(HttpRequest& request) {
     return true;
   };
 
-  if (is({"v2", "health", "live"})) return get ? empty_ok() : not_allowed("GET");
+  if (is({"v2", "health", "live"})) return get ? empty_ok() : not_allowed("GET, HEAD");
   if (is({"v2", "health", "ready"})) {
-    if (!get) return not_allowed("GET");
+    if (!get) return not_allowed("GET, HEAD");
     for (auto& model : models_) {
       if (!model->ready()) return json_error(400, "model '" + model->name() + "' is not ready");
     }
     return empty_ok();
   }
-  if (is({"metrics"})) return get ? metrics() : not_allowed("GET");
+  if (is({"metrics"})) return get ? metrics() : not_allowed("GET, HEAD");
   if (is({"v2"})) {
-    if (!get) return not_allowed("GET");
+    if (!get) return not_allowed("GET, HEAD");
     return json_ok({{"name", "tsarchive"}, {"version", build_info().version}, {"extensions", nlohmann::json::array({"binary_tensor_data"})}});
   }
   // /v2/models/{name}[/versions/{v}][/ready|/infer]
@@ -499,16 +507,21 @@ HttpResponse InferenceServer::handle(HttpRequest& request) {
     ModelEndpoint* model = find(parts[2]);
     std::vector<std::string> rest(parts.begin() + 3, parts.end());
     if (rest.size() >= 2 && rest[0] == "versions") {
-      if (rest[1] != "1") return json_error(404, "model '" + parts[2] + "' has no version '" + rest[1] + "'; it has 1");
+      if (rest[1] != "1") {
+        return json_error(404, "model '" + shown(parts[2]) + "' has no version '" + shown(rest[1]) + "'; it has 1");
+      }
       rest.erase(rest.begin(), rest.begin() + 2);
     }
     if (rest.size() > 1 || (rest.size() == 1 && rest[0] != "ready" && rest[0] != "infer")) {
-      return json_error(404, "no such endpoint: " + path.substr(0, 200));
+      return json_error(404, "no such endpoint: " + shown(path));
     }
-    if (model == nullptr) return json_error(404, "no model named '" + parts[2].substr(0, 200) + "' is served");
-    if (rest.empty()) return get ? json_ok(model_metadata(model->name(), model->info(), model->spec().recorded_shapes)) : not_allowed("GET");
+    if (model == nullptr) return json_error(404, "no model named '" + shown(parts[2]) + "' is served");
+    if (rest.empty()) {
+      return get ? json_ok(model_metadata(model->name(), model->info(), model->spec().recorded_shapes))
+                 : not_allowed("GET, HEAD");
+    }
     if (rest[0] == "ready") {
-      if (!get) return not_allowed("GET");
+      if (!get) return not_allowed("GET, HEAD");
       return model->ready() ? empty_ok() : json_error(400, "model '" + model->name() + "' is not ready");
     }
     if (request.method != "POST") return not_allowed("POST");
@@ -517,7 +530,7 @@ HttpResponse InferenceServer::handle(HttpRequest& request) {
     model->metrics().request(response.status, std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count());
     return response;
   }
-  return json_error(404, "no such endpoint: " + path.substr(0, 200));
+  return json_error(404, "no such endpoint: " + shown(path));
 }
 
 namespace {

@@ -276,14 +276,49 @@ try:
         ("half-sent headers", b"GET /v2 HTTP/1.1\r\nHost: x\r\n", 408),
         ("no Host", b"GET /v2 HTTP/1.1\r\n\r\n", 400),
         ("garbage", b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n", 400),
+        # At once, not after --header-timeout (10 s here).
+        ("bare LF line ends", b"GET /v2 HTTP/1.1\nHost: x\n\n", 400),
+        ("a bare LF after the request line", b"GET /v2 HTTP/1.1\r\nHost: x\n", 400),
     ]
     for what, data, want_status in hostile_raw:
         started = time.monotonic()
         status, body = raw(url, data)
         check(status == want_status and '"error"' in body, f"{what}: {status} {body[:200]}, wanted {want_status}")
-        if want_status == 408:
+        if want_status in (400, 408):
             check(time.monotonic() - started < 5, f"{what}: answered after {time.monotonic() - started:.1f} s")
         still_serving(url, what)
+
+    # Nested data that follows the shape is the same tensor as flat data.
+    nested = {"inputs": [{"name": "x", "shape": [2, 8], "datatype": "FP32", "data": x[:2].tolist()}]}
+    status, answer = http("POST", infer, nested)
+    with torch.no_grad():
+        want_nested = model(x[:2])
+    check(status == 200 and torch.allclose(as_tensor(answer["outputs"][0]), want_nested, atol=1e-5, rtol=1e-4),
+          f"nested data: {status} {answer}")
+
+    # HEAD is GET without the body (RFC 9110, 9.3.2), a 405 too: pipelined
+    # on one kept-alive connection, each answer is a head alone, so the next
+    # one is read in step.
+    host, port = url[len("http://"):].split(":")
+    with socket.create_connection((host, int(port)), timeout=30) as s:
+        s.sendall(b"HEAD /v2 HTTP/1.1\r\nHost: x\r\n\r\n"
+                  b"HEAD /v2/models/mlp_scripted/infer HTTP/1.1\r\nHost: x\r\n\r\n"
+                  b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        reply = b""
+        while chunk := s.recv(65536):
+            reply += chunk
+    heads = reply.split(b"\r\n\r\n")
+    server_metadata = http("GET", url + "/v2")[1]
+    check(len(heads) == 4 and heads[3] == b"" and heads[0].startswith(b"HTTP/1.1 200 ")
+          and f"Content-Length: {len(json.dumps(server_metadata, separators=(',', ':')))}".encode() in heads[0]
+          and heads[1].startswith(b"HTTP/1.1 405 ") and b"Allow: POST" in heads[1]
+          and heads[2].startswith(b"HTTP/1.1 200 "), f"HEAD, HEAD on infer, then GET on one connection: {reply!r}")
+    check(http("HEAD", url + "/v2/health/ready")[0] == 200, "HEAD /v2/health/ready")
+
+    # A 404 echoes at most 200 bytes of the version asked for, as of the model's name.
+    status, answer = http("GET", url + "/v2/models/mlp_scripted/versions/" + "v" * 5000)
+    check(status == 404 and isinstance(answer, dict) and "v" * 200 in answer["error"] and len(answer["error"]) < 400,
+          f"an unknown version of 5000 bytes: {status} {str(answer)[:300]}")
     if CURL:
         p = subprocess.run([CURL, "-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "Transfer-Encoding: chunked",
                             "--data-binary", "{}", infer], capture_output=True, text=True, timeout=60)

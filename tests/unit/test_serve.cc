@@ -77,6 +77,13 @@ TEST_CASE("http: strict parsing refuses with the right status") {
   CHECK(status_of("GET /x HTTP/1.1\r\nHost : x\r\n\r\n") == 400);
   CHECK(status_of("GET /x HTTP/1.1\r\nHost: x\r\nExpect: magic\r\n\r\n") == 417);
   CHECK(status_of("G\x01T /x HTTP/1.1\r\nHost: x\r\n\r\n") == 400);
+  // A bare LF is refused as soon as it is seen, not left waiting for a CRLF CRLF.
+  CHECK(status_of("GET /x HTTP/1.1\nHost: x\n\n") == 400);
+  CHECK(status_of("GET /x HTTP/1.1\n") == 400);
+  CHECK(status_of("GET /x HTTP/1.1\r\nHost: x\n") == 400);
+  CHECK(status_of("\nGET /x HTTP/1.1\r\nHost: x\r\n\r\n") == 400);
+  // ... in the head only: a body may hold any byte.
+  CHECK(status_of("POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\na\nb") == 0);
 }
 
 TEST_CASE("http: HTTP/1.0 closes unless asked, Expect: 100-continue is seen") {
