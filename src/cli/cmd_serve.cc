@@ -3,6 +3,7 @@
 //                 [--instances K] [--grace MS] [--sample P] [--ready-check]
 //                 [--max-body SIZE] [--max-response SIZE] [--max-inflight-bytes SIZE]
 //                 [--header-timeout MS] [--read-timeout MS] [--idle-timeout MS] [--max-connections N]
+//                 [--max-connections-per-client N]
 //                 [--memory-limit SIZE] [--time-limit S]
 //                 [--no-validate] [--load-library LIB]...
 //                 [--key PUBLIC.pem | --certificate-chain ROOTS.pem... | --trust-root trusted_root.json
@@ -35,7 +36,8 @@ serve::ServiceLog service_log(Context& ctx) {
 }
 
 // The limits on what clients may send and hold: --max-body, --max-response,
-// --max-inflight-bytes, the timeouts and --max-connections.
+// --max-inflight-bytes, the timeouts, --max-connections and
+// --max-connections-per-client.
 void add_limit_options(CLI::App& app, serve::ServiceSettings& settings) {
   app.add_option("--max-body", settings.max_body, "Largest request body (default 64M); beyond: 413");
   app.add_option("--max-response", settings.max_response,
@@ -59,9 +61,15 @@ void add_limit_options(CLI::App& app, serve::ServiceSettings& settings) {
                  "closes")
       ->check(CLI::Range(1, 3600000));
   app.add_option("--max-connections", settings.max_connections,
-                 "Open connections at once (default 256); beyond: the one idle longest between requests closes\n"
-                 "for the new one; with none idle, 503 and close")
+                 "Open connections at once (default 256); beyond: the one waiting longest for a request's\n"
+                 "headers closes for the new one, else the one idle longest between requests; a connection\n"
+                 "whose request's headers are in never does. With none to close: 503 and close")
       ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--max-connections-per-client", settings.max_connections_per_client,
+                 "Open connections from one client address (an IPv6 client's /64) at once (default: half of\n"
+                 "--max-connections; 0: no cap); beyond: 503 with Retry-After and close. Behind a proxy or\n"
+                 "sidecar every connection is its address's: raise it or give 0")
+      ->check(CLI::Range(0, 1 << 20));
 }
 
 }  // namespace
@@ -96,11 +104,13 @@ Runner setup_serve(CLI::App& app, Context& ctx) {
       "method, 408 headers not sent in --header-timeout or body in --read-timeout, 411 no Content-Length\n"
       "(chunked bodies are refused), 413 body over --max-body or a request larger than\n"
       "--max-inflight-bytes, 431 headers over 16 KiB, 500 the worker died or the response is over\n"
-      "--max-response, 503 not ready, queue full, --max-inflight-bytes or --max-connections in use, or\n"
-      "shutting down (Retry-After), 504 past --timeout. Errors are {\"error\": \"...\"}.\n"
+      "--max-response, 503 not ready, queue full, --max-inflight-bytes, --max-connections or\n"
+      "--max-connections-per-client in use, or shutting down (Retry-After), 504 past --timeout. Errors\n"
+      "are {\"error\": \"...\"}.\n"
       "\n"
       "One line on stdout when it serves: the URL, and each model's signature. SIGTERM or SIGINT: stop\n"
-      "accepting, finish the requests in flight and queued within --grace, exit 0.");
+      "accepting, finish the requests in flight and queued within --grace (what is left then gets 503),\n"
+      "exit 0.");
   app.add_option("model", opts->models, "Archives to serve: PATH (named after its file, mlp for mlp.pt) or NAME=PATH")
       ->required();
   app.add_option("--host", opts->host, "Address to listen on (default 127.0.0.1; 0.0.0.0 or :: for every interface)");

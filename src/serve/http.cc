@@ -1,5 +1,6 @@
 #include "serve/http.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -368,20 +369,46 @@ void HttpServer::stop() {
   [[maybe_unused]] const ssize_t n = ::write(wake_[1], &byte, 1);
 }
 
+namespace {
+
+// The client a connection counts against --max-connections-per-client: its
+// IPv4 address, or its IPv6 address's /64 (a host, or a LAN, is given a
+// whole /64 and may take any address in it).
+std::string client_of(const sockaddr_storage& peer) {
+  char text[INET6_ADDRSTRLEN] = "";
+  if (peer.ss_family == AF_INET) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(peer).sin_addr, text, sizeof text);
+    return text;
+  }
+  if (peer.ss_family != AF_INET6) return "?";
+  in6_addr address = reinterpret_cast<const sockaddr_in6&>(peer).sin6_addr;
+  if (IN6_IS_ADDR_V4MAPPED(&address)) {  // an IPv4 client of a socket bound to ::
+    ::inet_ntop(AF_INET, address.s6_addr + 12, text, sizeof text);
+    return text;
+  }
+  std::memset(address.s6_addr + 8, 0, 8);
+  ::inet_ntop(AF_INET6, &address, text, sizeof text);
+  return std::string(text) + "/64";
+}
+
+}  // namespace
+
 void HttpServer::serve() {
   while (!stopping_) {
     pollfd p[2] = {{listen_fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
     if (::poll(p, 2, -1) < 0) continue;  // EINTR
     if (stopping_ || (p[1].revents & POLLIN) != 0) break;
     if ((p[0].revents & POLLIN) == 0) continue;
-    const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    sockaddr_storage peer{};
+    socklen_t size = sizeof peer;
+    const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&peer), &size, SOCK_CLOEXEC);
     if (fd < 0) {
       if (errno == EMFILE || errno == ENFILE) std::this_thread::sleep_for(std::chrono::milliseconds(50));
       continue;
     }
     const int on = 1;
     ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, sizeof on);
-    admit(fd);
+    admit(fd, client_of(peer));
   }
   ::close(listen_fd_);
   listen_fd_ = -1;
@@ -389,26 +416,43 @@ void HttpServer::serve() {
   idle_.wait(lock, [this] { return connections_ == 0; });
 }
 
-// At --max-connections, a connection idle between requests is closed for
-// the new one: otherwise a client could keep every slot for as long as it
-// likes at a request a minute. One in the middle of a request is never
-// closed, and a new connection that sent nothing yet is not idle (it has
-// --header-timeout). With none idle: 503 and close.
-bool HttpServer::admit(int fd) {
+// With mutex_ held: why a new connection from `client` is refused, or
+// nothing when it has a slot. At --max-connections a waiting connection is
+// closed for it (evict_one): otherwise clients that connect and send nothing,
+// or a byte at a time, or a request a minute, would keep every slot. One
+// address may not take more than --max-connections-per-client, so that one
+// client's requests in progress (never closed for another) leave room.
+std::optional<std::string> HttpServer::refusal(const std::string& client) {
+  const int cap = options_.max_connections_per_client;
+  if (cap > 0) {
+    const auto found = per_client_.find(client);
+    if (found != per_client_.end() && found->second >= cap) {
+      return "too many connections from " + client + ": " + std::to_string(found->second) +
+             " are open (--max-connections-per-client " + std::to_string(cap) + ")";
+    }
+  }
+  if (connections_ - evicted_ >= options_.max_connections && !evict_one()) {
+    return "too many connections: " + std::to_string(options_.max_connections) +
+           " are open, each in the middle of a request (--max-connections)";
+  }
+  return std::nullopt;
+}
+
+bool HttpServer::admit(int fd, const std::string& client) {
   Connections::iterator self;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (connections_ - evicted_ >= options_.max_connections && !evict_longest_idle()) {
-      HttpResponse refusal = json_error(503, "too many connections (--max-connections " +
-                                                 std::to_string(options_.max_connections) + ")");
-      refusal.headers.emplace_back("Retry-After", "1");
-      const std::string busy = render_response(refusal, false);
-      [[maybe_unused]] const ssize_t n = ::send(fd, busy.data(), busy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (const std::optional<std::string> why = refusal(client)) {
+      HttpResponse busy = json_error(503, *why);
+      busy.headers.emplace_back("Retry-After", "1");
+      const std::string bytes = render_response(busy, false);
+      [[maybe_unused]] const ssize_t n = ::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       ::close(fd);
       return false;
     }
     ++connections_;
-    self = open_.insert(open_.end(), OpenConnection{fd, false, {}, false});
+    ++per_client_[client];
+    self = open_.insert(open_.end(), OpenConnection{fd, client, Phase::Head, std::chrono::steady_clock::now(), false});
   }
   try {
     std::thread([this, fd, self] { connection(fd, self); }).detach();
@@ -416,39 +460,48 @@ bool HttpServer::admit(int fd) {
   } catch (const std::system_error&) {
     ::close(fd);
     std::lock_guard<std::mutex> lock(mutex_);
+    if (--per_client_[client] == 0) per_client_.erase(client);
     open_.erase(self);
     --connections_;
     return false;
   }
 }
 
-// With mutex_ held. The evicted connection's thread sees its socket shut
-// down, or `evicted` before it reads again, and ends; until it has, it
-// counts in evicted_, not against --max-connections.
-bool HttpServer::evict_longest_idle() {
-  Connections::iterator oldest = open_.end();
+// With mutex_ held: closes one waiting connection for a new one. First the
+// one waiting longest for a request's head, since a client sends a head at
+// once; else the one idle longest between requests (it may reconnect). A
+// connection whose request's head is in (Busy) is never closed. Its thread
+// sees its socket shut down, or `evicted` before it reads again, and ends;
+// until it has, it counts in evicted_, not against --max-connections.
+bool HttpServer::evict_one() {
+  const auto before = [](const OpenConnection& a, const OpenConnection& b) {
+    return a.phase != b.phase ? a.phase == Phase::Head : a.since < b.since;
+  };
+  Connections::iterator pick = open_.end();
   for (auto it = open_.begin(); it != open_.end(); ++it) {
-    if (it->idle && !it->evicted && (oldest == open_.end() || it->idle_since < oldest->idle_since)) oldest = it;
+    if (it->evicted || it->phase == Phase::Busy) continue;
+    if (pick == open_.end() || before(*it, *pick)) pick = it;
   }
-  if (oldest == open_.end()) return false;
-  oldest->evicted = true;
+  if (pick == open_.end()) return false;
+  pick->evicted = true;
   ++evicted_;
-  ::shutdown(oldest->fd, SHUT_RDWR);
+  if (--per_client_[pick->client] == 0) per_client_.erase(pick->client);
+  ::shutdown(pick->fd, SHUT_RDWR);
   return true;
 }
 
 // Before a connection reads: false when it was evicted (it then reads
-// nothing more); else it is no longer idle, so it is not evicted mid-request.
+// nothing more); else it is Busy, so that it is not evicted mid-read.
 bool HttpServer::begin_reading(Connections::iterator self) {
   std::lock_guard<std::mutex> lock(mutex_);
-  self->idle = false;
+  self->phase = Phase::Busy;
   return !self->evicted;
 }
 
-void HttpServer::set_idle(Connections::iterator self, std::chrono::steady_clock::time_point since) {
+void HttpServer::set_phase(Connections::iterator self, Phase phase, std::chrono::steady_clock::time_point since) {
   std::lock_guard<std::mutex> lock(mutex_);
-  self->idle = true;
-  self->idle_since = since;
+  self->phase = phase;
+  self->since = since;
 }
 
 namespace {
@@ -575,7 +628,11 @@ void HttpServer::connection(int fd, Connections::iterator self) {
   const auto finish = [this, &memory, self] {
     memory.release();
     std::lock_guard<std::mutex> lock(mutex_);
-    if (self->evicted) --evicted_;
+    if (self->evicted) {
+      --evicted_;
+    } else if (--per_client_[self->client] == 0) {
+      per_client_.erase(self->client);
+    }
     open_.erase(self);
     if (--connections_ == 0) idle_.notify_all();
   };
@@ -600,7 +657,11 @@ void HttpServer::connection(int fd, Connections::iterator self) {
         if (!in_head && !in_body) break;  // idle: close quietly
         return refuse(json_error(408, timeout_message(in_body)));
       }
-      if (!in_head && !in_body) set_idle(self, idle_since);
+      if (in_body) {
+        set_phase(self, Phase::Busy, body_since);
+      } else {
+        set_phase(self, in_head ? Phase::Head : Phase::Idle, in_head ? head_since : idle_since);
+      }
       // The body's bytes are held before they are read.
       if (in_body) {
         if (auto refusal = reserve_body(memory, parser.body_size(), body_hold(parser, sizeof buffer))) return refuse(*refusal);
@@ -609,7 +670,7 @@ void HttpServer::connection(int fd, Connections::iterator self) {
       const auto wait = std::min<int64_t>(100, std::chrono::duration_cast<milliseconds>(deadline - now).count() + 1);
       pollfd p{fd, POLLIN, 0};
       if (::poll(&p, 1, static_cast<int>(wait)) <= 0) continue;
-      if (!begin_reading(self)) break;  // evicted while idle: closed for a newer connection
+      if (!begin_reading(self)) break;  // evicted while waiting: closed for a newer connection
       const bool started = parser.started();
       const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
       if (n < 0 && errno == EINTR) continue;
@@ -638,7 +699,7 @@ void HttpServer::connection(int fd, Connections::iterator self) {
     reserved = false;
     idle_since = head_since = Clock::now();
   }
-  begin_reading(self);  // not idle: never evicted (shut down) once its descriptor is closed
+  begin_reading(self);  // Busy: never evicted (shut down) once its descriptor is closed
   ::close(fd);
   finish();
 }

@@ -1,7 +1,8 @@
 // A small, strict HTTP/1.1 server on POSIX sockets for `serve`: keep-alive,
 // Content-Length bodies only, limits on the header and the body, separate
 // deadlines for the headers and the body of slow or half-sent requests, one
-// thread per connection (at most HttpServerOptions::max_connections), and one
+// thread per connection (at most HttpServerOptions::max_connections, and
+// max_connections_per_client from one address), and one
 // budget of bytes in flight over all connections (ByteBudget). Errors are
 // JSON: {"error": "..."}.
 #pragma once
@@ -16,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <optional>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -161,9 +163,13 @@ struct HttpServerOptions {
   int header_timeout_ms = 10000;
   int read_timeout_ms = 10000;  // from the end of the headers to the end of the body: 408 beyond
   int idle_timeout_ms = 60000;  // a kept-alive connection with no request is closed
-  // Beyond: the connection idle the longest between requests is closed for
-  // the new one; with none idle, 503 and close.
+  // Beyond: a connection still waiting for a request's head is closed for
+  // the new one (the one waiting longest), else the one idle the longest
+  // between requests; with neither, 503 and close.
   int max_connections = 256;
+  // Connections from one client address (an IPv6 client's /64) at once;
+  // beyond: 503 and close. 0: no cap.
+  int max_connections_per_client = 0;
   // Bytes in flight over all connections (ByteBudget): a body larger than
   // this is 413; a body's bytes are held as they arrive (a header's
   // Content-Length holds nothing), and one that does not fit beside the
@@ -192,20 +198,28 @@ class HttpServer {
   void stop();
 
  private:
+  // What a connection waits for, as the eviction at --max-connections sees
+  // it: the bytes of a request's head (from accept, or from a later
+  // request's first byte), a next request while kept alive, or neither (it
+  // is reading, or its request's head is in: its body, the handler, the
+  // response), when it is never closed for another.
+  enum class Phase { Head, Idle, Busy };
   // An open connection, as the accepting thread sees it (under mutex_).
   struct OpenConnection {
     int fd;
-    bool idle = false;  // waiting for its next request, none begun
-    std::chrono::steady_clock::time_point idle_since;
+    std::string client;  // its address, as --max-connections-per-client counts it
+    Phase phase = Phase::Head;
+    std::chrono::steady_clock::time_point since;  // when its phase began
     bool evicted = false;  // closed for a newer connection: its thread ends without reading more
   };
   using Connections = std::list<OpenConnection>;
 
   void connection(int fd, Connections::iterator self);
-  bool admit(int fd);
-  bool evict_longest_idle();
+  bool admit(int fd, const std::string& client);
+  std::optional<std::string> refusal(const std::string& client);
+  bool evict_one();
   bool begin_reading(Connections::iterator self);
-  void set_idle(Connections::iterator self, std::chrono::steady_clock::time_point since);
+  void set_phase(Connections::iterator self, Phase phase, std::chrono::steady_clock::time_point since);
   bool respond(int fd, HttpRequest& request, MemoryReservation& memory, bool& keep_alive);
   std::optional<HttpResponse> admit_body(int fd, const HttpParser& parser, MemoryReservation& memory);
   std::string timeout_message(bool in_body) const;
@@ -221,6 +235,7 @@ class HttpServer {
   int connections_ = 0;
   int evicted_ = 0;  // of connections_, closing for newer ones
   Connections open_;
+  std::unordered_map<std::string, int> per_client_;  // connections not evicted, by OpenConnection::client
   ByteBudget budget_;
 };
 

@@ -219,6 +219,8 @@ int serve_models(const ServiceSettings& opts, const ServiceLog& log) {
   http_options.read_timeout_ms = opts.read_timeout_ms;
   http_options.idle_timeout_ms = opts.idle_timeout_ms;
   http_options.max_connections = opts.max_connections;
+  http_options.max_connections_per_client =
+      opts.max_connections_per_client >= 0 ? opts.max_connections_per_client : std::max(1, opts.max_connections / 2);
   const uint64_t max_response = parse_memory_size(opts.max_response, "--max-response");
 
   ::signal(SIGPIPE, SIG_IGN);  // a client that goes away is a failed send, not the end

@@ -34,6 +34,7 @@ struct ServiceSettings {
   int read_timeout_ms = 10000;
   int idle_timeout_ms = 60000;
   int max_connections = 256;
+  int max_connections_per_client = -1;  // -1: half of max_connections; 0: no cap
   int instances = 1;
   int grace_ms = 30000;
   double sample = 0;

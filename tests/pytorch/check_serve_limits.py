@@ -23,10 +23,12 @@ start line, as check_serve.py does) and sends it what a hostile client would:
   60.8 MB binary request's peak RSS within the budget; headers that declare
   bodies hold nothing until the bytes arrive;
 - slowloris: headers or a body sent a byte every 50 ms get 408 at
-  --header-timeout / --read-timeout; --max-connections idle connections
-  make the next one 503, and are closed at --header-timeout so that the
-  server serves again; connections idle between requests are closed, the
-  longest-idle first, for a new one.
+  --header-timeout / --read-timeout; at --max-connections, connections
+  that have not sent a request's headers (nothing, or part of them) are
+  closed for new ones, the one waiting longest first, then those idle
+  between requests, the longest-idle first; those whose headers are in
+  never are (503 then); --max-connections-per-client: 503 for a client
+  over it, while another address is served.
 """
 
 import json
@@ -381,62 +383,158 @@ try:
                                   b"{" * 4000)
     check(status == 408 and "--read-timeout" in error and seconds < 20,
           f"a body a byte every 50 ms: {status} {error} after {seconds:.1f} s")
+finally:
+    stop(server)
 
-    # Four connections that send nothing fill --max-connections 4 ...
-    time.sleep(0.5)
-    idle = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(4)]
-    time.sleep(0.3)
+
+def closed(s):
+    """Whether the server closed `s` with no answer, waiting for it at most 30 s."""
+    s.settimeout(30)
+    try:
+        return s.recv(100) == b""
+    except socket.timeout:
+        return False
+    except OSError:
+        return True  # reset: it had sent bytes the server did not read
+
+
+def still_open(s):
+    """Whether `s` is open and unanswered: nothing to read now, and no end."""
+    s.setblocking(False)
+    try:
+        s.recv(100)
+        return False
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        s.setblocking(True)
+
+
+def served_beside(port):
+    """Whether a new connection is served (200) within 30 s: a connection
+    being read at the moment it comes is not closed for it, so it may get 503
+    and come again."""
+    for _ in range(300):
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+            s.sendall(LIVE.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
+            if read_answer(s)[0] == 200:
+                return True
+        time.sleep(0.1)
+    return False
+
+
+LIVE = b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n"
+LONG = ("--header-timeout", "600000", "--idle-timeout", "600000")  # nothing here waits for a deadline
+
+# At --max-connections, connections that have not sent a request's headers
+# (nothing, or part of them) close for new ones, the one waiting longest
+# first, before any kept alive between requests: 4 such connections, held
+# open by one client and never timed out here, do not lock others out.
+server, port = start("--max-connections", "4", "--max-connections-per-client", "0", *LONG)
+try:
+    waiting = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(4)]
+    kept = socket.create_connection(("127.0.0.1", port), timeout=30)
+    kept.sendall(LIVE)
+    status, _, answer = read_answer(kept)
+    check(status == 200, f"a fifth connection beside four waiting for headers: {status} {error_of(answer)}")
+    check(closed(waiting[0]), "the connection waiting longest for its headers was not closed for the new one")
+    # `kept` is now idle between requests, or still finishing its answer:
+    # either way the next oldest waiting one closes, not it.
     with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
-        status, headers, answer = read_answer(s)
-    check(status == 503 and "--max-connections" in error_of(answer) and headers.get("retry-after") == "1",
-          f"a fifth connection: {status} {error_of(answer)}")
-    # ... until --header-timeout closes them (and a second of lingering).
-    time.sleep(3)
-    status, _, answer, _ = request(port, zeros_body(1))
-    check(status == 200, f"after the idle connections timed out: {status} {error_of(answer)}")
-    for s in idle:
+        s.sendall(LIVE.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
+        check(read_answer(s)[0] == 200, "a sixth connection")
+    check(closed(waiting[1]), "the next connection waiting for its headers was not closed for the sixth")
+    check(still_open(waiting[2]) and still_open(waiting[3]), "a connection waiting for headers closed too soon")
+    kept.sendall(LIVE)
+    check(read_answer(kept)[0] == 200, "the kept-alive connection was closed instead of one waiting for headers")
+    for s in waiting + [kept]:
         s.close()
+finally:
+    stop(server)
+
+# The same for part of a request's headers, as a client sends who dribbles them.
+server, port = start("--max-connections", "1", "--max-connections-per-client", "0", *LONG)
+try:
+    dribbler = socket.create_connection(("127.0.0.1", port), timeout=30)
+    dribbler.sendall(LIVE[:20])
+    check(served_beside(port), "a connection beside one that sent part of its headers was not served")
+    check(closed(dribbler), "the connection that sent part of its headers was not closed for the new one")
+    dribbler.close()
 finally:
     stop(server)
 
 # Connections kept alive between requests do not keep --max-connections
 # from others: the one idle the longest closes for a new one.
-server, port = start("--max-connections", "2", "--idle-timeout", "600000")
+server, port = start("--max-connections", "2", "--max-connections-per-client", "0", "--idle-timeout", "600000")
 try:
-    live = b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n"
     kept = []
     for _ in range(2):
         s = socket.create_connection(("127.0.0.1", port), timeout=30)
-        s.sendall(live)
+        s.sendall(LIVE)
         check(read_answer(s)[0] == 200, "a kept-alive connection's request")
         kept.append(s)
         time.sleep(0.2)
     with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
-        s.sendall(live.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
+        s.sendall(LIVE.replace(b"\r\n\r\n", b"\r\nConnection: close\r\n\r\n"))
         status, _, answer = read_answer(s)
     check(status == 200, f"a third connection beside two idle ones: {status} {error_of(answer)}")
     check(kept[0].recv(100) == b"", "the connection idle the longest was not closed for the new one")
-    kept[1].sendall(live)
+    kept[1].sendall(LIVE)
     check(read_answer(kept[1])[0] == 200, "the other idle connection was closed too")
     for s in kept:
         s.close()
-    time.sleep(0.3)
-    # Connections in the middle of a request are never closed for a new one.
+finally:
+    stop(server)
+
+# Connections whose request's headers are in are never closed for a new one:
+# with two bodies awaited (the server said 100 Continue, so it has their
+# headers), a third connection gets 503; the two are answered.
+server, port = start("--max-connections", "2", "--max-connections-per-client", "0", *LONG)
+try:
+    body = zeros_body(1)
     begun = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(2)]
     for s in begun:
-        s.sendall(b"GET /v2/health/live HTTP/1.1\r\n")
-    time.sleep(0.3)
+        s.sendall(f"POST {INFER} HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: {len(body)}\r\n\r\n".encode())
+        check(s.recv(100).startswith(b"HTTP/1.1 100 Continue\r\n\r\n"), "100 Continue")
     with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
-        status, _, answer = read_answer(s)
-    check(status == 503 and "--max-connections" in error_of(answer), f"beside two requests begun: {status} {error_of(answer)}")
+        status, headers, answer = read_answer(s)
+    check(status == 503 and "--max-connections" in error_of(answer) and headers.get("retry-after") == "1",
+          f"beside two requests whose headers are in: {status} {error_of(answer)}")
     for s in begun:
-        s.sendall(b"Host: x\r\n\r\n")
+        s.sendall(body)
         check(read_answer(s)[0] == 200, "a request begun was not answered")
         s.close()
+finally:
+    stop(server)
+
+# --max-connections-per-client: a third connection from 127.0.0.1 gets 503
+# with Retry-After, while another address (127.0.0.2, also this machine) is
+# served, and 127.0.0.1 is again once one of its connections closes.
+server, port = start("--max-connections", "8", "--max-connections-per-client", "2", *LONG)
+try:
+    own = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(2)]
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
+        status, headers, answer = read_answer(s)
+    check(status == 503 and "--max-connections-per-client 2" in error_of(answer) and "127.0.0.1" in error_of(answer)
+          and headers.get("retry-after") == "1", f"a third connection from one address: {status} {error_of(answer)}")
+    try:
+        other = socket.create_connection(("127.0.0.1", port), timeout=30, source_address=("127.0.0.2", 0))
+    except OSError as e:
+        print(f"note: no connection from 127.0.0.2 here ({e}); the other address is not checked")
+        other = None
+    if other is not None:
+        with other:
+            other.sendall(LIVE)
+            check(read_answer(other)[0] == 200, "a connection from another address beside a client at its cap")
+    own[0].close()  # the server sees it at once, or soon on a loaded machine
+    check(served_beside(port), "the address was not served again after one of its connections closed")
+    own[1].close()
 finally:
     stop(server)
 
 finish("serve limits: 80,000 inputs in seconds, parsing within --timeout, --max-inflight-bytes 413/503 and peak RSS "
        "(bodies held as they arrive, spec strings and worker replies counted, binary copies), spec strings never "
        "batched, --max-response, --header-timeout and --read-timeout against slow clients, --max-connections "
-       "closing the longest-idle connection")
+       "closing connections waiting for headers, then idle ones, --max-connections-per-client")
