@@ -23,10 +23,24 @@ enum class ErrorKind {
   UnsafeToLoad = 8,  // loading the file would run something beyond the allowlist, or it is crafted
 };
 
+// `text` with each NUL byte spelled \x00, as escape_text (terminal_text.h)
+// spells the other C0 controls: what() is a C string, so a NUL from a file (a
+// .npy descr, a record name) would end the message there, and the rest of the
+// sentence, the part that says what is wrong, would be lost.
+inline std::string without_nul_bytes(std::string text) {
+  for (size_t at = text.find('\0'); at != std::string::npos; at = text.find('\0', at + 4)) {
+    text.replace(at, 1, "\\x00");
+  }
+  return text;
+}
+
 class Error : public std::runtime_error {
  public:
   Error(ErrorKind kind, std::string what, std::string file = {}, std::string hint = {})
-      : std::runtime_error(std::move(what)), kind_(kind), file_(std::move(file)), hint_(std::move(hint)) {}
+      : std::runtime_error(without_nul_bytes(std::move(what))),
+        kind_(kind),
+        file_(std::move(file)),
+        hint_(std::move(hint)) {}
 
   ErrorKind kind() const noexcept { return kind_; }
   const std::string& file() const noexcept { return file_; }

@@ -83,6 +83,15 @@ TEST_CASE("escape_text: ordinary text is unchanged, and escaping twice changes n
   CHECK_FALSE(needs_escape(escape_text(hostile)));
 }
 
+TEST_CASE("errors: a NUL byte is spelled \\x00, so the message after it is kept") {
+  // what() is a C string: a NUL from a file used to end the message there.
+  const Error e(ErrorKind::BadInput, std::string("dtype '<f4\0x\0' (a type torch does not have)", 43), "f.npy");
+  CHECK(std::string(e.what()) == "dtype '<f4\\x00x\\x00' (a type torch does not have)");
+  CHECK(escape_text(e.what()) == e.what());  // as escape_text spells it: printing changes nothing more
+  CHECK(escape_text(std::string(1, '\0')) == "\\x00");
+  CHECK(std::string(e.with_file("g.npy").what()) == e.what());
+}
+
 TEST_CASE("escape_text: a block keeps its lines, tabs and CRLF pairs, not a lone CR") {
   CHECK(escape_text("line 1\n\tline 2\r\nline 3\n", TextEscape::Block) == "line 1\n\tline 2\r\nline 3\n");
   CHECK(escape_text("cat\rdog\n", TextEscape::Block) == "cat\\rdog\n");

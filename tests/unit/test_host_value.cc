@@ -361,6 +361,11 @@ TEST_CASE("npy: unsupported dtypes are refused by name") {
            ErrorKind::BadInput, "structured dtype");
   error_of([] { npy_from("{'descr': '<f16', 'fortran_order': False, 'shape': (1,), }\n", std::string(16, 0)); },
            ErrorKind::BadInput, "a type torch does not have");
+  // A NUL in the descr used to end the message there, losing what is wrong.
+  const Error nul = error_of(
+      [] { npy_from(std::string("{'descr': '<f4\0x', 'fortran_order': False, 'shape': (1, 4), }\n", 62), std::string(16, 0)); },
+      ErrorKind::BadInput, "'<f4\\x00x' (a type torch does not have), which cannot be a tensor");
+  CHECK(nul.file() == "mem.npy");
 }
 
 TEST_CASE("npy: damaged files are refused, never read past") {
