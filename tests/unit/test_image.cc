@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "core/inputs/image.h"
 #include "core/inputs/input_values.h"
+#include "format/crc32.h"
 
 using namespace tsarchive;
 
@@ -62,6 +63,35 @@ TEST_CASE("a PNG with an empty IDAT chunk is the same picture, and stb's reasonl
   std::string odd = png;
   odd.replace(idat + 4, 4, std::string("\0ABC", 4));
   error_of([&] { decode_image(odd, "odd.png"); }, ErrorKind::BadInput, "the decoder gave no reason");
+}
+
+// stb_image never read the zlib stream's Adler-32 trailer: a PNG whose
+// pixels' checksum was wrong decoded as if whole (review 55b, finding 10).
+TEST_CASE("a PNG whose zlib stream fails its Adler-32 check is damaged") {
+  const std::string png = slurp(picture("gradient.png"));
+  const size_t idat = png.find("IDAT") - 4;
+  const size_t length = static_cast<size_t>(static_cast<unsigned char>(png[idat + 2])) << 8 |
+                        static_cast<unsigned char>(png[idat + 3]);
+  REQUIRE(png.substr(idat + 12 + length + 4, 4) == "IEND");  // one IDAT chunk: its data ends with the trailer
+  const auto with_data = [&](std::string data) {  // the IDAT chunk's data replaced, its CRC made to match
+    std::string out = png.substr(0, idat);
+    for (int shift : {24, 16, 8, 0}) out += static_cast<char>((data.size() >> shift) & 0xff);
+    const uint32_t crc = crc32_of("IDAT" + data);
+    out += "IDAT" + data;
+    for (int shift : {24, 16, 8, 0}) out += static_cast<char>((crc >> shift) & 0xff);
+    return out + png.substr(idat + 12 + length);
+  };
+  const std::string data = png.substr(idat + 8, length);
+  CHECK(decode_image(with_data(data), "same.png").rgb == decode_image(png, "gradient.png").rgb);
+  std::string wrong = data;
+  wrong[wrong.size() - 1] ^= 0x01;
+  error_of([&] { decode_image(with_data(wrong), "adler.png"); }, ErrorKind::BadInput,
+           "damaged PNG picture (zlib: incorrect data check)");
+  // Split over two IDAT chunks, as encoders write large pictures, the stream is followed across them.
+  const std::string first = with_data(data.substr(0, 100));
+  const std::string second = with_data(data.substr(100));
+  const std::string split = first.substr(0, idat + 12 + 100) + second.substr(idat);
+  CHECK(decode_image(split, "split.png").rgb == decode_image(png, "gradient.png").rgb);
 }
 
 TEST_CASE("hostile pictures are refused before their pixels are allocated") {

@@ -14,6 +14,7 @@
 
 #include <jpeglib.h>
 #include <jerror.h>
+#include <zlib.h>
 
 #include "base/error.h"
 #include "core/inputs/image.h"
@@ -164,32 +165,72 @@ bool decode_jpeg(std::string_view bytes, const ImageLimits& limits, Image& out, 
   return true;
 }
 
+// Calls `chunk(at, length, type)` for each chunk of a PNG's chunk list, in
+// order (`at`: where its length field starts), while the chunks fit in the file.
+template <class F>
+void for_each_png_chunk(std::string_view png, F&& chunk) {
+  const auto be32 = [&](size_t at) {
+    const auto* b = reinterpret_cast<const unsigned char*>(png.data() + at);
+    return uint64_t{b[0]} << 24 | uint64_t{b[1]} << 16 | uint64_t{b[2]} << 8 | uint64_t{b[3]};
+  };
+  size_t at = 8;
+  while (at + 12 <= png.size()) {
+    const uint64_t length = be32(at);
+    if (length > png.size() - at - 12) break;
+    chunk(at, static_cast<size_t>(length), png.substr(at + 4, 4));
+    at += 12 + static_cast<size_t>(length);
+  }
+}
+
 // stb_image hands a zero-length IDAT chunk to memcpy with a null destination
 // (its buffer is not allocated yet): harmless in practice but undefined, and
 // fatal under UBSan. Such a chunk holds no data, so the copy without it is
 // the same picture. Returns nothing when there is none to drop (or the chunk
 // list is malformed: stb reports that itself).
 std::optional<std::string> without_empty_idat(std::string_view png) {
-  const auto be32 = [&](size_t at) {
-    const auto* b = reinterpret_cast<const unsigned char*>(png.data() + at);
-    return uint64_t{b[0]} << 24 | uint64_t{b[1]} << 16 | uint64_t{b[2]} << 8 | uint64_t{b[3]};
-  };
   std::string kept;
   bool dropped = false;
-  size_t at = 8, copied = 0;
-  while (at + 12 <= png.size()) {
-    const uint64_t length = be32(at);
-    if (length > png.size() - at - 12) break;
-    if (length == 0 && png.substr(at + 4, 4) == "IDAT") {
-      kept.append(png.substr(copied, at - copied));
-      copied = at + 12;
-      dropped = true;
-    }
-    at += 12 + static_cast<size_t>(length);
-  }
+  size_t copied = 0;
+  for_each_png_chunk(png, [&](size_t at, size_t length, std::string_view type) {
+    if (length != 0 || type != "IDAT") return;
+    kept.append(png.substr(copied, at - copied));
+    copied = at + 12;
+    dropped = true;
+  });
   if (!dropped) return std::nullopt;
   kept.append(png.substr(copied));
   return kept;
+}
+
+// stb_image inflates a PNG's IDAT data without reading the zlib stream's
+// Adler-32 trailer, so a stream whose data or trailer was changed decoded as
+// if whole. zlib checks it: the IDAT data is inflated again here, into a small
+// buffer that is overwritten (no allocation beyond zlib's 40 KiB of state), to
+// its end. Returns what zlib found wrong, or nothing.
+std::optional<std::string> png_stream_problem(std::string_view png) {
+  z_stream z{};
+  if (inflateInit(&z) != Z_OK) return std::string("zlib could not start");
+  unsigned char out[1 << 16];
+  int status = Z_OK;
+  for_each_png_chunk(png, [&](size_t at, size_t length, std::string_view type) {
+    if (type != "IDAT" || status != Z_OK) return;
+    z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(png.data() + at + 8));
+    z.avail_in = static_cast<uInt>(length);
+    while (status == Z_OK && z.avail_in > 0) {
+      z.next_out = out;
+      z.avail_out = sizeof out;
+      status = inflate(&z, Z_NO_FLUSH);
+      if (status == Z_BUF_ERROR) status = Z_OK;  // no progress possible: wants the next chunk
+    }
+  });
+  std::optional<std::string> problem;
+  if (status == Z_OK) {
+    problem = "its compressed data ends before its zlib stream does";
+  } else if (status != Z_STREAM_END) {
+    problem = "zlib: " + (z.msg != nullptr ? std::string(z.msg) : "error " + std::to_string(status));
+  }
+  inflateEnd(&z);
+  return problem;
 }
 
 }  // namespace
@@ -314,6 +355,11 @@ Image decode_image(std::string_view bytes, const std::string& file, const ImageL
     throw_bad_input(std::string(format) + " header says " + dimensions(width, height) + " but decodes to " +
                         dimensions(w, h),
                     file, kFormatsHint);
+  }
+  if (std::string_view(format) == "PNG") {
+    if (const std::optional<std::string> problem = png_stream_problem(given)) {
+      throw_bad_input("damaged PNG picture (" + *problem + ")", file, kFormatsHint);
+    }
   }
   return image;
 }
