@@ -25,6 +25,10 @@ struct Tolerance {
 
 enum class SaveFormat { None, Pt, Npy };
 
+// RunRequest::on_phase's phase while the method's arguments are made from
+// the inputs (and summarized for the Inputs table).
+constexpr const char* kPreparingInputs = "preparing the inputs";
+
 struct RunRequest {
   std::string archive;                      // a path libtorch opens (the core checked it first)
   std::string display_name;                 // the path the user gave, for messages
@@ -55,6 +59,11 @@ struct RunRequest {
   // Called a few times a second while timing with a line of progress, and
   // with "" when a timing loop ends (the CLI shows it on a TTY).
   std::function<void(const std::string&)> on_progress;
+  // Called in the worker when it starts something the user should hear
+  // about if a limit stops it there ("preparing the inputs"), and again with
+  // "" when it goes back to the job's activity (calling the method): a
+  // memory limit hit while the inputs are made is not the model's doing.
+  std::function<void(const std::string&)> on_phase;
 
   // Serialized copies of the first call's inputs and outputs, for
   // --save-inputs / --save-outputs / --record (Pt: torch.save format; Npy:

@@ -116,6 +116,7 @@ RunResult run_archive(RunSettings settings, const NoteSink& notes) {
   job.cuda = is_cuda_device(request.device);
   // Unpacked by libtorch into a /tmp folder reserved for it (sandbox.h).
   job.compiled_package = !request.aoti_model.empty();
+  request.on_phase = [](const std::string& doing) { announce_worker_activity(doing); };  // "while preparing the inputs"
   RunResult result;
   result.report = in_worker<RunReport>(job, [&](TorchBackend& torch) { return torch.run(request); });
   result.top = finish_image_outputs(settings.images, result.report, request.save_outputs, opened.archive());

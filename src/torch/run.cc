@@ -492,9 +492,13 @@ RunReport run_module(const RunRequest& request) {
   report.schema = model.signature();
   if (request.lite) report.notes.push_back("run by the lite interpreter (_load_for_mobile), as on a phone");
 
+  const auto phase = [&request](const std::string& doing) {
+    if (request.on_phase) request.on_phase(doing);
+  };
   std::vector<c10::IValue> args;
   std::vector<std::pair<std::string, c10::ScalarType>> input_dtypes;  // floating tensor inputs, for a dtype mismatch
   {
+    phase(kPreparingInputs);
     Arguments built = torch_call(file, "make the inputs", [&] { return build_arguments(model, request, 0); });
     for (size_t i = 0; i < built.values.size(); ++i) describe(built.values[i], built.names[i], 0, report.inputs);
     for (size_t i = 0; i < built.given && i < built.values.size(); ++i) {
@@ -507,6 +511,7 @@ RunReport run_module(const RunRequest& request) {
       report.saved_inputs = serialize(c10::ivalue::Tuple::create(built.values), request.save_inputs, "inputs", file);
     }
     for (c10::IValue& v : built.values) args.push_back(to_device(v, device));
+    phase("");
   }
 
   const std::string doing = "run " + request.method;
@@ -535,8 +540,10 @@ RunReport run_module(const RunRequest& request) {
   }
   for (int64_t batch : request.batch_sizes) {
     std::vector<c10::IValue> batch_args;
+    phase(kPreparingInputs);
     Arguments built = torch_call(file, "make the inputs", [&] { return build_arguments(model, request, batch); });
     for (c10::IValue& v : built.values) batch_args.push_back(to_device(v, device));
+    phase("");
     report.timings.push_back(
         TimedBatch{batch, torch_call(file, doing + " with batch size " + std::to_string(batch),
                                      [&] { return time_calls([&] { model.call(batch_args); }, device, request, batch); })});

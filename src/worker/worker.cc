@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -20,6 +21,7 @@
 #include <iterator>
 #include <iostream>
 #include <memory>
+#include <new>
 #include <thread>
 
 #include "base/error.h"
@@ -36,6 +38,39 @@ namespace {
 constexpr uint64_t kGiB = uint64_t{1} << 30;
 constexpr int kPollMs = 20;
 constexpr auto kDiskLookEvery = std::chrono::milliseconds(100);  // disk_use.h
+
+// What a worker says it is doing (announce_worker_activity), in a page it
+// shares with its parent: a limit or a crash is reported against it rather
+// than the job's activity. Written only by the worker, read by the parent
+// once the worker has ended.
+struct ActivityPage {
+  uint32_t length = 0;
+  char text[252];
+};
+ActivityPage* announced_activity = nullptr;  // in a worker: its page
+
+class SharedActivityPage {
+ public:
+  SharedActivityPage() {
+    void* page = ::mmap(nullptr, sizeof(ActivityPage), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    page_ = page == MAP_FAILED ? nullptr : new (page) ActivityPage();  // without one, the job's activity is said
+  }
+  ~SharedActivityPage() {
+    if (page_ != nullptr) ::munmap(page_, sizeof(ActivityPage));
+  }
+  SharedActivityPage(const SharedActivityPage&) = delete;
+  SharedActivityPage& operator=(const SharedActivityPage&) = delete;
+
+  ActivityPage* get() const { return page_; }
+  // What the worker announced last, or `job_activity` when nothing (or "").
+  std::string activity_or(const std::string& job_activity) const {
+    if (page_ == nullptr || page_->length == 0 || page_->length > sizeof page_->text) return job_activity;
+    return std::string(page_->text, page_->length);
+  }
+
+ private:
+  ActivityPage* page_ = nullptr;
+};
 
 // The child: never returns. `temp`: its temporary folder, null without the
 // sandbox (TSARCHIVE_NO_SANDBOX=1).
@@ -211,9 +246,9 @@ Supervised supervise(pid_t pid, int fd, const WorkerLimits& limits, const std::v
 }
 
 // `why`: from disk_limit_passed, or the SIGXFSZ that RLIMIT_FSIZE sent.
-Error disk_limit_error(const WorkerJob& job, const std::string& why) {
+Error disk_limit_error(const WorkerJob& job, const std::string& activity, const std::string& why) {
   return Error(ErrorKind::Torch,
-               "libtorch's worker " + why + " while " + job.activity + " and was stopped; what it wrote is removed" +
+               "libtorch's worker " + why + " while " + activity + " and was stopped; what it wrote is removed" +
                    (job.validated ? "" : "; " + suspicion(job)),
                job.file, "if the model needs more room, raise --disk-limit; if it should not write, the archive may be hostile");
 }
@@ -226,6 +261,14 @@ Error archive_written(const WorkerJob& job) {
 }
 
 }  // namespace
+
+void announce_worker_activity(const std::string& activity) {
+  if (announced_activity == nullptr) return;
+  const size_t n = std::min(activity.size(), sizeof announced_activity->text);
+  announced_activity->length = 0;  // a worker stopped mid-copy leaves the job's activity said
+  std::memcpy(announced_activity->text, activity.data(), n);
+  announced_activity->length = static_cast<uint32_t>(n);
+}
 
 void check_archive_unchanged(const WorkerJob& job) {
   if (job.archive.fd < 0 || job.archive.unchanged()) return;
@@ -311,6 +354,7 @@ std::string run_in_worker(const WorkerJob& job, const std::function<std::string(
     throw Error(ErrorKind::Torch, std::string("cannot start the libtorch worker: ") + std::strerror(errno), job.file,
                 "check the process and file limits (ulimit -u, ulimit -n)");
   }
+  const SharedActivityPage activity_page;
   std::cout.flush();
   std::cerr.flush();
   const pid_t parent = ::getpid();
@@ -324,6 +368,7 @@ std::string run_in_worker(const WorkerJob& job, const std::function<std::string(
   }
   if (pid == 0) {
     ::close(fds[0]);
+    announced_activity = activity_page.get();
     serve(fds[1], parent, job, temp.get(), libtorch_tmp.get(), relay, load, work);
   }
   ::close(fds[1]);
@@ -339,38 +384,39 @@ std::string run_in_worker(const WorkerJob& job, const std::function<std::string(
   if (!believed()) throw archive_written(job);  // before any result, limit or crash of the worker's is believed
 
   const int status = supervised.status;
+  const std::string activity = activity_page.activity_or(job.activity);
   switch (supervised.stop) {
     case Stop::Usage:
       throw Error(ErrorKind::Torch,
-                  supervised.usage.why + " while " + job.activity + " and was stopped" + (job.validated ? "" : "; " + suspicion(job)),
+                  supervised.usage.why + " while " + activity + " and was stopped" + (job.validated ? "" : "; " + suspicion(job)),
                   job.file, supervised.usage.hint);
     case Stop::Time:
       throw Error(ErrorKind::Torch,
                   "libtorch did not finish within the time limit (" + short_number(job.limits.time_s) + " s" +
-                      ", --time-limit) while " + job.activity + " and was stopped",
+                      ", --time-limit) while " + activity + " and was stopped",
                   job.file, "if the model needs longer, raise --time-limit; if it should not, the archive may be hostile");
     case Stop::Written:  // believed() above has thrown this already
       throw archive_written(job);
     case Stop::Disk:
-      throw disk_limit_error(job, supervised.disk_why);
+      throw disk_limit_error(job, activity, supervised.disk_why);
     case Stop::Payload:
-      throw Error(ErrorKind::Torch, "the libtorch worker sent back more than its memory limit while " + job.activity,
+      throw Error(ErrorKind::Torch, "the libtorch worker sent back more than its memory limit while " + activity,
                   job.file, suspicion(job));
     case Stop::None:
       break;
   }
   if (WIFSIGNALED(status) && WTERMSIG(status) == SIGXFSZ) {
-    throw disk_limit_error(job, "wrote a file past the disk limit (" + human_size(job.limits.disk_bytes) + ", --disk-limit)");
+    throw disk_limit_error(job, activity, "wrote a file past the disk limit (" + human_size(job.limits.disk_bytes) + ", --disk-limit)");
   }
   if (WIFSIGNALED(status)) {
     throw Error(ErrorKind::Torch,
-                "libtorch crashed with " + signal_text(WTERMSIG(status)) + " while " + job.activity + "; " + suspicion(job),
+                "libtorch crashed with " + signal_text(WTERMSIG(status)) + " while " + activity + "; " + suspicion(job),
                 job.file, crash_hint(job, WTERMSIG(status)));
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || supervised.payload.empty()) {
     throw Error(ErrorKind::Torch,
                 "libtorch ended its worker (exit status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1) +
-                    ") while " + job.activity + " without a result; " + suspicion(job),
+                    ") while " + activity + " without a result; " + suspicion(job),
                 job.file, crash_hint(job, 0));
   }
   return std::move(supervised.payload);

@@ -74,6 +74,12 @@ struct WorkerJob {
   WatchedFile archive;
 };
 
+// In a worker (run_in_worker's `work`): from now on it is doing `activity`
+// ("preparing the inputs"), which the line that reports a limit or a crash
+// names instead of the job's; "" goes back to the job's. Does nothing
+// outside a worker.
+void announce_worker_activity(const std::string& activity);
+
 // Error(Io) naming `job.file` when its archive changed since it was checked.
 void check_archive_unchanged(const WorkerJob& job);
 
