@@ -67,14 +67,14 @@ SaveFormat format_for(const std::string& path) {
   return ends_with(path, ".npy") ? SaveFormat::Npy : SaveFormat::Pt;
 }
 
-HostValue read_expected(const std::string& text) {
+HostValue read_expected(const std::string& text, InputBudget& budget) {
   if (text.empty() || text[0] != '@') {
     throw_usage("--expect takes a file as @FILE; '" + text.substr(0, 60) + "' has no @",
                 "write it as --expect @" + (text.empty() ? std::string("golden.pt") : text.substr(0, 60)));
   }
   // Any value: tensors, and scalars (torch.save(9.0), a str, a bool, None),
   // lists, tuples and dicts of them, compared leaf by leaf.
-  return parse_input_argument(text);
+  return parse_input_argument(text, budget);
 }
 
 RunImageOptions image_options(const RunOptions& opts) {
@@ -127,11 +127,10 @@ RunRequest request_from_options(const RunOptions& opts) {
   if (!opts.labels.empty() && opts.top == 0) throw_usage("--labels names the classes of --top K; give --top too");
   if (is_image_output(opts.save_outputs)) (void)parse_image_output(opts.save_outputs);  // bad options: before the run
   request.save_outputs = image_outputs_format(image_options(opts), request.save_outputs);
-  for (const std::string& text : opts.inputs) {
-    HostValue v = parse_input_argument(text);
-    request.inputs.push_back(std::move(v));
-  }
-  if (!opts.expect.empty()) request.expect = read_expected(opts.expect);
+  // The worker holds the inputs and the expected outputs together.
+  InputBudget budget = input_budget(opts.worker);
+  for (const std::string& text : opts.inputs) request.inputs.push_back(parse_input_argument(text, budget));
+  if (!opts.expect.empty()) request.expect = read_expected(opts.expect, budget);
   request.method = opts.method.empty() ? "forward" : opts.method;
   apply_tolerances(opts.atol, "--atol", request);
   apply_tolerances(opts.rtol, "--rtol", request);
@@ -315,6 +314,7 @@ Runner setup_run(CLI::App& app, Context& ctx) {
   app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.run/1; tsarchive.profile/1 with --profile)");
   app.add_flag("-v,--verbose", ctx.verbose, "On a libtorch error, also print its full message");
   add_worker_options(app, opts->worker, true);
+  note_input_budget(app, "--input and --expect");
   app.add_option("--lock-timeout", opts->lock_timeout, "Seconds to wait for another editor with --record (default 10)")
       ->check(CLI::Range(0.0, 86400.0));
   return [opts, &ctx] {

@@ -37,6 +37,7 @@ void add_convert_options(CLI::App& app, ConvertOptions& opts, Context& ctx) {
                "Write the archive even though it lacks methods of the original (a trace records one method); "
                "without it that is an error and nothing is written");
   add_worker_options(app, opts.worker, true);
+  note_input_budget(app, "--input");
 }
 
 namespace {
@@ -81,7 +82,8 @@ ConvertSettings settings_from_options(const ConvertOptions& opts, const char* co
   source.display_name = opts.model;
   source.method = opts.method.empty() ? "forward" : opts.method;
   source.seed = opts.seed;
-  for (const std::string& text : opts.inputs) source.inputs.push_back(parse_input_argument(text));
+  InputBudget budget = input_budget(opts.worker);
+  for (const std::string& text : opts.inputs) source.inputs.push_back(parse_input_argument(text, budget));
   apply_tolerances(opts.atol, "--atol", source);
   apply_tolerances(opts.rtol, "--rtol", source);
   return settings;

@@ -36,4 +36,9 @@ void add_worker_options(CLI::App& app, WorkerSettings& options, bool validate_fl
   }
 }
 
+void note_input_budget(CLI::App& app, const std::string& files) {
+  CLI::Option* limit = app.get_option("--memory-limit");
+  limit->description(limit->get_description() + ".\nThe tensors of " + files + " files may take half of it, all together");
+}
+
 }  // namespace tsarchive::cli

@@ -19,4 +19,9 @@ namespace tsarchive::cli {
 void add_worker_options(CLI::App& app, WorkerSettings& settings, bool validate_flag, const std::string& when = {},
                         bool unsafe_flag = true);
 
+// For the commands that read input files (run, trace, convert): --memory-limit's
+// help says that the tensors of `files` ("--input and --expect") may take half
+// of it (operations' input_budget).
+void note_input_budget(CLI::App& app, const std::string& files);
+
 }  // namespace tsarchive::cli

@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "base/error.h"
+#include "base/strings.h"
 #include "worker/sandbox.h"
 
 namespace tsarchive {
@@ -65,6 +66,18 @@ WorkerLimits resolve_worker_limits(const WorkerSettings& settings, uint64_t arch
     limits.disk_bytes = parse_memory_size(settings.disk_limit, "--disk-limit");
   }
   return limits;
+}
+
+InputBudget input_budget(const WorkerSettings& settings) {
+  const uint64_t limit = resolve_worker_limits(settings, 0).memory_bytes;
+  const std::string hint = "inputs are held in memory whole; give smaller ones, or raise --memory-limit";
+  if (limit == 0) {
+    const uint64_t ram = physical_memory_bytes();
+    return InputBudget(ram != 0 ? ram / 2 : kMaxInputFileBytes, "half of this machine's memory, with --memory-limit none",
+                       "inputs are held in memory whole; give smaller ones");
+  }
+  return InputBudget(limit / 2, "half of --memory-limit " + (settings.memory_limit == "auto" ? "auto, " : std::string()) +
+                                    human_size(limit) + "; libtorch and the model need the rest", hint);
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/inputs/input_values.h"
 #include "core/provenance/checked_archive.h"
 #include "operations/notes.h"
 #include "worker/worker.h"
@@ -27,6 +28,15 @@ struct WorkerSettings {
 // max(4 GiB, 2 GiB + 4 x the archive) of memory, at most 90% of the
 // machine's, and as much on disk. Error(Usage) for a SIZE that does not parse.
 WorkerLimits resolve_worker_limits(const WorkerSettings& settings, uint64_t archive_size);
+
+// What the tensors of run's, trace's and convert's input files (--input, --expect) may
+// take in memory, all together (core/inputs/input_values.h: InputBudget):
+// half of the worker's --memory-limit, which holds them whole beside libtorch
+// and the model. "auto" counts as its 4 GiB floor, at most 90% of RAM (the
+// inputs are read before the archive, which can only raise it); "none" as the
+// machine's memory, since tsarchive itself holds them too. Error(Usage) for a
+// SIZE that does not parse.
+InputBudget input_budget(const WorkerSettings& settings);
 
 // The job for `activity` on an archive that passed the gate (gate.h), or
 // that the user sent unchecked, under the settings' limits. The first job of

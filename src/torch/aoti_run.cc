@@ -163,7 +163,9 @@ std::vector<at::Tensor> tensor_inputs(const RunRequest& request, RunReport& repo
   for (size_t i = 0; i < leaves.size(); ++i) {
     const c10::IValue& leaf = leaves[i];
     if (leaf.isTensor()) {
-      tensors.push_back(leaf.toTensor());
+      // Compiled code assumes the layout it was exported with: contiguous, as
+      // the inputs were before they became views over the files' bytes.
+      tensors.push_back(leaf.toTensor().contiguous());
       continue;
     }
     report.notes.push_back("input value " + std::to_string(i) + " (" + leaf.tagKind() +

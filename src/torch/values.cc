@@ -59,14 +59,23 @@ std::string dtype_name(c10::ScalarType type) {
 
 torch::Tensor make_tensor(const HostTensor& host, const std::string& origin) {
   const c10::ScalarType type = scalar_type_of(host.dtype, origin);
+  const auto options = torch::TensorOptions().dtype(type);
+  if (!host.bytes || host.bytes->empty()) {  // no elements (the core checked the view against the bytes)
+    return torch::empty_strided(host.shape, host.stride, options);
+  }
   const int64_t element = static_cast<int64_t>(c10::elementSize(type));
-  const int64_t storage_numel = host.bytes ? static_cast<int64_t>(host.bytes->size()) / element : 0;
-  static char empty = 0;
-  void* data = host.bytes && !host.bytes->empty() ? const_cast<char*>(host.bytes->data()) : &empty;
-  // from_blob does not copy; as_strided views the bytes as the tensor was
-  // saved, and clone() gives it storage of its own, laid out contiguously.
-  const torch::Tensor storage = torch::from_blob(data, {storage_numel}, torch::TensorOptions().dtype(type));
-  return storage.as_strided(host.shape, host.stride, host.offset).clone(at::MemoryFormat::Contiguous);
+  const int64_t storage_numel = static_cast<int64_t>(host.bytes->size()) / element;
+  // A view over the bytes the core read, as torch.load's tensors are views
+  // over their storages (and torch.from_numpy's over an array): no copy, so
+  // an input takes its own size in the worker, not that again laid out
+  // contiguously (and a broadcast view, stride 0, is not materialized at
+  // all: a model that makes it contiguous pays for that under
+  // --memory-limit). The tensor holds the bytes alive; a model that writes
+  // into its input writes into them, which nothing reads afterwards.
+  std::shared_ptr<const std::string> bytes = host.bytes;
+  void* data = const_cast<char*>(bytes->data());
+  const torch::Tensor storage = torch::from_blob(data, {storage_numel}, [bytes](void*) mutable { bytes.reset(); }, options);
+  return storage.as_strided(host.shape, host.stride, host.offset);
 }
 
 torch::Tensor generate_tensor(const TensorSpec& spec, const std::string& origin) {
@@ -367,6 +376,57 @@ namespace {
 
 // --- describing values ----------------------------------------------------------
 
+// Elements of the Inputs and Outputs tables' statistics taken at once: each
+// chunk is copied as float64 with its masks, so a tensor of any size needs
+// about 16 MiB beside it, where the whole tensor as float64 and three masks
+// took 3.5 times a float32 input's size (a 768 MB input passed 4 GiB).
+constexpr int64_t kSummaryChunk = 1 << 20;
+
+// Calls `chunk` on consecutive pieces of `t` of at most kSummaryChunk
+// elements (more only where one element of dim 0 is that large on its own and
+// dims are exhausted), in any order, covering every element once.
+void for_each_chunk(const torch::Tensor& t, const std::function<void(const torch::Tensor&)>& chunk) {
+  if (t.numel() <= kSummaryChunk || t.dim() == 0) return chunk(t);
+  const int64_t rows = t.size(0);
+  const int64_t per_row = t.numel() / rows;
+  if (per_row >= kSummaryChunk) {
+    for (int64_t i = 0; i < rows; ++i) for_each_chunk(t.select(0, i), chunk);
+    return;
+  }
+  const int64_t step = kSummaryChunk / per_row;
+  for (int64_t i = 0; i < rows; i += step) chunk(t.narrow(0, i, std::min(step, rows - i)));
+}
+
+// Count, mean and sum of squared deviations of the finite values seen so far,
+// merged chunk by chunk (Chan et al.'s pairwise update), with NaN, Inf, min
+// and max.
+struct RunningStats {
+  uint64_t nan = 0, inf = 0, n = 0;
+  double mean = 0, m2 = 0;
+  double min = std::numeric_limits<double>::infinity(), max = -std::numeric_limits<double>::infinity();
+
+  void add(torch::Tensor c) {
+    if (c.is_complex()) c = c.abs();
+    c = c.to(torch::kDouble).reshape({-1});
+    const uint64_t nan_here = static_cast<uint64_t>(torch::isnan(c).sum().item<int64_t>());
+    const uint64_t inf_here = static_cast<uint64_t>(torch::isinf(c).sum().item<int64_t>());
+    nan += nan_here;
+    inf += inf_here;
+    const torch::Tensor finite = nan_here + inf_here > 0 ? c.masked_select(torch::isfinite(c)) : c;
+    const auto count = static_cast<uint64_t>(finite.numel());
+    if (count == 0) return;
+    min = std::min(min, finite.min().item<double>());
+    max = std::max(max, finite.max().item<double>());
+    const double chunk_mean = finite.mean().item<double>();
+    const double chunk_m2 = (finite - chunk_mean).square().sum().item<double>();
+    const double total = static_cast<double>(n + count);
+    const double delta = chunk_mean - mean;
+    mean += delta * static_cast<double>(count) / total;
+    m2 += chunk_m2 + delta * delta * static_cast<double>(n) * static_cast<double>(count) / total;
+    n += count;
+  }
+};
+
 TensorSummary summarize_tensor(const torch::Tensor& tensor) {
   TensorSummary s;
   s.dtype = dtype_name(tensor.scalar_type());
@@ -377,17 +437,25 @@ TensorSummary summarize_tensor(const torch::Tensor& tensor) {
   torch::Tensor v = tensor.detach();
   if (v.is_quantized()) v = v.dequantize();
   if (v.is_sparse() || v.layout() != torch::kStrided) v = v.to_dense();
-  if (v.is_complex()) v = v.abs();
-  v = v.to(torch::kDouble);
-  const torch::Tensor finite_mask = torch::isfinite(v);
-  s.nan = static_cast<uint64_t>(torch::isnan(v).sum().item<int64_t>());
-  s.inf = static_cast<uint64_t>(torch::isinf(v).sum().item<int64_t>());
-  const torch::Tensor finite = s.nan + s.inf > 0 ? v.masked_select(finite_mask) : v.reshape({-1});
-  if (finite.numel() == 0) return s;
-  s.min = finite.min().item<double>();
-  s.max = finite.max().item<double>();
-  s.mean = finite.mean().item<double>();
-  if (finite.numel() > 1) s.std = finite.std().item<double>();  // unbiased, as Python's t.std()
+  // A broadcast dimension (stride 0) repeats the same elements: read them
+  // once and count them `repeats` times, so that a view of 2^42 elements
+  // over 4 (an input read from a torch.save file) is summarized from 4.
+  uint64_t repeats = 1;
+  for (int64_t d = 0; d < v.dim(); ++d) {
+    if (v.stride(d) != 0 || v.size(d) <= 1) continue;
+    repeats *= static_cast<uint64_t>(v.size(d));
+    v = v.narrow(d, 0, 1);
+  }
+  RunningStats stats;
+  for_each_chunk(v, [&](const torch::Tensor& chunk) { stats.add(chunk); });
+  s.nan = stats.nan * repeats;
+  s.inf = stats.inf * repeats;
+  if (stats.n == 0) return s;
+  s.min = stats.min;
+  s.max = stats.max;
+  s.mean = stats.mean;
+  const double n = static_cast<double>(stats.n) * static_cast<double>(repeats);
+  if (n > 1) s.std = std::sqrt(stats.m2 * static_cast<double>(repeats) / (n - 1));  // unbiased, as Python's t.std()
   return s;
 }
 

@@ -599,6 +599,45 @@ TEST_CASE("torch.save: damaged storages are refused") {
   }
 }
 
+// The tensors of a command's input files share one budget, checked against
+// what each file declares before it is read (review 55b: a 3 MB torch.save
+// file whose storage deflated to 3 GB was inflated by tsarchive itself).
+TEST_CASE("input budget: declared sizes are held to it, all inputs together") {
+  InputBudget small(16, "half of --memory-limit 32 B", "raise it");
+  const Error npy = error_of([&] { parse_input_argument("@" + input("f4_c.npy"), small); }, ErrorKind::BadInput,
+                             "the .npy file's data would take 24 B, more than the 16 B that inputs may take in memory "
+                             "(half of --memory-limit 32 B)");
+  CHECK(npy.file() == input("f4_c.npy"));
+  CHECK(npy.hint() == "raise it");
+  CHECK(small.used() == 0);
+  error_of([&] { parse_input_argument("@" + input("tensor.pt"), small); }, ErrorKind::BadInput,
+           "the torch.save file's storage records, inflated, would take 24 B, more than the 16 B");
+  error_of([&] { parse_input_argument("@" + testdata("images/gradient.png"), small); }, ErrorKind::BadInput,
+           "the picture's tensor would take 36.0 KiB");
+  // Two files of 24 bytes each within 40: the second is refused, counting the first.
+  InputBudget both(40, "test");
+  CHECK(parse_input_argument("@" + input("f4_c.npy"), both).tensor.bytes->size() == 24);
+  CHECK(both.used() == 24);
+  error_of([&] { parse_input_argument("@" + input("tensor.pt"), both); }, ErrorKind::BadInput,
+           "would take 24 B beside the 24 B of the inputs before it, more than the 40 B");
+}
+
+// Tensors stay views over their storages; each view's elements (a broadcast
+// dimension once) count against the budget's limit, a file's together.
+TEST_CASE("input budget: a torch.save file's views are held to its limit") {
+  // shared.pt: views [2:5], [5:] and view(2, 5) of one 10-element int32 storage: 12 + 20 + 40 bytes.
+  InputBudget enough(72, "test");
+  const HostValue v = parse_input_argument("@" + input("shared.pt"), enough);
+  REQUIRE(v.items.size() == 3);
+  CHECK(v.items[0].tensor.bytes == v.items[2].tensor.bytes);  // one storage, read once
+  CHECK(enough.used() == 40);
+  InputBudget less(71, "test");
+  const Error e = error_of([&] { parse_input_argument("@" + input("shared.pt"), less); }, ErrorKind::BadInput,
+                           "tensor [2] (sizes [2, 5], strides [5, 1]) views its storage 'data/0' of 40 B as 40 B of "
+                           "elements, the file's tensors 72 B, more than the 71 B that inputs may take in memory");
+  CHECK(e.file() == input("shared.pt"));
+}
+
 // data.pkl of a list that holds one string `copies` times: BINUNICODE once,
 // BINPUT into the memo, then BINGET for every other copy (a
 // deflated 64 MiB string so referenced 20 times took 2.78 GB).

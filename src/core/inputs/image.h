@@ -70,8 +70,11 @@ std::string encode_png(const std::vector<uint8_t>& pixels, int64_t width, int64_
 // What follows @ in an --input argument, when it is an image spec: the
 // tensor of the picture(s). std::nullopt when it is not (a .npy or .pt file:
 // the caller reads it). Error(Usage) for bad options, Error(Io) for files that
-// cannot be read, Error(BadInput) for pictures that cannot be decoded.
-std::optional<HostTensor> read_image_argument(const std::string& text, const ImageLimits& limits = {});
+// cannot be read, Error(BadInput) for pictures that cannot be decoded, or
+// whose tensor, sized from their headers, passes `budget` (when given).
+class InputBudget;
+std::optional<HostTensor> read_image_argument(const std::string& text, const ImageLimits& limits = {},
+                                              InputBudget* budget = nullptr);
 
 // --save-outputs FILE.png[:OPTION=VALUE]...: the options that undo an input's
 // preprocessing (normalize, mean, std, channels, layout).

@@ -21,6 +21,7 @@
 #include "base/posix_fd.h"
 #include "base/strings.h"
 #include "core/inputs/image.h"
+#include "core/inputs/input_values.h"
 #include "format/byte_source.h"
 
 namespace tsarchive {
@@ -434,7 +435,7 @@ HostTensor to_tensor(const std::vector<Image>& images, const ImageInputOptions& 
 
 }  // namespace
 
-std::optional<HostTensor> read_image_argument(const std::string& text, const ImageLimits& limits) {
+std::optional<HostTensor> read_image_argument(const std::string& text, const ImageLimits& limits, InputBudget* budget) {
   const size_t colon = options_start(text);
   const std::string path = text.substr(0, colon);
   const bool has_options = colon != std::string::npos;
@@ -479,6 +480,10 @@ std::optional<HostTensor> read_image_argument(const std::string& text, const Ima
     size = prepared;
     elements += size.height * size.width * 3;
     check_batch_elements(elements);
+  }
+  if (budget != nullptr) {
+    budget->take(static_cast<uint64_t>(elements) * (options.uint8 ? 1 : 4),
+                 files.size() == 1 ? "the picture's tensor" : "the pictures' tensor", files.front());
   }
   std::vector<Image> images;
   for (const std::string& file : files) {

@@ -292,7 +292,7 @@ HostValue parse_json_argument(std::string_view text) {
 
 // @FILE ------------------------------------------------------------------------
 
-HostValue read_input_file(const std::string& path) {
+HostValue read_input_file(const std::string& path, InputBudget& budget) {
   std::unique_ptr<ByteSource> source;
   try {
     source = open_file_source(path);
@@ -301,20 +301,19 @@ HostValue read_input_file(const std::string& path) {
     throw Error(ErrorKind::Io, std::string("cannot read input file: ") + e.what(), path,
                 "@FILE names a .npy file or a torch.save file");
   }
-  if (source->size() > kMaxInputFileBytes) {
-    throw_bad_input("input file has " + std::to_string(source->size()) + " bytes, more than the 4 GiB limit", path,
-                    "inputs are read into memory whole; give a smaller tensor");
-  }
+  // Read by offset: what the file's tensors take in memory is held to the
+  // budget by its reader, from what it declares, before it reads them (a
+  // mistaken path, a disk image, is refused on its first bytes).
   char head[6] = {};
   const size_t n = source->size() < sizeof head ? static_cast<size_t>(source->size()) : sizeof head;
   source->read_at(0, head, n);
   HostValue v;
   if (n == 6 && std::string_view(head, 6) == "\x93NUMPY") {
     v.kind = HostValue::Kind::Tensor;
-    v.tensor = read_npy(*source);
+    v.tensor = read_npy(*source, budget);
     return v;
   }
-  if (n >= 4 && std::string_view(head, 4) == "PK\x03\x04") return read_torch_save_value(*source);
+  if (n >= 4 && std::string_view(head, 4) == "PK\x03\x04") return read_torch_save_value(*source, budget);
   const FileKind kind = detect_file_kind(*source);
   std::string what = "input file is neither a .npy file nor a torch.save file";
   if (kind != FileKind::NotAModel) what += std::string(": it is a ") + std::string(file_kind_name(kind));
@@ -387,15 +386,38 @@ HostValue host_value_of_json(const nlohmann::ordered_json& j) { return host_valu
 
 TensorSpec parse_tensor_spec(std::string_view text) { return SpecParser(text).parse(); }
 
+InputBudget::InputBudget(uint64_t limit, std::string source, std::string hint)
+    : limit_(limit), source_(std::move(source)), hint_(std::move(hint)) {}
+
+void InputBudget::refuse(const std::string& what, const std::string& file) const {
+  throw_bad_input(what + ", more than the " + human_size(limit_) + " that inputs may take in memory (" + source_ + ")",
+                  file, hint_);
+}
+
+void InputBudget::take(uint64_t bytes, const std::string& what, const std::string& file) {
+  uint64_t total = 0;
+  if (add_overflows(used_, bytes, &total) || total > limit_) {
+    refuse(what + " would take " + human_size(bytes) +
+               (used_ > 0 ? " beside the " + human_size(used_) + " of the inputs before it" : ""),
+           file);
+  }
+  used_ = total;
+}
+
 HostValue parse_input_argument(const std::string& text) {
+  InputBudget budget;
+  return parse_input_argument(text, budget);
+}
+
+HostValue parse_input_argument(const std::string& text, InputBudget& budget) {
   HostValue v;
   if (!text.empty() && text[0] == '@') {
     if (text.size() == 1) throw_usage("input \"@\" names no file", "write @PATH, e.g. @image.npy");
-    if (auto image = read_image_argument(text.substr(1))) {
+    if (auto image = read_image_argument(text.substr(1), ImageLimits(), &budget)) {
       v.kind = HostValue::Kind::Tensor;
       v.tensor = std::move(*image);
     } else {
-      v = read_input_file(text.substr(1));
+      v = read_input_file(text.substr(1), budget);
     }
   } else if (text.rfind("json:", 0) == 0) {
     v = parse_json_argument(std::string_view(text).substr(5));

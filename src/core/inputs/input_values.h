@@ -18,6 +18,7 @@
 //                          tensor where the schema wants a Tensor
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -28,14 +29,48 @@
 
 namespace tsarchive {
 
+// What the tensors read from a command's input files (--input, --expect) may
+// take in memory, all of them together. They are held whole in tsarchive and
+// in libtorch's worker while the model runs, so their bound is a share of the
+// worker's --memory-limit (operations/worker_settings.h: input_budget), and it
+// is checked against what each file declares before its bytes are read or
+// inflated: a .npy's data, a torch.save file's storage records (their
+// uncompressed sizes: a 3 MB file whose storage deflates 1000:1 is 3 GB), a
+// picture's tensor by its header. A torch.save file's views are bounded by it
+// too: each tensor's elements, a broadcast dimension (stride 0) counted once,
+// all of a file's together; the worker passes views over the storages as
+// torch.load does and reads each element once for the Inputs table.
+class InputBudget {
+ public:
+  // `limit` bytes, `source` says where the figure comes from ("half of
+  // --memory-limit 4.0 GiB"), `hint` what the user can do past it.
+  explicit InputBudget(uint64_t limit = kMaxInputFileBytes, std::string source = "the limit for input files",
+                       std::string hint = "give a smaller input");
+  // Takes `bytes` for `what` ("the .npy file's data"), or throws
+  // Error(BadInput) naming `file` when the inputs would pass the limit.
+  void take(uint64_t bytes, const std::string& what, const std::string& file);
+  // Error(BadInput) naming `file`: `what` comes to more than the limit.
+  [[noreturn]] void refuse(const std::string& what, const std::string& file) const;
+  uint64_t limit() const { return limit_; }
+  uint64_t used() const { return used_; }
+
+ private:
+  uint64_t limit_;
+  uint64_t used_ = 0;
+  std::string source_;
+  std::string hint_;
+};
+
 // SHAPE[:DTYPE[:FILL]]. Throws Error(Usage) naming what is wrong and the
 // accepted forms.
 TensorSpec parse_tensor_spec(std::string_view text);
 
 // One --input argument: a spec, @FILE (.npy or .pt, chosen by content, not
-// name) or json:TEXT. Files are read here; a file that cannot be read is
-// Error(Io), one that is not a valid .npy/.pt is Error(BadInput).
-HostValue parse_input_argument(const std::string& text);
+// name) or json:TEXT. Files are read here, their tensors within `budget`; a
+// file that cannot be read is Error(Io), one that is not a valid .npy/.pt, or
+// whose tensors pass the budget, is Error(BadInput).
+HostValue parse_input_argument(const std::string& text, InputBudget& budget);
+HostValue parse_input_argument(const std::string& text);  // within a budget of its own: kMaxInputFileBytes
 
 // A parsed JSON value as json:TEXT gives it: null, bools, numbers (integers
 // stay Int), strings, arrays (List) and objects (Dict, in document order).
@@ -52,6 +87,7 @@ HostValue host_value_of_json(const nlohmann::json& j);
 // swapped to little-endian, Fortran order expressed as strides.
 // Error(BadInput) for anything else (object arrays, structured dtypes, a
 // lying header), naming what was found.
+HostTensor read_npy(const ByteSource& source, InputBudget& budget);
 HostTensor read_npy(const ByteSource& source);
 
 // .npy (format 1.0; 2.0 when the header needs it) of a tensor, C order.
@@ -66,7 +102,10 @@ void swap_elements(std::string& bytes, size_t width);
 // spreads = true at the top level. CRCs and storage sizes are checked; a
 // file whose byteorder record says "big" has its elements swapped, as
 // torch.load does, and one that says anything but little or big is refused.
-// Error(BadInput) for anything else, saying what the file holds.
+// Error(BadInput) for anything else, saying what the file holds. The
+// storages' declared sizes, and the tensors' elements, are held to `budget`
+// (InputBudget) before any storage is read.
+HostValue read_torch_save_value(const ByteSource& source, InputBudget& budget);
 HostValue read_torch_save_value(const ByteSource& source);
 
 }  // namespace tsarchive

@@ -285,6 +285,11 @@ void set_npy_strides(HostTensor& t, bool fortran_order, const std::string& file)
 }  // namespace
 
 HostTensor read_npy(const ByteSource& source) {
+  InputBudget budget;
+  return read_npy(source, budget);
+}
+
+HostTensor read_npy(const ByteSource& source, InputBudget& budget) {
   const std::string& file = source.name();
   uint64_t data_start = 0;
   const std::string header = read_npy_header(source, data_start);
@@ -317,6 +322,7 @@ HostTensor read_npy(const ByteSource& source) {
                     file, "the file is truncated or its header is wrong");
   }
   set_npy_strides(t, h.fortran_order, file);
+  budget.take(nbytes, "the .npy file's data", file);
   std::string data = source.read_string(data_start, static_cast<size_t>(nbytes));
   if (big_endian && type.size > 1) {
     // Complex numbers are two floats, each swapped on its own.

@@ -16,7 +16,17 @@
 //
 // Every storage record is read once, with its CRC checked and its size equal to
 // what the pickle declares; tensors that share a storage share its bytes. A
-// tensor whose view reaches past its storage is refused.
+// tensor whose view reaches past its storage is refused. Before any is read,
+// the uncompressed sizes of all the data/ records, as the ZIP declares them,
+// are taken from the input budget (InputBudget): torch.save writes storages
+// stored, but torch.load inflates a deflated one as well, so a 3 MB file can
+// declare 3 GB. Such a file is read as torch.load reads it, within the budget.
+// The tensors stay views over their storages (the torch layer passes them to
+// the model as torch.load does, unmaterialized), but each view's elements, a
+// broadcast dimension (stride 0) counted once, are held to the budget's limit,
+// all of a file's together: the Inputs table reads every such element once,
+// and a few hundred bytes of sizes and strides over a 4-element storage
+// (sizes [2^40, 4], strides (1, 1)) would otherwise be trillions of them.
 //
 // PyTorch 2.x records the storages' byte order in `byteorder`: torch.load
 // swaps every element of a "big" file (complex numbers half by half) and
@@ -73,9 +83,10 @@ bool big_endian_storages(const TorchArchive& archive) {
 
 class ValueBuilder {
  public:
-  ValueBuilder(const TorchArchive& archive, const PickleGraph& graph, uint64_t pickle_bytes)
+  ValueBuilder(const TorchArchive& archive, const PickleGraph& graph, uint64_t pickle_bytes, const InputBudget& budget)
       : archive_(archive),
         g_(graph),
+        budget_(budget),
         copy_budget_(pickle_bytes + kSharedCopyBytes),
         big_endian_(big_endian_storages(archive)) {}
 
@@ -206,7 +217,29 @@ class ValueBuilder {
       fail("tensor " + t.path + " reaches element " + std::to_string(end - 1) + " of storage '" + declared.record +
            "', which holds " + std::to_string(declared.numel));
     }
+    charge_view(t, declared);
     return v;
+  }
+
+  // A view's elements, each broadcast dimension (stride 0) counted once:
+  // what reading the tensor once takes, held to the budget's limit with the
+  // file's other tensors.
+  void charge_view(const TensorInfo& t, const StorageInfo& declared) {
+    uint64_t elements = 1;
+    bool overflow = false;
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      if (t.stride[d] != 0 || t.shape[d] == 0) overflow |= mul_overflows(elements, static_cast<uint64_t>(t.shape[d]), &elements);
+    }
+    uint64_t width = 0;
+    dtype_element_size(declared.dtype, &width);
+    uint64_t bytes = 0;
+    overflow |= mul_overflows(elements, width, &bytes) || add_overflows(view_bytes_, bytes, &view_bytes_);
+    if (!overflow && view_bytes_ <= budget_.limit()) return;
+    budget_.refuse("tensor " + t.path + " (sizes " + shape_text(t.shape) + ", strides " + shape_text(t.stride) +
+                       ") views its storage '" + declared.record + "' of " + human_size(declared.nbytes) + " as " +
+                       (overflow ? "more than 2^64 bytes" : human_size(bytes)) + " of elements" +
+                       (overflow || view_bytes_ == bytes ? "" : ", the file's tensors " + human_size(view_bytes_)),
+                   archive_.path());
   }
 
   // The bytes of a storage record, read once; their size must be the declared one.
@@ -225,9 +258,6 @@ class ValueBuilder {
            " bytes, but the pickle declares " + std::to_string(declared.numel) + " " + declared.dtype + " elements (" +
            std::to_string(declared.nbytes) + " bytes)");
     }
-    if (add_overflows(total_bytes_, declared.nbytes, &total_bytes_) || total_bytes_ > kMaxInputFileBytes) {
-      fail("the storages hold more than 4 GiB");
-    }
     std::string read = archive_.read(*record, declared.nbytes);
     if (big_endian_) {
       uint64_t width = 0;
@@ -242,9 +272,10 @@ class ValueBuilder {
 
   const TorchArchive& archive_;
   const PickleGraph& g_;
+  const InputBudget& budget_;
   std::map<std::string, LoadedStorage> storages_;
   size_t values_ = 0;
-  uint64_t total_bytes_ = 0;
+  uint64_t view_bytes_ = 0;
   uint64_t copied_bytes_ = 0;
   const uint64_t copy_budget_;
   const bool big_endian_;
@@ -261,9 +292,27 @@ void refuse_unsafe_to_load(const TorchArchive& archive) {
               archive.path(), "run takes files of tensors, lists, tuples and dicts; see 'tsarchive inspect' on it");
 }
 
+// The storage records' sizes as the ZIP declares them, taken from the budget
+// before any is read or inflated.
+void take_storage_sizes(const TorchArchive& archive, InputBudget& budget) {
+  uint64_t total = 0;
+  bool overflow = false;
+  for (const Record& r : archive.records()) {
+    if (r.name.rfind("data/", 0) == 0) overflow |= add_overflows(total, r.entry->uncompressed_size, &total);
+  }
+  const std::string what = "the torch.save file's storage records, inflated,";
+  if (overflow) budget.refuse(what + " would take more than 2^64 bytes", archive.path());
+  budget.take(total, what, archive.path());
+}
+
 }  // namespace
 
 HostValue read_torch_save_value(const ByteSource& source) {
+  InputBudget budget;
+  return read_torch_save_value(source, budget);
+}
+
+HostValue read_torch_save_value(const ByteSource& source, InputBudget& budget) {
   try {
     const TorchArchive archive(borrow_source(source));
     if (archive.kind() != FileKind::TorchSave) {
@@ -273,10 +322,11 @@ HostValue read_torch_save_value(const ByteSource& source) {
                                                               : "save the input with torch.save or numpy.save");
     }
     refuse_unsafe_to_load(archive);
+    take_storage_sizes(archive, budget);
     const Record* pickle = archive.find("data.pkl");
     const std::string bytes = archive.read(*pickle, ReadLimits::kPickle);
     const PickleGraph graph = parse_pickle(bytes, "data.pkl");
-    HostValue v = ValueBuilder(archive, graph, bytes.size()).build(graph.root(), "", 0);
+    HostValue v = ValueBuilder(archive, graph, bytes.size(), budget).build(graph.root(), "", 0);
     v.spreads = v.kind == HostValue::Kind::List;
     return v;
   } catch (const Error& e) {
