@@ -20,24 +20,53 @@ std::string_view tensor_role_id(TensorRole role) {
 
 namespace {
 
+// `scalar_type`: c10::ScalarType's code (the position in libtorch's
+// AT_FORALL_SCALAR_TYPES_WITH_COMPLEX_AND_QINTS list), -1 for none. The JIT
+// unpickler knows the storage class torch.<Name>Storage of each ScalarType its
+// libtorch lists; torch.save writes dtypes without a typed storage class as
+// an UntypedStorage and names the dtype in _rebuild_tensor_v3.
 struct DtypeRow {
   const char* storage;
   const char* dtype;
   uint64_t size;
+  int scalar_type;
 };
 
 constexpr DtypeRow kDtypes[] = {
-    {"FloatStorage", "float32", 4},        {"DoubleStorage", "float64", 8},
-    {"HalfStorage", "float16", 2},         {"BFloat16Storage", "bfloat16", 2},
-    {"LongStorage", "int64", 8},           {"IntStorage", "int32", 4},
-    {"ShortStorage", "int16", 2},          {"CharStorage", "int8", 1},
-    {"ByteStorage", "uint8", 1},           {"BoolStorage", "bool", 1},
-    {"ComplexHalfStorage", "complex32", 4}, {"ComplexFloatStorage", "complex64", 8},
-    {"ComplexDoubleStorage", "complex128", 16}, {"QInt8Storage", "qint8", 1},
-    {"QUInt8Storage", "quint8", 1},        {"QInt32Storage", "qint32", 4},
-    {"QUInt4x2Storage", "quint4x2", 1},    {"QUInt2x4Storage", "quint2x4", 1},
-    {"Float8_e4m3fnStorage", "float8_e4m3fn", 1}, {"Float8_e5m2Storage", "float8_e5m2", 1},
-    {"UntypedStorage", "uint8", 1},
+    {"ByteStorage", "uint8", 1, 0},
+    {"CharStorage", "int8", 1, 1},
+    {"ShortStorage", "int16", 2, 2},
+    {"IntStorage", "int32", 4, 3},
+    {"LongStorage", "int64", 8, 4},
+    {"HalfStorage", "float16", 2, 5},
+    {"FloatStorage", "float32", 4, 6},
+    {"DoubleStorage", "float64", 8, 7},
+    {"ComplexHalfStorage", "complex32", 4, 8},
+    {"ComplexFloatStorage", "complex64", 8, 9},
+    {"ComplexDoubleStorage", "complex128", 16, 10},
+    {"BoolStorage", "bool", 1, 11},
+    {"QInt8Storage", "qint8", 1, 12},
+    {"QUInt8Storage", "quint8", 1, 13},
+    {"QInt32Storage", "qint32", 4, 14},
+    {"BFloat16Storage", "bfloat16", 2, 15},
+    {"QUInt4x2Storage", "quint4x2", 1, 16},
+    {"QUInt2x4Storage", "quint2x4", 1, 17},
+    {"Bits1x8Storage", "bits1x8", 1, 18},
+    {"Bits2x4Storage", "bits2x4", 1, 19},
+    {"Bits4x2Storage", "bits4x2", 1, 20},
+    {"Bits8Storage", "bits8", 1, 21},
+    {"Bits16Storage", "bits16", 2, 22},
+    {"Float8_e5m2Storage", "float8_e5m2", 1, 23},
+    {"Float8_e4m3fnStorage", "float8_e4m3fn", 1, 24},
+    {"Float8_e5m2fnuzStorage", "float8_e5m2fnuz", 1, 25},
+    {"Float8_e4m3fnuzStorage", "float8_e4m3fnuz", 1, 26},
+    {"UInt16Storage", "uint16", 2, 27},
+    {"UInt32Storage", "uint32", 4, 28},
+    {"UInt64Storage", "uint64", 8, 29},
+    // 30-43: uint1-uint7 and int1-int7, which no serializer writes (PyTorch 2.13's refuse them).
+    {"Float8_e8m0fnuStorage", "float8_e8m0fnu", 1, 44},
+    {"Float4_e2m1fn_x2Storage", "float4_e2m1fn_x2", 1, 45},
+    {"UntypedStorage", "uint8", 1, -1},
 };
 
 constexpr size_t kMaxDepth = 256;
@@ -137,9 +166,7 @@ class Walker {
     if (stopped_) return;
     if (ref >= g_.size()) return;
     const PickleNode& n = g_.at(ref);
-    const bool container = n.kind == PickleKind::Call || n.kind == PickleKind::Dict || n.kind == PickleKind::List ||
-                           n.kind == PickleKind::Tuple || n.kind == PickleKind::Set;
-    if (!container) return;
+    if (!can_hold_tensors(n)) return;
     // A value that holds one of its own holders through the memo (an
     // OmegaConf node's _parent, a list appended to itself) is a cycle that
     // torch.load rebuilds as such: below it is only what is being walked
@@ -184,6 +211,10 @@ class Walker {
            "path to it)");
       return true;
     }
+    if (call == TensorCall::Tensor && s.record.empty()) {  // a meta tensor: no storage
+      finish_tensor(t, nullptr);
+      return true;
+    }
     if (s.record.empty()) {  // the storage itself is malformed
       problem(why);
       return true;
@@ -198,7 +229,7 @@ class Walker {
       problem(why);
       return true;
     }
-    finish_tensor(t, it->second);
+    finish_tensor(t, &it->second);
     return true;
   }
 
@@ -211,7 +242,7 @@ class Walker {
   }
   void problem(const std::string& what) { out_.problems.push_back(what); }
 
-  void finish_tensor(TensorInfo& t, const StorageInfo& s) {
+  void finish_tensor(TensorInfo& t, const StorageInfo* s) {
     uint64_t element_size = 0;
     dtype_element_size(t.dtype, &element_size);
     uint64_t numel = 0;
@@ -222,9 +253,9 @@ class Walker {
       return;
     }
     t.numel = numel;
-    if (end > s.numel) {
-      problem("tensor '" + t.path + "' reaches element " + std::to_string(end - 1) + " of storage '" + s.record +
-              "', which holds " + std::to_string(s.numel));
+    if (s != nullptr && end > s->numel) {
+      problem("tensor '" + t.path + "' reaches element " + std::to_string(end - 1) + " of storage '" + s->record +
+              "', which holds " + std::to_string(s->numel));
     }
     out_.tensors.push_back(std::move(t));
   }
@@ -256,11 +287,70 @@ class Walker {
     }
     const bool is_class = fn != nullptr && g_.text(*fn).substr(0, 9) == "__torch__";
     if (is_class) return walk_object(ref, path, role, depth);
-    if (fn != nullptr && mapping_class(*fn)) walk_mapping_argument(ref, path, role, depth);
+    if (fn != nullptr && g_.text(*fn) == "torch._utils" && g_.text2(*fn) == "_rebuild_sparse_tensor") {
+      return sparse_tensor(ref, path, role);
+    }
+    if (fn != nullptr && mapping_class(*fn)) {
+      walk_mapping_argument(ref, path, role, depth);
+    } else {
+      walk_arguments(ref, path, role, depth);
+    }
     // Any other call (OrderedDict, ...): its SETITEMs, APPENDs and BUILD state.
     walk_entries(n, path, role, depth);
     walk_items(n, path, role, depth);
     if (n.state != kNoPickleRef) walk(n.state, path, role, depth + 1);
+  }
+
+  // The arguments of any other call hold what torch.load builds before it
+  // calls: a GraphModule's parameters are in the body dict of
+  // reduce_graph_module(body, import_block), a nested tensor's buffer in
+  // _rebuild_nested_tensor's. One argument that can hold tensors is walked
+  // under the call's own path; several under their positions.
+  void walk_arguments(PickleRef ref, const std::string& path, TensorRole role, size_t depth) {
+    const auto args = g_.call_args(ref);
+    size_t holders = 0;
+    for (PickleRef a : args) holders += a < g_.size() && can_hold_tensors(g_.at(a)) ? 1 : 0;
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i] >= g_.size() || !can_hold_tensors(g_.at(args[i]))) continue;
+      walk(args[i], holders == 1 ? path : join_path(path, std::to_string(i)), role, depth + 1);
+    }
+  }
+  static bool can_hold_tensors(const PickleNode& n) {
+    return n.kind == PickleKind::Call || n.kind == PickleKind::Dict || n.kind == PickleKind::List ||
+           n.kind == PickleKind::Tuple || n.kind == PickleKind::Set;
+  }
+
+  // torch._utils._rebuild_sparse_tensor(layout, data): a sparse tensor is made
+  // of dense ones, each with its storage, listed under the names of PyTorch's
+  // accessors: COO (indices, values, size[, is_coalesced]), CSR and BSR
+  // (crow_indices, col_indices, values, size), CSC and BSC (ccol_indices,
+  // row_indices, values, size). The layout is torch.serialization._get_layout("torch.sparse_csr").
+  void sparse_tensor(PickleRef ref, const std::string& path, TensorRole role) {
+    const auto args = g_.call_args(ref);
+    if (args.size() < 2 || args[1] >= g_.size() || g_.at(args[1]).kind != PickleKind::Tuple) {
+      return problem("sparse tensor '" + path + "' has malformed rebuild arguments");
+    }
+    std::string layout;
+    if (args[0] < g_.size() && g_.at(args[0]).kind == PickleKind::Call) {
+      const auto layout_args = g_.call_args(args[0]);
+      if (!layout_args.empty()) layout = std::string(g_.string_at(layout_args[0]).value_or(""));
+    }
+    static const char* const kCoo[] = {"indices", "values"};
+    static const char* const kRows[] = {"crow_indices", "col_indices", "values"};
+    static const char* const kColumns[] = {"ccol_indices", "row_indices", "values"};
+    const bool coo = layout == "torch.sparse_coo";
+    const bool rows = layout == "torch.sparse_csr" || layout == "torch.sparse_bsr";
+    const bool columns = layout == "torch.sparse_csc" || layout == "torch.sparse_bsc";
+    if (!coo && !rows && !columns) return problem("sparse tensor '" + path + "' has an unknown layout '" + layout + "'");
+    const char* const* names = coo ? kCoo : rows ? kRows : kColumns;
+    const size_t count = coo ? 2 : 3;
+    const auto parts = g_.items(g_.at(args[1]));
+    for (size_t i = 0; i < count && i < parts.size(); ++i) {
+      const std::string part = join_path(path, names[i]);
+      if (parts[i] >= g_.size() || !tensor(parts[i], part, role)) {
+        problem("sparse tensor '" + path + "' has no tensor for its " + names[i]);
+      }
+    }
   }
 
   // collections.OrderedDict and dict called with their items: how Python 2's
@@ -376,6 +466,13 @@ bool storage_dtype(std::string_view storage_class, std::string* dtype, uint64_t*
   return false;
 }
 
+int dtype_scalar_type(std::string_view dtype) {
+  for (const DtypeRow& row : kDtypes) {
+    if (dtype == row.dtype && row.scalar_type >= 0) return row.scalar_type;
+  }
+  return -1;
+}
+
 bool dtype_element_size(std::string_view dtype, uint64_t* element_size) {
   for (const DtypeRow& row : kDtypes) {
     if (dtype == row.dtype) {
@@ -386,16 +483,27 @@ bool dtype_element_size(std::string_view dtype, uint64_t* element_size) {
   return false;
 }
 
-TensorCall read_tensor_call(const PickleGraph& g, PickleRef ref, const std::string& folder, TensorInfo& t,
-                            StorageInfo& s, std::string& problem) {
-  const PickleNode* fn = g.callable(ref);
-  if (fn == nullptr || g.text(*fn) != "torch._utils") return TensorCall::NotATensor;
-  const std::string_view name = g.text2(*fn);
-  const auto args = g.call_args(ref);
+namespace {
+
+// A rebuild function `fn` (a GLOBAL) called with `args`.
+TensorCall read_rebuild(const PickleGraph& g, const PickleNode& fn, PickleSpan<PickleRef> args,
+                        const std::string& folder, TensorInfo& t, StorageInfo& s, std::string& problem) {
+  if (g.text(fn) != "torch._utils") return TensorCall::NotATensor;
+  const std::string_view name = g.text2(fn);
   if (name == "_rebuild_parameter" || name == "_rebuild_parameter_with_state") {
     if (args.empty()) return TensorCall::NotATensor;
     if (t.role != TensorRole::State) t.role = TensorRole::Parameter;
     return read_tensor_call(g, args[0], folder, t, s, problem);
+  }
+  if (name == "_rebuild_meta_tensor_no_storage") {  // (dtype, size, stride, requires_grad): no data
+    if (args.size() < 3 || g.at(args[0]).kind != PickleKind::Global || !int_list(g, args[1], &t.shape) ||
+        !int_list(g, args[2], &t.stride) || t.shape.size() != t.stride.size()) {
+      problem = "tensor '" + t.path + "' is a meta tensor with a malformed dtype, size or stride";
+      return TensorCall::Malformed;
+    }
+    t.dtype = g.text2(g.at(args[0]));
+    t.device = "meta";
+    return TensorCall::Tensor;
   }
   const bool v2 = name == "_rebuild_tensor_v2" || name == "_rebuild_tensor";
   const bool v3 = name == "_rebuild_tensor_v3";
@@ -414,15 +522,40 @@ TensorCall read_tensor_call(const PickleGraph& g, PickleRef ref, const std::stri
   }
   if (q && args.size() > 4) t.quantization = quantizer_name(g, args[4]);
   if (v3 && args.size() > 6 && g.at(args[6]).kind == PickleKind::Global) {
+    // The dtype of a storage saved untyped (uint16, float8_e8m0fnu, ...): one
+    // this reader does not know is said, not read as the storage's bytes.
     const std::string_view dtype = g.text2(g.at(args[6]));
     uint64_t size = 0;
-    if (dtype_element_size(dtype, &size)) t.dtype = dtype;
+    if (!dtype_element_size(dtype, &size)) {
+      problem = "tensor '" + t.path + "' has dtype torch." + std::string(dtype) + ", which this reader does not know";
+      return TensorCall::Malformed;
+    }
+    t.dtype = dtype;
   }
   const size_t flag_index = q ? 5 : 4;
   if (args.size() > flag_index && g.at(args[flag_index]).kind == PickleKind::Bool) {
     t.requires_grad = g.at(args[flag_index]).boolean;
   }
   return TensorCall::Tensor;
+}
+
+}  // namespace
+
+TensorCall read_tensor_call(const PickleGraph& g, PickleRef ref, const std::string& folder, TensorInfo& t,
+                            StorageInfo& s, std::string& problem) {
+  const PickleNode* fn = g.callable(ref);
+  if (fn == nullptr) return TensorCall::NotATensor;
+  if (g.text(*fn) == "torch._tensor" && g.text2(*fn) == "_rebuild_from_type_v2") {
+    // (func, type, args, state): a tensor with Python attributes, or of a
+    // subclass, is func(*args) given that type and state.
+    const auto args = g.call_args(ref);
+    if (args.size() < 3 || args[0] >= g.size() || args[2] >= g.size() || g.at(args[0]).kind != PickleKind::Global ||
+        g.at(args[2]).kind != PickleKind::Tuple) {
+      return TensorCall::NotATensor;
+    }
+    return read_rebuild(g, g.at(args[0]), g.items(g.at(args[2])), folder, t, s, problem);
+  }
+  return read_rebuild(g, *fn, g.call_args(ref), folder, t, s, problem);
 }
 
 bool tensor_extent(const std::vector<int64_t>& shape, const std::vector<int64_t>& stride, int64_t offset,
@@ -465,6 +598,19 @@ void collect_constants(const PickleGraph& graph, ModelContents& out) {
   for (size_t i = 0; i < constants.size(); ++i) {
     walker.walk(constants[i], "CONSTANTS.c" + std::to_string(i), TensorRole::Constant, 1);
   }
+}
+
+std::map<std::string, StorageInfo> declared_storages(const PickleGraph& graph, const std::string& folder) {
+  std::map<std::string, StorageInfo> out;
+  for (size_t i = 0; i < graph.size(); ++i) {
+    const PickleRef ref = static_cast<PickleRef>(i);
+    if (graph.at(ref).kind != PickleKind::PersistentId) continue;
+    TensorInfo t;
+    StorageInfo s;
+    std::string problem;
+    if (read_storage(graph, ref, folder, t, s, problem)) out.try_emplace(s.record, std::move(s));
+  }
+  return out;
 }
 
 void collect_saved_object(const PickleGraph& graph, const std::string& folder, ModelContents& out) {

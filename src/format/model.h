@@ -69,6 +69,9 @@ struct ModelContents {
 // name ("float32"); false when unknown.
 bool storage_dtype(std::string_view storage_class, std::string* dtype, uint64_t* element_size);
 bool dtype_element_size(std::string_view dtype, uint64_t* element_size);
+// c10::ScalarType's code for a dtype name ("uint16": 27), -1 when unknown: a
+// libtorch knows the codes below its count of scalar types.
+int dtype_scalar_type(std::string_view dtype);
 
 // Walks data.pkl of a TorchScript archive (a module object).
 void collect_module(const PickleGraph& graph, const ClassIndex& classes, ModelContents& out);
@@ -77,6 +80,10 @@ void collect_constants(const PickleGraph& graph, ModelContents& out);
 // Walks a torch.save object (state dict, tensor, or containers of them).
 // `folder` is where storages live ("data" for the ZIP format, "" for legacy).
 void collect_saved_object(const PickleGraph& graph, const std::string& folder, ModelContents& out);
+
+// Every storage a persistent id of the pickle declares, by record name,
+// whatever holds it (torch.load's persistent_load makes each one).
+std::map<std::string, StorageInfo> declared_storages(const PickleGraph& graph, const std::string& folder);
 
 // One tensor rebuild call (the calls listed at the top; _rebuild_parameter is
 // unwrapped and makes the role Parameter unless it is State). Fills `tensor`

@@ -296,3 +296,80 @@ TEST_CASE("tensors: paths to a memo-shared tensor are bounded in text, by the pi
   for (const std::string& p : r.problems) said = said || p.find("paths run past") != std::string::npos;
   CHECK(said);
 }
+
+namespace {
+bool notes_unreached(const InspectReport& r) {
+  for (const std::string& n : r.notes) {
+    if (n.find("no tensor of the pickles reaches") != std::string::npos) return true;
+  }
+  return false;
+}
+std::map<std::string, std::string> dtypes_of(const InspectReport& r) {
+  std::map<std::string, std::string> out;
+  for (const TensorInfo& t : r.tensors) out[t.path] = t.dtype;
+  return out;
+}
+}  // namespace
+
+TEST_CASE("tensors: those built inside another call's arguments are listed (GraphModule, subclasses, sparse, meta)") {
+  // scripts/make_testdata_pickle_shapes.py (review 55c). torch.save of an fx GraphModule: its parameters
+  // are in the body dict of reduce_graph_module(body, import_block). PyTorch builds 7 tensors.
+  const InspectReport fx = inspect_file(testdata("pickle_shapes/fx_graph_module_2_13.pt"));
+  INFO((fx.problems.empty() ? std::string() : fx.problems.front()));
+  CHECK(fx.problems.empty());
+  CHECK_FALSE(notes_unreached(fx));
+  CHECK(shapes_of(fx) == std::map<std::string, std::vector<int64_t>>{
+                             {"_modules.c._parameters.weight", {3, 4}},
+                             {"_modules.c._parameters.bias", {3}},
+                             {"_modules.bn._parameters.weight", {3}},
+                             {"_modules.bn._parameters.bias", {3}},
+                             {"_modules.bn._buffers.running_mean", {3}},
+                             {"_modules.bn._buffers.running_var", {3}},
+                             {"_modules.bn._buffers.num_batches_tracked", {}}});
+  // A tensor and a Parameter with Python attributes, and a subclass: _rebuild_from_type_v2(func, type, args, state).
+  const InspectReport attrs = inspect_file(testdata("pickle_shapes/tensor_attrs_2_13.pt"));
+  CHECK(attrs.problems.empty());
+  CHECK_FALSE(notes_unreached(attrs));
+  CHECK(shapes_of(attrs) ==
+        std::map<std::string, std::vector<int64_t>>{{"t", {2}}, {"p", {3}}, {"plain", {2, 2}}, {"sub", {4}}});
+  // Sparse COO and CSR: their dense parts, named by PyTorch's accessors; a meta tensor has no storage.
+  const InspectReport sparse = inspect_file(testdata("pickle_shapes/sparse_meta_2_13.pt"));
+  INFO((sparse.problems.empty() ? std::string() : sparse.problems.front()));
+  CHECK(sparse.problems.empty());
+  CHECK_FALSE(notes_unreached(sparse));
+  CHECK(shapes_of(sparse) == std::map<std::string, std::vector<int64_t>>{{"coo.indices", {2, 3}},
+                                                                         {"coo.values", {3}},
+                                                                         {"csr.crow_indices", {4}},
+                                                                         {"csr.col_indices", {3}},
+                                                                         {"csr.values", {3}},
+                                                                         {"meta", {5}},
+                                                                         {"dense", {2}}});
+  for (const TensorInfo& t : sparse.tensors) {
+    if (t.path == "meta") CHECK((t.device == "meta" && t.dtype == "float32" && t.storage_record.empty()));
+  }
+}
+
+TEST_CASE("tensors: every dtype torch.save of PyTorch 2.13 writes has its name and element size") {
+  // dtypes_2_13.pt: {dtype name: a tensor of 3 (4 for quint4x2/quint2x4) of that dtype}.
+  const InspectReport r = inspect_file(testdata("pickle_shapes/dtypes_2_13.pt"));
+  const std::map<std::string, uint64_t> sizes = {
+      {"uint16", 2}, {"uint32", 4}, {"uint64", 8}, {"float8_e4m3fnuz", 1}, {"float8_e5m2fnuz", 1},
+      {"float8_e8m0fnu", 1}, {"float4_e2m1fn_x2", 1}, {"bits16", 2}, {"bits8", 1}, {"complex32", 4}};
+  const std::map<std::string, std::string> dtypes = dtypes_of(r);
+  CHECK(dtypes.size() == 32);
+  for (const auto& [path, dtype] : dtypes) CHECK(path == dtype);
+  for (const TensorInfo& t : r.tensors) {
+    const auto it = sizes.find(t.path);
+    if (it != sizes.end()) CHECK(t.nbytes == 3 * it->second);
+  }
+  // A dtype this reader does not know is said, not read as the storage's bytes.
+  using namespace std::string_literals;
+  const std::string p = "\x80\x02" "ctorch._utils\n_rebuild_tensor_v3\n((X\x07\x00\x00\x00storage"
+                        "ctorch.storage\nUntypedStorage\nX\x01\x00\x00\x00" "0X\x03\x00\x00\x00" "cpuK\x06tQK\x00K\x03\x85"
+                        "K\x01\x85\x89" "ccollections\nOrderedDict\n)Rctorch\nuint99\ntR."s;
+  ModelContents model;
+  collect_saved_object(parse_pickle(p, "test"), "data", model);
+  CHECK(model.tensors.empty());
+  REQUIRE(model.problems.size() == 1);
+  CHECK_THAT(model.problems.front(), Catch::Contains("torch.uint99"));
+}
