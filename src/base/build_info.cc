@@ -15,6 +15,7 @@ const BuildInfo& build_info() {
                               TSARCHIVE_READS_FORMAT_MAX,
                               TSARCHIVE_READS_BYTECODE_MIN,
                               TSARCHIVE_READS_BYTECODE_MAX,
+                              TSARCHIVE_READS_SCALAR_TYPES,
                               TSARCHIVE_TORCH_LIBRARY_NAME,
                               TSARCHIVE_INSTALL_LIBDIR};
   return info;

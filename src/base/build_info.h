@@ -19,6 +19,8 @@ struct BuildInfo {
   int reads_format_max;
   int reads_bytecode_min;
   int reads_bytecode_max;
+  // The c10::ScalarTypes it knows: codes 0 to reads_scalar_types - 1.
+  int reads_scalar_types;
   const char* torch_library_name;  // "libtsarchive_torch.so"
   const char* install_libdir;      // "lib": where it goes under the install prefix
 };

@@ -15,8 +15,11 @@
 
 #include "base/base64.h"
 #include "core/edit/file_edit.h"
+#include "core/inspect/inspect.h"
+#include "core/provenance/checked_archive.h"
 #include "core/provenance/signing.h"
 #include "core/provenance/signing_crypto.h"
+#include "core/provenance/verify.h"
 #include "core/provenance/signing_embedded.h"
 #include "helpers.h"
 #include "operations/verify.h"
@@ -425,5 +428,42 @@ TEST_CASE("signing: a certificate signs only where each usage extension present 
     trust.root_pems = {slurp(trust.root_files.front())};
     error_of([&] { check_model_signature((dir.path / "m.bin").string(), "m.bin.sig", bundle.dump(), trust, {}); },
              ErrorKind::SignatureInvalid, std::string("may not sign: ") + c.refusal);
+  }
+}
+
+namespace {
+
+VerifyResult verify_path(const std::string& path) {
+  VerifySettings settings;
+  settings.model = path;
+  settings.threads = 1;
+  return verify_model(settings, [](const std::string&) {});
+}
+}  // namespace
+
+TEST_CASE("verify: a TorchScript archive of a dtype the linked libtorch lacks is unreadable, not damaged") {
+  // jit_new_dtypes_2_13.pt: torch.jit.save of uint16 and float8_e5m2fnuz buffers. libtorch 1.13 (18 scalar
+  // types) refuses torch.UInt16Storage as an unknown global; 2.13 (46) loads it.
+  const auto archive = open_torchscript_archive(open_file_source(testdata("pickle_shapes/jit_new_dtypes_2_13.pt")),
+                                                "test");
+  VerifyOptions options;
+  options.threads = 1;
+  options.readable = ReadableVersions{"1.13.1", 1, 10, 4, 9, 18};
+  const VerifyReport old = verify_archive(*archive, options);
+  CHECK(old.problems.empty());
+  CHECK(old.outcome() == VerifyOutcome::Unreadable);
+  REQUIRE(old.unreadable.size() == 1);
+  CHECK_THAT(old.unreadable.front(), Catch::StartsWith("written by a newer PyTorch") && Catch::Contains("uint16") &&
+                                         Catch::Contains("libtorch 1.13.1"));
+  options.readable = ReadableVersions{"2.13.0", 1, 10, 4, 9, 46};
+  CHECK(verify_archive(*archive, options).outcome() == VerifyOutcome::Intact);
+  // verify judges against the libtorch this tsarchive links.
+  const VerifyResult r = verify_path(testdata("pickle_shapes/jit_new_dtypes_2_13.pt"));
+  if (built_libtorch_versions().scalar_types > 27) {
+    CHECK(r.exit_code == 0);
+  } else {
+    CHECK(r.exit_code == 3);
+    REQUIRE(r.findings.size() == 1);
+    CHECK(r.findings.front().hint() == newer_libtorch_hint());
   }
 }

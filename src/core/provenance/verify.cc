@@ -22,6 +22,29 @@ std::string version_gap(const char* what, int64_t version, int64_t min, int64_t 
          " is older than libtorch " + libtorch + " reads" + range;
 }
 
+// A TorchScript archive's storages of a dtype the libtorch's ScalarType list
+// lacks (uint16 before 2.3, ...): its unpickler refuses torch.UInt16Storage
+// as an unknown global, though newer ones read the archive.
+void check_dtypes(const InspectReport& contents, const ReadableVersions& readable, std::vector<std::string>& unreadable) {
+  const bool jit = contents.kind == FileKind::TorchScript || contents.kind == FileKind::LiteInterpreter;
+  if (!jit || readable.scalar_types <= 0) return;
+  for (const StorageInfo& s : contents.storages) {
+    const int code = dtype_scalar_type(s.dtype);
+    if (code < readable.scalar_types) continue;
+    std::string tensor;
+    for (const TensorInfo& t : contents.tensors) {
+      if (t.storage_record == s.record) {
+        tensor = " (tensor '" + t.path + "')";
+        break;
+      }
+    }
+    unreadable.push_back("written by a newer PyTorch: storage '" + s.record + "'" + tensor + " holds " + s.dtype +
+                         ", a dtype libtorch " + readable.libtorch + " does not know (it knows the first " +
+                         std::to_string(readable.scalar_types) + " scalar types)");
+    return;
+  }
+}
+
 void check_versions(const VerifyReport& report, const ReadableVersions& readable, std::vector<std::string>& unreadable) {
   if (report.format_version &&
       (*report.format_version < readable.min_format || *report.format_version > readable.max_format)) {
@@ -214,6 +237,7 @@ VerifyReport verify_archive(const TorchArchive& archive, const VerifyOptions& op
     check_pt2_versions(archive, report);
   } else if (options.readable && report.problems.empty()) {
     check_versions(report, *options.readable, report.unreadable);
+    check_dtypes(contents, *options.readable, report.unreadable);
   }
 
   if (!options.digests) return report;
@@ -239,8 +263,8 @@ VerifyReport verify_archive(const TorchArchive& archive, const VerifyOptions& op
 
 ReadableVersions built_libtorch_versions() {
   const BuildInfo& b = build_info();
-  return ReadableVersions{b.torch_version, b.reads_format_min, b.reads_format_max, b.reads_bytecode_min,
-                          b.reads_bytecode_max};
+  return ReadableVersions{b.torch_version,      b.reads_format_min,   b.reads_format_max,
+                          b.reads_bytecode_min, b.reads_bytecode_max, b.reads_scalar_types};
 }
 
 }  // namespace tsarchive

@@ -39,11 +39,14 @@ struct StampPlace {
 };
 StampPlace locate_stamp(const TorchArchive& archive);
 
-// The format versions a libtorch reads (caffe2/serialize/versions.h).
+// The format versions a libtorch reads (caffe2/serialize/versions.h), and
+// how many c10::ScalarTypes it knows (a storage of a later dtype is
+// "unknown torch global" to its unpickler).
 struct ReadableVersions {
   std::string libtorch;  // "1.13.1"
   int64_t min_format = 0, max_format = 0;
   int64_t min_bytecode = 0, max_bytecode = 0;
+  int scalar_types = 0;  // 0: not checked
 };
 
 // The versions the libtorch this tsarchive was built against reads
