@@ -127,7 +127,8 @@ void write_verdict_block(Context& ctx, const char* sgr, const std::function<void
 // check first (damage, then the verdict, then the signature), then what holds.
 std::string load_safety_headline(const VerifyResult& r) {
   const std::string kind = " (" + std::string(file_kind_name(r.kind)) + ")";
-  if (!r.problems.empty()) return "DAMAGED" + kind;
+  // What a pickle runs before the damage is the verdict's: unsafe wins.
+  if (!r.problems.empty() && !r.unsafe) return "DAMAGED" + kind;
   const bool records = r.kind == FileKind::TorchSave || r.kind == FileKind::TorchPackage;
   if (r.unsafe) return (r.signature_fails ? "UNSAFE to load, and the SIGNATURE FAILS" : "UNSAFE to load") + kind;
   if (r.signature_fails) {
@@ -140,7 +141,7 @@ std::string load_safety_headline(const VerifyResult& r) {
 // torch.save files, torch.package archives and plain pickles: the load-safety verdict
 // (after a ZIP's structure and CRCs).
 void render_load_safety_only(const VerifyResult& r, bool json, Context& ctx) {
-  const bool damaged = !r.problems.empty();
+  const bool damaged = !r.problems.empty() && !r.unsafe;
   if (json) {
     nlohmann::ordered_json doc = {{"schema", "tsarchive.verify-load/1"},
                                   {"file", r.model},

@@ -9,6 +9,7 @@
 #include "base/strings.h"
 #include "contract/torch_backend.h"
 #include "core/edit/file_edit.h"
+#include "core/inspect/inspect.h"
 #include "core/provenance/digest.h"
 #include "core/provenance/checked_archive.h"
 #include "core/provenance/signing_crypto.h"
@@ -270,13 +271,20 @@ std::optional<VerifyResult> verify_load_safety_only(const VerifySettings& s, con
              (result.kind == FileKind::NotAModel && looks_like_pickle(*source))) {
     if (result.kind == FileKind::NotAModel) result.kind = FileKind::Pickle;
     result.safety = assess_load_safety(*source, safety_options(s));
+    // A pickle the end of the file cuts short, or a legacy file's storage
+    // data: damage (torch.load fails with "unexpected EOF").
+    result.problems = result.safety.damage;
+    if (result.kind == FileKind::LegacyTorchSave && result.problems.empty()) {
+      result.problems = legacy_torch_save_damage(*source);
+    }
   } else {
     return std::nullopt;
   }
   result.unsafe = result.safety.unsafe();
   result.signature = signature_verdict(pending, s.model);
-  const bool damaged = !result.problems.empty();
-  // A damaged file's signature is not compared: the damage is the answer.
+  // A damaged file's signature is not compared: the damage is the answer,
+  // unless what comes before it is unsafe to load already (exit 8).
+  const bool damaged = !result.problems.empty() && !result.unsafe;
   const bool changed = !damaged && result.signature.check && !result.signature.check->matches();
   result.signature_fails = changed;
   if (damaged) {

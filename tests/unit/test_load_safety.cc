@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 
 #include "core/inspect/load_safety.h"
@@ -175,7 +176,7 @@ TEST_CASE("load safety: a team's own class is unlisted until --allow-global name
 
 TEST_CASE("load safety: crafted files are crafted, with the versions they attack") {
   for (const char* f : {"crafted/setitem_on_list.pt", "crafted/storage_size.pt", "crafted/persistent_id.pt",
-                        "crafted/ends_early.pkl", "crafted/after_stop.pkl", "crafted/second_pickle.pkl",
+                        "crafted/after_stop.pkl", "crafted/second_pickle.pkl",
                         "crafted/torchscript_named.pth"}) {
     const LoadSafety s = assess(f);
     INFO(f << "\n" << describe(s));
@@ -801,4 +802,28 @@ TEST_CASE("load safety: a ZIP refused for names a loader still reads is crafted,
   // Damage that no loader reads past stays damage: nothing here.
   CHECK_FALSE(refused("hostile/cd_offset_past_end.pt"));
   CHECK_FALSE(refused("hostile/comment_is_archive.pt"));
+}
+
+TEST_CASE("load safety: a pickle the end of the file cuts short is damage, unless what it ran is unsafe") {
+  // pickle_cut.pkl: a protocol 2 pickle cut inside an operand; legacy_cut_in_pickle.pth: a legacy
+  // torch.save stream cut inside its pickles. PyTorch: "pickle data was truncated".
+  for (const char* f : {"pickle_cut.pkl", "legacy_cut_in_pickle.pth"}) {
+    const LoadSafety s = assess_shape(f);
+    INFO(f << "\n" << describe(s));
+    CHECK_FALSE(s.unsafe());
+    REQUIRE(s.damage.size() == 1);
+    CHECK_THAT(s.damage.front(), Catch::Contains("cut short"));
+  }
+  // posix.system imported before the cut: pickle.load imports it before it fails.
+  using namespace std::string_literals;
+  TempDir dir;
+  const std::string path = (dir.path / "cut.pkl").string();
+  std::ofstream(path, std::ios::binary) << "\x80\x02" "cposix\nsystem\nX\x02\x00\x00\x00i"s;
+  const LoadSafety cut = assess_load_safety(*open_file_source(path));
+  INFO(describe(cut));
+  CHECK(mentions(cut, "posix.system", LoadRisk::Dangerous));
+  CHECK(cut.damage.size() == 1);
+  // Cut inside a ZIP record whose CRC-32 matches is no interrupted download: crafted, as before.
+  const LoadSafety zip = assess_load_safety(*open_file_source(testdata("hostile/pkl_truncated.pt")));
+  CHECK(zip.worst() == LoadRisk::Crafted);
 }

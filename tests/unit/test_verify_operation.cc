@@ -441,6 +441,51 @@ VerifyResult verify_path(const std::string& path) {
 }
 }  // namespace
 
+TEST_CASE("verify: a legacy torch.save file cut inside its storages, or with bytes after them, is damaged (exit 3)") {
+  // scripts/make_testdata_pickle_shapes.py (review 55c): the whole file loads; cut 1,000 bytes short,
+  // torch.load says "unexpected EOF, expected 1000 more bytes".
+  const VerifyResult cut = verify_path(testdata("pickle_shapes/legacy_cut_in_data.pth"));
+  CHECK(cut.kind == FileKind::LegacyTorchSave);
+  CHECK(cut.exit_code == 3);
+  REQUIRE(cut.problems.size() == 1);
+  CHECK_THAT(cut.problems.front(), Catch::StartsWith("truncated: storage '") && Catch::Contains("the file ends at"));
+  REQUIRE(cut.findings.size() == 1);
+  CHECK_THAT(cut.findings.front().what(), Catch::Contains("damaged"));
+  const InspectReport inspected = inspect_file(testdata("pickle_shapes/legacy_cut_in_data.pth"));
+  REQUIRE(inspected.problems.size() == 1);
+  CHECK(inspected.problems.front() == cut.problems.front());
+
+  const VerifyResult trailing = verify_path(testdata("pickle_shapes/legacy_trailing.pth"));
+  CHECK(trailing.exit_code == 3);
+  REQUIRE(trailing.problems.size() == 1);
+  CHECK_THAT(trailing.problems.front(), Catch::StartsWith("90 bytes follow the last storage"));
+
+  // Cut inside its pickles: damaged too, not crafted.
+  const VerifyResult in_pickle = verify_path(testdata("pickle_shapes/legacy_cut_in_pickle.pth"));
+  CHECK_FALSE(in_pickle.unsafe);
+  CHECK(in_pickle.exit_code == 3);
+  REQUIRE_FALSE(in_pickle.problems.empty());
+  CHECK_THAT(in_pickle.problems.front(), Catch::Contains("cut short"));
+
+  // Whole legacy files of PyTorch 1.13 and 2.13 pass.
+  for (const char* whole : {"legacy_state_dict.pth", "pickle_shapes/ordereddict_pairs.pth",
+                            "loadsafety/benign/torch1_13/legacy.pth", "loadsafety/benign/torch2_13/legacy.pth"}) {
+    const VerifyResult r = verify_path(testdata(whole));
+    INFO(whole << ": " << (r.problems.empty() ? std::string() : r.problems.front()));
+    CHECK(r.exit_code == 0);
+  }
+}
+
+TEST_CASE("verify: a plain pickle cut short is damaged (exit 3), not crafted (8)") {
+  const VerifyResult r = verify_path(testdata("pickle_shapes/pickle_cut.pkl"));
+  CHECK(r.kind == FileKind::Pickle);
+  CHECK_FALSE(r.unsafe);
+  CHECK(r.exit_code == 3);
+  const CliResult cli = run_cli({"verify", testdata("pickle_shapes/pickle_cut.pkl")});
+  CHECK(cli.code == 3);
+  CHECK_THAT(cli.out.substr(0, cli.out.find('\n')), Catch::Contains(": DAMAGED"));
+}
+
 TEST_CASE("verify: a TorchScript archive of a dtype the linked libtorch lacks is unreadable, not damaged") {
   // jit_new_dtypes_2_13.pt: torch.jit.save of uint16 and float8_e5m2fnuz buffers. libtorch 1.13 (18 scalar
   // types) refuses torch.UInt16Storage as an unknown global; 2.13 (46) loads it.

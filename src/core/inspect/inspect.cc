@@ -271,21 +271,76 @@ void inspect_zip(std::unique_ptr<ByteSource> source, InspectReport& report, cons
   inspect_archive(archive, report);
 }
 
+// The raw storages after a legacy stream's pickles, read as torch.load's
+// _legacy_load reads them: per key of the storage-key list, an int64 element
+// count, which must be what the key's persistent id declared ("storage has
+// wrong byte size"), then count x element size bytes ("unexpected EOF"
+// when the file ends first). torch.save writes nothing after the last one.
+void check_legacy_storages(const ByteSource& source, uint64_t offset, const PickleGraph& object,
+                           const PickleGraph& keys, std::vector<std::string>& problems) {
+  const std::map<std::string, StorageInfo> declared = declared_storages(object, "");
+  const PickleNode& list = keys.at(keys.root());
+  if (list.kind != PickleKind::List && list.kind != PickleKind::Tuple) {
+    problems.push_back("the storage-key list (legacy pickle 5) is not a list");
+    return;
+  }
+  const uint64_t size = source.size();
+  for (PickleRef k : keys.items(list)) {
+    const std::optional<std::string_view> key = keys.string_at(k);
+    if (!key) return problems.push_back("the storage-key list (legacy pickle 5) holds something that is not a key");
+    const std::string name(*key);
+    const auto it = declared.find(name);
+    if (it == declared.end()) {
+      return problems.push_back("storage '" + name + "' has data but no persistent id of the object declares it");
+    }
+    const StorageInfo& s = it->second;
+    if (size - offset < 8) {
+      return problems.push_back("truncated: storage '" + name + "' needs 8 bytes for its element count at offset " +
+                                std::to_string(offset) + ", the file ends at " + std::to_string(size));
+    }
+    const std::string count_bytes = source.read_string(offset, 8);
+    uint64_t count = 0;
+    for (int i = 7; i >= 0; --i) count = (count << 8) | static_cast<uint8_t>(count_bytes[static_cast<size_t>(i)]);
+    if (count != s.numel) {
+      return problems.push_back("storage '" + name + "' holds " + std::to_string(count) + " elements after the " +
+                                "pickles, but its persistent id declares " + std::to_string(s.numel));
+    }
+    offset += 8;
+    if (size - offset < s.nbytes) {
+      return problems.push_back("truncated: storage '" + name + "' needs " + std::to_string(s.nbytes) +
+                                " bytes at offset " + std::to_string(offset) + ", the file ends at " +
+                                std::to_string(size));
+    }
+    offset += s.nbytes;
+  }
+  if (offset < size) {
+    problems.push_back(std::to_string(size - offset) + " bytes follow the last storage (from offset " +
+                       std::to_string(offset) + "): torch.save writes none, torch.load does not read them");
+  }
+}
+
 // Legacy torch.save: pickles for magic, protocol, sys_info, the object, and
-// the storage keys, then raw storages. We read the object's tensors.
-void inspect_legacy(const ByteSource& source, InspectReport& report) {
+// the storage keys, then raw storages. The object's tensors go to `model`
+// (when given), what does not add up to `problems`.
+void read_legacy(const ByteSource& source, ModelContents* model, std::vector<std::string>& problems) {
   constexpr uint64_t kMaxHeader = 1ull << 30;
   const std::string bytes = source.read_string(0, static_cast<size_t>(std::min(source.size(), kMaxHeader)));
   size_t offset = 0;
   try {
     for (int i = 0; i < 3; ++i) parse_pickle(bytes, "legacy torch.save header", offset, &offset);
     const PickleGraph object = parse_pickle(bytes, "legacy torch.save object", offset, &offset);
-    ModelContents model;
-    collect_saved_object(object, "", model);
-    summarise_contents(model, report);
+    if (model != nullptr) collect_saved_object(object, "", *model);
+    const PickleGraph keys = parse_pickle(bytes, "legacy torch.save storage keys", offset, &offset);
+    check_legacy_storages(source, offset, object, keys, problems);
   } catch (const Error& e) {
     throw e.with_file(source.name());
   }
+}
+
+void inspect_legacy(const ByteSource& source, InspectReport& report) {
+  ModelContents model;
+  read_legacy(source, &model, model.problems);
+  summarise_contents(model, report);
 }
 
 // Top-level fields of an ONNX ModelProto; the graph itself is skipped by length.
@@ -398,6 +453,17 @@ std::map<std::string, std::vector<std::string>> tensors_by_record(const std::vec
   return out;
 }
 
+std::vector<std::string> legacy_torch_save_damage(const ByteSource& source) {
+  std::vector<std::string> problems;
+  try {
+    read_legacy(source, nullptr, problems);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::BadInput) throw;
+    problems.push_back(e.what());
+  }
+  return problems;
+}
+
 ModelContents archive_tensors(const TorchArchive& archive) {
   if (archive.kind() == FileKind::ExportedProgram) return pt2_tensors(read_pt2(archive));
   return read_torchscript_model(archive).model;
@@ -451,6 +517,7 @@ InspectReport inspect_source(std::unique_ptr<ByteSource> source, const LoadSafet
       if (looks_like_pickle(*source)) {
         report.kind = FileKind::Pickle;
         report.load_safety = assess_load_safety(*source, load);
+        report.problems = report.load_safety->damage;
         break;
       }
       [[fallthrough]];

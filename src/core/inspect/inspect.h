@@ -125,6 +125,12 @@ ModelContents archive_tensors(const TorchArchive& archive);
 // named by the tensors behind it (verify; diff names tensors by path too).
 std::map<std::string, std::vector<std::string>> tensors_by_record(const std::vector<TensorInfo>& tensors);
 
+// What makes a legacy (pre-1.6) torch.save file fail torch.load though its
+// pickles are whole: a storage whose raw data the file cuts short, an element
+// count that is not the declared one, bytes after the last storage (none when
+// intact). A pickle that does not parse is one problem, its reason.
+std::vector<std::string> legacy_torch_save_damage(const ByteSource& source);
+
 // Reads extra/<name> of a TorchScript archive (bounded), for `inspect --extra`.
 std::string read_extra_file(const std::string& path, const std::string& name);
 

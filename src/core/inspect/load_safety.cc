@@ -231,11 +231,18 @@ class Assessor {
   LoadSafety finish() { return std::move(out_); }
 
   // Scans one pickle and records what it imports and calls. Returns the scan.
-  PickleScan pickle(std::string_view bytes, const std::string& where, PickleRole role, bool whole_record) {
+  // `to_file_end`: the bytes run to the end of the file, so a pickle that runs
+  // out of them is cut short (an interrupted download or write): damage, not
+  // a shape some writer chose. What it imports and calls before the cut is
+  // judged as usual.
+  PickleScan pickle(std::string_view bytes, const std::string& where, PickleRole role, bool whole_record,
+                    bool to_file_end = false) {
     out_.pickles.push_back(where);
     PickleScan scan = scan_pickle(bytes);
     record(scan, where, role);
-    if (!scan.complete) {
+    if (!scan.complete && scan.ran_out && to_file_end) {
+      out_.damage.push_back(where + " is cut short: " + scan.error + "; the file ends there");
+    } else if (!scan.complete) {
       crafted(where, "ends early: " + scan.error,
               "every loader: pickle.load and torch.load fail part-way, after running the calls before that point");
     } else if (whole_record && scan.end < bytes.size()) {
@@ -1056,8 +1063,9 @@ LoadSafety assess_legacy_or_plain(const ByteSource& source, const LoadSafetyOpti
   constexpr uint64_t kMaxRead = ReadLimits::kPickle;
   const std::string bytes = source.read_string(0, static_cast<size_t>(std::min(source.size(), kMaxRead)));
   check_hidden_zip(source, a);
+  const bool to_file_end = bytes.size() == source.size();
   if (!legacy) {
-    a.pickle(bytes, "the pickle", PickleRole::Plain, true);
+    a.pickle(bytes, "the pickle", PickleRole::Plain, true, to_file_end);
     a.pickle_loaders(true);
     return a.finish();
   }
@@ -1066,7 +1074,8 @@ LoadSafety assess_legacy_or_plain(const ByteSource& source, const LoadSafetyOpti
   size_t offset = 0;
   for (int i = 0; i < 5; ++i) {
     const std::string where = std::string("legacy pickle ") + std::to_string(i + 1) + " (" + kNames[i] + ")";
-    const PickleScan scan = a.pickle(std::string_view(bytes).substr(offset), where, PickleRole::Legacy, false);
+    const PickleScan scan =
+        a.pickle(std::string_view(bytes).substr(offset), where, PickleRole::Legacy, false, to_file_end);
     if (!scan.complete) break;
     offset += scan.end;
   }

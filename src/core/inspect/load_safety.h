@@ -66,6 +66,10 @@ struct LoadSafety {
   std::vector<std::string> callables;  // distinct callables invoked
   std::vector<LoaderVerdict> loaders;
   std::vector<LoadFinding> findings;
+  // Damage, not a risk: a pickle that the end of the file cuts short (no
+  // STOP, an operand past the end). Loaders fail there, after running what
+  // came before, which the findings judge.
+  std::vector<std::string> damage;
   // Every import is a tensor/storage rebuild, a dtype or a plain container: what
   // run's inputs may hold.
   bool tensor_rebuilding_only = true;
