@@ -804,6 +804,31 @@ TEST_CASE("load safety: a ZIP refused for names a loader still reads is crafted,
   CHECK_FALSE(refused("hostile/comment_is_archive.pt"));
 }
 
+TEST_CASE("load safety: a GraphModule's reduce_graph_module runs code from the file; pathlib's paths are values") {
+  // scripts/make_testdata_pickle_shapes.py (review 55c): torch.save of torch.fx.symbolic_trace(Net()).
+  const LoadSafety fx = assess_shape("fx_graph_module_2_13.pt");
+  INFO(describe(fx));
+  CHECK(mentions(fx, "torch.fx.graph_module.reduce_graph_module", LoadRisk::Dangerous));
+  // A wildcard does not accept what the table calls dangerous; the exact name does.
+  LoadSafetyOptions o;
+  o.allowed_globals = {"torch.fx.*", "torch.nn.modules.*", "torch.fx._symbolic_trace.Tracer", "__builtin__.set"};
+  CHECK(mentions(assess_load_safety(*open_file_source(testdata("pickle_shapes/fx_graph_module_2_13.pt")), o),
+                 "torch.fx.graph_module.reduce_graph_module", LoadRisk::Dangerous));
+  o.allowed_globals.push_back("torch.fx.graph_module.reduce_graph_module");
+  CHECK_FALSE(mentions(assess_load_safety(*open_file_source(testdata("pickle_shapes/fx_graph_module_2_13.pt")), o),
+                       "torch.fx.graph_module.reduce_graph_module", LoadRisk::Dangerous));
+
+  // A Lightning-style checkpoint holding pathlib.PosixPath('/tmp/x'): no file I/O, still not on weights_only's list.
+  const LoadSafety path = assess_shape("pathlib_2_13.pt");
+  INFO(describe(path));
+  CHECK(mentions(path, "pathlib.PosixPath", LoadRisk::Unlisted));
+  CHECK_FALSE(mentions(path, "pathlib.PosixPath", LoadRisk::Dangerous));
+  CHECK(path.worst() == LoadRisk::Unlisted);
+  CHECK(outcome(path, "torch.load(weights_only=True)") == "refuses");
+  CHECK(dangerous_category("pathlib.Path") == "");
+  CHECK(dangerous_category("pathlib.os") == "file I/O");
+}
+
 TEST_CASE("load safety: a pickle the end of the file cuts short is damage, unless what it ran is unsafe") {
   // pickle_cut.pkl: a protocol 2 pickle cut inside an operand; legacy_cut_in_pickle.pth: a legacy
   // torch.save stream cut inside its pickles. PyTorch: "pickle data was truncated".

@@ -126,7 +126,13 @@ constexpr Danger kDangers[] = {
     {"builtins.exec", "code evaluation"}, {"builtins.compile", "code evaluation"}, {"__builtin__.eval", "code evaluation"},
     {"__builtin__.exec", "code evaluation"}, {"marshal.", "code evaluation"}, {"types.CodeType", "code evaluation"},
     {"types.FunctionType", "code evaluation"}, {"code.", "code evaluation"}, {"codeop.", "code evaluation"},
-    {"runpy.", "code evaluation"}, {"pickle.", "code evaluation (a nested pickle)"},
+    {"runpy.", "code evaluation"},
+    // A GraphModule's reduce functions exec() the Python source the file holds (its forward).
+    {"torch.fx.graph_module.reduce_graph_module", "code evaluation (Python source from the file)"},
+    {"torch.fx.graph_module.reduce_package_graph_module", "code evaluation (Python source from the file)"},
+    {"torch.fx.graph_module.reduce_deploy_graph_module", "code evaluation (Python source from the file)"},
+    {"torch.fx.graph_module._deserialize_graph_module", "code evaluation (Python source from the file)"},
+    {"pickle.", "code evaluation (a nested pickle)"},
     {"_pickle.", "code evaluation (a nested pickle)"}, {"dill.", "code evaluation (a nested pickle)"},
     {"cloudpickle.", "code evaluation (a nested pickle)"}, {"joblib.", "code evaluation (a nested pickle)"},
     {"numpy.load", "code evaluation (a nested pickle)"}, {"torch.load", "code evaluation (a nested pickle)"},
@@ -776,9 +782,10 @@ class Assessor {
   // function to its __globals__, __builtins__ and on to anything.
   void judge(const std::string& g, const std::string& where, const std::string& how, const char* verb,
              bool dotted = false) {
-    if (is_benign_global(g) || allowed_by_user(g, o_, dotted)) return;
-    note_unlisted(g);
+    // A name the table calls dangerous is allowed by its exact name only, never by a wildcard.
     const std::string category = dotted ? "attribute access (reaches any function)" : dangerous_category(g);
+    if (is_benign_global(g) || allowed_by_user(g, o_, dotted || !category.empty())) return;
+    note_unlisted(g);
     if (!category.empty()) {
       finding(LoadRisk::Dangerous, where, std::string(verb) + g + " (" + how + "): " + category, g, category);
     } else {
@@ -1390,6 +1397,13 @@ bool is_benign_global(std::string_view g) {
 
 std::string dangerous_category(std::string_view g) {
   const std::string mapped = compat_name(g);
+  // pathlib's path classes make a path from strings and touch no file (what
+  // would, a method call, needs attribute access, judged on its own): a value
+  // Lightning checkpoints hold, unlisted like any class beyond the allowlist.
+  static const std::set<std::string_view> kPathValues = {"pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath",
+                                                         "pathlib.PurePosixPath", "pathlib.WindowsPath",
+                                                         "pathlib.PureWindowsPath"};
+  if (kPathValues.count(g) > 0) return {};
   for (const Danger& d : kDangers) {
     const std::string_view p = d.prefix;
     if (g.rfind(p, 0) == 0 || std::string_view(mapped).rfind(p, 0) == 0) return d.category;
