@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <functional>
+#include <set>
 #include <sstream>
 
 #include <CLI/CLI.hpp>
@@ -217,8 +218,9 @@ int run_verify(const VerifySettings& settings, bool json, Context& ctx) {
 }
 
 // Directories become the regular files below them, in name order (symbolic
-// links are not followed): what a hub scans of an upload.
-std::vector<std::string> files_below(const std::vector<std::string>& paths) {
+// links are not followed): what a hub scans of an upload. `scanned` gets
+// the files found in a directory (not those named on the command line).
+std::vector<std::string> files_below(const std::vector<std::string>& paths, std::set<std::string>& scanned) {
   namespace fs = std::filesystem;
   std::vector<std::string> out;
   for (const std::string& p : paths) {
@@ -235,6 +237,7 @@ std::vector<std::string> files_below(const std::vector<std::string>& paths) {
     if (ec) throw_io("cannot list the directory: " + ec.message(), p);
     if (found.empty()) throw_usage("the directory " + p + " holds no files");
     std::sort(found.begin(), found.end());
+    scanned.insert(found.begin(), found.end());
     out.insert(out.end(), found.begin(), found.end());
   }
   return out;
@@ -260,8 +263,10 @@ Runner setup_verify(CLI::App& app, Context& ctx) {
       "Every file also gets the load-safety verdict (docs/load-safety.md): what torch.load, pickle.load,\n"
       "torch.jit.load or torch.export.load would import and call, judged by an allowlist; a file that would\n"
       "run anything beyond it, or is crafted to attack a loader, exits 8. torch.save files (ZIP, legacy, tar)\n"
-      "and plain pickle files are verified by that verdict alone. Without --key or --certificate-chain a\n"
-      "directory is scanned as a hub scans an upload: every regular file below it.\n"
+      "and plain pickle files are verified by that verdict alone (a legacy file's raw storages too, as torch.load\n"
+      "reads them). Without --key or --certificate-chain a directory is scanned as a hub scans an upload: every\n"
+      "regular file below it; one that is no model by its first bytes (config.json, a README, ONNX) is skipped\n"
+      "with the reason, unless named like one (.pt .pth .bin .ckpt .pt2 .ptl .pkl .pickle).\n"
       "Exit 0 intact, 1 changed since it was stamped or signed (or not stamped, with --require-stamp), 3 damaged,\n"
       "or unreadable by this libtorch, 7 the signature is invalid, its signer not trusted, or there is none\n"
       "(with a signer named and no --allow-unsigned), 8 unsafe to load.\n"
@@ -285,8 +290,24 @@ Runner setup_verify(CLI::App& app, Context& ctx) {
     check_signer_options(opts->settings, opts->models.size());
     // A directory with a signer to trust is a signed model; without, the files below it.
     const bool signed_models = opts->settings.trusts_a_signer();
-    return for_each_file(signed_models ? opts->models : files_below(opts->models), opts->json, ctx,
+    std::set<std::string> scanned;
+    return for_each_file(signed_models ? opts->models : files_below(opts->models, scanned), opts->json, ctx,
                          [&](const std::string& model) {
+      // A directory's config.json or README is no model: skipped, with the reason.
+      if (scanned.count(model) > 0) {
+        if (const std::optional<std::string> why = not_a_model_file(model)) {
+          if (opts->json) {
+            ctx.out << json_text(nlohmann::ordered_json{{"schema", "tsarchive.skipped/1"},
+                                                        {"file", model},
+                                                        {"reason", *why}},
+                                 ctx.json_indent)
+                    << '\n';
+          } else {
+            ctx.out << printable(model) << ": skipped: " << printable(*why) << '\n';
+          }
+          return kSkippedFile;
+        }
+      }
       VerifySettings settings = opts->settings;
       settings.model = model;
       settings.all_sha256 = opts->json;  // --json lists every record's SHA-256

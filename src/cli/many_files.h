@@ -3,7 +3,7 @@
 // summary; the exit status is the worst (highest) of the files'.
 //
 // Text: the reports one after another, a blank line between them, then
-//   N files: A ok, B failed (exit C)...
+//   N files: A ok, S skipped (not a model), B failed (exit C): REASON...
 // --json: JSON Lines, one document per line: each file's report (the schema it
 // has alone) or, for a file that failed with an error, a tsarchive.error/1
 // object; then a summary line (schema tsarchive.summary/1). A single file is
@@ -17,6 +17,11 @@
 #include "cli/commands.h"
 
 namespace tsarchive::cli {
+
+// What `one` returns for a file it skipped (verify's directory scan: a file
+// that is no model, reported as such by `one`): counted apart, never in the
+// exit status.
+inline constexpr int kSkippedFile = -1;
 
 // Calls `one` for each path and returns the worst exit status. With one path,
 // `one`'s error goes to the one catch as for any command; with several, each

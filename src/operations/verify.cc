@@ -407,6 +407,21 @@ VerifyResult verify_archive_file(const VerifySettings& s, const ArchiveFile& fil
 
 }  // namespace
 
+std::optional<std::string> not_a_model_file(const std::string& path) {
+  for (const char* extension : {".pt", ".pth", ".bin", ".ckpt", ".pt2", ".ptl", ".pkl", ".pickle"}) {
+    if (ends_with(path, extension)) return std::nullopt;
+  }
+  const std::unique_ptr<ByteSource> source = open_file_source(path);
+  switch (detect_file_kind(*source)) {
+    case FileKind::Onnx: return "an ONNX model, which verify does not judge ('tsarchive inspect' reads its header)";
+    case FileKind::NotAModel:
+      if (looks_like_pickle(*source)) return std::nullopt;
+      return std::string(source->size() == 0 ? "an empty file" : "not a ZIP, a pickle or a torch.save file") +
+             " (not a model file by its first bytes)";
+    default: return std::nullopt;
+  }
+}
+
 VerifyResult verify_model(const VerifySettings& s, const NoteSink& notes) {
   if (is_directory(s.model)) return verify_signature_only(s, nullptr);
   std::unique_ptr<ArchiveFile> file;

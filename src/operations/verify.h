@@ -94,6 +94,13 @@ struct VerifyResult {
 // require_signature: that one first, even when the archive cannot be read).
 VerifyResult verify_model(const VerifySettings& settings, const NoteSink& notes);
 
+// In a directory scan, why `path` is no model file, judged by its first
+// bytes: not a ZIP, a pickle, a legacy torch.save or tar file (config.json,
+// hparams.yaml, a README), or an ONNX model, which verify does not judge.
+// Nothing for a model file, and for a file named like one (.pt, .pth, .bin,
+// .ckpt, .pt2, .ptl, .pkl, .pickle), which verify checks and fails as usual.
+std::optional<std::string> not_a_model_file(const std::string& path);
+
 // verify_model of a file the caller already holds open and locked (serve
 // verifies the descriptor it goes on to serve): the same checks, the same
 // verdict, and no second open of settings.model.

@@ -512,3 +512,30 @@ TEST_CASE("verify: a TorchScript archive of a dtype the linked libtorch lacks is
     CHECK(r.findings.front().hint() == newer_libtorch_hint());
   }
 }
+
+TEST_CASE("verify DIR: files that are no model are skipped with the reason; one named like a model fails") {
+  TempDir dir;
+  std::filesystem::copy_file(testdata("state_dict.pth"), dir.path / "weights.pth");
+  std::filesystem::copy_file(testdata("model.onnx"), dir.path / "model.onnx");
+  std::ofstream(dir.path / "config.json") << "{\"hidden_size\": 8}\n";
+  std::ofstream(dir.path / "hparams.yaml") << "lr: 0.1\n";
+  std::ofstream(dir.path / "empty.txt");
+  const CliResult ok = run_cli({"verify", dir.path.string()});
+  INFO(ok.out << ok.err);
+  CHECK(ok.code == 0);
+  CHECK_THAT(ok.out, Catch::Contains("config.json: skipped: not a ZIP, a pickle or a torch.save file"));
+  CHECK_THAT(ok.out, Catch::Contains("model.onnx: skipped: an ONNX model"));
+  CHECK_THAT(ok.out, Catch::Contains("5 files: 1 ok, 4 skipped (not a model)"));
+  const CliResult as_json = run_cli({"verify", "--json", dir.path.string()});
+  const std::string lines = as_json.out.substr(0, as_json.out.find_last_not_of('\n') + 1);
+  const auto summary = nlohmann::json::parse(lines.substr(lines.rfind('\n') + 1));
+  CHECK(summary["skipped"] == 4);
+  CHECK(summary["exit_code"] == 0);
+
+  std::ofstream(dir.path / "broken.pt") << "not a model\n";
+  const CliResult failed = run_cli({"verify", dir.path.string()});
+  CHECK(failed.code == 3);
+  CHECK_THAT(failed.out, Catch::Contains("broken.pt: failed (exit 3): "));
+  // Named on the command line, a text file is verified as given.
+  CHECK(run_cli({"verify", (dir.path / "config.json").string(), (dir.path / "weights.pth").string()}).code == 3);
+}
