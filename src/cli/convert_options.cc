@@ -20,7 +20,7 @@ void add_convert_options(CLI::App& app, ConvertOptions& opts, Context& ctx) {
   app.add_option("-i,--input", opts.inputs,
                  "A check input as for 'tsarchive run': SHAPE[:DTYPE[:FILL]], @x.npy, @x.pt, json:... (repeat)");
   app.add_option("--seed", opts.seed, "Seed of generated inputs (default: 0; same values as Python's torch.manual_seed)");
-  app.add_option("--atol", opts.atol, "Absolute tolerance against the original (default 1e-5); PATH=A for one output");
+  app.add_option("--atol", opts.atol, "Absolute tolerance against the original (default 1e-5 x each output's largest |value|, at least 1e-5); PATH=A for one output");
   app.add_option("--rtol", opts.rtol, "Relative tolerance against the original (default 1e-3); PATH=R for one output");
   app.add_flag("--freeze", opts.freeze, "Freeze: inline parameters and submodules as constants, fold conv+batchnorm");
   app.add_flag("--optimize-for-inference", opts.optimize_for_inference,
@@ -84,6 +84,7 @@ ConvertSettings settings_from_options(const ConvertOptions& opts, const char* co
   source.seed = opts.seed;
   InputBudget budget = input_budget(opts.worker);
   for (const std::string& text : opts.inputs) source.inputs.push_back(parse_input_argument(text, budget));
+  source.tolerance.scaled = true;  // until --atol says otherwise (contract/run.h)
   apply_tolerances(opts.atol, "--atol", source);
   apply_tolerances(opts.rtol, "--rtol", source);
   return settings;

@@ -37,7 +37,9 @@ void render_values(const char* title, const std::vector<ValueSummary>& values, s
   table.print(out);
 }
 
-std::string tolerance_text(const Tolerance& t) { return "atol " + short_number(t.atol) + ", rtol " + short_number(t.rtol); }
+std::string tolerance_text(const Tolerance& t) {
+  return "atol " + short_number(t.atol) + (t.scaled ? " (scaled by the largest |expected|)" : "") + ", rtol " + short_number(t.rtol);
+}
 
 
 namespace {
@@ -122,6 +124,7 @@ nlohmann::ordered_json checks_to_json(const std::vector<OutputCheck>& checks) {
                                    {"worst_index", c.worst_index},
                                    {"actual", number_or_null(c.actual)},
                                    {"expected", number_or_null(c.expected)}};
+    if (c.tolerance.scaled) item["atol_scaled"] = true;  // atol grew with the largest |expected| (contract/run.h)
     if (!c.problem.empty()) item["problem"] = c.problem;
     list.push_back(item);
   }

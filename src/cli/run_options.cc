@@ -23,8 +23,10 @@ void apply_tolerances(const std::vector<std::string>& values, const char* flag, 
       throw_usage(std::string(flag) + " '" + text.substr(0, 60) + "' is not a tolerance",
                   std::string("give a number >= 0, or PATH=NUMBER for one output, e.g. ") + flag + " out[1]=1e-3");
     }
+    const bool atol = std::string(flag) == "--atol";
     if (eq == std::string::npos) {
-      (std::string(flag) == "--atol" ? request.tolerance.atol : request.tolerance.rtol) = value;
+      (atol ? request.tolerance.atol : request.tolerance.rtol) = value;
+      if (atol) request.tolerance.scaled = false;
     } else {
       const std::string path = text.substr(0, eq);
       if (path.rfind("out", 0) != 0) {
@@ -32,7 +34,8 @@ void apply_tolerances(const std::vector<std::string>& values, const char* flag, 
                     "e.g. out, out[1], out[\"boxes\"], as the report names them");
       }
       auto [it, inserted] = request.tolerance_by_path.emplace(path, request.tolerance);
-      (std::string(flag) == "--atol" ? it->second.atol : it->second.rtol) = value;
+      (atol ? it->second.atol : it->second.rtol) = value;
+      if (atol) it->second.scaled = false;
       (void)inserted;
     }
   }

@@ -18,9 +18,15 @@
 namespace tsarchive {
 
 // |actual - expected| <= atol + rtol * |expected|, element-wise (torch.allclose).
+// `scaled`: atol is for outputs within +-1 and grows with the output's largest
+// finite |expected| (convert's default: freezing and fusing reassociate float
+// arithmetic, whose rounding follows the magnitudes computed, so an element
+// near zero in an output that reaches +-47 is off by some 1e-5 in PyTorch's
+// own torch.jit.freeze too). A --atol the user gives is taken as it is.
 struct Tolerance {
   double atol = 1e-5;
   double rtol = 1e-3;
+  bool scaled = false;
 };
 
 enum class SaveFormat { None, Pt, Npy };

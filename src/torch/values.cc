@@ -632,6 +632,10 @@ void compare_tensors(const torch::Tensor& actual_in, const torch::Tensor& expect
   a = a.to(complex ? torch::kComplexDouble : torch::kDouble);
   e = e.to(complex ? torch::kComplexDouble : torch::kDouble);
   const torch::Tensor diff = (a - e).abs();
+  if (check.tolerance.scaled && !complex) {
+    const torch::Tensor magnitude = torch::where(torch::isfinite(e), e.abs(), torch::zeros_like(e));
+    check.tolerance.atol *= std::max(1.0, magnitude.max().item<double>());
+  }
   const torch::Tensor tol = check.tolerance.atol + check.tolerance.rtol * e.abs();
   const torch::Tensor same = (a == e) | (torch::isnan(a) & torch::isnan(e));  // inf == inf; NaN where expected NaN
   const torch::Tensor bad = ~same & ~(diff <= tol);

@@ -35,7 +35,7 @@ namespace tsarchive {
 // Every field of every result type; a field missing here does not cross the
 // pipe (tests/unit/test_worker.cc round-trips a report with each one set).
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TorchRuntimeInfo, libtorch_version, library_path, cuda_built, cuda_device_count, cuda_devices)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Tolerance, atol, rtol)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(Tolerance, atol, rtol, scaled)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TensorSummary, dtype, shape, device, numel, min, max, mean, std, nan, inf)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ValueSummary, path, type, class_name, value, integer, real, boolean, text, tensor,
                                    depth)

@@ -312,6 +312,21 @@ with tempfile.TemporaryDirectory() as tmp:
         check(os.listdir(bad_dir) == [], f"outputs outside tolerance: left {os.listdir(bad_dir)}")
     check(refused > 0, "no --freeze at --atol 0 --rtol 0 was refused")
 
+    # convert's default atol grows with the output's largest |value| (freezing reassociates float
+    # arithmetic, whose rounding follows the magnitudes: an element near zero in an output that
+    # reaches +-47 is off by some 1e-5 in torch.jit.freeze itself); a --atol given is taken as it is.
+    spec = EXPECTED["value_loop"]["input"]
+    largest = float(torch.jit.load(model("value_loop"))(seeded(spec)).abs().max())
+    for flags, atol, scaled in [([], 1e-5 * max(1.0, largest), True), (["--atol", "1e-5"], 1e-5, False)]:
+        r = tsarchive("convert", model("value_loop"), "--input", spec, *flags, "--json", "-o", out("scaled.pt"))
+        checks = json.loads(r.stdout)["checks"] if r.returncode == 0 else []
+        check(r.returncode == 0 and len(checks) == 1, f"convert {flags}: exit {r.returncode}: {r.stderr}")
+        for c in checks:
+            check(abs(c["atol"] - atol) <= 1e-6 * atol and c.get("atol_scaled", False) == scaled,
+                  f"convert {flags}: atol {c['atol']} (scaled {c.get('atol_scaled')}), wanted {atol} ({scaled})")
+        if os.path.exists(out("scaled.pt")):
+            os.remove(out("scaled.pt"))
+
     # A .ptl that keeps code/ (convert --lite writes it) has graphs, as
     # torch.jit.load(x.ptl).graph does (pytorch.compat compares them).
     r = tsarchive("inspect", ptl, "--graph")
