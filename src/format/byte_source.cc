@@ -8,6 +8,7 @@
 #include <mutex>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "base/error.h"
@@ -173,6 +174,18 @@ int open_stdin_file(struct stat* st) {
 
 int private_copy(int fd, uint64_t size, const std::string& path) {
   const std::string dir = temp_folder();
+  // Whoever can hold the file open (and so make tsarchive copy it) may also
+  // have made it sparse, a terabyte of holes: the copy takes at most half of
+  // what is free there, and the user is told where to make room.
+  struct statvfs fs {};
+  if (::statvfs(dir.c_str(), &fs) == 0) {
+    const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+    if (size > free_bytes / 2) {
+      throw_io("no room for a private copy of the model: it takes " + std::to_string(size) + " bytes, and " +
+                   std::to_string(free_bytes) + " are free in " + dir + " (a copy takes at most half)",
+               path, "set TMPDIR to a folder with room, or stop what holds the file open for writing");
+    }
+  }
   const int copy = unnamed_temp_file(dir, "a private copy of the model");
   const auto fail = [&](const std::string& what, const std::string& where, const char* hint) {
     const int err = errno;

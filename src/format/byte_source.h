@@ -56,7 +56,9 @@ int open_stdin_file(struct stat* st);
 // The first `size` bytes of `fd` copied into an unlinked temporary file in
 // $TMPDIR (default /tmp) that no process holds open for writing: a read-only
 // descriptor (close-on-exec) the caller owns. `path` names the original in
-// errors. Throws Error(Io) when there is no room, or the file got shorter.
+// errors. Throws Error(Io) when it would take more than half of what is
+// free there (a sparse file of holes), when there is no room, or when the
+// file got shorter.
 int private_copy(int fd, uint64_t size, const std::string& path);
 
 // Reads from a descriptor it takes ownership of; `size` is fixed at creation.

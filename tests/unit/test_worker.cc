@@ -507,3 +507,19 @@ TEST_CASE("ReadHeld: with no writer the file itself is read, under a lease a wri
   CHECK(errno == EWOULDBLOCK);
   CHECK_FALSE(watched.unchanged());
 }
+
+TEST_CASE("ReadHeld: a sparse file held open for writing is not copied past half the free space", "[worker]") {
+  TempDir dir;
+  const std::string path = dir.file("model.pt");
+  const Fd writer(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+  REQUIRE(writer.get() >= 0);
+  const off_t holes = off_t{1} << 43;  // 8 TiB of nothing
+  if (::ftruncate(writer.get(), holes) != 0) {
+    WARN("this file system takes no 8 TiB sparse file; skipped");
+    return;
+  }
+  const Error e = error_of([&] { ArchiveFile held(path, FileAccess::ReadHeld, 1); });
+  CHECK(e.kind() == ErrorKind::Io);
+  CHECK_THAT(e.what(), Catch::Contains("no room for a private copy of the model"));
+  CHECK_THAT(e.hint(), Catch::Contains("TMPDIR"));
+}
