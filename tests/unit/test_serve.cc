@@ -21,7 +21,7 @@ namespace {
 template <class T>
 std::vector<T> values_of(const HostTensor& t) {
   std::vector<T> out(t.bytes->size() / sizeof(T));
-  std::memcpy(out.data(), t.bytes->data(), out.size() * sizeof(T));
+  if (!out.empty()) std::memcpy(out.data(), t.bytes->data(), out.size() * sizeof(T));  // no null pointer for none
   return out;
 }
 
