@@ -186,7 +186,7 @@ WatchedFile ArchiveFile::watched() const {
                      static_cast<int64_t>(st.st_mtim.tv_sec),
                      static_cast<int64_t>(st.st_mtim.tv_nsec),
                      static_cast<uint64_t>(st.st_size),
-                     leased_ && copy_fd_ < 0};
+                     leased_};
 }
 
 std::unique_ptr<ByteSource> ArchiveFile::source() const {

@@ -211,7 +211,7 @@ class ArchiveFile {
   struct stat opened_ {};
   int copy_fd_ = -1;  // ReadHeld without a lease: the private copy read instead of fd_
   struct stat copy_ {};
-  bool leased_ = false;  // ReadHeld: a read lease on fd_, held until it is closed
+  bool leased_ = false;  // ReadHeld: a read lease on fd_ (then no copy), held until it is closed
   std::chrono::steady_clock::time_point lock_deadline_;
   std::vector<std::string> notes_;
 };
