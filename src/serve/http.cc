@@ -439,6 +439,7 @@ std::optional<std::string> HttpServer::refusal(const std::string& client) {
 }
 
 bool HttpServer::admit(int fd, const std::string& client) {
+  const auto accepted = std::chrono::steady_clock::now();
   Connections::iterator self;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -452,10 +453,10 @@ bool HttpServer::admit(int fd, const std::string& client) {
     }
     ++connections_;
     ++per_client_[client];
-    self = open_.insert(open_.end(), OpenConnection{fd, client, Phase::Head, std::chrono::steady_clock::now(), false});
+    self = open_.insert(open_.end(), OpenConnection{fd, client, Phase::Head, accepted, false});
   }
   try {
-    std::thread([this, fd, self] { connection(fd, self); }).detach();
+    std::thread([this, fd, self, accepted] { connection(fd, self, accepted); }).detach();
     return true;
   } catch (const std::system_error&) {
     ::close(fd);
@@ -606,7 +607,7 @@ bool HttpServer::respond(int fd, HttpRequest& request, MemoryReservation& memory
                    send_all(fd, response.body, options_.read_timeout_ms);
 }
 
-void HttpServer::connection(int fd, Connections::iterator self) {
+void HttpServer::connection(int fd, Connections::iterator self, std::chrono::steady_clock::time_point accepted) {
   using Clock = std::chrono::steady_clock;
   using std::chrono::milliseconds;
   HttpParser parser(options_.limits);
@@ -615,8 +616,9 @@ void HttpServer::connection(int fd, Connections::iterator self) {
   // request) or from its first byte (a later one); its body from the end of
   // its headers. They are checked after every read, not only when the
   // connection is quiet, so a byte every few milliseconds does not hold a
-  // request open.
-  auto head_since = Clock::now();
+  // request open. Accept, not this thread's start: threads start in any
+  // order, and which connection has waited longest must not depend on it.
+  auto head_since = accepted;
   auto body_since = head_since;
   auto idle_since = head_since;
   bool first = true;

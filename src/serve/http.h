@@ -214,7 +214,7 @@ class HttpServer {
   };
   using Connections = std::list<OpenConnection>;
 
-  void connection(int fd, Connections::iterator self);
+  void connection(int fd, Connections::iterator self, std::chrono::steady_clock::time_point accepted);
   bool admit(int fd, const std::string& client);
   std::optional<std::string> refusal(const std::string& client);
   bool evict_one();
