@@ -90,25 +90,21 @@ nlohmann::ordered_json signature_to_json(const SignatureOutcome& s) {
   return doc;
 }
 
-// A directory, or a file that is not an archive: checked by its signature (and a pickle or a legacy
-// torch.save file by the load-safety verdict too).
+// A directory, or a file that is neither an archive nor a pickle: checked by its signature alone.
 void render_signature_only(const VerifyResult& r, bool json, Context& ctx) {
   const bool matches = r.signature.check->matches();
   if (json) {
-    nlohmann::ordered_json doc = {{"schema", "tsarchive.verify/1"}, {"path", r.model},
-                                  {"outcome", matches ? (r.unsafe ? "unsafe_to_load" : "intact") : "mismatch"},
-                                  {"signature", signature_to_json(r.signature)}};
-    if (!r.safety.torch_version.empty()) doc["load_safety"] = load_safety_to_json(r.safety);
+    const nlohmann::ordered_json doc = {{"schema", "tsarchive.verify/1"}, {"path", r.model},
+                                        {"outcome", matches ? "intact" : "mismatch"},
+                                        {"signature", signature_to_json(r.signature)}};
     ctx.out << json_text(doc, ctx.json_indent) << '\n';
     return;
   }
   write_text(ctx.out, [&](std::ostream& block) {
-    block << (!matches   ? "CHANGED: " + printable(r.model) + " differs from what was signed"
-              : r.unsafe ? "UNSAFE to load: " + printable(r.model) + " (it matches its signature)"
-                         : "intact: " + printable(r.model) + " matches its signature")
+    block << (matches ? "intact: " + printable(r.model) + " matches its signature"
+                      : "CHANGED: " + printable(r.model) + " differs from what was signed")
           << '\n';
     render_signature_text(r.signature, block);
-    if (r.unsafe) render_load_safety_text(r.safety, block);
   });
 }
 

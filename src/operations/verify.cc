@@ -191,7 +191,8 @@ Error signed_model_differs(const char* what, const SignatureCheck& check, const 
                "do not deploy it; fetch the signed model again");
 }
 
-// A directory (`file` null), or a file that is not an archive: the signature is the whole check.
+// A directory (`file` null), or a file that is neither an archive nor a pickle: the signature is
+// the whole check.
 VerifyResult verify_signature_only(const VerifySettings& s, const ArchiveFile* file) {
   if (!signature_asked(s)) {
     throw Error(ErrorKind::Usage,
@@ -211,20 +212,14 @@ VerifyResult verify_signature_only(const VerifySettings& s, const ArchiveFile* f
     result.exit_code = verify_exit_code(VerifyOutcome::Mismatch);
     return result;
   }
-  // A file signed as it is (a legacy or tar torch.save file, a pickle): who signed it is one
-  // question, what loading it would run another, answered as without a key.
-  if (file != nullptr) {
-    const auto source = file->source();
-    const FileKind kind = detect_file_kind(*source);
-    if (kind == FileKind::LegacyTorchSave || kind == FileKind::LegacyTar ||
-        (kind == FileKind::NotAModel && looks_like_pickle(*source))) {
-      result.kind = kind;
-      result.safety = assess_load_safety(*source, safety_options(s));
-      result.unsafe = result.safety.unsafe();
-      if (result.unsafe) result.exit_code = static_cast<int>(ErrorKind::UnsafeToLoad);
-    }
-  }
   return result;
+}
+
+// A legacy or tar torch.save file, or a plain pickle: judged by what loading it
+// would run and by its damage, signed or not.
+bool is_pickle_file(FileKind kind, const ByteSource& source) {
+  return kind == FileKind::LegacyTorchSave || kind == FileKind::LegacyTar ||
+         (kind == FileKind::NotAModel && looks_like_pickle(source));
 }
 
 // The damage a ZIP's records show (CRC-32, declared sizes), read on all cores
@@ -267,8 +262,7 @@ std::optional<VerifyResult> verify_load_safety_only(const VerifySettings& s, con
     // reads the pickles only once they are whole.
     result.problems = damaged_records(archive, s.threads);
     if (result.problems.empty()) result.safety = assess_archive_load_safety(archive, safety_options(s));
-  } else if (result.kind == FileKind::LegacyTorchSave || result.kind == FileKind::LegacyTar ||
-             (result.kind == FileKind::NotAModel && looks_like_pickle(*source))) {
+  } else if (is_pickle_file(result.kind, *source)) {
     if (result.kind == FileKind::NotAModel) result.kind = FileKind::Pickle;
     result.safety = assess_load_safety(*source, safety_options(s));
     // A pickle the end of the file cuts short, or a legacy file's storage
@@ -437,7 +431,11 @@ VerifyResult verify_model(const VerifySettings& s, const NoteSink& notes) {
 
 VerifyResult verify_opened(const VerifySettings& s, const ArchiveFile& file, const NoteSink& notes) {
   // Which checks apply is decided on the opened file, not on a second open of its path.
-  if (signature_asked(s) && !is_standard_stream(s.model) && !looks_like_zip(file)) {
+  // A signed pickle or legacy torch.save file: who signed it is one question,
+  // what loading it would run and whether it is whole others, answered as
+  // without a key (a signature vouches for the signer, not for the bytes).
+  if (signature_asked(s) && !is_standard_stream(s.model) && !looks_like_zip(file) &&
+      !is_pickle_file(detect_file_kind(*file.source()), *file.source())) {
     return verify_signature_only(s, &file);
   }
   // The signature's hash of the whole file and the core's checks of its

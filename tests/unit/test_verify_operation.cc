@@ -476,6 +476,29 @@ TEST_CASE("verify: a legacy torch.save file cut inside its storages, or with byt
   }
 }
 
+TEST_CASE("verify --key: a signed file that is damaged is damaged (exit 3): the signature vouches for who, not for whole") {
+  TempDir dir;
+  if (!make_key(dir.path)) {
+    WARN("no openssl command: skipped");
+    return;
+  }
+  for (const char* rel : {"pickle_shapes/legacy_cut_in_data.pth", "pickle_shapes/legacy_trailing.pth",
+                          "pickle_shapes/legacy_cut_in_pickle.pth", "pickle_shapes/pickle_cut.pkl"}) {
+    INFO(rel);
+    const std::string path = (dir.path / std::filesystem::path(rel).filename()).string();
+    std::filesystem::copy_file(testdata(rel), path);
+    REQUIRE(run_cli({"sign", path, "--key", (dir.path / "k.key").string()}).code == 0);
+    const CliResult r = run_cli({"verify", path, "--key", (dir.path / "k.pub").string()});
+    CHECK(r.code == 3);
+    CHECK_THAT(r.out + r.err, Catch::Contains("damaged"));
+  }
+  // A whole one passes.
+  const std::string whole = (dir.path / "whole.pth").string();
+  std::filesystem::copy_file(testdata("loadsafety/benign/torch2_13/legacy.pth"), whole);
+  REQUIRE(run_cli({"sign", whole, "--key", (dir.path / "k.key").string()}).code == 0);
+  CHECK(run_cli({"verify", whole, "--key", (dir.path / "k.pub").string()}).code == 0);
+}
+
 TEST_CASE("verify: a plain pickle cut short is damaged (exit 3), not crafted (8)") {
   const VerifyResult r = verify_path(testdata("pickle_shapes/pickle_cut.pkl"));
   CHECK(r.kind == FileKind::Pickle);
