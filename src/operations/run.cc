@@ -8,6 +8,7 @@
 #include "core/edit/file_edit.h"
 #include "core/provenance/producer_info.h"
 #include "core/inputs/aoti_model.h"
+#include "core/inputs/input_values.h"
 #include "core/inputs/run_check.h"
 #include "core/provenance/signing_embedded.h"
 #include "operations/gate.h"
@@ -43,13 +44,13 @@ RunCheckEncoding record_check(ArchiveFile& file, const TorchArchive& archive, co
 // A .pt2: the AOTInductor model to run (--method names it, or the recorded
 // check), checked against --device, and with --sample-inputs the package's own
 // inputs. An ExportedProgram without compiled artifacts is refused here.
-void complete_pt2(const RunSettings& opts, const CheckedArchive& checked, RunRequest& request) {
+void complete_pt2(const RunSettings& opts, const CheckedArchive& checked, RunRequest& request, InputBudget& budget) {
   const Pt2Contents contents = read_pt2(checked.archive());
   const Pt2RunTarget target = select_aoti_model(contents, opts.check ? request.method : opts.method, opts.model);
   check_aoti_device(target, opts.request.device, opts.model);
   check_aoti_host(target, opts.model);
   request.aoti_model = request.method = target.model;
-  if (opts.sample_inputs) request.inputs = {read_pt2_sample_inputs(checked.archive(), contents, target.model, opts.model)};
+  if (opts.sample_inputs) request.inputs = {read_pt2_sample_inputs(checked.archive(), contents, target.model, opts.model, budget)};
 }
 
 // What the archive adds: its kind, and with --check the recorded inputs,
@@ -62,8 +63,10 @@ void complete_from_archive(const RunSettings& opts, const CheckedArchive& checke
     throw_usage("--sample-inputs takes a .pt2 package's own inputs (data/sample_inputs/); " + opts.model + " has none",
                 "give the inputs with --input");
   }
+  // What the archive holds for the run is held to the limit --input is held to.
+  InputBudget budget = input_budget(opts.worker);
   if (opts.check) {
-    const RunCheck recorded = load_recorded_check(checked.archive(), request, opts.model);
+    const RunCheck recorded = load_recorded_check(checked.archive(), request, opts.model, budget);
     if (!opts.method.empty() && opts.method != recorded.method) {
       throw_usage("--method " + opts.method + " differs from the recorded check's method " + recorded.method);
     }
@@ -72,7 +75,7 @@ void complete_from_archive(const RunSettings& opts, const CheckedArchive& checke
       request.tolerance_by_path = recorded.tolerance_by_path;
     }
   }
-  if (kind == FileKind::ExportedProgram) complete_pt2(opts, checked, request);
+  if (kind == FileKind::ExportedProgram) complete_pt2(opts, checked, request, budget);
 }
 
 // --record: stores the run as the archive's self-check when it passed, and

@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "core/edit/extra.h"
 #include "core/edit/file_edit.h"
+#include "core/inputs/input_values.h"
 #include "core/inputs/run_check.h"
 #include "operations/gate.h"
 #include "operations/opened_archive.h"
@@ -79,7 +80,8 @@ bool run_ready_check(const CheckedArchive& checked, const ServiceSettings& opts,
   request.threads = opts.threads;
   request.libraries = opts.worker.libraries;
   request.lite = spec.request.lite;
-  const RunCheck recorded = load_recorded_check(checked.archive(), request, path);
+  InputBudget budget = input_budget(opts.worker);
+  const RunCheck recorded = load_recorded_check(checked.archive(), request, path, budget);
   if (recorded.method != opts.method) {
     throw_usage("the recorded check of " + path + " calls " + recorded.method + ", not the served --method " + opts.method,
                 "serve --method " + recorded.method + ", or leave out --ready-check");

@@ -20,7 +20,9 @@ Run by CTest with Debian's python3 (exit 77, skipped, when torch is missing):
   for [2^40, 4]); a view whose overlapping strides would have the Inputs
   table read 2^40 elements over 41 is refused, naming its sizes and strides;
 - a memory limit passed while the inputs are made says so, not "while
-  running forward".
+  running forward";
+- a recorded check (run --check, serve --ready-check) is held to the same
+  budget: its deflated 256 MiB inputs are refused under --memory-limit 256M.
 """
 import collections
 import io
@@ -160,6 +162,23 @@ try:
     line = error_line(p)
     check("sizes [" + ", ".join(["2"] * 40) + "], strides [" + ", ".join(["1"] * 40) + "]" in line and
           "views its storage 'data/0' of 164 B as 4.00 TiB of elements" in line, f"overlapping view: {line}")
+
+    # 4. What the archive's author put in it for the run is held to the same budget: a
+    # recorded check (run --check, serve --ready-check) whose inputs are the deflated
+    # 256 MiB storage used to be read within a fixed 4 GiB, whatever --memory-limit said.
+    checked = os.path.join(tmp, "checked.pt")
+    shutil.copy(ignore, checked)
+    tsarchive("run", checked, "--input", "4", "--record")
+    tsarchive("run", checked, "--check", "--memory-limit", "256M")
+    planted = os.path.join(tmp, "planted.pt")
+    tsarchive("extra", "set", checked, "tsarchive/check_inputs.pt=@" + bomb, "-o", planted)
+    p = tsarchive("run", planted, "--check", "--memory-limit", "256M", want=3)
+    line = error_line(p)
+    check("storage records, inflated, would take 256 MiB" in line and "half of --memory-limit 256 MiB" in line and
+          "planted.pt" in line, f"recorded check with a deflated 256 MiB storage: {line}")
+    p = tsarchive("serve", planted, "--ready-check", "--memory-limit", "256M", "--port", "0", want=3)
+    line = error_line(p)
+    check("storage records, inflated, would take 256 MiB" in line, f"serve --ready-check of it: {line}")
 finally:
     shutil.rmtree(tmp)
 

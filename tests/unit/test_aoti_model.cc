@@ -10,6 +10,7 @@
 
 #include "base/error.h"
 #include "core/inputs/aoti_model.h"
+#include "core/inputs/input_values.h"
 #include "format/byte_source.h"
 #include "helpers.h"
 
@@ -68,7 +69,8 @@ TEST_CASE("run refuses a device the AOTInductor model was not compiled for", "[p
 TEST_CASE("run --sample-inputs reads the package's (args, kwargs), kwargs in the program's order", "[pt2][run]") {
   const nlohmann::json expected = nlohmann::json::parse(slurp(testdata("pt2/run/expected.json")))["files"]["affine_sample_aoti.pt2"];
   const Opened pkg("pt2/run/affine_sample_aoti.pt2");
-  const HostValue inputs = read_pt2_sample_inputs(pkg.archive, pkg.contents, "model", "a.pt2");
+  InputBudget budget;
+  const HostValue inputs = read_pt2_sample_inputs(pkg.archive, pkg.contents, "model", "a.pt2", budget);
   CHECK(inputs.kind == HostValue::Kind::List);
   CHECK(inputs.spreads);
   REQUIRE(inputs.items.size() == 2);  // x (an arg), then bias (a kwarg)
@@ -80,16 +82,27 @@ TEST_CASE("run --sample-inputs reads the package's (args, kwargs), kwargs in the
 
   // torch.export.save's programs carry them too (no compiled model to run them with).
   const Opened program("pt2/mlp_dynamic.pt2");
-  const HostValue x = read_pt2_sample_inputs(program.archive, program.contents, "model", "m.pt2");
+  const HostValue x = read_pt2_sample_inputs(program.archive, program.contents, "model", "m.pt2", budget);
   REQUIRE(x.items.size() == 1);
   CHECK(x.items[0].tensor.shape == std::vector<int64_t>{2, 4});
 
   // aoti_compile_and_package writes none.
   const Opened aoti("pt2/mlp_dynamic_aoti.pt2");
-  const Error e = error_of([&] { read_pt2_sample_inputs(aoti.archive, aoti.contents, "model", "p.pt2"); });
+  const Error e = error_of([&] { read_pt2_sample_inputs(aoti.archive, aoti.contents, "model", "p.pt2", budget); });
   CHECK(e.kind() == ErrorKind::Usage);
   CHECK(std::string(e.what()).find("no sample inputs") != std::string::npos);
   CHECK(e.hint().find("package_pt2") != std::string::npos);
+}
+
+TEST_CASE("run --sample-inputs holds the package's inputs to the input budget, as --input", "[pt2][run]") {
+  // The package's author chose them: they take from the user's budget (half of --memory-limit).
+  const Opened pkg("pt2/run/affine_sample_aoti.pt2");
+  InputBudget tiny(16, "half of --memory-limit 32 B", "raise --memory-limit");
+  const Error e = error_of([&] { read_pt2_sample_inputs(pkg.archive, pkg.contents, "model", "a.pt2", tiny); });
+  CHECK(e.kind() == ErrorKind::BadInput);
+  CHECK(e.file() == "a.pt2");
+  CHECK_THAT(e.what(), Catch::StartsWith("data/sample_inputs/model.pt") &&
+                           Catch::Contains("that inputs may take in memory (half of --memory-limit 32 B)"));
 }
 
 TEST_CASE("run refuses an AOTInductor model compiled for another platform, machine or CPU", "[pt2][run]") {

@@ -191,7 +191,7 @@ void check_aoti_device(const Pt2RunTarget& target, const std::string& device, co
 }
 
 HostValue read_pt2_sample_inputs(const TorchArchive& archive, const Pt2Contents& contents, const std::string& model,
-                                 const std::string& file) {
+                                 const std::string& file, InputBudget& budget) {
   const std::string name = "data/sample_inputs/" + model + ".pt";
   const Record* record = archive.find(name);
   if (record == nullptr) {
@@ -201,7 +201,11 @@ HostValue read_pt2_sample_inputs(const TorchArchive& archive, const Pt2Contents&
   }
   HostValue saved;
   try {
-    saved = read_torch_save_value(*make_memory_source(archive.read(*record, Pt2Limits::kSampleInputs), name));
+    const uint64_t limit = std::min<uint64_t>(Pt2Limits::kSampleInputs, budget.limit() - budget.used());
+    if (record->entry->uncompressed_size > limit) {
+      budget.refuse(name + " is " + human_size(record->entry->uncompressed_size), file);
+    }
+    saved = read_torch_save_value(*make_memory_source(archive.read(*record, limit), name), budget);
   } catch (const Error& e) {
     throw e.with_file(file);
   }

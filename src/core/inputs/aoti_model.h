@@ -16,6 +16,10 @@
 #include "format/pt2.h"
 
 namespace tsarchive {
+class InputBudget;
+}
+
+namespace tsarchive {
 
 struct Pt2RunTarget {
   std::string model;   // <model> of data/aotinductor/<model>/
@@ -84,8 +88,9 @@ void check_aoti_device(const Pt2RunTarget& target, const std::string& device, co
 // data/sample_inputs/<model>.pt (torch.save of (args, kwargs)) as one input
 // list: the args in order, then the kwargs in the order of the program's
 // user inputs (models/<model>.json). Error(Usage) when the package has none,
-// Error(BadInput) when the record is not a torch.save file of such values.
+// Error(BadInput) when the record is not a torch.save file of such values,
+// or its storages pass `budget`.
 HostValue read_pt2_sample_inputs(const TorchArchive& archive, const Pt2Contents& contents, const std::string& model,
-                                 const std::string& file);
+                                 const std::string& file, InputBudget& budget);
 
 }  // namespace tsarchive

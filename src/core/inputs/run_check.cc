@@ -156,11 +156,12 @@ std::string failed_check_hint(const OutputCheck& c) {
          "that the expected value is of this method and these inputs";
 }
 
-RunCheck load_recorded_check(const TorchArchive& archive, RunRequest& request, const std::string& file) {
-  RecordedCheck recorded = read_recorded_check(archive, file, 1ull << 30);
+RunCheck load_recorded_check(const TorchArchive& archive, RunRequest& request, const std::string& file,
+                             InputBudget& budget) {
+  RecordedCheck recorded = read_recorded_check(archive, file, std::min<uint64_t>(1ull << 30, budget.limit()));
   const auto value_of = [&](std::string& bytes, const std::string& name) {
     try {
-      return read_torch_save_value(*make_memory_source(std::move(bytes), extra_record_name(name)));
+      return read_torch_save_value(*make_memory_source(std::move(bytes), extra_record_name(name)), budget);
     } catch (const Error& e) {
       throw e.with_file(file);
     }

@@ -30,6 +30,10 @@
 #include "format/archive.h"
 
 namespace tsarchive {
+class InputBudget;
+}
+
+namespace tsarchive {
 
 inline constexpr const char* kRunCheckName = "tsarchive/check.json";
 inline constexpr const char* kRunCheckInputsName = "tsarchive/check_inputs.pt";
@@ -97,8 +101,11 @@ std::string check_text(const OutputCheck& c);
 std::string failed_check_hint(const OutputCheck& c);
 
 // run --check and serve --ready-check: the archive's recorded check (run
-// --record) as the request's inputs, expected outputs and method.
-// Error(BadInput) naming `file` when it has none or it does not read.
-RunCheck load_recorded_check(const TorchArchive& archive, RunRequest& request, const std::string& file);
+// --record) as the request's inputs, expected outputs and method, their
+// storages within `budget` (what the archive's author put there is held to
+// the user's memory limit, as --input is). Error(BadInput) naming `file` when
+// it has none, it does not read or it passes the budget.
+RunCheck load_recorded_check(const TorchArchive& archive, RunRequest& request, const std::string& file,
+                             InputBudget& budget);
 
 }  // namespace tsarchive
