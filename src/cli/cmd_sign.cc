@@ -97,9 +97,12 @@ Runner setup_sign(CLI::App& app, Context& ctx) {
       "every file is signed by its path inside it; the signature file, .git, .gitattributes, .github and\n"
       ".gitignore are left out. With --embed, an archive carries its own signature (extra/tsarchive/model.sig),\n"
       "over every other record, and `tsarchive verify --key` finds it. Keys: EC P-256, P-384 or P-521 (PEM).\n"
-      "Does not load libtorch.\n"
-      "Exit 0 signed, 2 usage error (a key of another kind, a certificate not allowed to sign, a symbolic link\n"
-      "without --allow-symlinks), 3 with --embed: the archive is damaged or cannot hold extra files, 4 I/O error.");
+      "Each model file is checked first as `tsarchive verify` checks it (without a key): a signature vouches for\n"
+      "the bytes, so a file that is damaged, crafted, unsafe to load or changed since its stamp is not signed\n"
+      "unless --allow-unverified. Does not load libtorch.\n"
+      "Exit 0 signed, 1 a model file changed since it was stamped, 2 usage error (a key of another kind, a\n"
+      "certificate not allowed to sign, a symbolic link without --allow-symlinks), 3 a model file is damaged\n"
+      "(or, with --embed, cannot hold extra files), 4 I/O error, 8 a model file is unsafe to load.");
   app.add_option("model", opts->settings.model, "The model: one file, or a directory")->required();
   app.add_option("--key", opts->settings.key, "The private key (PEM: EC P-256, P-384 or P-521)")->required()->type_name("PRIVATE.pem");
   app.add_option("-o,--output", opts->settings.output,
@@ -126,6 +129,8 @@ Runner setup_sign(CLI::App& app, Context& ctx) {
   app.add_flag("--no-ignore-git-paths", opts->no_ignore_git_paths,
                "Sign .git, .gitattributes, .github and .gitignore too");
   app.add_flag("--allow-symlinks", opts->settings.allow_symlinks, "Hash the files symbolic links point to instead of refusing them");
+  app.add_flag("--allow-unverified", opts->settings.allow_unverified,
+               "Sign model files that 'tsarchive verify' refuses (damaged, unsafe to load, changed since stamped); without it, exit 3, 8 or 1");
   app.add_option("--threads", opts->settings.threads, "Hashing threads (default: one per core)")->check(CLI::Range(1u, 256u));
   app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.sign/1)");
   return [opts, &ctx] { return run_sign(*opts, ctx); };

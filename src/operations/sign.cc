@@ -1,14 +1,98 @@
 #include "operations/sign.h"
 
+#include <filesystem>
+#include <memory>
+#include <optional>
+
 #include "base/error.h"
 #include "base/posix_fd.h"
 #include "core/edit/file_edit.h"
 #include "core/edit/output_paths.h"
 #include "core/provenance/signing_embedded.h"
 #include "format/archive.h"
+#include "format/byte_source.h"
+#include "format/pickle_scan.h"
+#include "format/zip.h"
+#include "operations/verify.h"
 
 namespace tsarchive {
 namespace {
+
+// Why verify's checks (without a key or a load) fail on a model file, as the
+// error sign refuses it with; nothing when they pass, or it fails only because
+// this build's libtorch cannot read its version (the file is whole; a newer
+// PyTorch reads it). A signature vouches for the bytes it covers: a file that
+// is damaged, crafted, unsafe to load or changed since its stamp is not signed
+// unless allow_unverified.
+std::optional<Error> verify_refusal(const VerifyResult& r, const std::string& path) {
+  const std::string hint = "see 'tsarchive verify " + path + "'; to sign it as it is, give --allow-unverified";
+  const auto refused = [&](ErrorKind kind, const std::string& why) {
+    return Error(kind, "will not sign it: " + why, path, hint);
+  };
+  if (r.unsafe) return refused(ErrorKind::UnsafeToLoad, "it is unsafe to load: " + r.safety.worst_line());
+  if (!r.report) {
+    if (!r.problems.empty()) return refused(ErrorKind::BadInput, "it is damaged: " + r.problems.front());
+    return std::nullopt;
+  }
+  const VerifyReport& report = *r.report;
+  switch (report.outcome()) {
+    case VerifyOutcome::Intact:
+    case VerifyOutcome::Unreadable: return std::nullopt;
+    case VerifyOutcome::Malformed: return refused(ErrorKind::BadInput, "it is damaged: " + report.problems.front());
+    case VerifyOutcome::Mismatch: break;
+  }
+  const StampCheck& stamp = *report.stamp;
+  if (!stamp.problem.empty()) return refused(ErrorKind::CheckFailed, "its stamp does not read: " + stamp.problem);
+  const std::string first = !stamp.changed.empty() ? "'" + stamp.changed.front() + "' changed"
+                            : !stamp.missing.empty() ? "'" + stamp.missing.front() + "' missing"
+                            : !stamp.added.empty()   ? "'" + stamp.added.front() + "' added"
+                                                     : "its digests' root differs";
+  return refused(ErrorKind::CheckFailed, "it changed since it was stamped: " + first);
+}
+
+// A ZIP whose structure every reader reads alike, though PyTorch did not write it.
+bool zip_reads_alike(const ByteSource& source) {
+  try {
+    read_zip_layout(source);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+// Refuses (throws) a model file `file` (at `path`) that verify's checks fail
+// on. Files that are no model by their first bytes (an ONNX model, a config,
+// safetensors) and ZIPs PyTorch did not write are signed as bytes.
+void check_before_signing(const SignSettings& s, const ArchiveFile& file, const std::string& path,
+                          const NoteSink& notes) {
+  if (s.allow_unverified) return;
+  const auto source = file.source();
+  const FileKind kind = detect_file_kind(*source);
+  if (kind == FileKind::Onnx || (kind == FileKind::NotAModel && !looks_like_pickle(*source))) return;
+  VerifySettings v;
+  v.model = path;
+  v.threads = s.threads;
+  VerifyResult result;
+  try {
+    result = verify_opened(v, file, notes);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::BadInput) throw;
+    if (kind == FileKind::OtherZip && zip_reads_alike(*source)) return;
+    throw Error(ErrorKind::BadInput, std::string("will not sign it: ") + e.what(), path,
+                "see 'tsarchive verify " + path + "'; to sign it as it is, give --allow-unverified");
+  }
+  if (std::optional<Error> refusal = verify_refusal(result, path)) throw *refusal;
+}
+
+// Each model file of a directory signed in `statement`, checked as one file is.
+void check_directory_before_signing(const SignSettings& s, const ModelStatement& statement, const NoteSink& notes) {
+  if (s.allow_unverified) return;
+  for (const SignedFile& f : statement.files) {
+    const std::string path = (std::filesystem::path(s.model) / f.name).string();
+    const ArchiveFile file(path, FileAccess::Read, s.lock_timeout);
+    check_before_signing(s, file, path, notes);
+  }
+}
 
 // The signature goes into the archive (replaced, or `output` written).
 SignOutcome sign_embedded(const SignSettings& s, const NoteSink& notes) {
@@ -24,6 +108,7 @@ SignOutcome sign_embedded(const SignSettings& s, const NoteSink& notes) {
   const SignerKeys keys = read_signer_keys(s.key, s.password_file, s.certificate, s.chain);
   ArchiveFile file(s.model, s.output.empty() ? FileAccess::Edit : FileAccess::Read, s.lock_timeout);
   for (const std::string& note : file.notes()) notes(note);
+  check_before_signing(s, file, s.model, notes);
   const auto archive = open_torchscript_archive(file.source(), "cannot embed a signature in this file", true);
   const EmbedResult embedded = embed_signature(file, *archive, keys, s.output, s.threads);
   SignOutcome out;
@@ -35,7 +120,9 @@ SignOutcome sign_embedded(const SignSettings& s, const NoteSink& notes) {
 }
 
 // A detached signature, written atomically beside the model or to `output`.
-SignOutcome sign_detached(const SignSettings& s) {
+// One file is checked and hashed from one open descriptor: the bytes signed
+// are the bytes checked.
+SignOutcome sign_detached(const SignSettings& s, const NoteSink& notes) {
   const std::string output = s.output.empty() ? default_signature_path(s.model) : s.output;
   if (is_standard_stream(output)) throw_usage("sign writes its signature to a file, not to standard output");
   SignOutcome out;
@@ -52,7 +139,17 @@ SignOutcome sign_detached(const SignSettings& s) {
   request.files.ignore_git_paths = s.ignore_git_paths;
   request.files.allow_symlinks = s.allow_symlinks;
   request.files.threads = s.threads;
+  std::unique_ptr<ArchiveFile> file;
+  std::unique_ptr<ByteSource> opened;
+  if (!out.model_is_directory) {
+    file = std::make_unique<ArchiveFile>(s.model, FileAccess::Read, s.lock_timeout);
+    for (const std::string& note : file->notes()) notes(note);
+    check_before_signing(s, *file, s.model, notes);
+    opened = file->source();
+    request.files.opened = opened.get();
+  }
   out.signed_model = sign_model(request);
+  if (out.model_is_directory) check_directory_before_signing(s, out.signed_model.statement, notes);
   write_file_atomically(output, out.signed_model.bundle);
   out.written = output;
   out.signature_inside_model = out.model_is_directory && path_inside_model(s.model, output).has_value();
@@ -65,7 +162,7 @@ SignOutcome sign_model_as_asked(const SignSettings& settings, const NoteSink& no
   if (!settings.chain.empty() && settings.certificate.empty()) {
     throw_usage("--certificate-chain needs --certificate (the signing certificate, issued for --key)");
   }
-  return settings.embed ? sign_embedded(settings, notes) : sign_detached(settings);
+  return settings.embed ? sign_embedded(settings, notes) : sign_detached(settings, notes);
 }
 
 }  // namespace tsarchive

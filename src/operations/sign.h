@@ -24,6 +24,10 @@ struct SignSettings {
   bool ignore_git_paths = true;
   bool allow_symlinks = false;
   bool embed = false;
+  // Sign what verify refuses (damaged, unsafe to load, changed since it was
+  // stamped): by default sign checks each model file as verify does, without
+  // a key, and refuses to vouch for one that fails.
+  bool allow_unverified = false;
   double lock_timeout = 10;
   unsigned threads = 0;
 };
@@ -38,7 +42,8 @@ struct SignOutcome {
 };
 
 // Throws Error for what stops it (a usage error, a key of another kind, a
-// damaged archive with embed); then nothing was written.
+// model file verify refuses: exit 1, 3 or 8 as verify's); then nothing was
+// written.
 SignOutcome sign_model_as_asked(const SignSettings& settings, const NoteSink& notes);
 
 }  // namespace tsarchive

@@ -40,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 
 TSARCHIVE, TESTDATA, VENV = (os.path.abspath(p) for p in sys.argv[1:4])
 REQUIREMENTS = ["model_signing>=1.1,<1.2", "pyopenssl"]
@@ -484,7 +485,14 @@ expect(ts("verify", "model.pt", "--require-signature"), 2, "--require-signature 
 expect(ts("verify", "model.pt", "--allow-unsigned"), 2, "--allow-unsigned without a key")
 # A pickle signed as it is: the signature is valid, and what loading it would run is still judged.
 shutil.copy(os.path.join(TESTDATA, "loadsafety", "evil", "bypass_run.pkl"), "signed_evil.pkl")
-expect(ts("sign", "signed_evil.pkl", "--key", "p256.key"), 0, "sign a pickle")
+# sign checks it first, as verify does: a pickle that runs code is not signed unless asked.
+expect(ts("sign", "signed_evil.pkl", "--key", "p256.key"), 8, "sign a pickle that runs code",
+       ["will not sign it: it is unsafe to load: dangerous", "--allow-unverified"])
+check(not os.path.exists("signed_evil.pkl.sig"), "no signature written for a pickle that runs code")
+expect(ts("sign", "signed_evil.pkl", "--key", "p256.key", "--allow-unverified"), 0, "sign it with --allow-unverified")
+with zipfile.ZipFile("assets.zip", "w") as z:  # a ZIP PyTorch did not write: signed as bytes
+    z.writestr("vocab.txt", "a\nb\n")
+expect(ts("sign", "assets.zip", "--key", "p256.key"), 0, "sign a ZIP PyTorch did not write")
 expect(ts("verify", "signed_evil.pkl", "--key", "p256.pub"), 8, "a signed pickle that runs code",
        ["signed_evil.pkl: UNSAFE to load (", "valid, signed by", "unsafe to load"])
 shutil.copy(os.path.join(TESTDATA, "loadsafety", "benign", "torch2_13", "legacy.pth"), "signed_legacy.pth")
@@ -511,7 +519,6 @@ doc = json.loads(r.stdout)
 check(doc["signature"]["method"] == "key" and doc["signature"]["matches"], f"verify --json: {doc}")
 
 # --- embedded signatures (sign --embed, stamp --sign-key) ----------------------------------------------------------
-import zipfile
 
 SIG = "extra/tsarchive/model.sig"
 fp256 = hashlib.sha256(open("p256.pub", "rb").read()).hexdigest()

@@ -487,7 +487,12 @@ TEST_CASE("verify --key: a signed file that is damaged is damaged (exit 3): the 
     INFO(rel);
     const std::string path = (dir.path / std::filesystem::path(rel).filename()).string();
     std::filesystem::copy_file(testdata(rel), path);
-    REQUIRE(run_cli({"sign", path, "--key", (dir.path / "k.key").string()}).code == 0);
+    // sign refuses it as verify does (exit 3); signed anyway, verify still finds the damage.
+    const CliResult refused = run_cli({"sign", path, "--key", (dir.path / "k.key").string()});
+    CHECK(refused.code == 3);
+    CHECK_THAT(refused.err, Catch::Contains("will not sign it: it is damaged") && Catch::Contains("--allow-unverified"));
+    CHECK_FALSE(std::filesystem::exists(path + ".sig"));
+    REQUIRE(run_cli({"sign", path, "--key", (dir.path / "k.key").string(), "--allow-unverified"}).code == 0);
     const CliResult r = run_cli({"verify", path, "--key", (dir.path / "k.pub").string()});
     CHECK(r.code == 3);
     CHECK_THAT(r.out + r.err, Catch::Contains("damaged"));
@@ -497,6 +502,47 @@ TEST_CASE("verify --key: a signed file that is damaged is damaged (exit 3): the 
   std::filesystem::copy_file(testdata("loadsafety/benign/torch2_13/legacy.pth"), whole);
   REQUIRE(run_cli({"sign", whole, "--key", (dir.path / "k.key").string()}).code == 0);
   CHECK(run_cli({"verify", whole, "--key", (dir.path / "k.pub").string()}).code == 0);
+}
+
+TEST_CASE("sign checks each model file as verify does before vouching for it") {
+  TempDir dir;
+  if (!make_key(dir.path)) {
+    WARN("no openssl command: skipped");
+    return;
+  }
+  const std::string key = (dir.path / "k.key").string();
+  // Changed since it was stamped: exit 1, naming the record.
+  const std::string stamped = (dir.path / "stamped.pt").string();
+  std::filesystem::copy_file(testdata("mlp_scripted.pt"), stamped);
+  REQUIRE(run_cli({"stamp", "-q", "--keep-bytes", "--in-place", "--no-git", "--no-host", stamped}).code == 0);
+  CHECK(run_cli({"sign", stamped, "--key", key, "-o", stamped + ".first.sig"}).code == 0);
+  const TorchArchive original(open_file_source(stamped));
+  std::string changed = original.read(*original.find("data/0"), 1 << 20);
+  changed[0] ^= 1;
+  const std::string edited = (dir.path / "edited.pt").string();
+  std::ofstream(edited, std::ios::binary) << archive_with_record(stamped, "data/0", changed);
+  const CliResult r = run_cli({"sign", edited, "--key", key});
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Catch::Contains("will not sign it: it changed since it was stamped: '") &&
+                        Catch::Contains("data/0' changed"));
+  CHECK_FALSE(std::filesystem::exists(edited + ".sig"));
+  CHECK(run_cli({"sign", edited, "--key", key, "--embed"}).code == 1);
+
+  // A crafted archive in a directory: nothing written; the directory without it is signed,
+  // its other files (a config, an ONNX model) signed as bytes.
+  const std::filesystem::path model = dir.path / "model";
+  std::filesystem::create_directory(model);
+  std::filesystem::copy_file(testdata("state_dict.pth"), model / "weights.pth");
+  std::ofstream(model / "config.json") << "{}";
+  std::filesystem::copy_file(testdata("hostile/duplicate_names.pt"), model / "crafted.pt");
+  const CliResult dir_refused = run_cli({"sign", model.string(), "--key", key});
+  CHECK(dir_refused.code == 8);
+  CHECK_THAT(dir_refused.err, Catch::Contains("crafted.pt") && Catch::Contains("crafted:"));
+  CHECK_FALSE(std::filesystem::exists(model / "model.sig"));
+  std::filesystem::remove(model / "crafted.pt");
+  std::filesystem::copy_file(testdata("model.onnx"), model / "model.onnx");
+  CHECK(run_cli({"sign", model.string(), "--key", key}).code == 0);
+  CHECK(std::filesystem::exists(model / "model.sig"));
 }
 
 TEST_CASE("verify: a plain pickle cut short is damaged (exit 3), not crafted (8)") {
