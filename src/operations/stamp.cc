@@ -1,6 +1,7 @@
 #include "operations/stamp.h"
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "base/build_info.h"
@@ -12,6 +13,7 @@
 #include "core/provenance/producer_info.h"
 #include "core/provenance/signing_embedded.h"
 #include "core/provenance/verify.h"
+#include "format/byte_source.h"
 #include "operations/gate.h"
 #include "operations/opened_archive.h"
 #include "operations/staged_save.h"
@@ -51,9 +53,19 @@ void write_stamp(ArchiveFile& file, const TorchArchive& archive, const StampPlac
   }
 }
 
-// Through libtorch and its export hook; see the top of this file.
+// "a, b, c and 2 more".
+std::string first_names(const std::vector<std::string>& names) {
+  std::string text;
+  for (size_t i = 0; i < names.size() && i < 3; ++i) text += (i ? ", " : "") + names[i];
+  if (names.size() > 3) text += " and " + std::to_string(names.size() - 3) + " more";
+  return text;
+}
+
+// Through libtorch and its export hook; see the top of this file. Nothing is
+// written, and `lacking` names them, when the copy lacks records the archive
+// has (what records_a_resave_drops did not foresee): the caller keeps the bytes.
 Written stamp_by_resave(ArchiveFile& file, const CheckedArchive& checked, const StampPlace& place, StampContent content,
-                        const StampSettings& opts, const NoteSink& notes) {
+                        const StampSettings& opts, const NoteSink& notes, std::vector<std::string>& lacking) {
   const TorchArchive& archive = checked.archive();
   const std::string& top = archive.top_folder();
   if (top == "." || top == ".." || top.size() > 200) {
@@ -82,6 +94,8 @@ Written stamp_by_resave(ArchiveFile& file, const CheckedArchive& checked, const 
     torch.resave_with_stamp(request);       // and loads the copy back to compare
     return content.libtorch_version;
   });
+  lacking = records_the_copy_lacks(archive, TorchArchive(open_file_source(request.output)));
+  if (!lacking.empty()) return {};
 
   StagedExtras extras;
   extras.stamp_name = place.producer != nullptr ? kStampAltName : kStampName;
@@ -125,10 +139,8 @@ std::string keep_bytes_for_contents(const TorchArchive& archive, const VerifyRep
   // Before the markers below: PyTorch 2.0 wrote traced_inputs without them,
   // and a re-save would lose those records while its copy verifies intact.
   if (const std::vector<std::string> dropped = records_a_resave_drops(archive); !dropped.empty()) {
-    std::string names;
-    for (size_t i = 0; i < dropped.size() && i < 3; ++i) names += (i ? ", " : "") + dropped[i];
-    if (dropped.size() > 3) names += " and " + std::to_string(dropped.size() - 3) + " more";
-    return "it has records a libtorch re-save does not write (" + names + "): stamped with --keep-bytes, which keeps them";
+    return "it has records a libtorch re-save does not write (" + first_names(dropped) +
+           "): stamped with --keep-bytes, which keeps them";
   }
   if (const std::string marker = pytorch2_record(archive); !marker.empty() && libtorch.rfind("1.", 0) == 0) {
     return "written by PyTorch 2.x (it has " + marker + "), newer than libtorch " + libtorch +
@@ -204,10 +216,20 @@ StampResult stamp_archive(const StampSettings& opts, const NoteSink& notes) {
   result.version_before = gate.format_version;
   result.notes = content.context.notes;
   if (!keep_bytes) refuse_unsafe_load(archive, file.path(), opts.worker, "nothing was written");  // libtorch loads it
-  const Written written =
+  std::vector<std::string> lacking;
+  Written written =
       keep_bytes ? stamp_keeping_bytes(file, archive, place, content, gate, gate_options.digests, opts)
                  : stamp_by_resave(file, admit_verified(file, archive, gate, "nothing was written"), place, content, opts,
-                                   notes);
+                                   notes, lacking);
+  if (!lacking.empty()) {
+    std::string why = "libtorch's re-save lacks records the archive has (" + first_names(lacking) +
+                      "): stamped with --keep-bytes, which keeps them";
+    content.context.notes.push_back(why);
+    result.notes.push_back(std::move(why));
+    result.keep_bytes = true;
+    result.stamp_record = place.record();
+    written = stamp_keeping_bytes(file, archive, place, content, gate, gate_options.digests, opts);
+  }
   if (opts.signer == nullptr) {
     const std::string stamped = opts.output.empty() ? opts.model : opts.output;
     if (std::string note = stale_signature_note(archive, stamped, "the stamp changed"); !note.empty()) {

@@ -277,6 +277,32 @@ try:
         expect(result.returncode == code and result.stderr.startswith(b"tsarchive: error: "),
                f"stamp {args}: exit {result.returncode}: {result.stderr}")
         expect(open(signed, "rb").read() == before, f"stamp {args} changed the archive")
+    # --- records another tool put where libtorch writes its own (review 56a, F1) ----------------
+    # A re-save writes only what the module references: a data/ or constants/ record no tensor
+    # is stored in, a code/ file that is not Python, a Python file no class needs. Each is kept
+    # (stamped with --keep-bytes, with a note naming it), never dropped without a word.
+    def with_records(path, added):
+        with zipfile.ZipFile(src) as z_in, zipfile.ZipFile(path, "w") as z_out:
+            top = z_in.namelist()[0].split("/", 1)[0]
+            for i in z_in.infolist():
+                z_out.writestr(i, z_in.read(i))
+            for name, data in added.items():
+                z_out.writestr(top + "/" + name, data)
+
+    for added, note in (({"data/provenance.json": b'{"dataset": "x"}', "code/README.txt": b"notes",
+                          "constants/calib.bin": b"\x01\x02\x03"}, b"re-save does not write (data/provenance.json"),
+                        ({"code/__torch__/unused_helper.py": b"def helper(x: int) -> int:\n  return x\n"},
+                         b"re-save lacks records the archive has (code/__torch__/unused_helper.py")):
+        path = os.path.join(work, "foreign.pt")
+        with_records(path, added)
+        result = run("stamp", path, "--no-git")
+        expect(result.returncode == 0 and note in result.stdout + result.stderr,
+               f"stamp of an archive with {sorted(added)}: exit {result.returncode}: {result.stdout} {result.stderr}")
+        after = contents(path)
+        for name, data in added.items():
+            expect(after.get(name) == data, f"stamp dropped or changed {name}")
+        expect(stamp_of(path) != "", "the stamp reads back")
+
     for name, code in (("state_dict.pth", 3), ("model.onnx", 3), ("hostile/not_zip.pt", 3), ("hostile/truncated.pt", 3)):
         path = os.path.join(work, os.path.basename(name))
         shutil.copy(os.path.join(TESTDATA, name), path)

@@ -4,6 +4,7 @@
 
 #include "base/build_info.h"
 #include "base/error.h"
+#include "base/strings.h"
 #include "core/inspect/inspect.h"
 #include "core/provenance/signing_embedded.h"
 
@@ -162,12 +163,43 @@ std::string pytorch2_record(const TorchArchive& archive) {
   return {};
 }
 
+namespace {
+
+// The storage records the archive's tensors are stored in ("data/3", "constants/0").
+// None when its pickles do not read as inspect reads them: then every storage counts as unused.
+std::map<std::string, std::vector<std::string>> storages_in_use(const TorchArchive& archive) {
+  try {
+    return tensors_by_record(archive_tensors(archive).tensors);
+  } catch (const Error& e) {
+    if (e.kind() == ErrorKind::Io) throw;
+    return {};
+  }
+}
+
+bool is_storage(const Record& r) { return r.kind == RecordKind::TensorData || r.kind == RecordKind::ConstantData; }
+
+}  // namespace
+
 std::vector<std::string> records_a_resave_drops(const TorchArchive& archive) {
+  const auto in_use = storages_in_use(archive);
   std::vector<std::string> dropped;
   for (const Record& r : archive.records()) {
-    if (r.kind == RecordKind::TracedInputs || r.kind == RecordKind::Other) dropped.push_back(r.name);
+    const bool foreign_code = r.kind == RecordKind::Code && !ends_with(r.name, ".py");
+    const bool unused_storage = is_storage(r) && in_use.count(r.name) == 0;
+    if (r.kind == RecordKind::TracedInputs || r.kind == RecordKind::Other || foreign_code || unused_storage) {
+      dropped.push_back(r.name);
+    }
   }
   return dropped;
+}
+
+std::vector<std::string> records_the_copy_lacks(const TorchArchive& original, const TorchArchive& copy) {
+  std::vector<std::string> lacking;
+  for (const Record& r : original.records()) {
+    if (is_storage(r) || r.kind == RecordKind::Extra) continue;
+    if (copy.find(r.name) == nullptr) lacking.push_back(r.name);
+  }
+  return lacking;
 }
 
 int verify_exit_code(VerifyOutcome outcome) {

@@ -114,9 +114,16 @@ std::string pytorch2_record(const TorchArchive& archive);
 
 // The records a libtorch load and save would not write again, by name, in
 // archive order: a traced module's traced_inputs (libtorch keeps them only when
-// loaded with restore_shapes, which no 1.x has) and any record the format
-// layer does not know. A re-save must not drop them unnamed.
+// loaded with restore_shapes, which no 1.x has), any record the format layer
+// does not know, and what another tool put where libtorch writes its own
+// (data/ or constants/ records no tensor is stored in, code/ files that are
+// neither Python nor debug info). A re-save must not drop them unnamed.
 std::vector<std::string> records_a_resave_drops(const TorchArchive& archive);
+
+// The records of `original` that `copy` (its libtorch re-save) lacks, by
+// name: storages are left out (a re-save numbers them anew; the tensors
+// behind them are compared by path), and extra files (compared by content).
+std::vector<std::string> records_the_copy_lacks(const TorchArchive& original, const TorchArchive& copy);
 
 // Verifies an open TorchScript, lite or .pt2 archive (a .pt2's versions are
 // checked against what torch.export.load reads, not the linked libtorch). Damage is reported, not
