@@ -40,4 +40,35 @@ std::string with_commas(uint64_t n) {
   return out;
 }
 
+std::string shell_quoted(std::string_view text) {
+  const auto plain = [](unsigned char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           std::string_view("_./:=@%+,-").find(static_cast<char>(c)) != std::string_view::npos;
+  };
+  const auto printable = [](unsigned char c) { return c >= 0x20 && c < 0x7F; };
+  bool all_plain = !text.empty(), all_printable = true;
+  for (const char ch : text) {
+    all_plain = all_plain && plain(static_cast<unsigned char>(ch));
+    all_printable = all_printable && printable(static_cast<unsigned char>(ch));
+  }
+  if (all_plain) return std::string(text);
+  std::string out;
+  if (all_printable) {
+    out = "'";
+    for (const char c : text) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return out + "'";
+  }
+  constexpr char kHex[] = "0123456789abcdef";
+  out = "$'";
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (printable(c) && c != '\'' && c != '\\') {
+      out += ch;
+    } else {
+      out += {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
+    }
+  }
+  return out + "'";
+}
+
 }  // namespace tsarchive

@@ -42,4 +42,11 @@ std::string shape_text(const std::vector<int64_t>& shape);
 // "1,234,567"
 std::string with_commas(uint64_t n);
 
+// `text` as one word for POSIX shells and bash, to paste into a command line a
+// hint suggests: as it is when it holds only [A-Za-z0-9_./:=@%+,-]; else in
+// single quotes ('\'' for a quote) when it is printable ASCII; else in bash's
+// $'...' with every other byte as \xHH. A name from an archive or a folder
+// never becomes shell syntax, and the command names exactly its bytes.
+std::string shell_quoted(std::string_view text);
+
 }  // namespace tsarchive

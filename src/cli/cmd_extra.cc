@@ -238,8 +238,8 @@ int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const E
   for (const std::string& name : plan.kept_unsafe_names) {
     const std::string extra = archive->top_folder() + "/extra/";
     print_note(ctx.err, "kept the entry '" + name + "', whose name has control, bidi or non-UTF-8 characters" +
-                            (name.rfind(extra, 0) == 0 ? "; remove it with: tsarchive extra rm " + model + " '" +
-                                                             escape_text(name.substr(extra.size())) + "'"
+                            (name.rfind(extra, 0) == 0 ? "; remove it with: tsarchive extra rm " + shell_quoted(model) +
+                                                             " " + shell_quoted(name.substr(extra.size()))
                                                        : ""));
   }
   WriteResult result;

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "base/posix_fd.h"
+#include "base/strings.h"
 #include "core/edit/file_edit.h"
 #include "core/edit/output_paths.h"
 #include "core/provenance/signing_embedded.h"
@@ -25,7 +26,7 @@ namespace {
 // is damaged, crafted, unsafe to load or changed since its stamp is not signed
 // unless allow_unverified.
 std::optional<Error> verify_refusal(const VerifyResult& r, const std::string& path) {
-  const std::string hint = "see 'tsarchive verify " + path + "'; to sign it as it is, give --allow-unverified";
+  const std::string hint = "see: tsarchive verify " + shell_quoted(path) + "; to sign it as it is, give --allow-unverified";
   const auto refused = [&](ErrorKind kind, const std::string& why) {
     return Error(kind, "will not sign it: " + why, path, hint);
   };
@@ -79,7 +80,7 @@ void check_before_signing(const SignSettings& s, const ArchiveFile& file, const 
     if (e.kind() != ErrorKind::BadInput) throw;
     if (kind == FileKind::OtherZip && zip_reads_alike(*source)) return;
     throw Error(ErrorKind::BadInput, std::string("will not sign it: ") + e.what(), path,
-                "see 'tsarchive verify " + path + "'; to sign it as it is, give --allow-unverified");
+                "see: tsarchive verify " + shell_quoted(path) + "; to sign it as it is, give --allow-unverified");
   }
   if (std::optional<Error> refusal = verify_refusal(result, path)) throw *refusal;
 }

@@ -6,7 +6,9 @@
 
 #include <fstream>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <filesystem>
 #include <sstream>
 
@@ -17,6 +19,7 @@
 #include "helpers.h"
 #include "base/bounded_json.h"
 #include "base/error.h"
+#include "base/strings.h"
 #include "base/utf8.h"
 #include "core/edit/extra.h"
 #include "core/provenance/producer_info.h"
@@ -450,4 +453,26 @@ TEST_CASE("bounded JSON: the values are counted before nlohmann parses any") {
   CHECK(parse_bounded_json(flood, &problem, JsonLimits::kDepth, JsonLimits::kBytes, 3000));
   CHECK(measure_json("{\"a\": [1, \"x,y:z\"]}").values == 5);  // not inside strings
   CHECK_FALSE(parse_bounded_json_apart(flood, "a", &problem, JsonLimits::kDepth, JsonLimits::kBytes, 10));
+}
+
+TEST_CASE("shell_quoted: a name from an archive never becomes shell syntax in a suggested command") {
+  CHECK(shell_quoted("model.pt") == "model.pt");
+  CHECK(shell_quoted("my model.pt") == "'my model.pt'");
+  CHECK(shell_quoted("it's") == "'it'\\''s'");
+  CHECK(shell_quoted("") == "''");
+  // review 56a, F4: the name that turned the old hint into a command.
+  CHECK(shell_quoted("\x01';touch${IFS}/tmp/PWNED;'") == "$'\\x01\\x27;touch${IFS}/tmp/PWNED;\\x27'");
+  CHECK(shell_quoted("a\\b\xe2\x80\xae") == "$'a\\x5cb\\xe2\\x80\\xae'");
+  // bash reads each form back to the same bytes.
+  if (std::system("bash -c true >/dev/null 2>&1") != 0) return;
+  for (const std::string name : {std::string("x y"), std::string("it's"), std::string("\x01';touch x;'"),
+                                 std::string("$(id)`id`\\\n\xff")}) {
+    TempDir dir;
+    const std::string out = (dir.path / "out").string();
+    const std::string command = "bash -c 'printf %s \"$1\" > \"$2\"' _ " + shell_quoted(name) + " " + shell_quoted(out);
+    REQUIRE(std::system(("bash -c " + shell_quoted(command)).c_str()) == 0);
+    std::ifstream in(out, std::ios::binary);
+    const std::string back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(back == name);
+  }
 }
