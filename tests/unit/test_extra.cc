@@ -150,6 +150,29 @@ TEST_CASE("edits of names that are not there") {
   }
 }
 
+TEST_CASE("an edit never writes names PyTorch or tsarchive would read differently (review 56a, F2 and F3)") {
+  const auto archive = archive_of(slurp(testdata("mlp_scripted.pt")));
+  const auto usage_error = [&](const std::vector<ExtraEdit>& edits) {
+    try {
+      plan_extra_edits(*archive, edits, false);
+    } catch (const Error& e) {
+      return e.kind() == ErrorKind::Usage ? std::string(e.what()) : std::string("kind ") + std::to_string(int(e.kind()));
+    }
+    return std::string("accepted");
+  };
+  // Two new names one case apart: torch's lookups ignore case and would read one value for both.
+  CHECK_THAT(usage_error({{"Key.txt", std::string("one")}, {"key.txt", std::string("two")}}),
+             Catch::Contains("'Key.txt' and 'key.txt' differ only in case"));
+  // The same name twice is one edit (the last wins), not a collision.
+  CHECK(usage_error({{"key.txt", std::string("one")}, {"key.txt", std::string("two")}}) == "accepted");
+  // A name each of whose parts is short, but whose entry would pass the 511 bytes the reader takes.
+  const std::string part(200, 'a');
+  CHECK_THAT(usage_error({{part + "/" + part + "/" + part, std::string("x")}}),
+             Catch::Contains("the entry's name would be") && Catch::Contains("above the 511"));
+  const std::string longest(511 - archive->top_folder().size() - std::string("/extra/").size() - 2 * 201, 'b');
+  CHECK(usage_error({{part + "/" + part + "/" + longest, std::string("x")}}) == "accepted");
+}
+
 TEST_CASE("replace() is atomic, keeps the mode and leaves no temp file") {
   TempDir dir;
   const std::string path = copy_model(dir);

@@ -7,6 +7,7 @@
 #include "base/bounded_json.h"
 #include "base/edit_distance.h"
 #include "base/error.h"
+#include "base/strings.h"
 #include "base/utf8.h"
 #include "core/inspect/inspect.h"
 #include "base/terminal_text.h"
@@ -180,6 +181,15 @@ void check_extra_edit(const TorchArchive& archive, const ExtraEdit& edit) {
                     " as an extra file name: " + *problem,
                 "names are relative paths like labels.json or config/train.yaml");
   }
+  // The entry's whole name within what every reader here accepts: a longer one
+  // would be written, then refused by every later command as not PyTorch's.
+  const size_t entry = archive.top_folder().size() + 1 + extra_record_name(edit.name).size();
+  if (edit.value && !edit.carried && archive.find(extra_record_name(edit.name)) == nullptr && entry > kMaxRecordName) {
+    throw_usage("cannot use '" + edit.name.substr(0, 80) + "...' as an extra file name: the entry's name would be " +
+                    std::to_string(entry) + " bytes (with '" + archive.top_folder().substr(0, 80) +
+                    "/extra/'), above the " + std::to_string(kMaxRecordName) + " an archive's names may have",
+                "give a shorter name");
+  }
   if (edit.value && json_name(edit.name) && !edit.carried) {
     // A .json value tsarchive (and most JSON readers) would refuse to parse
     // is refused here rather than written; any other name stores any bytes.
@@ -212,8 +222,16 @@ ExtraEditPlan plan_extra_edits(const TorchArchive& archive, const std::vector<Ex
   // The wanted end state per name (last edit wins), and the order names were first asked for.
   std::map<std::string, std::optional<std::string>> wanted;
   std::vector<std::string> asked;
+  std::map<std::string, std::string> by_folded_name;  // PyTorch's lookups ignore case: one record per folded name
   for (const ExtraEdit& edit : edits) {
     check_extra_edit(archive, edit);
+    const auto [first, inserted] = by_folded_name.emplace(ascii_lowered(edit.name), edit.name);
+    if (!inserted && first->second != edit.name) {
+      throw_usage("'" + first->second + "' and '" + edit.name +
+                      "' differ only in case: PyTorch finds extra files case-insensitively, so it would read one "
+                      "value for both",
+                  "give them names that differ in more than case");
+    }
     if (wanted.find(edit.name) == wanted.end()) asked.push_back(edit.name);
     wanted[edit.name] = edit.value;
   }
