@@ -202,6 +202,7 @@ int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const E
                                                                                           : FileAccess::Read;
   // -o -: the archive goes to stdout, so the report goes to stderr.
   const bool to_stdout = is_standard_stream(flags.output);
+  if (to_stdout) refuse_binary_on_terminal(ctx, "-o -", "the edited archive");
   std::ostream& report_out = report_stream(ctx, to_stdout);
   ArchiveFile file(model, access, flags.lock_timeout);
   print_notes(file, ctx);

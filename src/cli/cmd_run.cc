@@ -149,6 +149,12 @@ void check_standard_streams(const RunOptions& opts) {
   }
 }
 
+// The saved values are binary (.pt, .npy): never on a terminal.
+void check_saved_on_terminal(const RunOptions& opts, const Context& ctx) {
+  if (is_standard_stream(opts.save_inputs)) refuse_binary_on_terminal(ctx, "--save-inputs -", "the inputs");
+  if (is_standard_stream(opts.save_outputs)) refuse_binary_on_terminal(ctx, "--save-outputs -", "the outputs");
+}
+
 // --save-inputs, --save-outputs and --trace-out: never a file the run reads
 // (the model, input, expected-output and labels files), nor one another.
 void check_outputs(const RunOptions& opts) {
@@ -184,6 +190,7 @@ RunSettings settings_from_options(const RunOptions& opts) {
 
 int run_run(const RunOptions& opts, Context& ctx) {
   check_standard_streams(opts);
+  check_saved_on_terminal(opts, ctx);
   check_outputs(opts);
   RunSettings settings = settings_from_options(opts);
   if (::isatty(STDERR_FILENO) == 1 && !opts.json) {

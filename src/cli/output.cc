@@ -131,6 +131,12 @@ bool out_is_terminal(const Context& ctx) {
   return ctx.out.rdbuf() == std::cout.rdbuf() && ::isatty(STDOUT_FILENO) == 1;
 }
 
+void refuse_binary_on_terminal(const Context& ctx, const std::string& flag, const std::string& what) {
+  if (ctx.data.rdbuf() != std::cout.rdbuf() || ::isatty(STDOUT_FILENO) != 1) return;
+  throw_usage(flag + " writes " + what + ", binary, to standard output, which is a terminal: not writing it there",
+              "pipe it (| ...) or redirect it (> FILE), or give a file name");
+}
+
 
 
 void write_content(Context& ctx, std::string_view bytes, const std::string& what, const std::string& raw_hint) {

@@ -113,6 +113,11 @@ bool out_is_terminal(const Context& ctx);
 // data (-o -, --save-outputs -); nowhere under -q either way.
 std::ostream& report_stream(Context& ctx, bool data_on_stdout);
 
+// Error(Usage) when `-` (`flag`: "-o -") would write `what` ("the edited
+// archive"), binary, on ctx.data and that is a terminal: a ZIP or a
+// torch.save file carries its author's bytes, escape sequences among them.
+void refuse_binary_on_terminal(const Context& ctx, const std::string& flag, const std::string& what);
+
 // The content of a file from an archive (`what`: "extra file 'x'") on
 // ctx.out: its exact bytes to a pipe or a file; to a terminal, binary
 // (not UTF-8 text) is refused (exit 2) and text with control, C1 or bidi

@@ -130,6 +130,18 @@ def main():
         piped = subprocess.run([binary, "extra", "get", copy, "blob.bin"], capture_output=True)
         check("binary into a pipe: the exact bytes", piped.stdout == b"\x1b[2J\x00binary", repr(piped.stdout))
 
+        # An edited archive (-o -) carries its author's bytes: never written on a terminal
+        # (review 56a, F5); into a pipe it is the archive. So for run's saved values.
+        for argv in ([binary, "extra", "set", copy, "-o", "-", "k=v"], [binary, "extra", "rm", copy, "-o", "-", "blob.bin"],
+                     [binary, "run", copy, "--input", "2x784", "--save-outputs", "-"]):
+            rc, out, err = on_terminal(argv)
+            check("%s: refused on a terminal" % " ".join(argv[1:3] + argv[4:6]),
+                  rc == 2 and out == b"" and "binary, to standard output, which is a terminal" in err,
+                  "exit %d, %r, %s" % (rc, out[:80], err))
+        piped = subprocess.run([binary, "extra", "set", copy, "-o", "-", "k=v"], capture_output=True)
+        check("-o - into a pipe: the archive", piped.returncode == 0 and piped.stdout[:4] == b"PK\x03\x04",
+              "exit %d, %r" % (piped.returncode, piped.stdout[:10]))
+
     verbose_exception(binary, check)
 
     print("%d failures" % len(failures))
