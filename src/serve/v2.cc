@@ -9,6 +9,7 @@
 
 #include "base/bounded_json.h"
 #include "base/strings.h"
+#include "format/byte_source.h"
 
 namespace tsarchive::serve {
 namespace {
@@ -320,6 +321,16 @@ std::string binary_tensor_bytes(const nlohmann::json& size_field, const InferInp
   return bytes;
 }
 
+// How many values `shape` holds, in words: read_shape's count stops at the
+// body size, a message names the shape's own.
+std::string values_needed(const std::vector<int64_t>& shape) {
+  uint64_t n = 1;
+  for (const int64_t dim : shape) {
+    if (mul_overflows(n, static_cast<uint64_t>(dim), &n)) return "more than " + std::to_string(UINT64_MAX);
+  }
+  return std::to_string(n);
+}
+
 // The tensor's bytes, from "data" or from the binary data after the JSON.
 std::string tensor_bytes(const nlohmann::json& in, const InferInput& input, const Datatype& d, uint64_t elements,
                          bool has_json_size, std::string_view& binary) {
@@ -341,7 +352,7 @@ std::string tensor_bytes(const nlohmann::json& in, const InferInput& input, cons
   flatten(*data, d, input.name, elements, count, bytes, nested(*data) ? &input.tensor.shape : nullptr);
   if (count != elements) {
     throw ApiError(400, "input '" + input.name + "': shape " + shape_text(input.tensor.shape) + " needs " +
-                            std::to_string(elements) + " values, but " +
+                            values_needed(input.tensor.shape) + " values, but " +
                             (count > elements ? "more" : std::to_string(count)) + " were given");
   }
   return bytes;

@@ -145,6 +145,11 @@ TEST_CASE("v2: bad requests are 400 with a reason") {
         "input 'x': shape [2] needs 2 values, but 1 were given");
   CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "FP32", "data": [1, 2]}]})") ==
         "input 'x': shape [1] needs 1 values, but more were given");
+  // The shape's own count, though the request's parse stops counting at its body size (review 56b).
+  CHECK(message_of(R"({"inputs":[{"name":"x","shape":[1,3,8,8],"datatype":"FP32","data":[0]}]})") ==
+        "input 'x': shape [1, 3, 8, 8] needs 192 values, but 1 were given");
+  CHECK(message_of(R"({"inputs":[{"name":"x","shape":[4294967296,4294967296,2],"datatype":"FP32","data":[0]}]})") ==
+        "input 'x': shape [4294967296, 4294967296, 2] needs more than 18446744073709551615 values, but 1 were given");
   CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "INT8", "data": [128]}]})") ==
         "input 'x': 128 is not a INT8 value");
   CHECK(message_of(R"({"inputs": [{"name": "x", "shape": [1], "datatype": "INT32", "data": [1.5]}]})") ==
