@@ -63,7 +63,8 @@ Runner setup_diff(CLI::App& app, Context& ctx) {
   app.add_flag("--no-tensors", opts->no_tensors, "Do not read pickles and tensor data: records, code and extra/ only");
   app.add_flag("--no-code", opts->no_code, "Do not show code/ changes as diffs (they stay listed as records)");
   app.add_flag("--full", opts->full,
-               "Compare the bytes of every record whose size and CRC-32 match, not only those up to 64 MiB");
+               "Compare the bytes of every record whose size and CRC-32 match, not only those up to 64 MiB (deflated "
+               "ones up to 256 MiB)");
   app.add_flag("--ignore-stamp", opts->ignore_stamp,
                "Leave tsarchive's stamp out of the comparison: did the model change, whatever its provenance?");
   app.add_flag("--ignore-extra", opts->ignore_extra, "Leave every extra/ file (the stamp included) out of the comparison");

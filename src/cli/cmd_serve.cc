@@ -39,7 +39,7 @@ serve::ServiceLog service_log(Context& ctx) {
 // --max-inflight-bytes, the timeouts, --max-connections and
 // --max-connections-per-client.
 void add_limit_options(CLI::App& app, serve::ServiceSettings& settings) {
-  app.add_option("--max-body", settings.max_body, "Largest request body (default 64M); beyond: 413");
+  app.add_option("--max-body", settings.max_body, "Largest request body (default 64M); beyond: 413")->type_name("SIZE");
   app.add_option("--max-response", settings.max_response,
                  "Largest infer response (default 64M); beyond: 500 naming this option (binary outputs are smaller)")
       ->type_name("SIZE");
@@ -123,7 +123,7 @@ Runner setup_serve(CLI::App& app, Context& ctx) {
   app.add_option("--max-batch", opts->batch.max_batch,
                  "Run up to N rows of queued requests as one call, stacked on dimension 0 (default 1: no batching)")
       ->check(CLI::Range(1, 1 << 20));
-  app.add_option("--max-wait", opts->batch.max_wait_ms, "Milliseconds a batch waits for more requests (default 0)")
+  app.add_option("--max-wait", opts->batch.max_wait_ms, "Milliseconds a batch waits for more requests (default 0; needs --max-batch above 1)")
       ->check(CLI::Range(0, 60000));
   app.add_option("--max-queue", opts->batch.max_queue, "Queued requests per model; beyond: 503 with Retry-After (default 64)")
       ->check(CLI::Range(1, 1 << 20));

@@ -37,7 +37,7 @@ inline void add_signer_options(CLI::App& app, VerifySettings& settings, bool dir
       ->needs(trust_root);
   app.add_option("--signature", settings.signature,
                  "The signature file (default: the archive's embedded signature, else MODEL.sig beside a file, "
-                 "MODEL/model.sig in a directory)")
+                 "MODEL/model.sig in a directory); needs --key, --certificate-chain or --trust-root")
       ->type_name("SIG");
   CLI::Option* require = app.add_flag(
       "--require-signature", settings.require_signature,
