@@ -323,7 +323,7 @@ TEST_CASE("extra rm takes a name as extra list shows it; set names the entries i
   CHECK(set.code == 0);
   CHECK_THAT(set.err, Catch::Contains("tsarchive: note: kept the entry 'mlp_scripted/extra/red\\x1b[31mtext', whose "
                                       "name has control, bidi or non-UTF-8 characters; remove it with: tsarchive "
-                                      "extra rm " + model + " 'red\\x1b[31mtext'"));
+                                      "extra rm " + model + " $'red\\x1b[31mtext'"));
   CHECK(std::count(set.err.begin(), set.err.end(), '\n') == 3);
   CHECK(terminal_safe(set.err));
 

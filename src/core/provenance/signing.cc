@@ -381,7 +381,15 @@ SignResult sign_statement(ModelStatement statement, const SignerKeys& keys) {
     result.signer = "key sha256:" + key.public_key().fingerprint();
   } else {
     const std::vector<Certificate> leaf = certificates_from_pem(keys.certificate_pem, keys.certificate_file);
-    if (!leaf.front().public_key().same_key(key.public_key())) {
+    // The signer's own certificate: one sign cannot use is a usage error (exit 2), as a key of another kind is.
+    const PublicKey certified = [&] {
+      try {
+        return leaf.front().public_key();
+      } catch (const Error& e) {
+        throw Error(ErrorKind::Usage, e.what(), keys.certificate_file, "give the certificate issued for --key");
+      }
+    }();
+    if (!certified.same_key(key.public_key())) {
       throw Error(ErrorKind::Usage, "the certificate is not for this private key", keys.certificate_file,
                   "give the certificate issued for --key");
     }

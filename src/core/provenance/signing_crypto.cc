@@ -268,8 +268,8 @@ PublicKey PublicKey::from_pem(std::string_view pem, const std::string& file) {
                 "give the public half: openssl ec -in PRIVATE.pem -pubout -out PUBLIC.pem");
   }
   PublicKey key{own_pkey(pkey)};
-  if (curve_of(pkey).empty()) {
-    throw Error(ErrorKind::SignatureInvalid, "unsupported key: " + key_kind(pkey) + "; accepted: " + std::string(kAcceptedKeys),
+  if (curve_of(pkey).empty()) {  // the user's --key: a usage error (exit 2), as at sign
+    throw Error(ErrorKind::Usage, "unsupported key: " + key_kind(pkey) + "; accepted: " + std::string(kAcceptedKeys),
                 file);
   }
   return key;
