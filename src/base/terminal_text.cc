@@ -76,6 +76,40 @@ void walk(std::string_view text, TextEscape mode, Keep&& keep, Escape&& escape) 
 
 }  // namespace
 
+bool hidden_or_control(uint32_t cp) {
+  return (cp >= 0x80 && cp <= 0x9F) || is_bidi_control(cp) || is_line_separator(cp) ||
+         is_default_ignorable(cp, TextEscape::Line);
+}
+
+std::string json_escape_invisible(std::string json) {
+  size_t i = 0;
+  while (i < json.size() && static_cast<unsigned char>(json[i]) < 0x80) ++i;
+  if (i == json.size()) return json;
+  std::string out = json.substr(0, i);
+  const auto u_escape = [&](uint32_t unit) {
+    out += "\\u";
+    for (int shift = 12; shift >= 0; shift -= 4) out += kHex[(unit >> shift) & 15];
+  };
+  while (i < json.size()) {
+    uint32_t cp = 0;
+    const size_t len = static_cast<unsigned char>(json[i]) < 0x80 ? 0 : utf8_sequence_at(json, i, cp);
+    if (len == 0 || !hidden_or_control(cp)) {
+      const size_t n = len == 0 ? 1 : len;
+      out.append(json, i, n);
+      i += n;
+      continue;
+    }
+    if (cp > 0xFFFF) {
+      u_escape(0xD800 + ((cp - 0x10000) >> 10));
+      u_escape(0xDC00 + ((cp - 0x10000) & 0x3FF));
+    } else {
+      u_escape(cp);
+    }
+    i += len;
+  }
+  return out;
+}
+
 std::string escape_text(std::string_view text, TextEscape mode) {
   if (!needs_escape(text, mode)) return std::string(text);
   std::string out;

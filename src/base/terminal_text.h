@@ -6,7 +6,7 @@
 // form of ESC [, and the Unicode Bidi_Control characters reorder what the
 // reader sees. Every text renderer passes what it prints through escape_text;
 // JSON output does not (JSON escapes control characters itself, and stays
-// exact). The spellings (documented in the man page, "TEXT OUTPUT"):
+// exact; json_escape_invisible below writes the \u ones as JSON escapes). The spellings (documented in the man page, "TEXT OUTPUT"):
 //   \t \n \r          tab, line feed, carriage return
 //   \xHH              any other C0 control, DEL, and each byte that is not
 //                     part of valid UTF-8 (HH: two lowercase hex digits)
@@ -22,6 +22,7 @@
 // unchanged and escaping twice changes nothing.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -35,6 +36,17 @@ enum class TextEscape {
 
 // `text` with every byte or character named above written as its escape.
 std::string escape_text(std::string_view text, TextEscape mode = TextEscape::Line);
+
+// The characters escape_text spells as \u or \U in a line (C1 controls,
+// Bidi_Control, U+2028/U+2029, Default_Ignorable_Code_Point): JSON output
+// writes them as \u escapes too (json_escape_invisible), the same string to a
+// JSON parser, and nothing a terminal or an editor would act on or hide.
+bool hidden_or_control(uint32_t code_point);
+
+// `json` (JSON text) with every character hidden_or_control names, as UTF-8,
+// written as a \u escape (a surrogate pair above U+FFFF). Outside strings
+// JSON text is ASCII, so only strings change, and only in spelling.
+std::string json_escape_invisible(std::string json);
 
 // True when escape_text(text, mode) would change `text`. Inline for its
 // common case, printable ASCII (and in Block mode \n and \t), which never

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
+#include "base/terminal_text.h"
 #include "base/utf8.h"
 
 namespace tsarchive::cli {
@@ -113,6 +114,10 @@ void JsonWriter::escaped(std::string_view s, size_t from) {
         const char escape[] = {'\\', 'u', 'd', 'c', kHex[c >> 4], kHex[c & 15]};
         put(escape, sizeof escape);
         ++i;
+      } else if (hidden_or_control(cp)) {  // as json_text: \u escapes, nothing a terminal acts on
+        const std::string escape = json_escape_invisible(std::string(s.substr(i, len)));
+        put(escape.data(), escape.size());
+        i += len;
       } else {
         put(s.data() + i, len);
         i += len;

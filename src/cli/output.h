@@ -200,10 +200,8 @@ Json marked(const Json& j, const std::string& marker) {
   return j;
 }
 
-}  // namespace detail
-
 template <class Json>
-std::string json_text(const Json& doc, int indent) {
+std::string json_text_raw(const Json& doc, int indent) {
   bool all_valid = true;
   detail::for_each_string(doc, [&](const std::string& s) { all_valid = all_valid && detail::valid_utf8(s); });
   if (all_valid) return doc.dump(indent);
@@ -216,6 +214,15 @@ std::string json_text(const Json& doc, int indent) {
     if (!used) return detail::unmark_invalid_utf8(detail::marked(doc, marker).dump(indent), marker);
   }
   return doc.dump(indent, ' ', false, Json::error_handler_t::replace);  // 6400 private-use characters in use: U+FFFD
+}
+}  // namespace detail
+
+// C1 controls, bidi controls and what draws nothing are written as \u
+// escapes (terminal_text.h: json_escape_invisible): the same strings to a
+// parser, nothing a terminal acts on when the JSON is printed.
+template <class Json>
+std::string json_text(const Json& doc, int indent) {
+  return json_escape_invisible(detail::json_text_raw(doc, indent));
 }
 
 }  // namespace tsarchive::cli

@@ -100,6 +100,12 @@ TEST_CASE("inspect --json: the streamed text is the document's json_text, hostil
   CHECK(text.find("\"top\\udcff\"") != std::string::npos);                  // not UTF-8: surrogateescape
   CHECK(text.find("\"byte \\u0001 end\"") != std::string::npos);             // control: \u00XX, lowercase
   CHECK(text.find("\"byte \x7f end\"") != std::string::npos);                // DEL as it is, as nlohmann
+  // Bidi and C1 controls and what draws nothing as \u escapes, in both writers (review 56a, F6).
+  CHECK(text.find("layer.\\u202e weight") != std::string::npos);
+  CHECK(text.find("\xe2\x80\xae") == std::string::npos);
+  const nlohmann::ordered_json hidden = {{"n", "a\xc2\x9b" "b\xf3\xa0\x81\x81" "c\xe2\x80\xa8" "d caf\xc3\xa9"}};
+  CHECK(json_text(hidden, -1) == "{\"n\":\"a\\u009bb\\udb40\\udc41c\\u2028d caf\xc3\xa9\"}");
+  CHECK(nlohmann::ordered_json::parse(json_text(hidden, -1)) == hidden);
   CHECK(text.find("\"atol\": 1e-05") != std::string::npos);                  // nlohmann's number form
   CHECK(text.find("\"storage_offset\": -5") != std::string::npos);
   CHECK(text.find("\"tensors\": [],\n") == std::string::npos);               // tensors there: not empty
