@@ -496,6 +496,13 @@ TEST_CASE("load safety: a file is a pickle when pickle.load would do something w
   CHECK_FALSE(pickle("I love text\n"));
   CHECK_FALSE(pickle(std::string(600, '\0')));
   CHECK_FALSE(pickle("\x80\x07garbage"));  // no such protocol
+  // A safetensors file whose header is 896 bytes starts 80 03, as a protocol 3 pickle; pickle.load
+  // fails on its third byte before doing anything. It was judged a crafted pickle (exit 8).
+  std::string header = R"({"w":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})";
+  header.resize(0x380, ' ');
+  const std::string safetensors = std::string("\x80\x03\0\0\0\0\0\0", 8) + header + std::string(16, '\0');
+  CHECK_FALSE(pickle(safetensors));
+  CHECK(pickle(safetensors.substr(0, 8) + "}"));  // no safetensors layout (no '{' header): PROTO states a pickle
   CHECK_FALSE(pickle("(lp0\nI1\na"));  // a damaged list: fails before doing anything
   // A pickle whose first string runs past the first MiB is read on.
   std::string big = "X" + std::string("\x00\x00\x20\x00", 4) + std::string(2u << 20, 'a') + "0cos\nsystem\n)R.";

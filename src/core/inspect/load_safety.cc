@@ -1411,18 +1411,35 @@ std::string dangerous_category(std::string_view g) {
   return {};
 }
 
+// A safetensors file: an 8-byte little-endian header size N, then N bytes of
+// JSON from '{' within the file. One whose N is 0x380 (896) starts 80 03, as
+// a protocol 3 pickle does; pickle.load fails on it at its third byte (0x00
+// is no opcode) before doing anything.
+namespace {
+bool is_safetensors_layout(const ByteSource& source) {
+  if (source.size() < 9) return false;
+  unsigned char head[9] = {};
+  source.read_at(0, head, sizeof head);
+  uint64_t header = 0;
+  for (int i = 7; i >= 0; --i) header = header << 8 | head[i];
+  return head[8] == '{' && header >= 2 && header <= source.size() - 8;
+}
+}  // namespace
+
 // A file that states a pickle protocol (PROTO 0-5) is a pickle, whole or
-// damaged. Without one, what pickle.load does with it decides: a pickle that
-// completes, or one that imports or calls something before it fails, is a
-// pickle; bytes that fail before doing anything (text, most binary files) are
-// not. The first MiB decides, unless the pickle runs on past it.
+// damaged, unless it is laid out as a safetensors file (then, as without
+// one, only if pickle.load would do something with it). Without one, what
+// pickle.load does with it decides: a pickle that completes, or one that
+// imports or calls something before it fails, is a pickle; bytes that fail
+// before doing anything (text, most binary files) are not. The first MiB
+// decides, unless the pickle runs on past it.
 bool looks_like_pickle(const ByteSource& source) {
   constexpr uint64_t kSniff = 1 << 20;
   const uint64_t n = std::min(source.size(), kSniff);
   if (n == 0) return false;
   unsigned char head[2] = {};
   source.read_at(0, head, std::min<uint64_t>(n, 2));
-  if (head[0] == 0x80) return n >= 2 && head[1] <= 5;
+  if (head[0] == 0x80 && !is_safetensors_layout(source)) return n >= 2 && head[1] <= 5;
   PickleScan scan = scan_pickle(source.read_string(0, static_cast<size_t>(n)));
   if (!scan.complete && scan.ran_out && n < source.size()) {
     scan = scan_pickle(source.read_string(0, static_cast<size_t>(std::min<uint64_t>(source.size(), ReadLimits::kPickle))));
