@@ -1,6 +1,7 @@
 #include "operations/sign.h"
 
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <optional>
 
@@ -140,17 +141,29 @@ SignOutcome sign_detached(const SignSettings& s, const NoteSink& notes) {
   request.files.ignore_git_paths = s.ignore_git_paths;
   request.files.allow_symlinks = s.allow_symlinks;
   request.files.threads = s.threads;
-  std::unique_ptr<ArchiveFile> file;
-  std::unique_ptr<ByteSource> opened;
-  if (!out.model_is_directory) {
-    file = std::make_unique<ArchiveFile>(s.model, FileAccess::Read, s.lock_timeout);
-    for (const std::string& note : file->notes()) notes(note);
-    check_before_signing(s, *file, s.model, notes);
-    opened = file->source();
+  if (out.model_is_directory) {
+    out.signed_model = sign_model(request);
+    check_directory_before_signing(s, out.signed_model.statement, notes);
+  } else {
+    // The checks and the hash read the same descriptor side by side, as
+    // verify's do: with a core to spare, about one pass. Nothing is written
+    // unless both pass.
+    const ArchiveFile file(s.model, FileAccess::Read, s.lock_timeout);
+    for (const std::string& note : file.notes()) notes(note);
+    const std::unique_ptr<ByteSource> opened = file.source();
     request.files.opened = opened.get();
+    std::future<void> checked =
+        std::async(std::launch::async, [&] { check_before_signing(s, file, s.model, notes); });
+    SignResult signed_model;
+    try {
+      signed_model = sign_model(request);
+    } catch (...) {
+      checked.wait();
+      throw;
+    }
+    checked.get();  // the refusal, when the file is not one to vouch for
+    out.signed_model = std::move(signed_model);
   }
-  out.signed_model = sign_model(request);
-  if (out.model_is_directory) check_directory_before_signing(s, out.signed_model.statement, notes);
   write_file_atomically(output, out.signed_model.bundle);
   out.written = output;
   out.signature_inside_model = out.model_is_directory && path_inside_model(s.model, output).has_value();
