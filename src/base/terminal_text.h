@@ -6,7 +6,8 @@
 // form of ESC [, and the Unicode Bidi_Control characters reorder what the
 // reader sees. Every text renderer passes what it prints through escape_text;
 // JSON output does not (JSON escapes control characters itself, and stays
-// exact; json_escape_invisible below writes the \u ones as JSON escapes). The spellings (documented in the man page, "TEXT OUTPUT"):
+// exact; json_escape_invisible below writes the \u ones as JSON escapes).
+// The spellings (documented in the man page, "TEXT OUTPUT"):
 //   \t \n \r          tab, line feed, carriage return
 //   \xHH              any other C0 control, DEL, and each byte that is not
 //                     part of valid UTF-8 (HH: two lowercase hex digits)

@@ -16,10 +16,8 @@
 #include "format/pt2.h"
 
 namespace tsarchive {
-class InputBudget;
-}
 
-namespace tsarchive {
+class InputBudget;  // core/inputs/input_values.h
 
 struct Pt2RunTarget {
   std::string model;   // <model> of data/aotinductor/<model>/

@@ -30,10 +30,8 @@
 #include "format/archive.h"
 
 namespace tsarchive {
-class InputBudget;
-}
 
-namespace tsarchive {
+class InputBudget;  // core/inputs/input_values.h
 
 inline constexpr const char* kRunCheckName = "tsarchive/check.json";
 inline constexpr const char* kRunCheckInputsName = "tsarchive/check_inputs.pt";
