@@ -42,6 +42,9 @@ std::string shape_text(const std::vector<int64_t>& shape);
 // "1,234,567"
 std::string with_commas(uint64_t n);
 
+// The first `shown` of `names` and how many more: "a, b, c and 4 more".
+std::string some_names(const std::vector<std::string>& names, size_t shown);
+
 // `text` as one word for POSIX shells and bash, to paste into a command line a
 // hint suggests: as it is when it holds only [A-Za-z0-9_./:=@%+,-]; else in
 // single quotes ('\'' for a quote) when it is printable ASCII; else in bash's

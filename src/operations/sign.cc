@@ -26,8 +26,13 @@ namespace {
 // PyTorch reads it). A signature vouches for the bytes it covers: a file that
 // is damaged, crafted, unsafe to load or changed since its stamp is not signed
 // unless allow_unverified.
+// What to do about a file sign will not vouch for.
+std::string unverified_hint(const std::string& path) {
+  return "see: tsarchive verify " + shell_quoted(path) + "; to sign it as it is, give --allow-unverified";
+}
+
 std::optional<Error> verify_refusal(const VerifyResult& r, const std::string& path) {
-  const std::string hint = "see: tsarchive verify " + shell_quoted(path) + "; to sign it as it is, give --allow-unverified";
+  const std::string hint = unverified_hint(path);
   const auto refused = [&](ErrorKind kind, const std::string& why) {
     return Error(kind, "will not sign it: " + why, path, hint);
   };
@@ -81,7 +86,7 @@ void check_before_signing(const SignSettings& s, const ArchiveFile& file, const 
     if (e.kind() != ErrorKind::BadInput) throw;
     if (kind == FileKind::OtherZip && zip_reads_alike(*source)) return;
     throw Error(ErrorKind::BadInput, std::string("will not sign it: ") + e.what(), path,
-                "see: tsarchive verify " + shell_quoted(path) + "; to sign it as it is, give --allow-unverified");
+                unverified_hint(path));
   }
   if (std::optional<Error> refusal = verify_refusal(result, path)) throw *refusal;
 }

@@ -6,6 +6,7 @@
 
 #include "base/build_info.h"
 #include "base/error.h"
+#include "base/strings.h"
 #include "contract/torch_backend.h"
 #include "core/provenance/checked_archive.h"
 #include "core/edit/extra.h"
@@ -51,14 +52,6 @@ void write_stamp(ArchiveFile& file, const TorchArchive& archive, const StampPlac
   } else {
     written.result = file.replace(plan.zip);
   }
-}
-
-// "a, b, c and 2 more".
-std::string first_names(const std::vector<std::string>& names) {
-  std::string text;
-  for (size_t i = 0; i < names.size() && i < 3; ++i) text += (i ? ", " : "") + names[i];
-  if (names.size() > 3) text += " and " + std::to_string(names.size() - 3) + " more";
-  return text;
 }
 
 // Through libtorch and its export hook; see the top of this file. Nothing is
@@ -139,7 +132,7 @@ std::string keep_bytes_for_contents(const TorchArchive& archive, const VerifyRep
   // Before the markers below: PyTorch 2.0 wrote traced_inputs without them,
   // and a re-save would lose those records while its copy verifies intact.
   if (const std::vector<std::string> dropped = records_a_resave_drops(archive); !dropped.empty()) {
-    return "it has records a libtorch re-save does not write (" + first_names(dropped) +
+    return "it has records a libtorch re-save does not write (" + some_names(dropped, 3) +
            "): stamped with --keep-bytes, which keeps them";
   }
   if (const std::string marker = pytorch2_record(archive); !marker.empty() && libtorch.rfind("1.", 0) == 0) {
@@ -222,7 +215,7 @@ StampResult stamp_archive(const StampSettings& opts, const NoteSink& notes) {
                  : stamp_by_resave(file, admit_verified(file, archive, gate, "nothing was written"), place, content, opts,
                                    notes, lacking);
   if (!lacking.empty()) {
-    std::string why = "libtorch's re-save lacks records the archive has (" + first_names(lacking) +
+    std::string why = "libtorch's re-save lacks records the archive has (" + some_names(lacking, 3) +
                       "): stamped with --keep-bytes, which keeps them";
     content.context.notes.push_back(why);
     result.notes.push_back(std::move(why));

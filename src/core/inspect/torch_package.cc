@@ -21,14 +21,6 @@ bool starts_as_pickle(const TorchArchive& archive, const Record& r) {
   return head[0] == 0x80 && head[1] >= 2 && head[1] <= 5;
 }
 
-// "a, b, c and 4 more"
-std::string some_names(const std::vector<std::string>& names, size_t shown) {
-  std::string text;
-  for (size_t i = 0; i < names.size() && i < shown; ++i) text += (i == 0 ? "" : ", ") + names[i];
-  if (names.size() > shown) text += " and " + std::to_string(names.size() - shown) + " more";
-  return text;
-}
-
 }  // namespace
 
 std::string package_module_name(const std::string& record) {
