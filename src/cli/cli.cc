@@ -234,8 +234,9 @@ int run_commands(int argc, const char* const* argv, std::ostream& out, std::ostr
 
   const std::vector<std::string> args(argv + 1, argv + argc);
   // The completion scripts the build installs, from this very table (completion.h).
-  if (args.size() == 2 && args[0] == "__complete") {
+  if (!args.empty() && args[0] == "__complete") {
     try {
+      if (args.size() != 2) throw_usage("'__complete' takes one shell", "tsarchive __complete bash|zsh|fish");
       out << completion_script(app, args[1]);
       return 0;
     } catch (...) {

@@ -18,6 +18,7 @@
 #include "cli/many_files.h"
 #include "cli/output.h"
 #include "cli/report_extra.h"
+#include "cli/lock_options.h"
 #include "base/error.h"
 #include "core/edit/extra.h"
 #include "core/edit/file_edit.h"
@@ -409,7 +410,8 @@ int run_import(const ImportOptions& opts, Context& ctx) {
   return edit_archive(opts.model, std::move(edits), opts.flags, false, opts.prune, ctx);
 }
 
-void add_edit_flags(CLI::App& app, EditFlags& flags) {
+// `values`: the command writes values (set, import), so --force has a meaning.
+void add_edit_flags(CLI::App& app, EditFlags& flags, bool values) {
   CLI::Option* out = app.add_option("-o,--output", flags.output,
                                     "Write the edited archive to OUT (- for stdout; the report then goes to stderr); "
                                     "MODEL is not changed")
@@ -417,13 +419,11 @@ void add_edit_flags(CLI::App& app, EditFlags& flags) {
   app.add_flag("--in-place", flags.in_place,
                "Rewrite only the end of MODEL (new names, records at the end): constant time, journaled")
       ->excludes(out);
-  app.add_flag("--force", flags.force, "Allow values above 64 MiB (up to 4 GiB)");
+  if (values) app.add_flag("--force", flags.force, "Allow values above 64 MiB (up to 4 GiB)");
   app.add_flag("--json", flags.json, "One JSON document (schema tsarchive.extra-edit/1) instead of text");
   app.add_flag("--allow-damaged", flags.allow_damaged,
                "Edit even when a record fails its CRC-32 (the damaged record is kept as it is); without it, exit 3");
-  app.add_option("--lock-timeout", flags.lock_timeout, "Seconds to wait for another tsarchive editing MODEL (default 10)")
-      ->type_name("SECONDS")
-      ->check(CLI::Range(0.0, 86400.0).description(""));
+  add_lock_timeout(app, flags.lock_timeout);
 }
 
 }  // namespace
@@ -462,7 +462,7 @@ Runner setup_extra(CLI::App& app, Context& ctx) {
   CLI::App* set_app = app.add_subcommand("set", "Add or replace extra files, all in one rewrite");
   set_app->add_option("model", set->model, "TorchScript archive or .pt2 (- reads standard input, with -o)")->required();
   set_app->add_option("assignments", set->assignments, "NAME=VALUE, NAME=@FILE, or NAME=@- (stdin)")->required();
-  add_edit_flags(*set_app, set->flags);
+  add_edit_flags(*set_app, set->flags, true);
   runners.emplace_back(set_app, [set, &ctx] { return run_set(*set, ctx); });
 
   auto rm = std::make_shared<RemoveOptions>();
@@ -470,7 +470,7 @@ Runner setup_extra(CLI::App& app, Context& ctx) {
   rm_app->add_option("model", rm->model, "TorchScript archive or .pt2 (- reads standard input, with -o)")->required();
   rm_app->add_option("names", rm->names, "Extra file names")->required();
   rm_app->add_flag("--missing-ok", rm->missing_ok, "Names that are not there are not an error");
-  add_edit_flags(*rm_app, rm->flags);
+  add_edit_flags(*rm_app, rm->flags, false);
   runners.emplace_back(rm_app, [rm, &ctx] { return run_remove(*rm, ctx); });
 
   auto exp = std::make_shared<ExportOptions>();
@@ -491,7 +491,7 @@ Runner setup_extra(CLI::App& app, Context& ctx) {
   imp_app->add_option("model", imp->model, "TorchScript archive or .pt2 (- reads standard input, with -o)")->required();
   imp_app->add_option("dir", imp->dir, "Folder, as written by 'extra export'")->required();
   imp_app->add_flag("--prune", imp->prune, "Also remove extra files that are not in the folder");
-  add_edit_flags(*imp_app, imp->flags);
+  add_edit_flags(*imp_app, imp->flags, true);
   runners.emplace_back(imp_app, [imp, &ctx] { return run_import(*imp, ctx); });
 
   return [runners] {

@@ -26,6 +26,7 @@
 #include "contract/host_value.h"
 #include "core/inputs/input_values.h"
 #include "cli/worker_options.h"
+#include "cli/lock_options.h"
 
 namespace tsarchive::cli {
 namespace {
@@ -322,8 +323,7 @@ Runner setup_run(CLI::App& app, Context& ctx) {
   app.add_flag("-v,--verbose", ctx.verbose, "On a libtorch error, also print its full message");
   add_worker_options(app, opts->worker, true);
   note_input_budget(app, "--input and --expect");
-  app.add_option("--lock-timeout", opts->lock_timeout, "Seconds to wait for another editor with --record (default 10)")
-      ->check(CLI::Range(0.0, 86400.0));
+  add_lock_timeout(app, opts->lock_timeout, "With --record: ");
   return [opts, &ctx] {
     if (opts->models.size() > 1 && !opts->check) {
       throw_usage("run takes one model, or several with --check (each replays its own recorded check)");

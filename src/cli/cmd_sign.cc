@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/output.h"
+#include "cli/lock_options.h"
 #include "core/provenance/signing_embedded.h"
 #include "operations/sign.h"
 
@@ -112,8 +113,7 @@ Runner setup_sign(CLI::App& app, Context& ctx) {
   app.add_flag("--embed", opts->settings.embed,
                "Store the signature in the archive, as extra/tsarchive/model.sig, over every other record "
                "(replacing an embedded one); PyTorch loads it as before");
-  app.add_option("--lock-timeout", opts->settings.lock_timeout, "With --embed: seconds to wait for another editor (default 10)")
-      ->check(CLI::Range(0.0, 86400.0));
+  add_lock_timeout(app, opts->settings.lock_timeout, "With --embed: ");
   app.add_option("--key-password-file", opts->settings.password_file,
                  "A file holding the encrypted key's password (its first line); never on the command line")
       ->type_name("FILE");

@@ -13,6 +13,7 @@
 #include "cli/many_files.h"
 #include "cli/output.h"
 #include "cli/worker_options.h"
+#include "cli/lock_options.h"
 #include "core/edit/output_paths.h"
 #include "core/provenance/producer_info.h"
 #include "core/provenance/signing.h"
@@ -152,8 +153,7 @@ Runner setup_stamp(CLI::App& app, Context& ctx) {
       ->needs(keep_bytes)
       ->excludes(output);
   app.add_flag("--json", opts->json, "One JSON document (schema tsarchive.stamp/1) with the stamp written; JSON Lines for several");
-  app.add_option("--lock-timeout", opts->lock_timeout, "Seconds to wait for another editor (default 10)")
-      ->check(CLI::Range(0.0, 86400.0));
+  add_lock_timeout(app, opts->lock_timeout);
   CLI::Option* sign_key = app.add_option("--sign-key", opts->sign_key,
                  "Also sign the stamped archive with this private key, in the same write (as sign --embed does)")
       ->type_name("PRIVATE.pem");

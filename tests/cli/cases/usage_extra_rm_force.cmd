@@ -1,0 +1,1 @@
+extra rm --force testdata/mlp_scripted.pt labels.json
