@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include "base/error.h"
@@ -67,15 +68,23 @@ bool zip_reads_alike(const ByteSource& source) {
   }
 }
 
+// Whether verify's checks have anything to say of `source`: files that are no
+// model by their first bytes (an ONNX model, a config, safetensors) are signed
+// as bytes.
+bool is_model_to_check(const ByteSource& source) {
+  const FileKind kind = detect_file_kind(source);
+  return !(kind == FileKind::Onnx || (kind == FileKind::NotAModel && !looks_like_pickle(source)));
+}
+
 // Refuses (throws) a model file `file` (at `path`) that verify's checks fail
-// on. Files that are no model by their first bytes (an ONNX model, a config,
-// safetensors) and ZIPs PyTorch did not write are signed as bytes.
+// on. Files that are no model (is_model_to_check) and ZIPs PyTorch did not
+// write are signed as bytes.
 void check_before_signing(const SignSettings& s, const ArchiveFile& file, const std::string& path,
                           const NoteSink& notes) {
   if (s.allow_unverified) return;
   const auto source = file.source();
+  if (!is_model_to_check(*source)) return;
   const FileKind kind = detect_file_kind(*source);
-  if (kind == FileKind::Onnx || (kind == FileKind::NotAModel && !looks_like_pickle(*source))) return;
   VerifySettings v;
   v.model = path;
   v.threads = s.threads;
@@ -91,14 +100,20 @@ void check_before_signing(const SignSettings& s, const ArchiveFile& file, const 
   if (std::optional<Error> refusal = verify_refusal(result, path)) throw *refusal;
 }
 
-// Each model file of a directory signed in `statement`, checked as one file is.
-void check_directory_before_signing(const SignSettings& s, const ModelStatement& statement, const NoteSink& notes) {
-  if (s.allow_unverified) return;
-  for (const SignedFile& f : statement.files) {
-    const std::string path = (std::filesystem::path(s.model) / f.name).string();
-    const ArchiveFile file(path, FileAccess::Read, s.lock_timeout);
-    check_before_signing(s, file, path, notes);
+// A directory's file as its hash reads it (`opened`, the inode `identity`),
+// checked as one file is, beside the hash: the checks open the file again by
+// its path, and refuse an inode other than the one hashed (a file the
+// folder's owner swapped in meanwhile), so the digest signed is always that
+// of the bytes checked. Notes go out one at a time (files hash in parallel).
+void check_directory_file(const SignSettings& s, const std::string& path, const ByteSource& opened,
+                          std::pair<uint64_t, uint64_t> identity, const NoteSink& notes) {
+  if (!is_model_to_check(opened)) return;
+  const ArchiveFile file(path, FileAccess::Read, s.lock_timeout);
+  if (file.identity() != identity) {
+    throw Error(ErrorKind::CheckFailed, "will not sign it: it was replaced while the folder was being signed", path,
+                "sign again when nothing writes into " + shell_quoted(s.model));
   }
+  check_before_signing(s, file, path, notes);
 }
 
 // The signature goes into the archive (replaced, or `output` written).
@@ -147,8 +162,18 @@ SignOutcome sign_detached(const SignSettings& s, const NoteSink& notes) {
   request.files.allow_symlinks = s.allow_symlinks;
   request.files.threads = s.threads;
   if (out.model_is_directory) {
+    std::mutex notes_mutex;
+    const NoteSink one_at_a_time = [&](const std::string& note) {
+      const std::lock_guard<std::mutex> lock(notes_mutex);
+      notes(note);
+    };
+    if (!s.allow_unverified) {
+      request.files.check_opened = [&](const std::string& path, const ByteSource& opened,
+                                       std::pair<uint64_t, uint64_t> identity) {
+        check_directory_file(s, path, opened, identity, one_at_a_time);
+      };
+    }
     out.signed_model = sign_model(request);
-    check_directory_before_signing(s, out.signed_model.statement, notes);
   } else {
     // The checks and the hash read the same descriptor side by side, as
     // verify's do: with a core to spare, about one pass. Nothing is written

@@ -465,7 +465,7 @@ TEST_CASE("shell_quoted: a name from an archive never becomes shell syntax in a 
   CHECK(shell_quoted("a\\b\xe2\x80\xae") == "$'a\\x5cb\\xe2\\x80\\xae'");
   // bash reads each form back to the same bytes.
   if (std::system("bash -c true >/dev/null 2>&1") != 0) return;
-  for (const std::string name : {std::string("x y"), std::string("it's"), std::string("\x01';touch x;'"),
+  for (const std::string& name : {std::string("x y"), std::string("it's"), std::string("\x01';touch x;'"),
                                  std::string("$(id)`id`\\\n\xff")}) {
     TempDir dir;
     const std::string out = (dir.path / "out").string();

@@ -330,9 +330,9 @@ TEST_CASE("load safety: guards_code and graph names that FX and ep.module() exec
   CHECK(mentions(name, "names a graph value or attribute 'x=__import__", LoadRisk::Dangerous));
   CHECK(outcome(name, "torch.export.load") == "runs code");
   // JSON only Python reads (NaN, a lone surrogate, a 400-digit integer) is read and judged, not "damaged".
-  const LoadSafety json = assess("evil/pt2_json_python_only.pt2");
-  INFO(describe(json));
-  CHECK(mentions(json, "sympy.sympify would eval", LoadRisk::Dangerous));
+  const LoadSafety python_only = assess("evil/pt2_json_python_only.pt2");
+  INFO(describe(python_only));
+  CHECK(mentions(python_only, "sympy.sympify would eval", LoadRisk::Dangerous));
   // What sympify would compute for ever.
   for (const char* f : {"crafted/pt2_sympify_pow.pt2", "crafted/pt2_sympify_precision.pt2"}) {
     const LoadSafety s = assess(f);

@@ -5,15 +5,19 @@
 // command makes: a directory's signature file that is a symbolic link, links
 // added to a signed directory, verify's --ignore-paths, and which
 // certificates may sign (RFC 5280's key usage and extended key usage).
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "base/base64.h"
+#include "base/posix_fd.h"
 #include "core/edit/file_edit.h"
 #include "core/inspect/inspect.h"
 #include "core/provenance/checked_archive.h"
@@ -167,8 +171,8 @@ TEST_CASE("verify: a torch.save ZIP whose tensor record fails its CRC-32 is dama
   CHECK(cli.code == 3);
   CHECK_THAT(cli.out.substr(0, cli.out.find('\n')), Catch::EndsWith(": DAMAGED (torch.save file (not TorchScript))"));
   CHECK_THAT(cli.out, !Catch::Contains("safe to load"));
-  const CliResult json = run_cli({"verify", "--json", path});
-  const auto doc = nlohmann::json::parse(json.out);
+  const CliResult as_json = run_cli({"verify", "--json", path});
+  const auto doc = nlohmann::json::parse(as_json.out);
   CHECK(doc["outcome"] == "malformed");
   CHECK(doc["problems"].size() == 1);
 
@@ -543,6 +547,59 @@ TEST_CASE("sign checks each model file as verify does before vouching for it") {
   std::filesystem::copy_file(testdata("model.onnx"), model / "model.onnx");
   CHECK(run_cli({"sign", model.string(), "--key", key}).code == 0);
   CHECK(std::filesystem::exists(model / "model.sig"));
+}
+
+// How many of this process's descriptors are open on `path`'s inode.
+int descriptors_open_on(const std::filesystem::path& path) {
+  struct stat want {};
+  if (::stat(path.c_str(), &want) != 0) return 0;
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    struct stat st {};
+    if (::stat(entry.path().c_str(), &st) == 0 && st.st_dev == want.st_dev && st.st_ino == want.st_ino) ++count;
+  }
+  return count;
+}
+
+TEST_CASE("sign DIR: a model file swapped in the folder between its hash and its check is refused") {
+  // The folder's owner makes sign hash a crafted file and then check a good
+  // one put at its path: the digest signed would be the crafted file's. Here
+  // a read lock the check waits for holds it between the two (an editor's
+  // write lock, taken by the test), and the swap happens there.
+  TempDir dir;
+  if (!make_key(dir.path)) {
+    WARN("no openssl command: skipped");
+    return;
+  }
+  const std::filesystem::path model = dir.path / "model";
+  std::filesystem::create_directory(model);
+  const std::filesystem::path weights = model / "weights.pt";
+  std::filesystem::copy_file(testdata("hostile/duplicate_names.pt"), weights);
+  std::filesystem::copy_file(testdata("mlp_scripted.pt"), dir.path / "good.pt");
+  Fd lock_fd(::open(weights.c_str(), O_RDWR | O_CLOEXEC));
+  REQUIRE(lock_fd.get() >= 0);
+  struct flock lock {};
+  lock.l_type = F_WRLCK;
+  lock.l_whence = SEEK_SET;
+  lock.l_len = 1;
+  REQUIRE(::fcntl(lock_fd.get(), F_OFD_SETLK, &lock) == 0);
+
+  CliResult r{};
+  std::thread signing([&] { r = run_cli({"sign", model.string(), "--key", (dir.path / "k.key").string()}); });
+  // The lock's descriptor, the hash's and the check's waiting for the lock.
+  for (int i = 0; i < 2000 && descriptors_open_on(weights) < 3; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(descriptors_open_on(weights) >= 3);
+  std::filesystem::rename(dir.path / "good.pt", weights);
+  lock_fd = Fd();
+  signing.join();
+  INFO(r.err);
+  CHECK(r.code == 1);
+  CHECK_THAT(r.err, Catch::Contains("weights.pt") && Catch::Contains("it was replaced while the folder was being signed"));
+  CHECK_FALSE(std::filesystem::exists(model / "model.sig"));
+  // Nothing swapped: the good file is signed.
+  CHECK(run_cli({"sign", model.string(), "--key", (dir.path / "k.key").string()}).code == 0);
 }
 
 TEST_CASE("verify: a plain pickle cut short is damaged (exit 3), not crafted (8)") {

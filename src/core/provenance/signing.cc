@@ -8,7 +8,9 @@
 #include <ctime>
 #include <exception>
 #include <filesystem>
+#include <future>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -97,18 +99,33 @@ std::vector<FileToHash> list_directory(const std::string& model, const std::vect
   return out;
 }
 
-std::string hash_file(const std::string& path) {
+// The SHA-256 of the file at `path`, with `check` (when set) run beside the
+// hash on the same descriptor.
+std::string hash_file(const std::string& path, const ModelFilesOptions& options) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat st {};
   if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0) throw_io("cannot open: " + errno_text(), path);
 #ifdef POSIX_FADV_SEQUENTIAL
   ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
 #endif
-  return sha256_source_hex(*make_fd_source(fd.release(), static_cast<uint64_t>(st.st_size), path));
+  const std::unique_ptr<ByteSource> source = make_fd_source(fd.release(), static_cast<uint64_t>(st.st_size), path);
+  if (!options.check_opened) return sha256_source_hex(*source);
+  const std::pair<uint64_t, uint64_t> identity{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+  std::future<void> checked =
+      std::async(std::launch::async, [&] { options.check_opened(path, *source, identity); });
+  std::string digest;
+  try {
+    digest = sha256_source_hex(*source);
+  } catch (...) {
+    checked.wait();
+    throw;
+  }
+  checked.get();
+  return digest;
 }
 
 // SHA-256 of every file, largest first on one thread per core.
-std::vector<SignedFile> hash_all(std::vector<FileToHash> files, unsigned threads) {
+std::vector<SignedFile> hash_all(std::vector<FileToHash> files, const ModelFilesOptions& options, unsigned threads) {
   std::stable_sort(files.begin(), files.end(), [](const FileToHash& a, const FileToHash& b) { return a.size > b.size; });
   std::vector<SignedFile> out(files.size());
   std::atomic<size_t> next{0};
@@ -118,7 +135,7 @@ std::vector<SignedFile> hash_all(std::vector<FileToHash> files, unsigned threads
     for (size_t i; (i = next.fetch_add(1)) < files.size();) {
       try {
         // No digest for what is no file: it never matches a signed one.
-        out[i] = SignedFile{files[i].name, files[i].not_a_file.empty() ? hash_file(files[i].path) : std::string(),
+        out[i] = SignedFile{files[i].name, files[i].not_a_file.empty() ? hash_file(files[i].path, options) : std::string(),
                             files[i].not_a_file};
       } catch (...) {
         std::lock_guard<std::mutex> lock(failure_mutex);
@@ -343,11 +360,11 @@ std::vector<SignedFile> hash_model_files(const std::string& model, const ModelFi
     if (::stat(model.c_str(), &st) != 0) throw_io("cannot read the model: " + errno_text(), model);
   }
   if (S_ISREG(st.st_mode)) {
-    return hash_all({FileToHash{".", model, static_cast<uint64_t>(st.st_size)}}, 1);
+    return hash_all({FileToHash{".", model, static_cast<uint64_t>(st.st_size)}}, options, 1);
   }
   if (!S_ISDIR(st.st_mode)) throw Error(ErrorKind::Usage, "the model is neither a file nor a directory", model);
   return hash_all(list_directory(model, options.ignore_paths, options.allow_symlinks, options.not_files_differ),
-                  options.threads);
+                  options, options.threads);
 }
 
 SignerKeys read_signer_keys(const std::string& key_file, const std::string& password_file,

@@ -16,9 +16,11 @@
 // and added files named in the report, not thrown).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/provenance/model_signature.h"
@@ -40,6 +42,12 @@ struct ModelFilesOptions {
   // hashed from it, never reopened by its path, so that the bytes the
   // signature covers are the bytes the caller checks.
   const ByteSource* opened = nullptr;
+  // Sign, a directory: run on each file beside its hash, with the descriptor
+  // hashed (`opened`, and its (st_dev, st_ino)); throws to refuse the file.
+  // What it checks is what is hashed: a file swapped in the folder after it
+  // was opened is another inode.
+  std::function<void(const std::string& path, const ByteSource& opened, std::pair<uint64_t, uint64_t> identity)>
+      check_opened;
 };
 
 // Every file of `model` with its SHA-256, sorted (sort_signed_files); "." for a
