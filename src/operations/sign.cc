@@ -180,6 +180,11 @@ SignOutcome sign_detached(const SignSettings& s, const NoteSink& notes) {
     // unless both pass.
     const ArchiveFile file(s.model, FileAccess::Read, s.lock_timeout);
     for (const std::string& note : file.notes()) notes(note);
+    // The lock keeps tsarchive's own editors out, not a program that writes
+    // the file in place: the checks and the hash read it at different
+    // moments, so its state before and after says they read one version.
+    WatchedFile watched = file.watched();
+    watched.state = settled_file_state(watched.fd, s.model);
     const std::unique_ptr<ByteSource> opened = file.source();
     request.files.opened = opened.get();
     std::future<void> checked =
@@ -192,6 +197,10 @@ SignOutcome sign_detached(const SignSettings& s, const NoteSink& notes) {
       throw;
     }
     checked.get();  // the refusal, when the file is not one to vouch for
+    if (!watched.unchanged()) {
+      throw Error(ErrorKind::CheckFailed, "will not sign it: it was written while it was being checked and hashed",
+                  s.model, "sign again when nothing writes it");
+    }
     out.signed_model = std::move(signed_model);
   }
   write_file_atomically(output, out.signed_model.bundle);

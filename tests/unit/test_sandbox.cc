@@ -159,8 +159,7 @@ TEST_CASE("the sandbox: a worker reads the files its job names, its libraries' f
   WorkerJob job = loading_job({libraries.file("libcustom_ops.so")}, {});
   struct stat st {};
   REQUIRE(::fstat(archive, &st) == 0);
-  job.archive = WatchedFile{archive, st.st_ctim.tv_sec, st.st_ctim.tv_nsec, st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
-                            static_cast<uint64_t>(st.st_size)};
+  job.archive = WatchedFile{archive, FileState::of(st)};
   const std::string seen = run_in_worker(job, [&] {
     const auto readable = [](const std::string& path) {
       const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -1,15 +1,26 @@
 // Model signing's format (core/provenance/model_signature.h) without keys: names, the
 // canonical order, the root digest, the statement and bundle round trip, the
 // PAEs, bundles refused with the reason, and how an embedded statement is
-// matched against an archive's records.
+// matched against an archive's records. And hashing a directory whose
+// files change under it.
 #include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
 
 #include <nlohmann/json.hpp>
 
 #include "base/base64.h"
 #include "base/error.h"
+#include "base/file_state.h"
+#include "base/posix_fd.h"
 #include "core/provenance/model_signature.h"
+#include "core/provenance/signing.h"
 #include "core/provenance/signing_embedded.h"
+#include "helpers.h"
 
 using namespace tsarchive;
 
@@ -188,5 +199,81 @@ TEST_CASE("signing: an embedded statement must list exactly the other records") 
   } catch (const Error& e) {
     CHECK(e.kind() == ErrorKind::BadInput);
     CHECK(std::string(e.what()).find("'data/0'") != std::string::npos);
+  }
+}
+
+namespace {
+
+void write_text(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+}  // namespace
+
+TEST_CASE("signing: a state taken by settled_file_state sees a write made right after it") {
+  // The kernel's ctime tick is coarse: a state taken in the tick of the last
+  // write could miss the next. The settled one never does.
+  TempDir dir;
+  const std::filesystem::path file = dir.path / "f";
+  for (int i = 0; i < 20; ++i) {
+    write_text(file, "version one");
+    const Fd fd(::open(file.c_str(), O_RDONLY | O_CLOEXEC));
+    REQUIRE(fd.get() >= 0);
+    const FileState before = settled_file_state(fd.get(), file.string());
+    write_text(file, "version two");  // the same size: only the times tell
+    FileState after;
+    REQUIRE(current_file_state(fd.get(), after));
+    CHECK(after != before);
+  }
+}
+
+TEST_CASE("signing: a directory's file that changes between listing and hashing is refused, never waited on") {
+  // hash_all hashes the largest file first on one thread; the check run
+  // beside its hash changes the small one, as a folder's owner could.
+  TempDir dir;
+  const std::filesystem::path model = dir.path / "model";
+  std::filesystem::create_directory(model);
+  write_text(model / "big.bin", std::string(1 << 20, 'b'));
+  write_text(model / "small.bin", "s");
+  write_text(dir.path / "outside.txt", "a file outside the model");
+  ModelFilesOptions options;
+  options.threads = 1;
+  const auto changing_small = [&](const std::function<void()>& change) {
+    options.check_opened = [&, change](const std::string& path, const ByteSource&, std::pair<uint64_t, uint64_t>) {
+      if (path.find("big.bin") != std::string::npos) change();
+    };
+  };
+
+  SECTION("a pipe: refused, not opened for ever") {
+    changing_small([&] {
+      std::filesystem::remove(model / "small.bin");
+      REQUIRE(::mkfifo((model / "small.bin").c_str(), 0600) == 0);
+    });
+    CHECK_THROWS_WITH(hash_model_files(model.string(), options),
+                      Catch::Contains("became something other than a regular file"));
+  }
+  SECTION("a symbolic link out of the folder, links not allowed: refused, not followed") {
+    changing_small([&] {
+      std::filesystem::remove(model / "small.bin");
+      std::filesystem::create_symlink(dir.path / "outside.txt", model / "small.bin");
+    });
+    CHECK_THROWS_WITH(hash_model_files(model.string(), options), Catch::Contains("became a symbolic link"));
+  }
+  SECTION("written in place while it is hashed and checked: refused") {
+    options.check_opened = [&](const std::string& path, const ByteSource&, std::pair<uint64_t, uint64_t>) {
+      if (path.find("big.bin") == std::string::npos) return;
+      // In place and at the same size (no truncation the hash could trip on).
+      std::fstream(model / "big.bin", std::ios::in | std::ios::out | std::ios::binary) << std::string(1 << 20, 'e');
+    };
+    try {
+      hash_model_files(model.string(), options);
+      FAIL("no error");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::CheckFailed);
+      CHECK_THAT(e.what(), Catch::Contains("written while it was being read"));
+    }
+  }
+  SECTION("left alone: both hashed") {
+    CHECK(hash_model_files(model.string(), options).size() == 2);
   }
 }

@@ -172,21 +172,13 @@ void WatchedFile::release_lease() {
 bool WatchedFile::unchanged() const {
   // While a writer waits, the lease reads as what it is being broken to.
   if (leased && ::fcntl(fd, F_GETLEASE) != F_RDLCK) return false;
-  struct stat now {};
-  if (::fstat(fd, &now) != 0) return false;
-  return now.st_ctim.tv_sec == ctime_s && now.st_ctim.tv_nsec == ctime_ns && now.st_mtim.tv_sec == mtime_s &&
-         now.st_mtim.tv_nsec == mtime_ns && static_cast<uint64_t>(now.st_size) == size;
+  FileState now;
+  return current_file_state(fd, now) && now == state;
 }
 
 WatchedFile ArchiveFile::watched() const {
   const struct stat& st = read_stat();
-  return WatchedFile{read_fd(),
-                     static_cast<int64_t>(st.st_ctim.tv_sec),
-                     static_cast<int64_t>(st.st_ctim.tv_nsec),
-                     static_cast<int64_t>(st.st_mtim.tv_sec),
-                     static_cast<int64_t>(st.st_mtim.tv_nsec),
-                     static_cast<uint64_t>(st.st_size),
-                     leased_};
+  return WatchedFile{read_fd(), FileState::of(st), leased_};
 }
 
 std::unique_ptr<ByteSource> ArchiveFile::source() const {

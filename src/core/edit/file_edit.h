@@ -66,6 +66,7 @@
 #include <string>
 #include <vector>
 
+#include "base/file_state.h"
 #include "base/temp_files_and_locks.h"  // StagingFolder, remove_leftovers_next_to: every writer's
 #include "format/byte_source.h"
 #include "format/zip_writer.h"
@@ -112,8 +113,7 @@ struct StagedFile {
 // goes on (release()). A lease break also sends SIGIO, which tsarchive ignores.
 struct WatchedFile {
   int fd = -1;
-  int64_t ctime_s = 0, ctime_ns = 0, mtime_s = 0, mtime_ns = 0;
-  uint64_t size = 0;
+  FileState state;
   bool leased = false;  // a read lease is held on fd (take_lease)
   // "/proc/self/fd/N", the path libtorch opens it by; "" without a descriptor.
   std::string descriptor_path() const { return fd >= 0 ? "/proc/self/fd/" + std::to_string(fd) : ""; }

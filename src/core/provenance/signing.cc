@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "base/file_state.h"
 #include "base/posix_fd.h"
 #include "base/strings.h"
 #include "core/provenance/digest.h"
@@ -99,28 +100,52 @@ std::vector<FileToHash> list_directory(const std::string& model, const std::vect
   return out;
 }
 
-// The SHA-256 of the file at `path`, with `check` (when set) run beside the
-// hash on the same descriptor.
+// The SHA-256 of the file at `path`, with options.check_opened (when set)
+// run beside the hash on the same descriptor. The file was a regular file
+// (or an allowed link to one) when the folder was listed; what its path
+// holds by the time it is opened is taken as it is then: a pipe is not
+// waited on (O_NONBLOCK), a link not allowed is not followed, and a file
+// written while it is read is refused (its FileState before and after), so
+// the digest is that of one version of the file, the one checked.
 std::string hash_file(const std::string& path, const ModelFilesOptions& options) {
-  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  // As list_directory refuses such a file (sign, exit 2) or finds it a
+  // difference (verify, exit 1).
+  const auto changed = [&](const std::string& what) {
+    return Error(options.not_files_differ ? ErrorKind::CheckFailed : ErrorKind::Usage,
+                 what + " after the folder was listed", path, "run again when nothing changes the folder");
+  };
+  const int no_follow = options.allow_symlinks ? 0 : O_NOFOLLOW;
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | no_follow));
+  if (fd.get() < 0 && errno == ELOOP && no_follow != 0) throw changed("it became a symbolic link");
   struct stat st {};
   if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0) throw_io("cannot open: " + errno_text(), path);
+  if (!S_ISREG(st.st_mode)) throw changed("it became something other than a regular file");
 #ifdef POSIX_FADV_SEQUENTIAL
   ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
 #endif
+  const FileState before = settled_file_state(fd.get(), path);
+  const int raw = fd.get();
   const std::unique_ptr<ByteSource> source = make_fd_source(fd.release(), static_cast<uint64_t>(st.st_size), path);
-  if (!options.check_opened) return sha256_source_hex(*source);
-  const std::pair<uint64_t, uint64_t> identity{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
-  std::future<void> checked =
-      std::async(std::launch::async, [&] { options.check_opened(path, *source, identity); });
   std::string digest;
-  try {
+  if (!options.check_opened) {
     digest = sha256_source_hex(*source);
-  } catch (...) {
-    checked.wait();
-    throw;
+  } else {
+    const std::pair<uint64_t, uint64_t> identity{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+    std::future<void> checked =
+        std::async(std::launch::async, [&] { options.check_opened(path, *source, identity); });
+    try {
+      digest = sha256_source_hex(*source);
+    } catch (...) {
+      checked.wait();
+      throw;
+    }
+    checked.get();
   }
-  checked.get();
+  FileState after;
+  if (!current_file_state(raw, after) || after != before) {
+    throw Error(ErrorKind::CheckFailed, "it was written while it was being read", path,
+                "run again when nothing writes it");
+  }
   return digest;
 }
 
