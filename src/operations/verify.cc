@@ -426,7 +426,17 @@ VerifyResult verify_model(const VerifySettings& s, const NoteSink& notes) {
     throw;
   }
   for (const std::string& note : file->notes()) notes(note);
-  return verify_opened(s, *file, notes);
+  // The checks and the signature's hash read the file at different moments:
+  // a verdict is of one version of it, or none (a program rewriting it in
+  // place, which no lock stops).
+  WatchedFile watched = file->watched();
+  if (!is_standard_stream(s.model)) watched.state = settled_file_state(watched.fd, s.model);
+  VerifyResult result = verify_opened(s, *file, notes);
+  if (!is_standard_stream(s.model) && !watched.unchanged()) {
+    throw Error(ErrorKind::CheckFailed, "it was written while it was being verified", s.model,
+                "verify it again when nothing writes it");
+  }
+  return result;
 }
 
 VerifyResult verify_opened(const VerifySettings& s, const ArchiveFile& file, const NoteSink& notes) {
