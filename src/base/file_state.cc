@@ -25,10 +25,12 @@ bool current_file_state(int fd, FileState& out) {
   return true;
 }
 
-FileState settled_file_state(int fd, const std::string& path) {
-  FileState state;
+FileState settled_file_state(int fd, const std::string& path, struct stat* st) {
   for (int waited = 0;; ++waited) {
-    if (!current_file_state(fd, state)) throw_io("cannot read the file's state: " + errno_text(), path);
+    struct stat now_st {};
+    if (::fstat(fd, &now_st) != 0) throw_io("cannot read the file's state: " + errno_text(), path);
+    const FileState state = FileState::of(now_st);
+    if (st != nullptr) *st = now_st;
     struct timespec now {};
     ::clock_gettime(CLOCK_REALTIME, &now);
     const int64_t age = ns_since_epoch(now.tv_sec, now.tv_nsec) - ns_since_epoch(state.ctime_s, state.ctime_ns);

@@ -524,6 +524,40 @@ struct InFolder {
 
 }  // namespace
 
+TEST_CASE("an in-place edit refuses a file another program wrote without the lock since it was opened") {
+  // Python's zipfile in append mode writes over the central directory and
+  // adds a record: the in-place edit would overwrite that (exit 0, a record
+  // lost) or leave two directories. It stops, exit 4, the file as the other
+  // program left it, no journal.
+  for (const bool same_size : {false, true}) {
+    TempDir dir;
+    const std::string path = copy_model(dir);
+    const std::string original = slurp(path);
+    std::string theirs;
+    {
+      ArchiveFile file(path, FileAccess::EditInPlace, 1);
+      const auto archive = open_torchscript_archive(file.source(), "no");
+      const ZipRewritePlan plan = plan_extra_edits(*archive, {{"n.txt", std::string("N")}}, false).zip;
+      const int fd = ::open(path.c_str(), O_WRONLY);
+      REQUIRE(fd >= 0);
+      const std::string bytes = same_size ? std::string("PK\x05\x06") : std::string("another tool's record");
+      const off_t at = static_cast<off_t>(same_size ? original.rfind("PK\x05\x06") : original.size());
+      REQUIRE(::pwrite(fd, bytes.data(), bytes.size(), at) == static_cast<ssize_t>(bytes.size()));
+      ::close(fd);
+      theirs = slurp(path);
+      try {
+        file.write_in_place(plan, 1 << 20);
+        FAIL("the edit went on");
+      } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::Io);
+        CHECK_THAT(e.what(), Catch::Contains("changed while it was being edited"));
+      }
+    }
+    CHECK(slurp(path) == theirs);
+    CHECK(files_in(dir) == 1);  // no journal left
+  }
+}
+
 TEST_CASE("extra export writes no hidden name and replaces no file unless --force; never the archive itself") {
   // An archive that verifies intact, as torch.jit.save(m, p, _extra_files={".git/config": ..., "model.pt": ...})
   // writes it: `extra export model.pt .` in a git checkout used to replace .git/config (core.fsmonitor runs a

@@ -88,6 +88,7 @@ ArchiveFile::ArchiveFile(const std::string& path, FileAccess access, double lock
   }
   if (writes(access_)) remove_stale_temp_files();
   if (access_ == FileAccess::ReadHeld) hold_contents();
+  if (access_ == FileAccess::EditInPlace) opened_state_ = settled_file_state(fd_, path_, &opened_);
 }
 
 ArchiveFile::~ArchiveFile() {
@@ -444,8 +445,15 @@ InPlaceEdit ArchiveFile::prepare_in_place(const ZipRewritePlan& plan, uint64_t m
 WriteResult ArchiveFile::write_in_place(const ZipRewritePlan& plan, uint64_t max_rewrite) {
   if (plan.identical_to(static_cast<uint64_t>(opened_.st_size))) return WriteResult{false, true, 0, plan.size};
   InPlaceEdit edit = prepare_in_place(plan, max_rewrite);
+  edit.check_unchanged();
   SignalHold hold;
   edit.write_journal();
+  try {
+    edit.check_unchanged();  // again, now that the journal holds the bytes it read
+  } catch (...) {
+    edit.finish_quietly();
+    throw;
+  }
   try {
     edit.apply();
   } catch (const Error&) {
@@ -454,7 +462,19 @@ WriteResult ArchiveFile::write_in_place(const ZipRewritePlan& plan, uint64_t max
   }
   edit.finish();
   ::fstat(fd_, &opened_);
+  opened_state_ = FileState::of(opened_);
   return WriteResult{true, true, edit.bytes(), plan.size};
+}
+
+void InPlaceEdit::check_unchanged() const {
+  FileState now;
+  const bool same = current_file_state(file_->fd_, now) && now == file_->opened_state_ &&
+                    pread_exact(file_->fd_, offset_, old_tail_.size(), file_->path_) == old_tail_;
+  if (!same) {
+    throw_io("the file changed while it was being edited: a program wrote it without tsarchive's lock; nothing was "
+             "written",
+             file_->path_, "edit it again when nothing else writes it");
+  }
 }
 
 void InPlaceEdit::write_journal() {

@@ -209,6 +209,9 @@ class ArchiveFile {
   FileAccess access_;
   int fd_ = -1;
   struct stat opened_ {};
+  // EditInPlace: opened_'s FileState, taken once the ctime tick was past, for
+  // InPlaceEdit::check_unchanged.
+  FileState opened_state_;
   int copy_fd_ = -1;  // ReadHeld without a lease: the private copy read instead of fd_
   struct stat copy_ {};
   bool leased_ = false;  // ReadHeld: a read lease on fd_ (then no copy), held until it is closed
@@ -218,6 +221,11 @@ class ArchiveFile {
 
 class InPlaceEdit {
  public:
+  // Throws Error(Io) when the file is not as the edit read it (its FileState
+  // and the bytes it will overwrite): a program that does not take
+  // tsarchive's lock wrote it since it was opened. Best effort: nothing stops
+  // such a writer between this check and the write that follows.
+  void check_unchanged() const;
   void write_journal();
   void apply();   // writes the new tail and fsyncs
   void finish();  // removes the journal
