@@ -94,11 +94,25 @@ void write_converted(const ConvertSettings& settings, OpenedArchive& opened, con
     report.notes.push_back(std::move(note));
   }
   content.fields["conversion"] = steps_text(report.steps);
+  outcome.stamp_record = extra_record_name(extras.stamp_name);
   const StagedStamp written = write_staged_with_stamp(opened.file(), settings.request.output, content, settings.output,
-                                                      stem_of(settings.output), settings.model, extras);
+                                                      stem_of(settings.output), settings.model, std::move(extras));
   outcome.written = true;
   outcome.size = written.result.size;
-  outcome.stamp_record = extra_record_name(extras.stamp_name);
+}
+
+// The extra files write_converted carries are held in memory whole until
+// written, in this process, which no --memory-limit bounds: refused, before
+// the worker runs, past the budget --input files have, by their declared
+// sizes (an archive of a few MB may declare GBs of deflated zeros).
+void check_carried_extras_fit(const ConvertSettings& settings, const TorchArchive& archive) {
+  InputBudget held = input_budget(settings.worker,
+                                  "the original's extra files are held in memory whole to carry them into the new "
+                                  "archive; remove large ones with 'tsarchive extra rm' and set them again afterwards",
+                                  "extra files");
+  for (const Record& r : archive.records()) {
+    if (r.kind == RecordKind::Extra) held.take(r.entry->uncompressed_size, "extra/" + r.extra_name(), settings.model);
+  }
 }
 
 StampContent stamp_content(const ConvertSettings& settings) {
@@ -124,6 +138,7 @@ ConvertResult convert_archive(ConvertSettings settings, const NoteSink& notes) {
                     command + " the .pt it was made from");
   }
   request.source.archive = checked.libtorch_path();
+  check_carried_extras_fit(settings, checked.archive());
 
   StampContent content = stamp_content(settings);
   const StagingFolder stage(settings.output, checked.size());

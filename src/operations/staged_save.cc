@@ -111,7 +111,7 @@ void refuse_other_tensors(const TorchArchive& original, const TorchArchive& copy
 
 StagedStamp write_staged_with_stamp(ArchiveFile& file, const std::string& staged, StampContent content,
                                     const std::string& output, const std::string& expected_top, const std::string& display,
-                                    const StagedExtras& extras) {
+                                    StagedExtras extras) {
   struct stat st {};
   // Not through a link the worker left at that name: it would have us read,
   // patch and rename whatever file the link names.
@@ -161,14 +161,14 @@ StagedStamp write_staged_with_stamp(ArchiveFile& file, const std::string& staged
     if (stamp_only && hook_stamp != nullptr) {
       written.stamp = pad_stamp(std::move(written.stamp), hook_stamp->entry->uncompressed_size);
     }
-    std::vector<ExtraEdit> edits = extras.carried;
+    std::vector<ExtraEdit> edits = std::move(extras.carried);  // values may be large: moved, never copied
     edits.push_back(ExtraEdit{extras.stamp_name, written.stamp});
     if (extras.sign != nullptr) {
       EmbeddedSignature signature = sign_archive_records(gate.records, edits, copy.top_folder(), *extras.sign, display);
       written.signer = signature.signed_records.signer;
       edits.push_back(std::move(signature.edit));
     }
-    const ExtraEditPlan plan = plan_extra_edits(copy, edits, false);
+    const ExtraEditPlan plan = plan_extra_edits(copy, std::move(edits), false);
     std::optional<WriteResult> taken;
     if (may_become_the_file && plan_keeps_offsets(plan.zip, static_cast<uint64_t>(st.st_size))) {
       // The final stamp, its CRC-32 and the central directory, written over the copy.

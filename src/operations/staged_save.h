@@ -67,6 +67,6 @@ struct StagedStamp {
 // the staged file's stem); `display`: the name for messages.
 StagedStamp write_staged_with_stamp(ArchiveFile& file, const std::string& staged, StampContent content,
                                     const std::string& output, const std::string& expected_top, const std::string& display,
-                                    const StagedExtras& extras = {});
+                                    StagedExtras extras = {});
 
 }  // namespace tsarchive

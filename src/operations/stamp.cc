@@ -102,7 +102,7 @@ Written stamp_by_resave(ArchiveFile& file, const CheckedArchive& checked, const 
     if (place.stamp != nullptr) extra_files.exclude = {place.stamp->name};
     for (const RecordDigest& d : digest_records(archive, extra_files)) extras.kept->emplace_back(d.name, d.sha256);
   }
-  const StagedStamp staged = write_staged_with_stamp(file, request.output, content, opts.output, top, opts.model, extras);
+  const StagedStamp staged = write_staged_with_stamp(file, request.output, content, opts.output, top, opts.model, std::move(extras));
   return Written{staged.result, staged.stamp, staged.format_version, staged.signer};
 }
 

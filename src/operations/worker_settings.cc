@@ -68,16 +68,17 @@ WorkerLimits resolve_worker_limits(const WorkerSettings& settings, uint64_t arch
   return limits;
 }
 
-InputBudget input_budget(const WorkerSettings& settings) {
+InputBudget input_budget(const WorkerSettings& settings, const std::string& hint, const std::string& held) {
   const uint64_t limit = resolve_worker_limits(settings, 0).memory_bytes;
-  const std::string hint = "inputs are held in memory whole; give smaller ones, or raise --memory-limit";
+  const std::string inputs_hint = "inputs are held in memory whole; give smaller ones";
   if (limit == 0) {
     const uint64_t ram = physical_memory_bytes();
     return InputBudget(ram != 0 ? ram / 2 : kMaxInputFileBytes, "half of this machine's memory, with --memory-limit none",
-                       "inputs are held in memory whole; give smaller ones");
+                       hint.empty() ? inputs_hint : hint, held);
   }
   return InputBudget(limit / 2, "half of --memory-limit " + (settings.memory_limit == "auto" ? "auto, " : std::string()) +
-                                    human_size(limit) + "; libtorch and the model need the rest", hint);
+                                    human_size(limit) + "; libtorch and the model need the rest",
+                     (hint.empty() ? inputs_hint : hint) + ", or raise --memory-limit", held);
 }
 
 namespace {

@@ -35,8 +35,10 @@ WorkerLimits resolve_worker_limits(const WorkerSettings& settings, uint64_t arch
 // and the model. "auto" counts as its 4 GiB floor, at most 90% of RAM (the
 // inputs are read before the archive, which can only raise it); "none" as the
 // machine's memory, since tsarchive itself holds them too. Error(Usage) for a
-// SIZE that does not parse.
-InputBudget input_budget(const WorkerSettings& settings);
+// SIZE that does not parse. For what is not input files: `hint`, what to do
+// past it (", or raise --memory-limit" is added), and `held`, what it is.
+InputBudget input_budget(const WorkerSettings& settings, const std::string& hint = {},
+                         const std::string& held = "inputs");
 
 // The job for `activity` on an archive that passed the gate (gate.h), or
 // that the user sent unchecked, under the settings' limits. The first job of

@@ -306,8 +306,9 @@ bool add_to_fingerprint(const c10::IValue& v, StateFingerprint& out, std::set<co
   } else if (v.isList()) {
     const c10::List<c10::IValue> list = v.toList();
     out.push_back(static_cast<int64_t>(list.size()));
-    for (const c10::IValue item : list) {
-      if (!add_to_fingerprint(item, out, seen)) return false;
+    // By index: the iterator's element type differs between libtorch 1.x and 2.x.
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (!add_to_fingerprint(list.get(i), out, seen)) return false;
     }
   } else if (v.isGenericDict()) {
     const c10::Dict<c10::IValue, c10::IValue> dict = v.toGenericDict();

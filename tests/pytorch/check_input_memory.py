@@ -22,7 +22,8 @@ Run by CTest with Debian's python3 (exit 77, skipped, when torch is missing):
 - a memory limit passed while the inputs are made says so, not "while
   running forward";
 - a recorded check (run --check, serve --ready-check) is held to the same
-  budget: its deflated 256 MiB inputs are refused under --memory-limit 256M.
+  budget: its deflated 256 MiB inputs are refused under --memory-limit 256M;
+- so are the extra files convert and trace carry into the new archive.
 """
 import collections
 import io
@@ -180,6 +181,25 @@ try:
     p = tsarchive("serve", planted, "--ready-check", "--memory-limit", "256M", "--port", "0", want=3)
     line = error_line(p)
     check("storage records, inflated, would take 256 MiB" in line, f"serve --ready-check of it: {line}")
+
+    # 5. convert and trace carry the original's extra files into the new archive, held in the
+    # tsarchive process whole (review 57a F2: 2 x 1 GiB deflated extra files in a 2 MB archive took
+    # it to 12.6 GB, no --memory-limit applying). They are budgeted by declared size, before inflating.
+    carrying = os.path.join(tmp, "carrying.pt")
+    shutil.copy(ignore, carrying)
+    with zipfile.ZipFile(carrying) as z:
+        top = z.namelist()[0].split("/")[0]
+    with zipfile.ZipFile(carrying, "a") as z:
+        z.writestr(top + "/extra/big.bin", bytes(256 << 20), compress_type=zipfile.ZIP_DEFLATED)
+    check(os.path.getsize(carrying) < (1 << 20), f"the deflated extra file's archive has {os.path.getsize(carrying)} bytes")
+    converted = os.path.join(tmp, "converted.pt")
+    for command in ("convert", "trace"):
+        p = tsarchive(command, carrying, "-o", converted, "--memory-limit", "256M", "--input", "4", want=3)
+        line = error_line(p)
+        check("extra/big.bin would take 256 MiB" in line and "that extra files may take in memory" in line and
+              "half of --memory-limit 256 MiB" in line and "carrying.pt" in line,
+              f"{command} carrying a deflated 256 MiB extra file: {line}")
+        check(not os.path.exists(converted), f"{command}: nothing written")
 finally:
     shutil.rmtree(tmp)
 

@@ -209,12 +209,12 @@ void check_extra_edit(const TorchArchive& archive, const ExtraEdit& edit) {
 
 }  // namespace
 
-ExtraEditPlan plan_extra_edits(const TorchArchive& archive, const std::vector<ExtraEdit>& asked_edits, bool missing_ok) {
+ExtraEditPlan plan_extra_edits(const TorchArchive& archive, std::vector<ExtraEdit> asked_edits, bool missing_ok) {
   // Removals may name an extra file by how it is shown (`extra list`), so
   // that names with control characters, which nothing else accepts, can go.
   // A name that differs from a stored one only in case is that record to
   // libtorch (its lookups ignore case): the edit is made to the stored name.
-  std::vector<ExtraEdit> edits = asked_edits;
+  std::vector<ExtraEdit> edits = std::move(asked_edits);
   for (ExtraEdit& edit : edits) {
     if (const Record* stored = archive.find(extra_record_name(edit.name))) edit.name = stored->extra_name();
     if (!edit.value) edit.name = resolve_extra_name(archive, edit.name);
@@ -223,7 +223,9 @@ ExtraEditPlan plan_extra_edits(const TorchArchive& archive, const std::vector<Ex
   std::map<std::string, std::optional<std::string>> wanted;
   std::vector<std::string> asked;
   std::map<std::string, std::string> by_folded_name;  // PyTorch's lookups ignore case: one record per folded name
-  for (const ExtraEdit& edit : edits) {
+  // Values are moved, not copied, from here on: carried extra files (convert,
+  // trace, stamp) may be large.
+  for (ExtraEdit& edit : edits) {
     check_extra_edit(archive, edit);
     const auto [first, inserted] = by_folded_name.emplace(ascii_lowered(edit.name), edit.name);
     if (!inserted && first->second != edit.name) {
@@ -233,7 +235,7 @@ ExtraEditPlan plan_extra_edits(const TorchArchive& archive, const std::vector<Ex
                   "give them names that differ in more than case");
     }
     if (wanted.find(edit.name) == wanted.end()) asked.push_back(edit.name);
-    wanted[edit.name] = edit.value;
+    wanted[edit.name] = std::move(edit.value);
   }
 
   ExtraEditPlan plan;
@@ -264,24 +266,24 @@ ExtraEditPlan plan_extra_edits(const TorchArchive& archive, const std::vector<Ex
     }
     ExtraChangeInfo info{name, ExtraChange::Removed, e->uncompressed_size, 0};
     if (want->second.has_value()) {
-      const std::string& value = *want->second;
+      std::string& value = *want->second;
       info.new_size = value.size();
       if (same_content(archive, *record, value)) {
         info.change = ExtraChange::Unchanged;
         specs.push_back(ZipEntrySpec::keep(*e));
       } else {
         info.change = ExtraChange::Replaced;
-        specs.push_back(ZipEntrySpec::create(e->name, value));
+        specs.push_back(ZipEntrySpec::create(e->name, std::move(value)));
       }
     }
     changes[name] = info;
   }
   for (const std::string& name : asked) {
     if (changes.count(name) != 0) continue;
-    const std::optional<std::string>& value = wanted[name];
+    std::optional<std::string>& value = wanted[name];
     if (value.has_value()) {
-      specs.push_back(ZipEntrySpec::create(archive.top_folder() + "/" + extra_record_name(name), *value));
       changes[name] = ExtraChangeInfo{name, ExtraChange::Added, 0, value->size()};
+      specs.push_back(ZipEntrySpec::create(archive.top_folder() + "/" + extra_record_name(name), std::move(*value)));
     } else if (missing_ok) {
       changes[name] = ExtraChangeInfo{name, ExtraChange::Missing, 0, 0};
     } else {

@@ -104,7 +104,7 @@ struct ExtraEditPlan {
 // must be within JsonLimits::kDepth (bounded_json.h; Error(Usage)). In a
 // .pt2 every value must be UTF-8 (Error(Usage)): torch.export.load decodes
 // each extra file as text.
-ExtraEditPlan plan_extra_edits(const TorchArchive& archive, const std::vector<ExtraEdit>& edits, bool missing_ok);
+ExtraEditPlan plan_extra_edits(const TorchArchive& archive, std::vector<ExtraEdit> edits, bool missing_ok);
 
 struct ExportedFile {
   std::string name;

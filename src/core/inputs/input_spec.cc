@@ -386,11 +386,11 @@ HostValue host_value_of_json(const nlohmann::ordered_json& j) { return host_valu
 
 TensorSpec parse_tensor_spec(std::string_view text) { return SpecParser(text).parse(); }
 
-InputBudget::InputBudget(uint64_t limit, std::string source, std::string hint)
-    : limit_(limit), source_(std::move(source)), hint_(std::move(hint)) {}
+InputBudget::InputBudget(uint64_t limit, std::string source, std::string hint, std::string held)
+    : limit_(limit), source_(std::move(source)), hint_(std::move(hint)), held_(std::move(held)) {}
 
 void InputBudget::refuse(const std::string& what, const std::string& file) const {
-  throw_bad_input(what + ", more than the " + human_size(limit_) + " that inputs may take in memory (" + source_ + ")",
+  throw_bad_input(what + ", more than the " + human_size(limit_) + " that " + held_ + " may take in memory (" + source_ + ")",
                   file, hint_);
 }
 
@@ -398,7 +398,7 @@ void InputBudget::take(uint64_t bytes, const std::string& what, const std::strin
   uint64_t total = 0;
   if (add_overflows(used_, bytes, &total) || total > limit_) {
     refuse(what + " would take " + human_size(bytes) +
-               (used_ > 0 ? " beside the " + human_size(used_) + " of the inputs before it" : ""),
+               (used_ > 0 ? " beside the " + human_size(used_) + " of the " + held_ + " before it" : ""),
            file);
   }
   used_ = total;

@@ -44,8 +44,9 @@ class InputBudget {
  public:
   // `limit` bytes, `source` says where the figure comes from ("half of
   // --memory-limit 4.0 GiB"), `hint` what the user can do past it.
+  // `held`: what the budget is for, in messages ("inputs").
   explicit InputBudget(uint64_t limit = kMaxInputFileBytes, std::string source = "the limit for input files",
-                       std::string hint = "give a smaller input");
+                       std::string hint = "give a smaller input", std::string held = "inputs");
   // Takes `bytes` for `what` ("the .npy file's data"), or throws
   // Error(BadInput) naming `file` when the inputs would pass the limit.
   void take(uint64_t bytes, const std::string& what, const std::string& file);
@@ -59,6 +60,7 @@ class InputBudget {
   uint64_t used_ = 0;
   std::string source_;
   std::string hint_;
+  std::string held_;
 };
 
 // SHAPE[:DTYPE[:FILL]]. Throws Error(Usage) naming what is wrong and the
