@@ -502,7 +502,8 @@ SignalHold::~SignalHold() {
 // there is room for its copy and for the final temp file, each about
 // `copy_bytes`, and the file size limit allows one.
 void require_room_for_copies(const std::string& dir, uint64_t copy_bytes, const std::string& shown) {
-  const uint64_t copy = copy_bytes + copy_bytes / 16 + (1 << 20);  // a re-save may come out a little larger
+  // A re-save may come out a little larger; a size past any disk stays one.
+  const uint64_t copy = copy_bytes >= (UINT64_MAX >> 2) ? (UINT64_MAX >> 2) : copy_bytes + copy_bytes / 16 + (1 << 20);
   struct statvfs fs {};
   if (::statvfs(dir.c_str(), &fs) == 0) {
     const uint64_t available = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;

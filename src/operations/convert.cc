@@ -141,7 +141,7 @@ ConvertResult convert_archive(ConvertSettings settings, const NoteSink& notes) {
   check_carried_extras_fit(settings, checked.archive());
 
   StampContent content = stamp_content(settings);
-  const StagingFolder stage(settings.output, checked.size());
+  const StagingFolder stage(settings.output, resaved_size(checked.archive()));
   request.output = stage.path() + "/" + stem_of(settings.output) + (request.lite ? ".ptl" : ".pt");
   WorkerJob job = worker_job(settings.worker, checked, request.trace ? "tracing" : "converting", notes);
   job.writable = {stage.path()};  // where libtorch saves the new archive

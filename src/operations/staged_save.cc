@@ -109,6 +109,16 @@ void refuse_other_tensors(const TorchArchive& original, const TorchArchive& copy
 
 }  // namespace
 
+uint64_t resaved_size(const TorchArchive& archive) {
+  uint64_t total = archive.zip().source().size();
+  for (const ZipEntry& e : archive.zip().entries()) {
+    if (e.uncompressed_size <= e.compressed_size) continue;
+    const uint64_t grows = e.uncompressed_size - e.compressed_size;
+    total = grows > UINT64_MAX - total ? UINT64_MAX : total + grows;
+  }
+  return total;
+}
+
 StagedStamp write_staged_with_stamp(ArchiveFile& file, const std::string& staged, StampContent content,
                                     const std::string& output, const std::string& expected_top, const std::string& display,
                                     StagedExtras extras) {

@@ -61,6 +61,12 @@ struct StagedStamp {
   std::string signer;  // with StagedExtras::sign: who signed
 };
 
+// About the size of the archive libtorch saves from `archive`, for the room
+// a StagingFolder asks for: it writes every record stored, so a deflated one
+// takes its inflated size (a 200 KB archive of deflated zeros may be a
+// 200 MB copy).
+uint64_t resaved_size(const TorchArchive& archive);
+
 // `staged`: the file libtorch wrote; `file`: the archive it was made from
 // (locked); `output`: where to write, empty to replace `file`;
 // `expected_top`: the top folder the copy must have (libtorch names it after

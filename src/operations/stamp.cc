@@ -67,7 +67,7 @@ Written stamp_by_resave(ArchiveFile& file, const CheckedArchive& checked, const 
   }
   content.method = "export-hook";
 
-  const StagingFolder stage(opts.output.empty() ? opts.model : opts.output, archive.zip().source().size());
+  const StagingFolder stage(opts.output.empty() ? opts.model : opts.output, resaved_size(archive));
   ResaveRequest request;
   request.input = checked.libtorch_path();
   request.display_name = opts.model;
