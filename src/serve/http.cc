@@ -470,24 +470,39 @@ bool HttpServer::admit(int fd, const std::string& client) {
 
 // With mutex_ held: closes one waiting connection for a new one. First the
 // one waiting longest for a request's head, since a client sends a head at
-// once; else the one idle longest between requests (it may reconnect). A
-// connection whose request's head is in (Busy) is never closed. Its thread
-// sees its socket shut down, or `evicted` before it reads again, and ends;
-// until it has, it counts in evicted_, not against --max-connections.
+// once; else the one idle longest between requests (it may reconnect); else
+// the one whose body has come slowest, counted from its headers, once it
+// has had kBodyGrace (a client that sends its headers and then a body byte
+// a second would otherwise hold its slot until --read-timeout, and enough
+// of them every slot). A connection being read or answered (Busy) is never
+// closed. A Head or Idle one sees its socket shut down and ends; a Body one
+// sees `evicted` within 100 ms and answers 503 before it closes. Until its
+// thread has ended it counts in evicted_, not against --max-connections.
 bool HttpServer::evict_one() {
-  const auto before = [](const OpenConnection& a, const OpenConnection& b) {
-    return a.phase != b.phase ? a.phase == Phase::Head : a.since < b.since;
+  using std::chrono::milliseconds;
+  constexpr auto kBodyGrace = milliseconds(1000);
+  const auto now = std::chrono::steady_clock::now();
+  const auto rank = [](Phase p) { return p == Phase::Head ? 0 : p == Phase::Idle ? 1 : 2; };
+  const auto elapsed_ms = [&](const OpenConnection& c) {
+    return static_cast<uint64_t>(std::chrono::duration_cast<milliseconds>(now - c.since).count()) + 1;
+  };
+  const auto before = [&](const OpenConnection& a, const OpenConnection& b) {
+    if (a.phase != b.phase) return rank(a.phase) < rank(b.phase);
+    if (a.phase != Phase::Body) return a.since < b.since;
+    return static_cast<double>(a.body_bytes) / static_cast<double>(elapsed_ms(a)) <
+           static_cast<double>(b.body_bytes) / static_cast<double>(elapsed_ms(b));
   };
   Connections::iterator pick = open_.end();
   for (auto it = open_.begin(); it != open_.end(); ++it) {
     if (it->evicted || it->phase == Phase::Busy) continue;
+    if (it->phase == Phase::Body && now - it->since < kBodyGrace) continue;
     if (pick == open_.end() || before(*it, *pick)) pick = it;
   }
   if (pick == open_.end()) return false;
   pick->evicted = true;
   ++evicted_;
   if (--per_client_[pick->client] == 0) per_client_.erase(pick->client);
-  ::shutdown(pick->fd, SHUT_RDWR);
+  if (pick->phase != Phase::Body) ::shutdown(pick->fd, SHUT_RDWR);
   return true;
 }
 
@@ -499,10 +514,14 @@ bool HttpServer::begin_reading(Connections::iterator self) {
   return !self->evicted;
 }
 
-void HttpServer::set_phase(Connections::iterator self, Phase phase, std::chrono::steady_clock::time_point since) {
+// False when the connection was evicted meanwhile.
+bool HttpServer::set_phase(Connections::iterator self, Phase phase, std::chrono::steady_clock::time_point since,
+                           uint64_t body_bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   self->phase = phase;
   self->since = since;
+  self->body_bytes = body_bytes;
+  return !self->evicted;
 }
 
 namespace {
@@ -638,6 +657,14 @@ void HttpServer::connection(int fd, Connections::iterator self, std::chrono::ste
     open_.erase(self);
     if (--connections_ == 0) idle_.notify_all();
   };
+  // What a connection closed for a new one in the middle of its body is told.
+  const auto evicted_body = [this] {
+    HttpResponse busy = json_error(503, "the request's body came the slowest while every connection was in use: it "
+                                        "was closed for a new one (--max-connections " +
+                                            std::to_string(options_.max_connections) + ")");
+    busy.headers.emplace_back("Retry-After", "1");
+    return busy;
+  };
   // Sends an error for a request not read in full, then closes.
   const auto refuse = [&](const HttpResponse& response) {
     send_all(fd, render_response(response, false), options_.read_timeout_ms);
@@ -660,7 +687,7 @@ void HttpServer::connection(int fd, Connections::iterator self, std::chrono::ste
         return refuse(json_error(408, timeout_message(in_body)));
       }
       if (in_body) {
-        set_phase(self, Phase::Busy, body_since);
+        if (!set_phase(self, Phase::Body, body_since, parser.buffered())) return refuse(evicted_body());
       } else {
         set_phase(self, in_head ? Phase::Head : Phase::Idle, in_head ? head_since : idle_since);
       }
@@ -672,7 +699,10 @@ void HttpServer::connection(int fd, Connections::iterator self, std::chrono::ste
       const auto wait = std::min<int64_t>(100, std::chrono::duration_cast<milliseconds>(deadline - now).count() + 1);
       pollfd p{fd, POLLIN, 0};
       if (::poll(&p, 1, static_cast<int>(wait)) <= 0) continue;
-      if (!begin_reading(self)) break;  // evicted while waiting: closed for a newer connection
+      if (!begin_reading(self)) {  // evicted while waiting: closed for a newer connection
+        if (in_body) return refuse(evicted_body());
+        break;
+      }
       const bool started = parser.started();
       const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
       if (n < 0 && errno == EINTR) continue;

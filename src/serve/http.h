@@ -203,13 +203,17 @@ class HttpServer {
   // request's first byte), a next request while kept alive, or neither (it
   // is reading, or its request's head is in: its body, the handler, the
   // response), when it is never closed for another.
-  enum class Phase { Head, Idle, Busy };
+  // Head: waiting for a request's line and headers; Idle: kept alive
+  // between requests; Body: waiting for more of a request's body; Busy:
+  // reading, or answering a request.
+  enum class Phase { Head, Idle, Body, Busy };
   // An open connection, as the accepting thread sees it (under mutex_).
   struct OpenConnection {
     int fd;
     std::string client;  // its address, as --max-connections-per-client counts it
     Phase phase = Phase::Head;
     std::chrono::steady_clock::time_point since;  // when its phase began
+    uint64_t body_bytes = 0;  // Body: the bytes of it in so far
     bool evicted = false;  // closed for a newer connection: its thread ends without reading more
   };
   using Connections = std::list<OpenConnection>;
@@ -219,7 +223,8 @@ class HttpServer {
   std::optional<std::string> refusal(const std::string& client);
   bool evict_one();
   bool begin_reading(Connections::iterator self);
-  void set_phase(Connections::iterator self, Phase phase, std::chrono::steady_clock::time_point since);
+  bool set_phase(Connections::iterator self, Phase phase, std::chrono::steady_clock::time_point since,
+                 uint64_t body_bytes = 0);
   bool respond(int fd, HttpRequest& request, MemoryReservation& memory, bool& keep_alive);
   std::optional<HttpResponse> admit_body(int fd, const HttpParser& parser, MemoryReservation& memory);
   std::string timeout_message(bool in_body) const;

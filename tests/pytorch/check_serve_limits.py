@@ -27,7 +27,8 @@ start line, as check_serve.py does) and sends it what a hostile client would:
   that have not sent a request's headers (nothing, or part of them) are
   closed for new ones, the one waiting longest first, then those idle
   between requests, the longest-idle first; those whose headers are in
-  never are (503 then); --max-connections-per-client: 503 for a client
+  never are (503 then), until a body has had a second, when the slowest
+  body's connection closes with 503; --max-connections-per-client: 503 for a client
   over it, while another address is served.
 """
 
@@ -505,6 +506,31 @@ try:
     for s in begun:
         s.sendall(body)
         check(read_answer(s)[0] == 200, "a request begun was not answered")
+        s.close()
+finally:
+    stop(server)
+
+# ...until its body has had a second: then the one whose body comes slowest
+# closes for a new connection, told 503 (review 57a F3: clients that sent
+# their headers and then a body byte a second held every slot until
+# --read-timeout, reconnecting after each 408).
+server, port = start("--max-connections", "2", "--max-connections-per-client", "0", *LONG)
+try:
+    body = zeros_body(1)
+    begun = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(2)]
+    for s in begun:
+        s.sendall(f"POST {INFER} HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: {len(body)}\r\n\r\n".encode())
+        check(s.recv(100).startswith(b"HTTP/1.1 100 Continue\r\n\r\n"), "100 Continue")
+    begun[0].sendall(body[:1])  # the slow one
+    begun[1].sendall(body[:20])
+    time.sleep(1.5)
+    check(served_beside(port), "a connection beside two slow bodies was not served")
+    status, headers, answer = read_answer(begun[0])
+    check(status == 503 and "came the slowest" in error_of(answer) and headers.get("retry-after") == "1",
+          f"the slowest body: {status} {error_of(answer)}")
+    begun[1].sendall(body[20:])
+    check(read_answer(begun[1])[0] == 200, "the faster body was not answered")
+    for s in begun:
         s.close()
 finally:
     stop(server)
