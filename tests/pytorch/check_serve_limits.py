@@ -489,16 +489,22 @@ try:
 finally:
     stop(server)
 
+def begin_bodies(port, body, n):
+    """n connections whose requests' headers are in: the server said 100 Continue."""
+    begun = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(n)]
+    for s in begun:
+        s.sendall(f"POST {INFER} HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: {len(body)}\r\n\r\n".encode())
+        check(s.recv(100).startswith(b"HTTP/1.1 100 Continue\r\n\r\n"), "100 Continue")
+    return begun
+
+
 # Connections whose request's headers are in are never closed for a new one:
 # with two bodies awaited (the server said 100 Continue, so it has their
 # headers), a third connection gets 503; the two are answered.
 server, port = start("--max-connections", "2", "--max-connections-per-client", "0", *LONG)
 try:
     body = zeros_body(1)
-    begun = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(2)]
-    for s in begun:
-        s.sendall(f"POST {INFER} HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: {len(body)}\r\n\r\n".encode())
-        check(s.recv(100).startswith(b"HTTP/1.1 100 Continue\r\n\r\n"), "100 Continue")
+    begun = begin_bodies(port, body, 2)
     with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
         status, headers, answer = read_answer(s)
     check(status == 503 and "--max-connections" in error_of(answer) and headers.get("retry-after") == "1",
@@ -517,10 +523,7 @@ finally:
 server, port = start("--max-connections", "2", "--max-connections-per-client", "0", *LONG)
 try:
     body = zeros_body(1)
-    begun = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(2)]
-    for s in begun:
-        s.sendall(f"POST {INFER} HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: {len(body)}\r\n\r\n".encode())
-        check(s.recv(100).startswith(b"HTTP/1.1 100 Continue\r\n\r\n"), "100 Continue")
+    begun = begin_bodies(port, body, 2)
     begun[0].sendall(body[:1])  # the slow one
     begun[1].sendall(body[:20])
     time.sleep(1.5)
