@@ -191,6 +191,29 @@ TEST_CASE("replace() is atomic, keeps the mode and leaves no temp file") {
   REQUIRE(read_extra(*archive_of(slurp(path)), "a.txt", 10) == "A");
 }
 
+TEST_CASE("a new -o file never takes the input's setuid, setgid or sticky bits (review 57a, F5)") {
+  // It took the input's mode & ~umask: a 06755 model run as root gave -rwsr-sr-x root outputs.
+  TempDir dir;
+  const std::string model = copy_model(dir), out = dir.file("out.pt"), existing = dir.file("existing.pt");
+  REQUIRE(::chmod(model.c_str(), 06755) == 0);
+  const CliResult r = run_cli({"extra", "set", model, "a=b", "-o", out});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  struct stat st {};
+  REQUIRE(::stat(out.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07000) == 0);
+  CHECK((st.st_mode & 0777) == (0755 & ~posix::current_umask()));
+  // An existing -o file keeps its own mode; the model replaced keeps its own, set-id bits included (man page).
+  fs::copy_file(model, existing);
+  REQUIRE(::chmod(existing.c_str(), 0600) == 0);
+  REQUIRE(run_cli({"extra", "set", model, "a=c", "-o", existing}).code == 0);
+  REQUIRE(::stat(existing.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0600);
+  REQUIRE(run_cli({"extra", "set", model, "a=d"}).code == 0);
+  REQUIRE(::stat(model.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 06755);
+}
+
 TEST_CASE("a write that fails half-way (file size limit, as on a full disk) changes nothing") {
   TempDir dir;
   const std::string path = copy_model(dir);

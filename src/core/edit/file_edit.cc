@@ -349,6 +349,8 @@ std::optional<WriteResult> ArchiveFile::replace(const StagedFile& staged) {
 }
 
 WriteResult ArchiveFile::commit_over_this(TempFile& temp, WriteResult result) {
+  // The model replaced keeps its own mode, set-id bits included (man page
+  // FILES): they were its owner's choice for this file, not copied onto another.
   temp.set_mode(opened_.st_mode, &opened_);
   struct stat now {};
   if (::stat(target_.c_str(), &now) != 0 || !unchanged(now, opened_)) {
@@ -380,7 +382,10 @@ void ArchiveFile::commit_output(TempFile& temp, const Output& out) const {
   if (out.exists) {
     temp.set_mode(out.existing.st_mode, &out.existing);
   } else {
-    temp.set_mode(opened_.st_mode & ~current_umask(), nullptr);
+    // A new file takes the input's permissions, never its setuid, setgid or
+    // sticky bits: those are the input author's to choose, and a run as root
+    // would make a set-id file of root's (review 57a, F5).
+    temp.set_mode(opened_.st_mode & 0777 & ~current_umask(), nullptr);
   }
   temp.commit(out.target, out.dir);
 }
