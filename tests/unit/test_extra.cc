@@ -716,6 +716,40 @@ TEST_CASE("no writer writes through or replaces a symbolic link: one rule, exit 
   CHECK(slurp(target) == "keep");
 }
 
+TEST_CASE("an output that is a pipe, socket or device is refused up front, exit 2 (review 57a, F7)") {
+  // -o FIFO was refused (exit 4) with an input's hint ("give the path of a model file, or '-' ..."), and for
+  // trace and convert only after the whole conversion ran.
+  TempDir dir;
+  const std::string model = copy_model(dir);
+  const std::string fifo = dir.file("out.pt");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const std::vector<std::vector<std::string>> commands = {
+      {"extra", "set", model, "a=b", "-o", fifo},
+      {"extra", "rm", model, "labels.json", "-o", fifo},
+      {"extra", "get", model, "labels.json", "-o", fifo},
+      {"stamp", "--keep-bytes", "--no-git", "--no-host", model, "-o", fifo},
+      {"run", model, "--input", "2x8", "--save-outputs", fifo},
+      {"convert", model, "--input", "2x8", "-o", fifo},
+      {"trace", model, "--input", "2x8", "-o", "/dev/null"},
+  };
+  for (const std::vector<std::string>& args : commands) {
+    const CliResult r = run_cli(args);
+    INFO(args[0] << " " << args[1] << " ... " << args.back() << ": " << r.err);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains(args.back() + " is a ") &&
+                          Catch::Contains(", not a regular file; tsarchive writes its outputs to regular files"));
+    CHECK_THAT(r.err, !Catch::Contains("standard input"));
+    struct stat st {};
+    CHECK((::lstat(fifo.c_str(), &st) == 0 && S_ISFIFO(st.st_mode)));
+  }
+  // The writers themselves refuse too (a pipe made after a command's check), without opening it.
+  ArchiveFile input(model, FileAccess::Read, 1);
+  const auto archive = open_torchscript_archive(input.source(), "test");
+  error_of([&] { input.write_new(plan_extra_edits(*archive, {ExtraEdit{"k", "v"}}, false).zip, fifo); },
+           ErrorKind::Usage, "-o " + fifo + " is a pipe, not a regular file");
+  error_of([&] { write_file_atomically(fifo, "x"); }, ErrorKind::Usage, "is a pipe, not a regular file");
+}
+
 namespace {
 
 // Leaves `path` as a killed --in-place edit leaves it: a journal, and part of

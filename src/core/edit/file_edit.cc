@@ -367,6 +367,7 @@ ArchiveFile::Output ArchiveFile::open_output(const std::string& out_path) const 
   Output out;
   out.exists = ::stat(out_path.c_str(), &out.existing) == 0;
   if (out.exists && S_ISDIR(out.existing.st_mode)) throw_usage("-o names a folder: " + out_path, "give a file path");
+  if (out.exists) refuse_special_output("-o " + out_path, out.existing);  // never opened: a pipe's open blocks
   out.target = out_path;
   if (out.exists) {
     if (same_file(out.existing, opened_)) throw_usage("-o names the input file", "leave out -o to edit it in place");
@@ -540,6 +541,7 @@ void write_file_atomically(const std::string& path, const std::function<void(con
   refuse_link_output(path);
   struct stat existing {};
   const bool exists = ::stat(path.c_str(), &existing) == 0;
+  if (exists) refuse_special_output(path, existing);
   if (exists && !S_ISREG(existing.st_mode)) throw_io("not a regular file; refusing to replace it", path);
   const auto [dir, base] = split_path(path);
   remove_leftovers(dir, base);
