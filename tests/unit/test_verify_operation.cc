@@ -363,6 +363,25 @@ TEST_CASE("verify: --ignore-paths from the current directory, as sign and model_
   error_of([&] { verify_directory(dir.path, {"../scratch.txt"}); }, ErrorKind::Usage, "not a path inside the model");
 }
 
+TEST_CASE("signing: --ignore-paths sub/ names the folder sub, as sub, ./sub and model_signing do (review 57b, F7)") {
+  TempDir dir;
+  if (!make_signer_key(dir.path)) {
+    WARN("no openssl command: skipped");
+    return;
+  }
+  const std::string model = signed_model_directory(dir.path);
+  std::filesystem::create_directories(model + "/sub");
+  std::ofstream(model + "/sub/b.txt") << "not signed";
+  REQUIRE_FALSE(std::filesystem::exists("sub"));  // relative to the model, not to here
+  for (const std::string p : {"sub", "sub/", "./sub//"}) {
+    CHECK(ignore_paths_in_model(model, {p}) == std::vector<std::string>{"sub"});
+  }
+  CHECK(verify_directory(dir.path).exit_code == 1);
+  CHECK(verify_directory(dir.path, {"sub/"}).exit_code == 0);
+  error_of([&] { ignore_paths_in_model(model, {"../sub/"}); }, ErrorKind::Usage, "not a path inside the model");
+  error_of([&] { ignore_paths_in_model(model, {"/"}); }, ErrorKind::Usage, "not a path inside the model");
+}
+
 namespace {
 
 // A root CA in `dir` (ca.key, ca.pem), and certificates for signer.key it

@@ -332,6 +332,8 @@ std::vector<std::string> ignore_paths_in_model(const std::string& model, const s
     }
     std::string relative = p;
     while (starts_with(relative, "./")) relative.erase(0, 2);
+    // "sub/" names the folder "sub", as for model_signing (pathlib drops the slash) and under().
+    while (relative.size() > 1 && relative.back() == '/') relative.pop_back();
     if (!signed_name_problem(relative).empty() || relative == ".") {
       throw_usage("--ignore-paths " + p.substr(0, 200) + " is not a path inside the model",
                   "give paths relative to the model directory, e.g. --ignore-paths README.md");
