@@ -384,6 +384,38 @@ TEST_CASE("signing: --ignore-paths sub/ names the folder sub, as sub, ./sub and 
   error_of([&] { ignore_paths_in_model(model, {"/"}); }, ErrorKind::Usage, "not a path inside the model");
 }
 
+TEST_CASE("sign DIR: a path longer than PATH_MAX is an I/O error naming it, not a pipe (review 57b, F6)") {
+  TempDir dir;
+  if (!make_signer_key(dir.path)) {
+    WARN("no openssl command: skipped");
+    return;
+  }
+  const std::filesystem::path model = dir.path / "model";
+  std::filesystem::create_directories(model);
+  std::ofstream(model / "weights.bin") << "weights";
+  const std::string component(250, 'd');
+  int fd = ::open(model.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  for (int i = 0; i < 17 && fd >= 0; ++i) {  // model/ddd.../ddd...: about 4,250 characters
+    REQUIRE(::mkdirat(fd, component.c_str(), 0755) == 0);
+    const int next = ::openat(fd, component.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ::close(fd);
+    fd = next;
+  }
+  REQUIRE(fd >= 0);
+  ::close(fd);
+  SignRequest request;
+  request.model = model.string();
+  request.signature_path = (model / "model.sig").string();
+  request.keys = read_signer_keys((dir.path / "signer.key").string(), "", "", {});
+  request.files.threads = 1;
+  const Error e =
+      error_of([&] { sign_model(request); }, ErrorKind::Io, "cannot read '" + component.substr(0, 200) + "... (");
+  CHECK_THAT(e.what(), Catch::Contains("File name too long") && !Catch::Contains("pipe"));
+  CHECK(e.exit_code() == 4);
+  const Fd top(::open(dir.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  CHECK(remove_tree_at(top.get(), "model"));  // deeper than std::filesystem::remove_all goes
+}
+
 namespace {
 
 // `names` as a statement of model "m", each with a placeholder digest.

@@ -62,6 +62,24 @@ void refuse_or_list(const std::string& model, const std::string& name, const std
   out.push_back(FileToHash{name, {}, 0, why});
 }
 
+// The entry `name` whose status the system would not give: an I/O error that
+// names it and the system's reason. Taken for "not found", a path past
+// PATH_MAX was called a pipe, socket or device (review 57b, F6).
+[[noreturn]] void throw_unreadable_entry(const std::string& model, const std::string& name, const std::error_code& ec) {
+  const std::string shown =
+      name.size() > 200 ? name.substr(0, 200) + "... (" + std::to_string(name.size()) + " bytes)" : name;
+  throw_io("cannot read '" + shown + "': " + ec.message(), model,
+           ec == std::errc::filename_too_long ? "sign a folder further down, or leave it out with --ignore-paths"
+                                              : "check its permissions, or leave it out with --ignore-paths");
+}
+
+// A link's target that is missing or a loop is no regular file, which
+// refuse_or_list says; any other error is the system's.
+bool target_missing(const std::error_code& ec) {
+  return ec == std::errc::no_such_file_or_directory || ec == std::errc::not_a_directory ||
+         ec == std::errc::too_many_symbolic_link_levels;
+}
+
 std::vector<FileToHash> list_directory(const std::string& model, const std::vector<std::string>& ignore,
                                        bool allow_symlinks, bool differs) {
   std::vector<FileToHash> out;
@@ -77,6 +95,7 @@ std::vector<FileToHash> list_directory(const std::string& model, const std::vect
       continue;
     }
     const fs::file_status link = it->symlink_status(ec);
+    if (ec) throw_unreadable_entry(model, name, ec);
     if (fs::is_symlink(link)) {
       if (!allow_symlinks) {
         refuse_or_list(model, name, "a symbolic link", "sign what it points to, or pass --allow-symlinks to hash its target",
@@ -84,6 +103,7 @@ std::vector<FileToHash> list_directory(const std::string& model, const std::vect
         continue;
       }
       const fs::file_status target = fs::status(path, ec);
+      if (ec && !target_missing(ec)) throw_unreadable_entry(model, name, ec);
       if (!fs::is_regular_file(target)) {
         refuse_or_list(model, name, "a symbolic link to something that is not a regular file",
                        "leave it out with --ignore-paths", differs, out);
