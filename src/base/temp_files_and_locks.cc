@@ -462,7 +462,8 @@ void TempFile::set_mode(mode_t mode, const struct stat* owner) {
   if (owner != nullptr && ::geteuid() == 0) {
     if (::fchown(fd_, owner->st_uid, owner->st_gid) != 0) { /* keep root's: the mode still applies */ }
   }
-  if (::fchmod(fd_, mode & 07777) != 0) throw_io("cannot set the file mode: " + errno_text(), shown_);
+  const mode_t kept = owner != nullptr ? 07777 : 0777;
+  if (::fchmod(fd_, mode & kept) != 0) throw_io("cannot set the file mode: " + errno_text(), shown_);
 }
 
 void TempFile::commit(const std::string& final_path, const std::string& dir) {

@@ -63,7 +63,8 @@ class TempFile {
   TempFile& operator=(const TempFile&) = delete;
 
   int fd() const { return fd_; }
-  // The mode, and with `owner` (when root) the owner and group.
+  // The mode, and with `owner` (when root) the owner and group. Without an
+  // owner the file is a new one: it never gets setuid, setgid or sticky bits.
   void set_mode(mode_t mode, const struct stat* owner);
   // fsync, then rename over `final_path`, then fsync the folder `dir`.
   void commit(const std::string& final_path, const std::string& dir);

@@ -102,8 +102,9 @@ Runner setup_sign(CLI::App& app, Context& ctx) {
       "the bytes, so a file that is damaged, crafted, unsafe to load or changed since its stamp is not signed\n"
       "unless --allow-unverified. Does not load libtorch.\n"
       "Exit 0 signed, 1 a model file changed since it was stamped, 2 usage error (a key of another kind, a\n"
-      "certificate not allowed to sign, a symbolic link without --allow-symlinks), 3 a model file is damaged\n"
-      "(or, with --embed, cannot hold extra files), 4 I/O error, 8 a model file is unsafe to load.");
+      "certificate not allowed to sign, a symbolic link without --allow-symlinks, more files than a signature\n"
+      "verify reads), 3 a model file is damaged (or, with --embed, cannot hold extra files), 4 I/O error, 8 a\n"
+      "model file is unsafe to load.");
   app.add_option("model", opts->settings.model, "The model: one file, or a directory")->required();
   app.add_option("--key", opts->settings.key, "The private key (PEM: EC P-256, P-384 or P-521)")->required()->type_name("PRIVATE.pem");
   app.add_option("-o,--output", opts->settings.output,

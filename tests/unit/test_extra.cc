@@ -191,6 +191,29 @@ TEST_CASE("replace() is atomic, keeps the mode and leaves no temp file") {
   REQUIRE(read_extra(*archive_of(slurp(path)), "a.txt", 10) == "A");
 }
 
+TEST_CASE("a new -o file never takes the input's setuid, setgid or sticky bits (review 57a, F5)") {
+  // It took the input's mode & ~umask: a 06755 model run as root gave -rwsr-sr-x root outputs.
+  TempDir dir;
+  const std::string model = copy_model(dir), out = dir.file("out.pt"), existing = dir.file("existing.pt");
+  REQUIRE(::chmod(model.c_str(), 06755) == 0);
+  const CliResult r = run_cli({"extra", "set", model, "a=b", "-o", out});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  struct stat st {};
+  REQUIRE(::stat(out.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07000) == 0);
+  CHECK((st.st_mode & 0777) == (0755 & ~posix::current_umask()));
+  // An existing -o file keeps its own mode; the model replaced keeps its own, set-id bits included (man page).
+  fs::copy_file(model, existing);
+  REQUIRE(::chmod(existing.c_str(), 0600) == 0);
+  REQUIRE(run_cli({"extra", "set", model, "a=c", "-o", existing}).code == 0);
+  REQUIRE(::stat(existing.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0600);
+  REQUIRE(run_cli({"extra", "set", model, "a=d"}).code == 0);
+  REQUIRE(::stat(model.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 06755);
+}
+
 TEST_CASE("a write that fails half-way (file size limit, as on a full disk) changes nothing") {
   TempDir dir;
   const std::string path = copy_model(dir);
@@ -725,6 +748,40 @@ TEST_CASE("no writer writes through or replaces a symbolic link: one rule, exit 
   // The writers themselves refuse too (a link made after a command's check).
   error_of([&] { write_file_atomically(link, "x"); }, ErrorKind::Usage, "symbolic link");
   CHECK(slurp(target) == "keep");
+}
+
+TEST_CASE("an output that is a pipe, socket or device is refused up front, exit 2 (review 57a, F7)") {
+  // -o FIFO was refused (exit 4) with an input's hint ("give the path of a model file, or '-' ..."), and for
+  // trace and convert only after the whole conversion ran.
+  TempDir dir;
+  const std::string model = copy_model(dir);
+  const std::string fifo = dir.file("out.pt");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const std::vector<std::vector<std::string>> commands = {
+      {"extra", "set", model, "a=b", "-o", fifo},
+      {"extra", "rm", model, "labels.json", "-o", fifo},
+      {"extra", "get", model, "labels.json", "-o", fifo},
+      {"stamp", "--keep-bytes", "--no-git", "--no-host", model, "-o", fifo},
+      {"run", model, "--input", "2x8", "--save-outputs", fifo},
+      {"convert", model, "--input", "2x8", "-o", fifo},
+      {"trace", model, "--input", "2x8", "-o", "/dev/null"},
+  };
+  for (const std::vector<std::string>& args : commands) {
+    const CliResult r = run_cli(args);
+    INFO(args[0] << " " << args[1] << " ... " << args.back() << ": " << r.err);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.err, Catch::Contains(args.back() + " is a ") &&
+                          Catch::Contains(", not a regular file; tsarchive writes its outputs to regular files"));
+    CHECK_THAT(r.err, !Catch::Contains("standard input"));
+    struct stat st {};
+    CHECK((::lstat(fifo.c_str(), &st) == 0 && S_ISFIFO(st.st_mode)));
+  }
+  // The writers themselves refuse too (a pipe made after a command's check), without opening it.
+  ArchiveFile input(model, FileAccess::Read, 1);
+  const auto archive = open_torchscript_archive(input.source(), "test");
+  error_of([&] { input.write_new(plan_extra_edits(*archive, {ExtraEdit{"k", "v"}}, false).zip, fifo); },
+           ErrorKind::Usage, "-o " + fifo + " is a pipe, not a regular file");
+  error_of([&] { write_file_atomically(fifo, "x"); }, ErrorKind::Usage, "is a pipe, not a regular file");
 }
 
 namespace {

@@ -17,10 +17,12 @@
 #include <nlohmann/json.hpp>
 
 #include "base/base64.h"
+#include "base/bounded_json.h"
 #include "base/posix_fd.h"
 #include "core/edit/file_edit.h"
 #include "core/inspect/inspect.h"
 #include "core/provenance/checked_archive.h"
+#include "core/provenance/model_signature.h"
 #include "core/provenance/signing.h"
 #include "core/provenance/signing_crypto.h"
 #include "core/provenance/verify.h"
@@ -361,6 +363,129 @@ TEST_CASE("verify: --ignore-paths from the current directory, as sign and model_
   REQUIRE_FALSE(std::filesystem::exists("scratch.txt"));
   CHECK(verify_directory(dir.path, {"scratch.txt"}).exit_code == 0);
   error_of([&] { verify_directory(dir.path, {"../scratch.txt"}); }, ErrorKind::Usage, "not a path inside the model");
+}
+
+TEST_CASE("signing: --ignore-paths sub/ names the folder sub, as sub, ./sub and model_signing do (review 57b, F7)") {
+  TempDir dir;
+  if (!make_signer_key(dir.path)) {
+    WARN("no openssl command: skipped");
+    return;
+  }
+  const std::string model = signed_model_directory(dir.path);
+  std::filesystem::create_directories(model + "/sub");
+  std::ofstream(model + "/sub/b.txt") << "not signed";
+  REQUIRE_FALSE(std::filesystem::exists("sub"));  // relative to the model, not to here
+  for (const std::string p : {"sub", "sub/", "./sub//"}) {
+    CHECK(ignore_paths_in_model(model, {p}) == std::vector<std::string>{"sub"});
+  }
+  CHECK(verify_directory(dir.path).exit_code == 1);
+  CHECK(verify_directory(dir.path, {"sub/"}).exit_code == 0);
+  error_of([&] { ignore_paths_in_model(model, {"../sub/"}); }, ErrorKind::Usage, "not a path inside the model");
+  error_of([&] { ignore_paths_in_model(model, {"/"}); }, ErrorKind::Usage, "not a path inside the model");
+}
+
+TEST_CASE("sign DIR: a path longer than PATH_MAX is an I/O error naming it, not a pipe (review 57b, F6)") {
+  TempDir dir;
+  if (!make_signer_key(dir.path)) {
+    WARN("no openssl command: skipped");
+    return;
+  }
+  const std::filesystem::path model = dir.path / "model";
+  std::filesystem::create_directories(model);
+  std::ofstream(model / "weights.bin") << "weights";
+  const std::string component(250, 'd');
+  int fd = ::open(model.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  for (int i = 0; i < 17 && fd >= 0; ++i) {  // model/ddd.../ddd...: about 4,250 characters
+    REQUIRE(::mkdirat(fd, component.c_str(), 0755) == 0);
+    const int next = ::openat(fd, component.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ::close(fd);
+    fd = next;
+  }
+  REQUIRE(fd >= 0);
+  ::close(fd);
+  SignRequest request;
+  request.model = model.string();
+  request.signature_path = (model / "model.sig").string();
+  request.keys = read_signer_keys((dir.path / "signer.key").string(), "", "", {});
+  request.files.threads = 1;
+  const Error e =
+      error_of([&] { sign_model(request); }, ErrorKind::Io, "cannot read '" + component.substr(0, 200) + "... (");
+  CHECK_THAT(e.what(), Catch::Contains("File name too long") && !Catch::Contains("pipe"));
+  CHECK(e.exit_code() == 4);
+  const Fd top(::open(dir.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  CHECK(remove_tree_at(top.get(), "model"));  // deeper than std::filesystem::remove_all goes
+}
+
+namespace {
+
+// `names` as a statement of model "m", each with a placeholder digest.
+ModelStatement statement_of_names(const std::vector<std::string>& names) {
+  ModelStatement s;
+  s.model_name = "m";
+  s.ignore_paths = {".git", "model.sig"};
+  for (const std::string& name : names) s.files.push_back(SignedFile{name, std::string(64, 'a')});
+  return s;
+}
+
+std::vector<std::string> numbered_names(size_t count) {
+  std::vector<std::string> names(count);
+  for (size_t i = 0; i < count; ++i) {
+    const std::string digits = std::to_string(i);
+    names[i] = "f" + std::string(digits.size() < 7 ? 7 - digits.size() : 0, '0') + digits;  // sorted as numbers
+  }
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("sign writes no signature its own verify refuses: the most files it signs, verify reads (review 57b, F5)") {
+  // 160,000 files were signed (exit 0) and verify refused them, exit 7: "the signed statement is not JSON".
+  TempDir dir;
+  if (!make_signer_key(dir.path)) {
+    WARN("no openssl command: skipped");
+    return;
+  }
+  const SignerKeys keys = read_signer_keys((dir.path / "signer.key").string(), "", "", {});
+  // The statement's values besides its files, and 7 a file (less the one comma of a list of one).
+  const uint64_t others = measure_json(statement_json(statement_of_names({}))).values;
+  const size_t most = static_cast<size_t>((kMaxStatementValues - others + 1) / kStatementValuesPerFile);
+  std::vector<std::string> names = numbered_names(most + 1);
+  const Error refused =
+      error_of([&] { sign_statement(statement_of_names(names), keys); }, ErrorKind::Usage,
+               "the signed statement would be more than verify reads: JSON of more than 1048576 values");
+  CHECK_THAT(refused.hint(), Catch::Contains("--ignore-paths"));
+  names.pop_back();
+  const SignResult signed_most = sign_statement(statement_of_names(names), keys);
+  const ModelBundle bundle = parse_bundle(signed_most.bundle);
+  CHECK(parse_statement(bundle.payload).files.size() == most);
+}
+
+TEST_CASE("sign DIR: a directory whose signature verify would not read is refused before any file is hashed") {
+  // ~12,600 files with 4 KB paths: a 70 MB signature, which verify refuses (over 64 MiB).
+  TempDir dir;
+  if (!make_signer_key(dir.path)) {
+    WARN("no openssl command: skipped");
+    return;
+  }
+  std::filesystem::path folder = dir.path / "model";
+  for (int i = 0; i < 15; ++i) folder /= std::string(250, static_cast<char>('a' + i));
+  std::filesystem::create_directories(folder);
+  const Fd fd(::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  for (const std::string& name : numbered_names(12600)) {
+    const Fd file(::openat(fd.get(), (name + std::string(240, 'f')).c_str(), O_CREAT | O_WRONLY | O_CLOEXEC, 0644));
+    REQUIRE(file.get() >= 0);
+  }
+  SignRequest request;
+  request.model = (dir.path / "model").string();
+  request.signature_path = request.model + "/model.sig";
+  request.keys = read_signer_keys((dir.path / "signer.key").string(), "", "", {});
+  request.files.threads = 1;
+  size_t hashed = 0;
+  request.files.check_opened = [&](const std::string&, const ByteSource&, std::pair<uint64_t, uint64_t>) { ++hashed; };
+  const Error e = error_of([&] { sign_model(request); }, ErrorKind::Usage, "more than the 64 MiB verify reads");
+  CHECK(e.file() == request.model);
+  CHECK(hashed == 0);
+  CHECK_FALSE(std::filesystem::exists(request.signature_path));
 }
 
 namespace {

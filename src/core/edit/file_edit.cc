@@ -342,6 +342,8 @@ std::optional<WriteResult> ArchiveFile::replace(const StagedFile& staged) {
 }
 
 WriteResult ArchiveFile::commit_over_this(TempFile& temp, WriteResult result) {
+  // The model replaced keeps its own mode, set-id bits included (man page
+  // FILES): they were its owner's choice for this file, not copied onto another.
   temp.set_mode(opened_.st_mode, &opened_);
   struct stat now {};
   if (::stat(target_.c_str(), &now) != 0 || !unchanged(now, opened_)) {
@@ -358,6 +360,7 @@ ArchiveFile::Output ArchiveFile::open_output(const std::string& out_path) const 
   Output out;
   out.exists = ::stat(out_path.c_str(), &out.existing) == 0;
   if (out.exists && S_ISDIR(out.existing.st_mode)) throw_usage("-o names a folder: " + out_path, "give a file path");
+  if (out.exists) refuse_special_output("-o " + out_path, out.existing);  // never opened: a pipe's open blocks
   out.target = out_path;
   if (out.exists) {
     if (same_file(out.existing, opened_)) throw_usage("-o names the input file", "leave out -o to edit it in place");
@@ -373,7 +376,10 @@ void ArchiveFile::commit_output(TempFile& temp, const Output& out) const {
   if (out.exists) {
     temp.set_mode(out.existing.st_mode, &out.existing);
   } else {
-    temp.set_mode(opened_.st_mode & ~current_umask(), nullptr);
+    // A new file takes the input's permissions, never its setuid, setgid or
+    // sticky bits: those are the input author's to choose, and a run as root
+    // would make a set-id file of root's (review 57a, F5).
+    temp.set_mode(opened_.st_mode & 0777 & ~current_umask(), nullptr);
   }
   temp.commit(out.target, out.dir);
 }
@@ -547,6 +553,7 @@ void write_file_atomically(const std::string& path, const std::function<void(con
   refuse_link_output(path);
   struct stat existing {};
   const bool exists = ::stat(path.c_str(), &existing) == 0;
+  if (exists) refuse_special_output(path, existing);
   if (exists && !S_ISREG(existing.st_mode)) throw_io("not a regular file; refusing to replace it", path);
   const auto [dir, base] = split_path(path);
   remove_leftovers(dir, base);

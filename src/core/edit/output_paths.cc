@@ -60,6 +60,17 @@ void refuse_link_output(const std::string& path) {
   }
 }
 
+void refuse_special_output(const std::string& shown, const struct stat& st) {
+  const char* what = S_ISFIFO(st.st_mode)                         ? "a pipe"
+                     : S_ISSOCK(st.st_mode)                       ? "a socket"
+                     : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                                                                  : nullptr;
+  if (what != nullptr) {
+    throw_usage(shown + " is " + what + ", not a regular file; tsarchive writes its outputs to regular files",
+                "give the path of a file");
+  }
+}
+
 void check_output_paths(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs) {
   std::vector<std::pair<const NamedPath*, OutputTarget>> seen;
   for (const NamedPath& out : outputs) {
@@ -67,6 +78,7 @@ void check_output_paths(const std::vector<NamedPath>& outputs, const std::vector
     refuse_link_output(out.path);
     const std::optional<OutputTarget> target = output_target(out.path);
     if (!target) continue;
+    if (target->exists) refuse_special_output(named(out), target->file);
     for (const NamedPath& in : inputs) {
       struct stat st {};
       if (!in.path.empty() && target->exists && input_status(in.path, &st) && same_file(st, target->file)) {

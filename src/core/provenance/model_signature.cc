@@ -147,6 +147,16 @@ std::string statement_json(const ModelStatement& statement) {
   return doc.dump(2);
 }
 
+std::string signature_size_problem(uint64_t bundle_bytes, std::string_view statement_text) {
+  if (bundle_bytes > kMaxBundleBytes) {
+    return "the signature would be " + std::to_string(bundle_bytes) + " bytes, more than the 64 MiB verify reads";
+  }
+  if (auto why = json_limit_problem(statement_text, 64, kMaxBundleBytes, kMaxStatementValues)) {
+    return "the signed statement would be more than verify reads: " + *why;
+  }
+  return "";
+}
+
 std::string bundle_json(const ModelBundle& bundle) {
   ordered_json material;
   if (bundle.certificates.empty()) {
@@ -289,9 +299,10 @@ ModelBundle parse_bundle(std::string_view text, bool allow_keyless) {
 
 ModelStatement parse_statement(std::string_view payload) {
   std::string problem;
-  // About seven values a file: a statement of some 150,000 files at most (~100 MB parsed).
-  const std::optional<json> doc = parse_bounded_json(payload, &problem, 64, kMaxBundleBytes, JsonLimits::kValues);
-  if (!doc) throw_signature_invalid("the signed statement is not JSON: " + problem);
+  const std::optional<json> doc = parse_bounded_json(payload, &problem, 64, kMaxBundleBytes, kMaxStatementValues);
+  // Valid JSON over the limits is not "not JSON" (review 57b, F5).
+  if (!doc && problem == kNotValidJson) throw_signature_invalid("the signed statement is not JSON: " + problem);
+  if (!doc) throw_signature_invalid("the signed statement is more than verify reads: " + problem);
   if (const std::string type = string_member(*doc, "_type", "the statement"); type != kStatementType) {
     throw_signature_invalid("the statement's type is '" + type.substr(0, 80) + "', not " + std::string(kStatementType));
   }

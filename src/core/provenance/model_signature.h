@@ -52,8 +52,14 @@ inline constexpr std::string_view kInTotoPayloadType = "application/vnd.in-toto+
 inline constexpr std::string_view kStatementType = "https://in-toto.io/Statement/v1";
 inline constexpr std::string_view kPredicateV1 = "https://model_signing/signature/v1.0";
 inline constexpr std::string_view kPredicateV01 = "https://model_signing/Digests/v0.1";
-// The largest signature file read (a statement of ~300,000 files).
+// The most verify reads of a signature, and so the most sign writes (sign
+// refuses more, signature_size_problem): a signature file of 64 MiB, and a
+// statement of 2^20 JSON values (about 100 MB parsed). A file is 7 values of
+// the statement, so a signature lists at most some 149,000 files, fewer when
+// their names are long (4 KiB names: some 12,000 before the 64 MiB).
 inline constexpr uint64_t kMaxBundleBytes = 64ull << 20;
+inline constexpr uint64_t kMaxStatementValues = 1ull << 20;
+inline constexpr uint64_t kStatementValuesPerFile = 7;
 // The paths model_signing leaves out by default, and so does sign.
 inline const std::vector<std::string> kGitPaths = {".git", ".gitattributes", ".github", ".gitignore"};
 
@@ -98,6 +104,11 @@ std::string files_root_digest(const std::vector<SignedFile>& files);
 
 std::string statement_json(const ModelStatement& statement);
 std::string bundle_json(const ModelBundle& bundle);
+
+// Why verify would not read a signature file of `bundle_bytes` bytes whose
+// statement is `statement_text` (over kMaxBundleBytes or kMaxStatementValues),
+// or empty when it would.
+std::string signature_size_problem(uint64_t bundle_bytes, std::string_view statement_text);
 
 // DSSE's pre-authentication encoding of an in-toto payload, and model_signing 0.2's.
 std::string dsse_pae(std::string_view payload);

@@ -30,6 +30,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr char kFewerFilesHint[] = "sign fewer files in one signature: leave some out with --ignore-paths, or sign "
+                                   "sub-folders apart";
+
 // Whether the relative path `name` is `ignored` or lies under it (by components).
 bool under(const std::string& name, const std::string& ignored) {
   if (ignored.empty() || ignored == ".") return false;
@@ -60,6 +63,24 @@ void refuse_or_list(const std::string& model, const std::string& name, const std
   out.push_back(FileToHash{name, {}, 0, why});
 }
 
+// The entry `name` whose status the system would not give: an I/O error that
+// names it and the system's reason. Taken for "not found", a path past
+// PATH_MAX was called a pipe, socket or device (review 57b, F6).
+[[noreturn]] void throw_unreadable_entry(const std::string& model, const std::string& name, const std::error_code& ec) {
+  const std::string shown =
+      name.size() > 200 ? name.substr(0, 200) + "... (" + std::to_string(name.size()) + " bytes)" : name;
+  throw_io("cannot read '" + shown + "': " + ec.message(), model,
+           ec == std::errc::filename_too_long ? "sign a folder further down, or leave it out with --ignore-paths"
+                                              : "check its permissions, or leave it out with --ignore-paths");
+}
+
+// A link's target that is missing or a loop is no regular file, which
+// refuse_or_list says; any other error is the system's.
+bool target_missing(const std::error_code& ec) {
+  return ec == std::errc::no_such_file_or_directory || ec == std::errc::not_a_directory ||
+         ec == std::errc::too_many_symbolic_link_levels;
+}
+
 std::vector<FileToHash> list_directory(const std::string& model, const std::vector<std::string>& ignore,
                                        bool allow_symlinks, bool differs) {
   std::vector<FileToHash> out;
@@ -75,6 +96,7 @@ std::vector<FileToHash> list_directory(const std::string& model, const std::vect
       continue;
     }
     const fs::file_status link = it->symlink_status(ec);
+    if (ec) throw_unreadable_entry(model, name, ec);
     if (fs::is_symlink(link)) {
       if (!allow_symlinks) {
         refuse_or_list(model, name, "a symbolic link", "sign what it points to, or pass --allow-symlinks to hash its target",
@@ -82,6 +104,7 @@ std::vector<FileToHash> list_directory(const std::string& model, const std::vect
         continue;
       }
       const fs::file_status target = fs::status(path, ec);
+      if (ec && !target_missing(ec)) throw_unreadable_entry(model, name, ec);
       if (!fs::is_regular_file(target)) {
         refuse_or_list(model, name, "a symbolic link to something that is not a regular file",
                        "leave it out with --ignore-paths", differs, out);
@@ -357,6 +380,8 @@ std::vector<std::string> ignore_paths_in_model(const std::string& model, const s
     }
     std::string relative = p;
     while (starts_with(relative, "./")) relative.erase(0, 2);
+    // "sub/" names the folder "sub", as for model_signing (pathlib drops the slash) and under().
+    while (relative.size() > 1 && relative.back() == '/') relative.pop_back();
     if (!signed_name_problem(relative).empty() || relative == ".") {
       throw_usage("--ignore-paths " + p.substr(0, 200) + " is not a path inside the model",
                   "give paths relative to the model directory, e.g. --ignore-paths README.md");
@@ -388,8 +413,15 @@ std::vector<SignedFile> hash_model_files(const std::string& model, const ModelFi
     return hash_all({FileToHash{".", model, static_cast<uint64_t>(st.st_size)}}, options, 1);
   }
   if (!S_ISDIR(st.st_mode)) throw Error(ErrorKind::Usage, "the model is neither a file nor a directory", model);
-  return hash_all(list_directory(model, options.ignore_paths, options.allow_symlinks, options.not_files_differ),
-                  options, options.threads);
+  std::vector<FileToHash> files =
+      list_directory(model, options.ignore_paths, options.allow_symlinks, options.not_files_differ);
+  if (options.check_listing) {
+    std::vector<std::string> names;
+    names.reserve(files.size());
+    for (const FileToHash& f : files) names.push_back(f.name);
+    options.check_listing(names);
+  }
+  return hash_all(std::move(files), options, options.threads);
 }
 
 SignerKeys read_signer_keys(const std::string& key_file, const std::string& password_file,
@@ -465,8 +497,40 @@ SignResult sign_statement(ModelStatement statement, const SignerKeys& keys) {
   bundle.has_public_key = bundle.certificates.empty();
   if (bundle.has_public_key) bundle.key_hint = key.public_key().fingerprint();
   result.bundle = bundle_json(bundle);
+  // What sign writes, its own verify reads (review 57b, F5); sign_model has
+  // refused a directory too large before hashing it.
+  if (const std::string why = signature_size_problem(result.bundle.size(), bundle.payload); !why.empty()) {
+    throw Error(ErrorKind::Usage, why, "", kFewerFilesHint);
+  }
   return result;
 }
+
+namespace {
+
+// A signature of the files `names` is refused before any is hashed when
+// verify would not read it: a digest's length is fixed, so the statement with
+// placeholder digests is as long as the one sign would write. The bundle
+// around it: the statement in base64, the certificates (no longer than their
+// PEM text) and under 1 KiB of members.
+void refuse_signature_too_large(ModelStatement statement, const std::vector<std::string>& names,
+                                const SignerKeys& keys, const std::string& model) {
+  if (names.size() > kMaxStatementValues / kStatementValuesPerFile) {
+    throw Error(ErrorKind::Usage,
+                std::to_string(names.size()) + " files to sign, more than a signature verify reads can list (" +
+                    std::to_string(kMaxStatementValues) + " JSON values, 7 a file: some 149,000 files)",
+                model, kFewerFilesHint);
+  }
+  statement.files.reserve(names.size());
+  for (const std::string& name : names) statement.files.push_back(SignedFile{name, std::string(64, '0')});
+  const std::string payload = statement_json(statement);
+  uint64_t bundle = (payload.size() + 2) / 3 * 4 + keys.certificate_pem.size() + 1024;
+  for (const std::string& pem : keys.chain_pems) bundle += pem.size();
+  if (const std::string why = signature_size_problem(bundle, payload); !why.empty()) {
+    throw Error(ErrorKind::Usage, why, model, kFewerFilesHint);
+  }
+}
+
+}  // namespace
 
 SignResult sign_model(const SignRequest& request) {
   // The key first: a wrong key or password fails before the model is read.
@@ -477,9 +541,12 @@ SignResult sign_model(const SignRequest& request) {
   files.ignore_git_paths = false;  // already in the list
   ModelStatement statement;
   statement.model_name = model_name_of(request.model);
-  statement.files = hash_model_files(request.model, files);
   statement.ignore_paths = ignore;
   statement.allow_symlinks = request.files.allow_symlinks;
+  files.check_listing = [&](const std::vector<std::string>& names) {
+    refuse_signature_too_large(statement, names, request.keys, request.model);
+  };
+  statement.files = hash_model_files(request.model, files);
   return sign_statement(std::move(statement), request.keys);
 }
 

@@ -48,6 +48,9 @@ struct ModelFilesOptions {
   // was opened is another inode.
   std::function<void(const std::string& path, const ByteSource& opened, std::pair<uint64_t, uint64_t> identity)>
       check_opened;
+  // Sign, a directory: run on the names of the files listed, before any is
+  // hashed; throws to refuse them (a signature its verify would not read).
+  std::function<void(const std::vector<std::string>& names)> check_listing;
 };
 
 // Every file of `model` with its SHA-256, sorted (sort_signed_files); "." for a
