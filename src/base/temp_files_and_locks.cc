@@ -6,6 +6,7 @@
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <sys/sysmacros.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
@@ -464,6 +465,27 @@ void TempFile::set_mode(mode_t mode, const struct stat* owner) {
   }
   const mode_t kept = owner != nullptr ? 07777 : 0777;
   if (::fchmod(fd_, mode & kept) != 0) throw_io("cannot set the file mode: " + errno_text(), shown_);
+}
+
+std::vector<std::string> TempFile::copy_attributes_from(int from) {
+  std::vector<std::string> lost;
+  const ssize_t listed = ::flistxattr(from, nullptr, 0);
+  if (listed <= 0) return lost;  // none, or a file system without them
+  std::string names(static_cast<size_t>(listed), '\0');
+  const ssize_t got = ::flistxattr(from, names.data(), names.size());
+  if (got < 0) return lost;
+  names.resize(static_cast<size_t>(got));
+  for (size_t at = 0; at < names.size();) {
+    const std::string name(names.c_str() + at);
+    at += name.size() + 1;
+    const ssize_t size = ::fgetxattr(from, name.c_str(), nullptr, 0);
+    std::string value(size > 0 ? static_cast<size_t>(size) : 0, '\0');
+    const ssize_t read = size < 0 ? -1 : ::fgetxattr(from, name.c_str(), value.data(), value.size());
+    if (read < 0 || ::fsetxattr(fd_, name.c_str(), value.data(), static_cast<size_t>(read), 0) != 0) {
+      lost.push_back(name);
+    }
+  }
+  return lost;
 }
 
 void TempFile::commit(const std::string& final_path, const std::string& dir) {

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 #include <string_view>
 #include <utility>
 
@@ -66,6 +67,10 @@ class TempFile {
   // The mode, and with `owner` (when root) the owner and group. Without an
   // owner the file is a new one: it never gets setuid, setgid or sticky bits.
   void set_mode(mode_t mode, const struct stat* owner);
+  // The extended attributes of the file open at `from` (ACLs, security
+  // labels, user.* names), as far as this process may set them: the names
+  // it could not set, for a note (a rename-based edit would drop them).
+  std::vector<std::string> copy_attributes_from(int from);
   // fsync, then rename over `final_path`, then fsync the folder `dir`.
   void commit(const std::string& final_path, const std::string& dir);
 

@@ -257,6 +257,7 @@ int edit_archive(const std::string& model, std::vector<ExtraEdit> edits, const E
   } else {
     result = file.replace(plan.zip);
   }
+  for (const std::string& note : result.notes) print_note(ctx.err, note);
   const ExtraEditReport report{model, flags.output.empty() ? model : flags.output, &plan, result};
   if (flags.json) {
     report_out << json_text(extra_edit_to_json(report)) << '\n';

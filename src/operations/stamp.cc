@@ -229,6 +229,7 @@ StampResult stamp_archive(const StampSettings& opts, const NoteSink& notes) {
       result.notes.push_back(std::move(note));
     }
   }
+  result.notes.insert(result.notes.end(), written.result.notes.begin(), written.result.notes.end());
   result.signer = written.signer;
   result.stamp = written.stamp;
   result.size = written.result.size;

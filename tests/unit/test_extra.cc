@@ -1,5 +1,6 @@
 // extra/ edits: the archive invariants of ARCHITECTURE.md, on archives written by PyTorch.
 #include <fcntl.h>
+#include <sys/xattr.h>
 #include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -546,6 +547,34 @@ struct InFolder {
 };
 
 }  // namespace
+
+TEST_CASE("an edit that replaces the model keeps its extended attributes and says what a rename changes") {
+  // Review 57a F6: user.* attributes were dropped without a word; other hard
+  // links and a read-only mode went unmentioned.
+  TempDir dir;
+  const std::string path = copy_model(dir);
+  const std::string value = "from the registry";
+  if (::setxattr(path.c_str(), "user.origin", value.data(), value.size(), 0) != 0) {
+    WARN("this file system has no user extended attributes: that part skipped");
+  } else {
+    REQUIRE(run_cli({"extra", "set", path, "a=1"}).code == 0);
+    char got[64] = {};
+    const ssize_t n = ::getxattr(path.c_str(), "user.origin", got, sizeof got);
+    CHECK(std::string(got, n > 0 ? static_cast<size_t>(n) : 0) == value);
+  }
+  const std::string other = (dir.path / "other-name.pt").string();
+  REQUIRE(::link(path.c_str(), other.c_str()) == 0);
+  REQUIRE(::chmod(path.c_str(), 0444) == 0);
+  const CliResult r = run_cli({"extra", "set", path, "b=2"});
+  CHECK(r.code == 0);
+  CHECK_THAT(r.err, Catch::Contains("had 2 hard links: this name now holds the edited file, the other names keep the "
+                                    "old one") &&
+                        Catch::Contains("was read-only (mode 0444)"));
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  CHECK((st.st_mode & 07777) == 0444);
+  CHECK(st.st_nlink == 1);
+}
 
 TEST_CASE("an in-place edit refuses a file another program wrote without the lock since it was opened") {
   // Python's zipfile in append mode writes over the central directory and

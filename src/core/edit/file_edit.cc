@@ -327,24 +327,40 @@ ArchiveFile::Journal ArchiveFile::read_trusted_journal(const std::string& journa
 
 WriteResult ArchiveFile::replace(const ZipRewritePlan& plan, int plan_source_fd) {
   if (plan_source_fd < 0 && plan.identical_to(static_cast<uint64_t>(opened_.st_size))) {
-    return WriteResult{false, false, 0, plan.size};
+    return WriteResult{false, false, 0, plan.size, {}};
   }
   TempFile temp(dir_, base_, path_);
   write_plan(plan, plan_source_fd < 0 ? fd_ : plan_source_fd, temp.fd(), path_);
-  return commit_over_this(temp, WriteResult{true, false, plan.size, plan.size});
+  return commit_over_this(temp, WriteResult{true, false, plan.size, plan.size, {}});
 }
 
 std::optional<WriteResult> ArchiveFile::replace(const StagedFile& staged) {
   struct stat st {};
   if (::fstat(staged.fd, &st) != 0 || st.st_dev != opened_.st_dev) return std::nullopt;
   TempFile temp(TempFile::Adopt{}, staged.fd, staged.path, path_);
-  return commit_over_this(temp, WriteResult{true, false, staged.bytes_written, static_cast<uint64_t>(st.st_size)});
+  return commit_over_this(temp, WriteResult{true, false, staged.bytes_written, static_cast<uint64_t>(st.st_size), {}});
 }
 
 WriteResult ArchiveFile::commit_over_this(TempFile& temp, WriteResult result) {
   // The model replaced keeps its own mode, set-id bits included (man page
   // FILES): they were its owner's choice for this file, not copied onto another.
   temp.set_mode(opened_.st_mode, &opened_);
+  // And its extended attributes; what a rename cannot keep is said.
+  const std::vector<std::string> lost = temp.copy_attributes_from(fd_);
+  if (!lost.empty()) {
+    result.notes.push_back("the new file could not be given the model's extended attribute(s) " + some_names(lost, 5) +
+                           " (this user may not set them); the edit went on without them");
+  }
+  if (opened_.st_nlink > 1) {
+    result.notes.push_back(path_ + " had " + std::to_string(opened_.st_nlink) +
+                           " hard links: this name now holds the edited file, the other names keep the old one");
+  }
+  if ((opened_.st_mode & 0222) == 0) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(opened_.st_mode & 07777));
+    result.notes.push_back(path_ + " was read-only (mode " + mode +
+                           "); its folder lets it be replaced, as mv would: it was, and is read-only again");
+  }
   struct stat now {};
   if (::stat(target_.c_str(), &now) != 0 || !unchanged(now, opened_)) {
     throw_io("the file changed while it was being edited; nothing was written", path_,
@@ -389,7 +405,7 @@ WriteResult ArchiveFile::write_new(const ZipRewritePlan& plan, const std::string
   TempFile temp(out.dir, out.base, out_path);
   write_plan(plan, plan_source_fd < 0 ? fd_ : plan_source_fd, temp.fd(), out_path);
   commit_output(temp, out);
-  return WriteResult{true, false, plan.size, plan.size};
+  return WriteResult{true, false, plan.size, plan.size, {}};
 }
 
 std::optional<WriteResult> ArchiveFile::write_new(const StagedFile& staged, const std::string& out_path) const {
@@ -398,7 +414,7 @@ std::optional<WriteResult> ArchiveFile::write_new(const StagedFile& staged, cons
   if (::fstat(staged.fd, &st) != 0 || ::stat(out.dir.c_str(), &dir) != 0 || st.st_dev != dir.st_dev) return std::nullopt;
   TempFile temp(TempFile::Adopt{}, staged.fd, staged.path, out_path);
   commit_output(temp, out);
-  return WriteResult{true, false, staged.bytes_written, static_cast<uint64_t>(st.st_size)};
+  return WriteResult{true, false, staged.bytes_written, static_cast<uint64_t>(st.st_size), {}};
 }
 
 WriteResult ArchiveFile::write_stream(const ZipRewritePlan& plan,
@@ -415,7 +431,7 @@ WriteResult ArchiveFile::write_stream(const ZipRewritePlan& plan,
       done += n;
     }
   }
-  return WriteResult{true, false, plan.size, plan.size};
+  return WriteResult{true, false, plan.size, plan.size, {}};
 }
 
 InPlaceEdit ArchiveFile::prepare_in_place(const ZipRewritePlan& plan, uint64_t max_rewrite) {
@@ -449,7 +465,7 @@ InPlaceEdit ArchiveFile::prepare_in_place(const ZipRewritePlan& plan, uint64_t m
 }
 
 WriteResult ArchiveFile::write_in_place(const ZipRewritePlan& plan, uint64_t max_rewrite) {
-  if (plan.identical_to(static_cast<uint64_t>(opened_.st_size))) return WriteResult{false, true, 0, plan.size};
+  if (plan.identical_to(static_cast<uint64_t>(opened_.st_size))) return WriteResult{false, true, 0, plan.size, {}};
   InPlaceEdit edit = prepare_in_place(plan, max_rewrite);
   edit.check_unchanged();
   SignalHold hold;
@@ -469,7 +485,7 @@ WriteResult ArchiveFile::write_in_place(const ZipRewritePlan& plan, uint64_t max
   edit.finish();
   ::fstat(fd_, &opened_);
   opened_state_ = FileState::of(opened_);
-  return WriteResult{true, true, edit.bytes(), plan.size};
+  return WriteResult{true, true, edit.bytes(), plan.size, {}};
 }
 
 void InPlaceEdit::check_unchanged() const {

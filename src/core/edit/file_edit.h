@@ -86,6 +86,10 @@ struct WriteResult {
   bool in_place = false;
   uint64_t bytes_written = 0;  // by this process (in place: the rewritten tail)
   uint64_t size = 0;           // of the file now
+  // What replacing the model did beside the edit, for the user: extended
+  // attributes it could not keep, other hard links left with the old content,
+  // a read-only file replaced.
+  std::vector<std::string> notes;
 };
 
 class InPlaceEdit;
