@@ -36,8 +36,9 @@ struct FileState {
 bool current_file_state(int fd, FileState& out);
 
 // The state of the file open at `fd`, taken once its ctime is more than a
-// clock tick in the past (waiting up to 0.5 s while it is being written): a
-// write after it always changes the state. Error(Io) naming `path` when the
+// clock tick in the past (20 ms; 2.1 s where the file system keeps whole
+// seconds; waiting up to 3 s while it is being written): a write after it
+// always changes the state. Error(Io) naming `path` when the
 // file cannot be stat'ed. `st`, when given, gets the fstat the state is of.
 FileState settled_file_state(int fd, const std::string& path, struct stat* st = nullptr);
 

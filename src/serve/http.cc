@@ -471,16 +471,19 @@ bool HttpServer::admit(int fd, const std::string& client) {
 // With mutex_ held: closes one waiting connection for a new one. First the
 // one waiting longest for a request's head, since a client sends a head at
 // once; else the one idle longest between requests (it may reconnect); else
-// the one whose body has come slowest, counted from its headers, once it
-// has had kBodyGrace (a client that sends its headers and then a body byte
-// a second would otherwise hold its slot until --read-timeout, and enough
-// of them every slot). A connection being read or answered (Busy) is never
-// closed. A Head or Idle one sees its socket shut down and ends; a Body one
+// the one whose body has come slowest, counted from its headers, of those
+// that have had kBodyGrace and come slower than kBodyFloor bytes a second (a
+// client that sends its headers and then a body byte a second would
+// otherwise hold its slot until --read-timeout, and enough of them every
+// slot; holding every slot now takes kBodyFloor per connection, not a
+// trickle, and an upload at a normal speed is never closed). A connection
+// being read or answered (Busy) is never closed. A Head or Idle one sees its socket shut down and ends; a Body one
 // sees `evicted` within 100 ms and answers 503 before it closes. Until its
 // thread has ended it counts in evicted_, not against --max-connections.
 bool HttpServer::evict_one() {
   using std::chrono::milliseconds;
   constexpr auto kBodyGrace = milliseconds(1000);
+  constexpr double kBodyFloor = 16 * 1024;  // bytes a second
   const auto now = std::chrono::steady_clock::now();
   const auto rank = [](Phase p) { return p == Phase::Head ? 0 : p == Phase::Idle ? 1 : 2; };
   const auto elapsed_ms = [&](const OpenConnection& c) {
@@ -495,7 +498,11 @@ bool HttpServer::evict_one() {
   Connections::iterator pick = open_.end();
   for (auto it = open_.begin(); it != open_.end(); ++it) {
     if (it->evicted || it->phase == Phase::Busy) continue;
-    if (it->phase == Phase::Body && now - it->since < kBodyGrace) continue;
+    if (it->phase == Phase::Body &&
+        (now - it->since < kBodyGrace ||
+         static_cast<double>(it->body_bytes) * 1000.0 / static_cast<double>(elapsed_ms(*it)) >= kBodyFloor)) {
+      continue;
+    }
     if (pick == open_.end() || before(*it, *pick)) pick = it;
   }
   if (pick == open_.end()) return false;
