@@ -31,7 +31,7 @@ bool current_file_state(int fd, FileState& out) {
   return true;
 }
 
-FileState settled_file_state(int fd, const std::string& path, struct stat* st) {
+FileState settled_file_state(int fd, const std::string& path, ErrorKind if_written, struct stat* st) {
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(3000);
   while (true) {
     struct stat now_st {};
@@ -45,7 +45,11 @@ FileState settled_file_state(int fd, const std::string& path, struct stat* st) {
     // A ctime in the future (a clock set back, a remote file system) is
     // no tick a later local write could share. Files written together wait
     // once: by the second, the first one's wait has passed their tick too.
-    if (age > tick || age < -tick || std::chrono::steady_clock::now() >= give_up) return state;
+    if (age > tick || age < -tick) return state;
+    if (std::chrono::steady_clock::now() >= give_up) {
+      throw Error(if_written, "it is being written: its ctime kept changing for 3 s", path,
+                  "run again when nothing writes it");
+    }
     std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(tick - age + 1'000'000, 100'000'000)));
   }
 }

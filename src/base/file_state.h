@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <string>
 
+#include "base/error.h"
+
 namespace tsarchive {
 
 struct FileState {
@@ -37,9 +39,10 @@ bool current_file_state(int fd, FileState& out);
 
 // The state of the file open at `fd`, taken once its ctime is more than a
 // clock tick in the past (20 ms; 2.1 s where the file system keeps whole
-// seconds; waiting up to 3 s while it is being written): a write after it
-// always changes the state. Error(Io) naming `path` when the
-// file cannot be stat'ed. `st`, when given, gets the fstat the state is of.
-FileState settled_file_state(int fd, const std::string& path, struct stat* st = nullptr);
+// seconds): a write after it always changes the state. Error(`if_written`)
+// naming `path` when it is still being written after 3 s (no state taken
+// then could be trusted); Error(Io) when it cannot be stat'ed. `st`, when
+// given, gets the fstat the state is of.
+FileState settled_file_state(int fd, const std::string& path, ErrorKind if_written, struct stat* st = nullptr);
 
 }  // namespace tsarchive

@@ -184,7 +184,7 @@ SignOutcome sign_detached(const SignSettings& s, const NoteSink& notes) {
     // the file in place: the checks and the hash read it at different
     // moments, so its state before and after says they read one version.
     WatchedFile watched = file.watched();
-    watched.state = settled_file_state(watched.fd, s.model);
+    watched.state = settled_file_state(watched.fd, s.model, ErrorKind::CheckFailed);
     const std::unique_ptr<ByteSource> opened = file.source();
     request.files.opened = opened.get();
     std::future<void> checked =

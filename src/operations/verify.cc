@@ -430,7 +430,7 @@ VerifyResult verify_model(const VerifySettings& s, const NoteSink& notes) {
   // a verdict is of one version of it, or none (a program rewriting it in
   // place, which no lock stops).
   WatchedFile watched = file->watched();
-  if (!is_standard_stream(s.model)) watched.state = settled_file_state(watched.fd, s.model);
+  if (!is_standard_stream(s.model)) watched.state = settled_file_state(watched.fd, s.model, ErrorKind::CheckFailed);
   VerifyResult result = verify_opened(s, *file, notes);
   if (!is_standard_stream(s.model) && !watched.unchanged()) {
     throw Error(ErrorKind::CheckFailed, "it was written while it was being verified", s.model,

@@ -88,7 +88,7 @@ ArchiveFile::ArchiveFile(const std::string& path, FileAccess access, double lock
   }
   if (writes(access_)) remove_stale_temp_files();
   if (access_ == FileAccess::ReadHeld) hold_contents();
-  if (access_ == FileAccess::EditInPlace) opened_state_ = settled_file_state(fd_, path_, &opened_);
+  if (access_ == FileAccess::EditInPlace) opened_state_ = settled_file_state(fd_, path_, ErrorKind::Io, &opened_);
 }
 
 ArchiveFile::~ArchiveFile() {
