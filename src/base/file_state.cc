@@ -31,6 +31,15 @@ bool current_file_state(int fd, FileState& out) {
   return true;
 }
 
+int64_t settle_wait_ns(const FileState& state, int64_t now_ns) {
+  const int64_t tick = state.ctime_ns == 0 && state.mtime_ns == 0 ? kCoarseTickNs : kTickNs;
+  const int64_t age = now_ns - ns_since_epoch(state.ctime_s, state.ctime_ns);
+  // A ctime in the future (a clock set back, a remote file system) is no
+  // tick a later local write could share.
+  if (age > tick || age < -tick) return 0;
+  return tick - age + 1'000'000;
+}
+
 FileState settled_file_state(int fd, const std::string& path, ErrorKind if_written, struct stat* st) {
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::milliseconds(3000);
   while (true) {
@@ -38,19 +47,17 @@ FileState settled_file_state(int fd, const std::string& path, ErrorKind if_writt
     if (::fstat(fd, &now_st) != 0) throw_io("cannot read the file's state: " + errno_text(), path);
     const FileState state = FileState::of(now_st);
     if (st != nullptr) *st = now_st;
-    const int64_t tick = state.ctime_ns == 0 && state.mtime_ns == 0 ? kCoarseTickNs : kTickNs;
     struct timespec now {};
     ::clock_gettime(CLOCK_REALTIME, &now);
-    const int64_t age = ns_since_epoch(now.tv_sec, now.tv_nsec) - ns_since_epoch(state.ctime_s, state.ctime_ns);
-    // A ctime in the future (a clock set back, a remote file system) is
-    // no tick a later local write could share. Files written together wait
-    // once: by the second, the first one's wait has passed their tick too.
-    if (age > tick || age < -tick) return state;
+    // Files written together wait once: by the second, the first one's wait
+    // has passed their tick too.
+    const int64_t wait = settle_wait_ns(state, ns_since_epoch(now.tv_sec, now.tv_nsec));
+    if (wait == 0) return state;
     if (std::chrono::steady_clock::now() >= give_up) {
       throw Error(if_written, "it is being written: its ctime kept changing for 3 s", path,
                   "run again when nothing writes it");
     }
-    std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(tick - age + 1'000'000, 100'000'000)));
+    std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(wait, 100'000'000)));
   }
 }
 

@@ -37,6 +37,10 @@ struct FileState {
 // The state of the file open at `fd` now; false when it cannot be stat'ed.
 bool current_file_state(int fd, FileState& out);
 
+// How long to wait, at `now_ns` (CLOCK_REALTIME), before `state` can be
+// trusted: until its ctime is a tick old (below); 0 when it is.
+int64_t settle_wait_ns(const FileState& state, int64_t now_ns);
+
 // The state of the file open at `fd`, taken once its ctime is more than a
 // clock tick in the past (20 ms; 2.1 s where the file system keeps whole
 // seconds): a write after it always changes the state. Error(`if_written`)

@@ -507,6 +507,10 @@ TEST_CASE("load safety: a file is a pickle when pickle.load would do something w
   // nothing. A random blob in bench/sign.sh's model folder was refused as a crafted pickle (exit 8).
   CHECK_FALSE(pickle(safetensors.substr(0, 8) + "}"));
   CHECK_FALSE(pickle("\x80\x03\xad\x17\x9c\x01\xfe\x33\x81\x02\x10\x77"s));
+  // EXT1 first (3 in 256 random files start with EXT1, EXT2 or EXT4): pickle.load looks the code up in
+  // copyreg's extension registry, empty unless the loading program filled it, and fails there.
+  CHECK_FALSE(pickle("\x82\xd5\xad\xa7\xef\x40\xe0\x75\x6c\x57"s));
+  CHECK(pickle("cos\nsystem\n\x82\xd5(S'id'\ntR."s));  // an import before it: acts
   CHECK_FALSE(pickle("(lp0\nI1\na"));  // a damaged list: fails before doing anything
   // A pickle whose first string runs past the first MiB is read on.
   std::string big = "X" + std::string("\x00\x00\x20\x00", 4) + std::string(2u << 20, 'a') + "0cos\nsystem\n)R.";
