@@ -17,8 +17,9 @@
 namespace tsarchive {
 namespace {
 
-// Writes the check; returns how its inputs and outputs are stored.
-RunCheckEncoding record_check(ArchiveFile& file, const TorchArchive& archive, const RunReport& report,
+// Writes the check; returns how its inputs and outputs are stored. What
+// replacing the archive did beside it goes to report.notes.
+RunCheckEncoding record_check(ArchiveFile& file, const TorchArchive& archive, RunReport& report,
                               const RunRequest& request) {
   RunCheck check;
   check.method = report.method;
@@ -37,7 +38,9 @@ RunCheckEncoding record_check(ArchiveFile& file, const TorchArchive& archive, co
     if (v.depth == 0 || v.tensor) check.outputs.push_back(value_line(v));
   }
   check.encoding = run_check_encoding_for(archive.kind());  // base64 text in a .pt2 (run_check.h)
-  file.replace(plan_extra_edits(archive, run_check_edits(check, report.saved_inputs, report.saved_outputs), false).zip);
+  const WriteResult written =
+      file.replace(plan_extra_edits(archive, run_check_edits(check, report.saved_inputs, report.saved_outputs), false).zip);
+  report.notes.insert(report.notes.end(), written.notes.begin(), written.notes.end());
   return check.encoding;
 }
 

@@ -113,7 +113,10 @@ void check_directory_file(const SignSettings& s, const std::string& path, const 
     throw Error(ErrorKind::CheckFailed, "will not sign it: it was replaced while the folder was being signed", path,
                 "sign again when nothing writes into " + shell_quoted(s.model));
   }
-  check_before_signing(s, file, path, notes);
+  // One thread for its checks: the folder's files already hash in parallel.
+  SignSettings one_thread = s;
+  one_thread.threads = 1;
+  check_before_signing(one_thread, file, path, notes);
 }
 
 // The signature goes into the archive (replaced, or `output` written).
@@ -133,6 +136,7 @@ SignOutcome sign_embedded(const SignSettings& s, const NoteSink& notes) {
   check_before_signing(s, file, s.model, notes);
   const auto archive = open_torchscript_archive(file.source(), "cannot embed a signature in this file", true);
   const EmbedResult embedded = embed_signature(file, *archive, keys, s.output, s.threads);
+  for (const std::string& note : embedded.written.notes) notes(note);
   SignOutcome out;
   out.signed_model = embedded.signed_records;
   out.written = s.output.empty() ? s.model : s.output;
@@ -183,8 +187,7 @@ SignOutcome sign_detached(const SignSettings& s, const NoteSink& notes) {
     // The lock keeps tsarchive's own editors out, not a program that writes
     // the file in place: the checks and the hash read it at different
     // moments, so its state before and after says they read one version.
-    WatchedFile watched = file.watched();
-    watched.state = settled_file_state(watched.fd, s.model, ErrorKind::CheckFailed);
+    const WatchedFile watched = file.watched_settled(ErrorKind::CheckFailed);
     const std::unique_ptr<ByteSource> opened = file.source();
     request.files.opened = opened.get();
     std::future<void> checked =

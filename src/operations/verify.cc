@@ -4,6 +4,7 @@
 
 #include <future>
 #include <memory>
+#include <optional>
 
 #include "base/posix_fd.h"
 #include "base/strings.h"
@@ -428,11 +429,13 @@ VerifyResult verify_model(const VerifySettings& s, const NoteSink& notes) {
   for (const std::string& note : file->notes()) notes(note);
   // The checks and the signature's hash read the file at different moments:
   // a verdict is of one version of it, or none (a program rewriting it in
-  // place, which no lock stops).
-  WatchedFile watched = file->watched();
-  if (!is_standard_stream(s.model)) watched.state = settled_file_state(watched.fd, s.model, ErrorKind::CheckFailed);
+  // place, which no lock stops). Not needed for standard input (a copy of
+  // its own) nor with --load (a private copy, or a leased file).
+  const bool watch = !is_standard_stream(s.model) && !s.load;
+  std::optional<WatchedFile> watched;
+  if (watch) watched = file->watched_settled(ErrorKind::CheckFailed);
   VerifyResult result = verify_opened(s, *file, notes);
-  if (!is_standard_stream(s.model) && !watched.unchanged()) {
+  if (watched && !watched->unchanged()) {
     throw Error(ErrorKind::CheckFailed, "it was written while it was being verified", s.model,
                 "verify it again when nothing writes it");
   }

@@ -198,14 +198,11 @@ class HttpServer {
   void stop();
 
  private:
-  // What a connection waits for, as the eviction at --max-connections sees
-  // it: the bytes of a request's head (from accept, or from a later
-  // request's first byte), a next request while kept alive, or neither (it
-  // is reading, or its request's head is in: its body, the handler, the
-  // response), when it is never closed for another.
-  // Head: waiting for a request's line and headers; Idle: kept alive
-  // between requests; Body: waiting for more of a request's body; Busy:
-  // reading, or answering a request.
+  // What a connection waits for, as the eviction at --max-connections
+  // (evict_one) sees it. Head: a request's line and headers (from accept, or
+  // from a later request's first byte); Idle: a next request, kept alive;
+  // Body: more of a request's body; Busy: neither (it is reading, or
+  // answering a request), when it is never closed for another.
   enum class Phase { Head, Idle, Body, Busy };
   // An open connection, as the accepting thread sees it (under mutex_).
   struct OpenConnection {

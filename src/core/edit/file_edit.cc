@@ -25,6 +25,7 @@
 #include <csignal>
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <thread>
 #include <tuple>
@@ -180,6 +181,20 @@ bool WatchedFile::unchanged() const {
 WatchedFile ArchiveFile::watched() const {
   const struct stat& st = read_stat();
   return WatchedFile{read_fd(), FileState::of(st), leased_};
+}
+
+WatchedFile ArchiveFile::watched_settled(ErrorKind if_written) const {
+  WatchedFile w = watched();
+  const uint64_t opened_size = w.state.size;
+  w.state = settled_file_state(w.fd, path_, if_written);
+  // Only the size: source() reads as many bytes as the file had when it was
+  // opened. A change of its times alone (a write of the same size, or a
+  // rename over its path, which unlinks it) is before the reads begin.
+  if (w.state.size != opened_size) {
+    throw Error(if_written, "it was written since it was opened (its size changed)", path_,
+                "run again when nothing writes it");
+  }
+  return w;
 }
 
 std::unique_ptr<ByteSource> ArchiveFile::source() const {

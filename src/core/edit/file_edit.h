@@ -147,6 +147,11 @@ class ArchiveFile {
   std::unique_ptr<ByteSource> source() const;
   // The file as it was opened, to tell later whether anything wrote it since.
   WatchedFile watched() const;
+  // watched(), its state taken once settled (settled_file_state): for reads
+  // that begin now and must be of one version of the file. Error(`if_written`)
+  // when its size changed since it was opened (source() reads as many bytes
+  // as it had then) or it is still being written.
+  WatchedFile watched_settled(ErrorKind if_written) const;
   // What opening did besides opening: a recovered --in-place edit, removed temp files.
   const std::vector<std::string>& notes() const { return notes_; }
 

@@ -1246,7 +1246,7 @@ class LegacyTarWalk {
 bool first_pickle_acts(const PickleScan& scan) {
   uint64_t first_act = UINT64_MAX, first_extension = UINT64_MAX;
   for (const PickleImport& i : scan.imports) {
-    uint64_t& first = i.opcode.rfind("EXT", 0) == 0 ? first_extension : first_act;
+    uint64_t& first = starts_with(i.opcode, "EXT") ? first_extension : first_act;
     first = std::min(first, i.offset);
   }
   for (const PickleInvoke& c : scan.calls) first_act = std::min(first_act, c.offset);
@@ -1438,13 +1438,13 @@ bool is_safetensors_layout(const ByteSource& source) {
 }
 }  // namespace
 
-// A file that states a pickle protocol (PROTO 0-5) is a pickle, whole or
-// damaged, unless it is laid out as a safetensors file (then, as without
-// one, only if pickle.load would do something with it). Without one, what
-// pickle.load does with it decides: a pickle that completes, or one that
-// imports or calls something before it fails, is a pickle; bytes that fail
-// before doing anything (text, most binary files) are not. The first MiB
-// decides, unless the pickle runs on past it.
+// What pickle.load does with the file decides: a pickle that completes, or
+// one that imports or calls something before it fails, is a pickle; bytes
+// that fail before doing anything (text, most binary files) are not. One
+// that states a protocol (PROTO 0-5) is a pickle also when it is cut short
+// or fails past its first opcodes (damaged, or crafted), unless it is laid
+// out as a safetensors file. The first MiB decides, unless the pickle runs
+// on past it.
 bool looks_like_pickle(const ByteSource& source) {
   constexpr uint64_t kSniff = 1 << 20;
   const uint64_t n = std::min(source.size(), kSniff);

@@ -146,7 +146,8 @@ std::string hash_file(const std::string& path, const ModelFilesOptions& options)
 #ifdef POSIX_FADV_SEQUENTIAL
   ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
 #endif
-  const FileState before = settled_file_state(fd.get(), path, ErrorKind::CheckFailed);
+  // The size read is the settled state's: a file that grew while it settled is read whole.
+  const FileState before = settled_file_state(fd.get(), path, ErrorKind::CheckFailed, &st);
   const int raw = fd.get();
   const std::unique_ptr<ByteSource> source = make_fd_source(fd.release(), static_cast<uint64_t>(st.st_size), path);
   std::string digest;
