@@ -68,13 +68,13 @@ bool zip_reads_alike(const ByteSource& source) {
   }
 }
 
-// Whether verify's checks have anything to say of `source`: files that are no
-// model by their first bytes (an ONNX model, a config, safetensors) are signed
-// as bytes.
-bool is_model_to_check(const ByteSource& source) {
-  const FileKind kind = detect_file_kind(source);
+// Whether verify's checks have anything to say of `source`, of `kind`:
+// files that are no model by their first bytes (an ONNX model, a config,
+// safetensors) are signed as bytes.
+bool is_model_to_check(const ByteSource& source, FileKind kind) {
   return !(kind == FileKind::Onnx || (kind == FileKind::NotAModel && !looks_like_pickle(source)));
 }
+bool is_model_to_check(const ByteSource& source) { return is_model_to_check(source, detect_file_kind(source)); }
 
 // Refuses (throws) a model file `file` (at `path`) that verify's checks fail
 // on. Files that are no model (is_model_to_check) and ZIPs PyTorch did not
@@ -83,8 +83,8 @@ void check_before_signing(const SignSettings& s, const ArchiveFile& file, const 
                           const NoteSink& notes) {
   if (s.allow_unverified) return;
   const auto source = file.source();
-  if (!is_model_to_check(*source)) return;
   const FileKind kind = detect_file_kind(*source);
+  if (!is_model_to_check(*source, kind)) return;
   VerifySettings v;
   v.model = path;
   v.threads = s.threads;

@@ -408,9 +408,10 @@ void ArchiveFile::commit_output(TempFile& temp, const Output& out) const {
     temp.set_mode(out.existing.st_mode, &out.existing);
   } else {
     // A new file takes the input's permissions, never its setuid, setgid or
-    // sticky bits: those are the input author's to choose, and a run as root
-    // would make a set-id file of root's (review 57a, F5).
-    temp.set_mode(opened_.st_mode & 0777 & ~current_umask(), nullptr);
+    // sticky bits (set_mode without an owner drops them): those are the input
+    // author's to choose, and a run as root would make a set-id file of
+    // root's (review 57a, F5).
+    temp.set_mode(opened_.st_mode & ~current_umask(), nullptr);
   }
   temp.commit(out.target, out.dir);
 }

@@ -518,7 +518,9 @@ void refuse_signature_too_large(ModelStatement statement, const std::vector<std:
   if (names.size() > kMaxStatementValues / kStatementValuesPerFile) {
     throw Error(ErrorKind::Usage,
                 std::to_string(names.size()) + " files to sign, more than a signature verify reads can list (" +
-                    std::to_string(kMaxStatementValues) + " JSON values, 7 a file: some 149,000 files)",
+                    std::to_string(kMaxStatementValues) + " JSON values, " + std::to_string(kStatementValuesPerFile) +
+                    " a file: some " + with_commas(kMaxStatementValues / kStatementValuesPerFile / 1000 * 1000) +
+                    " files)",
                 model, kFewerFilesHint);
   }
   statement.files.reserve(names.size());
